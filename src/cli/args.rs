@@ -1,0 +1,46 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// A team of LLM agents around a shared blackboard.
+#[derive(Debug, Parser)]
+#[command(name = "boardroom", version, about)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run the team on a task: the answer goes to stdout, progress to stderr.
+    Run(RunArgs),
+    /// Check a team directory and list its agents.
+    Check {
+        /// The team directory (holding agents/ and souls/).
+        #[arg(long)]
+        team: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunArgs {
+    /// The task.
+    pub(crate) task: String,
+    /// The team directory (default: ./ if it has agents/, else the built-in team).
+    #[arg(long)]
+    pub(crate) team: Option<PathBuf>,
+    /// The default model: `sim`, `sim:latency=50ms,challenge=1`, or a name from team.yaml.
+    #[arg(long, env = "BOARDROOM_MODEL")]
+    pub(crate) model: Option<String>,
+    /// Rounds of members before the master must answer.
+    #[arg(long)]
+    pub(crate) rounds: Option<u32>,
+    /// Members that run at once.
+    #[arg(long)]
+    pub(crate) parallel: Option<usize>,
+    /// Print events as JSON lines on stdout instead of the live view.
+    #[arg(long)]
+    pub(crate) json: bool,
+}

@@ -1,0 +1,164 @@
+//! The command line: parse, set up logging, call the library, render
+//! events, map errors to exit codes. No orchestration lives here.
+
+mod args;
+mod render;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use boardroom::{RunError, RunStatus, Runtime, SharedModel, Team};
+use clap::Parser;
+
+use args::{Cli, Command, RunArgs};
+
+/// Exit code: the run finished with an answer.
+const EXIT_OK: u8 = 0;
+/// Exit code: the run failed.
+const EXIT_FAILED: u8 = 1;
+/// Exit code: bad input (arguments, team files, model spec).
+const EXIT_BAD_INPUT: u8 = 2;
+
+pub(crate) fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Command::Run(args) => run(args),
+        Command::Check { team } => check(team.as_deref()),
+    };
+    ExitCode::from(code)
+}
+
+/// The team: `--team DIR`, else `./` when it has `agents/`, else the
+/// built-in default team.
+fn load_team(dir: Option<&Path>) -> Result<Team, boardroom::TeamError> {
+    match dir {
+        Some(dir) => Team::load(dir),
+        None if Path::new("agents").is_dir() => Team::load("."),
+        None => Team::builtin(),
+    }
+}
+
+fn default_model(
+    team: &Team,
+    spec: Option<&str>,
+) -> Result<SharedModel, boardroom::ModelSpecError> {
+    match spec {
+        Some(spec) => team.model(spec),
+        None if team.config().models.contains_key("default") => team.model("default"),
+        None => {
+            eprintln!(
+                "boardroom: no model configured, using the offline 'sim' model (set --model or BOARDROOM_MODEL)"
+            );
+            team.model("sim")
+        }
+    }
+}
+
+fn run(args: RunArgs) -> u8 {
+    let team = match load_team(args.team.as_deref()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let model = match default_model(&team, args.model.as_deref()) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    if args.task.trim().is_empty() {
+        eprintln!("error: the task is empty");
+        return EXIT_BAD_INPUT;
+    }
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let mut runtime = Runtime::with_shared_model(team, model).events(tx);
+    if let Some(r) = args.rounds {
+        runtime = runtime.max_rounds(r);
+    }
+    if let Some(p) = args.parallel {
+        runtime = runtime.max_parallel(p);
+    }
+    let mode = if args.json {
+        render::Mode::Json
+    } else {
+        render::Mode::Human
+    };
+    let outcome = std::thread::scope(|s| {
+        let renderer = std::thread::Builder::new()
+            .name("boardroom-render".into())
+            .spawn_scoped(s, move || render::render(rx, mode));
+        let outcome = runtime.run(&args.task);
+        // Dropping the runtime drops the last sender: the renderer drains and ends.
+        drop(runtime);
+        if let Ok(handle) = renderer {
+            let _ = handle.join();
+        }
+        outcome
+    });
+    match outcome {
+        Ok(outcome) => {
+            if !args.json {
+                println!("{}", outcome.answer.trim_end());
+            }
+            match outcome.status {
+                RunStatus::Failed | RunStatus::Cancelled => EXIT_FAILED,
+                _ => EXIT_OK,
+            }
+        }
+        Err(e @ (RunError::EmptyTask | RunError::Model { .. })) => {
+            eprintln!("error: {e}");
+            EXIT_BAD_INPUT
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            EXIT_FAILED
+        }
+    }
+}
+
+fn check(dir: Option<&Path>) -> u8 {
+    let team = match load_team(dir) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let origin = team.dir().map_or_else(
+        || "built in".to_string(),
+        |d| PathBuf::from(d).display().to_string(),
+    );
+    println!(
+        "team '{}' ({origin}): {} agents",
+        team.name(),
+        team.agents().len()
+    );
+    for a in team.agents() {
+        let role = match a.role {
+            boardroom::AgentRole::Master => "master",
+            _ => "member",
+        };
+        let mut flags = Vec::new();
+        if a.can_challenge {
+            flags.push("can challenge".to_string());
+        }
+        if let Some(m) = &a.model {
+            flags.push(format!("model {m}"));
+        }
+        if !a.tools.is_empty() {
+            flags.push(format!("tools: {}", a.tools.join(", ")));
+        }
+        let flags = if flags.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", flags.join("; "))
+        };
+        println!("  {role:<6} {:<14} {}{flags}", a.name, a.description);
+    }
+    println!("ok");
+    EXIT_OK
+}

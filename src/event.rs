@@ -1,0 +1,233 @@
+//! Events: everything that happens in a run, as it happens.
+//!
+//! The runtime sends [`Event`]s to any `crossbeam_channel::Sender<Event>`
+//! the caller gives it. Each carries the run id, the agent it concerns and
+//! that agent's parent (the master for members), so a viewer can draw the
+//! call graph. Serialised, an event is one flat JSON object with a `type`.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::board::EntryKind;
+use crate::model::{Phase, Usage};
+
+/// What the room is doing, as a status light.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoomStatus {
+    /// Members are drafting or challenging.
+    Working,
+    /// The master is planning or reviewing.
+    Thinking,
+    /// Waiting: between phases, or for the user.
+    Pending,
+    /// The run is over.
+    Done,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Still going (in snapshots).
+    Running,
+    /// The master said DONE.
+    Done,
+    /// The round cap was reached; the master gave its best answer.
+    RoundLimit,
+    /// The token budget ran out; the best answer so far was given.
+    BudgetExhausted,
+    /// Cancelled by the caller.
+    Cancelled,
+    /// The run failed without an answer.
+    Failed,
+}
+
+impl RunStatus {
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Done => "done",
+            RunStatus::RoundLimit => "round_limit",
+            RunStatus::BudgetExhausted => "budget_exhausted",
+            RunStatus::Cancelled => "cancelled",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
+/// One thing that happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// The run it belongs to.
+    pub run_id: String,
+    /// The agent it concerns.
+    pub agent: String,
+    /// The agent that set this one to work (the master for members).
+    #[serde(default)]
+    pub parent: Option<String>,
+    /// Milliseconds since the Unix epoch.
+    pub time_ms: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EventKind {
+    /// The run began.
+    RunStarted {
+        /// The task.
+        task: String,
+        /// The team's name.
+        team: String,
+        /// The default model's name.
+        model: String,
+        /// Members on the roster.
+        members: usize,
+        /// The round cap.
+        max_rounds: u32,
+    },
+    /// The room's status light changed.
+    RoomStatus {
+        /// The new status.
+        status: RoomStatus,
+    },
+    /// A round of members is starting.
+    RoundStarted {
+        /// The round.
+        round: u32,
+        /// How many assignments it holds.
+        assignments: usize,
+        /// Threads the round runs on.
+        threads: usize,
+    },
+    /// The master gave a member work.
+    TaskAssigned {
+        /// The round it is for.
+        round: u32,
+        /// The member.
+        member: String,
+        /// The task.
+        task: String,
+    },
+    /// A piece of an answer as it streams in.
+    AgentDelta {
+        /// The round.
+        round: u32,
+        /// What the call is for.
+        phase: Phase,
+        /// The new text.
+        delta: String,
+    },
+    /// An agent's complete answer.
+    AgentMessage {
+        /// The round.
+        round: u32,
+        /// What the call is for.
+        phase: Phase,
+        /// The text.
+        text: String,
+    },
+    /// An entry landed on the board.
+    BoardEntry {
+        /// Its sequence number.
+        seq: u64,
+        /// The round.
+        round: u32,
+        /// What it is.
+        kind: EntryKind,
+    },
+    /// A challenger objected.
+    Challenge {
+        /// The round.
+        round: u32,
+        /// What is wrong and why.
+        text: String,
+    },
+    /// A challenger agreed with the board.
+    Agree {
+        /// The round.
+        round: u32,
+    },
+    /// The master decided after reading the board.
+    ReviewDecision {
+        /// The round reviewed (0 for the plan).
+        round: u32,
+        /// `done` or `assign`.
+        decision: String,
+        /// Assignments for the next round.
+        assignments: usize,
+        /// Directives that were rejected, fed back to the master.
+        rejected: Vec<String>,
+    },
+    /// Something failed; the run goes on where it can.
+    Error {
+        /// The round.
+        round: u32,
+        /// What went wrong.
+        message: String,
+    },
+    /// The run ended.
+    RunFinished {
+        /// How it ended.
+        status: RunStatus,
+        /// The answer (empty when it failed).
+        answer: String,
+        /// Rounds of members that ran.
+        rounds: u32,
+        /// Tokens used by the whole run.
+        usage: Usage,
+    },
+}
+
+impl Event {
+    /// An event stamped with the current time.
+    pub fn now(run_id: &str, agent: &str, parent: Option<&str>, kind: EventKind) -> Self {
+        Event {
+            run_id: run_id.to_string(),
+            agent: agent.to_string(),
+            parent: parent.map(str::to_string),
+            time_ms: now_ms(),
+            kind,
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_serialise_flat_with_a_type() {
+        let e = Event::now(
+            "r1",
+            "writer",
+            Some("master"),
+            EventKind::TaskAssigned {
+                round: 1,
+                member: "writer".into(),
+                task: "t".into(),
+            },
+        );
+        let json = serde_json::to_value(&e).unwrap();
+        assert_eq!(json["type"], "task_assigned");
+        assert_eq!(json["run_id"], "r1");
+        assert_eq!(json["parent"], "master");
+        assert_eq!(json["member"], "writer");
+        let back: Event = serde_json::from_value(json).unwrap();
+        assert_eq!(back, e);
+    }
+}

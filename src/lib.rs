@@ -1,0 +1,67 @@
+//! boardroom runs a team of LLM agents around a shared blackboard, on plain
+//! OS threads, with no async runtime.
+//!
+//! A master splits the task into `ASSIGN:<member>:<task>` lines; the members
+//! of a round work in parallel, each on its own thread, and put their drafts
+//! on a lock-guarded [`SharedBoard`]; members that may challenge read the
+//! board and object (`CHALLENGE:`) or `AGREE`; the master reviews the board
+//! and says `DONE` with the answer or assigns another round.
+//!
+//! # A run in five lines
+//!
+//! ```
+//! use boardroom::{Runtime, Sim, Team};
+//!
+//! let team = Team::load(".")?;                    // agents/ + souls/ (+ team.yaml)
+//! let run = Runtime::new(team, Sim::new())        // the offline model
+//!     .max_rounds(3)
+//!     .run("Write a short guide to brewing green tea")?;
+//! println!("{}", run.answer);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Watching it happen
+//!
+//! Give the runtime a `crossbeam_channel::Sender<Event>` and read events on
+//! any thread while it works; nothing needs an async context.
+//!
+//! ```
+//! use boardroom::{EventKind, Runtime, Sim, Team};
+//!
+//! let (tx, rx) = crossbeam_channel::unbounded();
+//! let runtime = Runtime::new(Team::load(".")?, Sim::new()).events(tx);
+//! let handle = std::thread::spawn(move || runtime.run("Plan a picnic"));
+//! for event in rx {                                // ends when the run drops its sender
+//!     if let EventKind::TaskAssigned { member, .. } = &event.kind {
+//!         println!("{member} got work");
+//!     }
+//! }
+//! let run = handle.join().unwrap()?;
+//! assert!(!run.answer.is_empty());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+mod board;
+mod event;
+mod model;
+mod protocol;
+mod runtime;
+mod team;
+
+pub use board::{Entry, EntryKind, NewEntry, SharedBoard, escape_xml, render_context};
+pub use event::{Event, EventKind, RoomStatus, RunStatus};
+pub use model::{
+    ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelError, ModelSpecError,
+    OutputSchema, Phase, Role, Scripted, ScriptedReply, SharedModel, Sim, SimOptions, SimStats,
+    ToolCall, ToolSpec, Usage, resolve_model,
+};
+pub use protocol::{
+    Assignment, Decision, MasterReply, ProtocolError, Verdict, parse_master, parse_verdict,
+};
+pub use runtime::{DEFAULT_MAX_ROUNDS, RunError, RunOutcome, RunPhase, RunState, Runtime};
+pub use team::{
+    AgentRole, AgentSpec, EndpointConfig, ModelConfig, Process, Team, TeamConfig, TeamError,
+};

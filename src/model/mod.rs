@@ -1,0 +1,317 @@
+//! Models: the one blocking call every provider implements, and the types
+//! that travel through it.
+//!
+//! A [`ChatModel`] takes a [`ChatRequest`] (messages, optional tools and
+//! output schema, and a little metadata about who is asking and why),
+//! streams text deltas to a callback, and returns a [`ChatResponse`].
+//! Providers: [`Sim`] (offline, deterministic), [`Scripted`] (exact replies
+//! for tests) and, in later modules, OpenAI-compatible HTTP servers.
+
+mod error;
+mod scripted;
+mod sim;
+mod spec;
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+pub use error::ModelError;
+pub use scripted::{Scripted, ScriptedReply};
+pub use sim::{Sim, SimOptions, SimStats};
+pub use spec::{ModelSpecError, resolve_model};
+
+/// Who wrote a message in a conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Standing instructions: the soul, the roster, the rules.
+    System,
+    /// What the runtime (or the user) says to the agent.
+    User,
+    /// What the model answered.
+    Assistant,
+    /// The result of a tool call, answering `tool_call_id`.
+    Tool,
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Who wrote it.
+    pub role: Role,
+    /// The text.
+    pub content: String,
+    /// Tool calls the assistant asked for in this message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For a [`Role::Tool`] message: the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::new(Role::System, content)
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::new(Role::User, content)
+    }
+
+    /// An assistant message.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::new(Role::Assistant, content)
+    }
+
+    /// A tool result answering the call with id `call_id`.
+    pub fn tool(call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Message {
+            tool_call_id: Some(call_id.into()),
+            ..Self::new(Role::Tool, content)
+        }
+    }
+
+    fn new(role: Role, content: impl Into<String>) -> Self {
+        Message {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+}
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The id the result must carry back.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, as the JSON text the model wrote.
+    pub arguments: String,
+}
+
+/// A tool offered to the model: name, description, JSON schema of arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The name the model calls it by.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON schema of its arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// A JSON schema the answer must follow (structured output).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputSchema {
+    /// A short name for the schema.
+    pub name: String,
+    /// The schema itself.
+    pub schema: serde_json::Value,
+}
+
+/// Why the runtime is calling the model: lets offline models play the
+/// protocol and lets records say what each call was for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// The master's first turn: split the task into assignments.
+    Plan,
+    /// A member drafting its assignment.
+    Draft,
+    /// A challenger reading the board.
+    Challenge,
+    /// The master reviewing the board: DONE or new assignments.
+    Review,
+    /// The master asked for the final answer.
+    Final,
+    /// The master asked what is worth remembering.
+    Memory,
+    /// An agent in a handoff conversation or a partner chat.
+    Converse,
+}
+
+impl Phase {
+    /// The lowercase name used in events and records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Plan => "plan",
+            Phase::Draft => "draft",
+            Phase::Challenge => "challenge",
+            Phase::Review => "review",
+            Phase::Final => "final",
+            Phase::Memory => "memory",
+            Phase::Converse => "converse",
+        }
+    }
+}
+
+/// Everything one model call needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    /// The agent making the call.
+    pub agent: String,
+    /// What the call is for.
+    pub phase: Phase,
+    /// The round of the run (0 for planning).
+    pub round: u32,
+    /// The conversation.
+    pub messages: Vec<Message>,
+    /// Tools the model may call.
+    pub tools: Vec<ToolSpec>,
+    /// A JSON schema the answer must follow, where the provider supports it.
+    pub schema: Option<OutputSchema>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Cap on completion tokens.
+    pub max_tokens: Option<u32>,
+}
+
+impl ChatRequest {
+    /// A request with no tools, no schema and default sampling.
+    pub fn new(agent: impl Into<String>, phase: Phase, round: u32, messages: Vec<Message>) -> Self {
+        ChatRequest {
+            agent: agent.into(),
+            phase,
+            round,
+            messages,
+            tools: Vec::new(),
+            schema: None,
+            temperature: None,
+            max_tokens: None,
+        }
+    }
+}
+
+/// Token counts of one call, or summed over many.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens sent.
+    pub prompt_tokens: u64,
+    /// Tokens generated.
+    pub completion_tokens: u64,
+}
+
+impl Usage {
+    /// Prompt plus completion tokens.
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+
+    /// Adds another usage to this one.
+    pub fn add(&mut self, other: Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+    }
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// A natural end.
+    #[default]
+    Stop,
+    /// Cut off by the token limit.
+    Length,
+    /// The model asked for tool calls.
+    ToolCalls,
+    /// Anything else the provider said.
+    Other,
+}
+
+/// What one model call returned.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChatResponse {
+    /// The text of the answer.
+    pub text: String,
+    /// Tool calls the model asked for.
+    pub tool_calls: Vec<ToolCall>,
+    /// Tokens used.
+    pub usage: Usage,
+    /// Why it stopped.
+    pub finish: FinishReason,
+    /// How many transport retries the call needed.
+    pub retries: u32,
+}
+
+impl ChatResponse {
+    /// A plain text answer with the given usage.
+    pub fn text(text: impl Into<String>, usage: Usage) -> Self {
+        ChatResponse {
+            text: text.into(),
+            usage,
+            ..ChatResponse::default()
+        }
+    }
+}
+
+/// A language model behind one blocking call.
+///
+/// Implementations must be shareable across the member threads of a round.
+/// A call blocks until the answer is complete; text deltas go to `on_delta`
+/// as they arrive (providers that do not stream call it once, or not at
+/// all).
+pub trait ChatModel: Send + Sync {
+    /// A short name for logs and errors, e.g. `sim` or `openai:gpt-4o-mini`.
+    fn name(&self) -> String;
+
+    /// Sends the request and blocks until the answer is complete.
+    ///
+    /// # Errors
+    ///
+    /// A [`ModelError`] when the provider fails after its own retries.
+    fn chat(
+        &self,
+        request: &ChatRequest,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<ChatResponse, ModelError>;
+}
+
+impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+
+    fn chat(
+        &self,
+        request: &ChatRequest,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<ChatResponse, ModelError> {
+        (**self).chat(request, on_delta)
+    }
+}
+
+impl<M: ChatModel + ?Sized> ChatModel for Box<M> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+
+    fn chat(
+        &self,
+        request: &ChatRequest,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<ChatResponse, ModelError> {
+        (**self).chat(request, on_delta)
+    }
+}
+
+impl std::fmt::Debug for dyn ChatModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ChatModel({})", self.name())
+    }
+}
+
+/// A shared, dynamically typed model.
+pub type SharedModel = Arc<dyn ChatModel>;
+
+/// A rough token count for text, for models that do not report usage:
+/// about four characters a token.
+pub(crate) fn estimate_tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4)
+}

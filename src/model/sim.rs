@@ -1,0 +1,407 @@
+//! `sim`: a deterministic offline model that plays every role of the
+//! protocol from what the request carries.
+//!
+//! The master assigns one task to every member on the roster, members write
+//! drafts that echo their task, challengers agree (or challenge in a chosen
+//! round), and the master finishes with an answer built from the board.
+//! Options drive every path: a per-call latency, a challenge round, a
+//! failing or panicking member, a master that never says DONE.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::{
+    ChatModel, ChatRequest, ChatResponse, ModelError, Phase, Role, Usage, estimate_tokens,
+};
+
+/// What the simulated model does.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SimOptions {
+    /// How long each call blocks, as if waiting on a server.
+    pub latency: Duration,
+    /// The phases the latency applies to; empty means every phase.
+    pub latency_phases: Vec<Phase>,
+    /// Challengers challenge in this round (and agree in the others).
+    pub challenge_round: Option<u32>,
+    /// Calls by this agent fail.
+    pub fail_agent: Option<String>,
+    /// Calls by this agent panic (to test that a panic stays contained).
+    pub panic_agent: Option<String>,
+    /// The master re-assigns forever and never says DONE.
+    pub never_done: bool,
+}
+
+/// Counters the sim keeps, shared across threads: how many calls are in
+/// flight right now, the most ever in flight at once, and calls per agent.
+#[derive(Debug, Default)]
+pub struct SimStats {
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    calls: AtomicUsize,
+    by_agent: Mutex<HashMap<String, usize>>,
+    by_phase: Mutex<HashMap<Phase, usize>>,
+}
+
+impl SimStats {
+    /// The most calls that were ever in flight at the same moment.
+    pub fn max_in_flight(&self) -> usize {
+        self.max_in_flight.load(Ordering::SeqCst)
+    }
+
+    /// All calls so far.
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    /// Calls made by one agent.
+    pub fn calls_by(&self, agent: &str) -> usize {
+        self.by_agent.lock().get(agent).copied().unwrap_or(0)
+    }
+
+    /// Calls made for one phase.
+    pub fn calls_for(&self, phase: Phase) -> usize {
+        self.by_phase.lock().get(&phase).copied().unwrap_or(0)
+    }
+}
+
+/// The simulated model. Cheap to clone; clones share their [`SimStats`].
+#[derive(Debug, Clone, Default)]
+pub struct Sim {
+    options: SimOptions,
+    stats: Arc<SimStats>,
+}
+
+/// Counts a call in flight for as long as it lives.
+struct InFlight<'a>(&'a SimStats);
+
+impl<'a> InFlight<'a> {
+    fn enter(stats: &'a SimStats) -> Self {
+        let now = stats.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        stats.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        InFlight(stats)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Sim {
+    /// A sim with no latency that agrees and finishes after one round.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A sim with these options.
+    pub fn with_options(options: SimOptions) -> Self {
+        Sim {
+            options,
+            stats: Arc::default(),
+        }
+    }
+
+    /// Sets the per-call latency.
+    pub fn latency(mut self, latency: Duration) -> Self {
+        self.options.latency = latency;
+        self
+    }
+
+    /// The options.
+    pub fn options(&self) -> &SimOptions {
+        &self.options
+    }
+
+    /// The shared counters.
+    pub fn stats(&self) -> Arc<SimStats> {
+        Arc::clone(&self.stats)
+    }
+
+    fn answer(&self, req: &ChatRequest) -> String {
+        let text = all_text(req);
+        match req.phase {
+            Phase::Plan => plan(&text),
+            Phase::Draft => draft(&req.agent, &last_user(req)),
+            Phase::Challenge => {
+                if self.options.challenge_round == Some(req.round) {
+                    let target = latest_drafts(&text)
+                        .into_iter()
+                        .map(|(author, _)| author)
+                        .find(|a| *a != req.agent)
+                        .unwrap_or_else(|| "the team".into());
+                    format!(
+                        "CHALLENGE: the draft by {target} in round {} states its points without \
+                         checking them; add the reasons and one concrete example.",
+                        req.round
+                    )
+                } else {
+                    "AGREE".into()
+                }
+            }
+            Phase::Review => review(&text, req.round, self.options.never_done),
+            Phase::Final => final_answer(&text),
+            Phase::Memory => {
+                let task = tag(&text, "task").unwrap_or_default();
+                format!(
+                    "- Finished \"{}\"; members who drafted: {}.",
+                    first_line(&task),
+                    drafters(&text)
+                )
+            }
+            Phase::Converse => format!("(sim) {}", first_line(&last_user(req))),
+        }
+    }
+}
+
+impl ChatModel for Sim {
+    fn name(&self) -> String {
+        "sim".into()
+    }
+
+    fn chat(
+        &self,
+        req: &ChatRequest,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<ChatResponse, ModelError> {
+        let _guard = InFlight::enter(&self.stats);
+        self.stats.calls.fetch_add(1, Ordering::SeqCst);
+        *self
+            .stats
+            .by_agent
+            .lock()
+            .entry(req.agent.clone())
+            .or_default() += 1;
+        *self.stats.by_phase.lock().entry(req.phase).or_default() += 1;
+        let o = &self.options;
+        if !o.latency.is_zero()
+            && (o.latency_phases.is_empty() || o.latency_phases.contains(&req.phase))
+        {
+            std::thread::sleep(o.latency);
+        }
+        if o.panic_agent.as_deref() == Some(req.agent.as_str()) && req.phase == Phase::Draft {
+            panic!("sim: simulated panic in '{}'", req.agent);
+        }
+        if o.fail_agent.as_deref() == Some(req.agent.as_str()) {
+            return Err(ModelError::Simulated {
+                agent: req.agent.clone(),
+                detail: "the model is configured to fail for this agent".into(),
+            });
+        }
+        let answer = self.answer(req);
+        // Stream in a few pieces, as a real server would.
+        let mut start = 0;
+        for (i, _) in answer.match_indices('\n') {
+            on_delta(&answer[start..=i]);
+            start = i + 1;
+        }
+        if start < answer.len() {
+            on_delta(&answer[start..]);
+        }
+        let prompt: u64 = req
+            .messages
+            .iter()
+            .map(|m| estimate_tokens(&m.content))
+            .sum();
+        Ok(ChatResponse::text(
+            answer.clone(),
+            Usage {
+                prompt_tokens: prompt,
+                completion_tokens: estimate_tokens(&answer),
+            },
+        ))
+    }
+}
+
+fn all_text(req: &ChatRequest) -> String {
+    req.messages
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn last_user(req: &ChatRequest) -> String {
+    req.messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User)
+        .map(|m| m.content.clone())
+        .unwrap_or_default()
+}
+
+fn first_line(s: &str) -> &str {
+    s.trim().lines().next().unwrap_or("")
+}
+
+/// The text between the last `<name>` and the `</name>` after it.
+fn tag(text: &str, name: &str) -> Option<String> {
+    let open = format!("<{name}>");
+    let close = format!("</{name}>");
+    let start = text.rfind(&open)? + open.len();
+    let end = text[start..].find(&close)? + start;
+    Some(unescape(text[start..end].trim()))
+}
+
+fn unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
+}
+
+/// Roster lines `- name: description` inside `<roster>`.
+fn roster(text: &str) -> Vec<String> {
+    tag(text, "roster")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- "))
+        .filter_map(|l| l.split(':').next())
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
+/// The board's entries as (round, author, kind, text), parsed back from the
+/// XML the runtime renders.
+fn entries(text: &str) -> Vec<(u32, String, String, String)> {
+    let Some(start) = text.rfind("<board>") else {
+        return Vec::new();
+    };
+    let board = &text[start..];
+    let mut out = Vec::new();
+    let mut rest = board;
+    while let Some(pos) = rest.find("<entry ") {
+        rest = &rest[pos..];
+        let Some(head_end) = rest.find('>') else {
+            break;
+        };
+        let head = &rest[..head_end];
+        let Some(close) = rest.find("</entry>") else {
+            break;
+        };
+        let body = unescape(rest[head_end + 1..close].trim());
+        let attr = |name: &str| {
+            let key = format!("{name}=\"");
+            head.find(&key).and_then(|p| {
+                let v = &head[p + key.len()..];
+                v.find('"').map(|e| unescape(&v[..e]))
+            })
+        };
+        out.push((
+            attr("round").and_then(|r| r.parse().ok()).unwrap_or(0),
+            attr("author").unwrap_or_default(),
+            attr("kind").unwrap_or_default(),
+            body,
+        ));
+        rest = &rest[close + "</entry>".len()..];
+    }
+    out
+}
+
+/// The latest draft of every member, in board order of first appearance.
+fn latest_drafts(text: &str) -> Vec<(String, String)> {
+    let mut drafts: Vec<(String, String)> = Vec::new();
+    for (_, author, kind, body) in entries(text) {
+        if kind != "draft" {
+            continue;
+        }
+        match drafts.iter_mut().find(|(a, _)| *a == author) {
+            Some(d) => d.1 = body,
+            None => drafts.push((author, body)),
+        }
+    }
+    drafts
+}
+
+fn drafters(text: &str) -> String {
+    let names: Vec<String> = latest_drafts(text).into_iter().map(|(a, _)| a).collect();
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+fn plan(text: &str) -> String {
+    let task = tag(text, "task").unwrap_or_default();
+    let task = first_line(&task);
+    let mut out = String::from("The work splits cleanly across the team.\n");
+    for name in roster(text) {
+        let _ = writeln!(
+            out,
+            "ASSIGN:{name}:From your own expertise, work on: {task}"
+        );
+    }
+    out
+}
+
+fn draft(agent: &str, prompt: &str) -> String {
+    let task = tag(prompt, "assignment").unwrap_or_else(|| first_line(prompt).to_string());
+    let revision =
+        if prompt.contains("<board>") && entries(prompt).iter().any(|e| e.2 == "challenge") {
+            "\n\nRevised to answer the challenges raised on the board."
+        } else {
+            ""
+        };
+    format!(
+        "## {agent}\n\nAssignment: {task}\n\n1. The key point for this part, stated plainly.\n\
+         2. The reason it holds, and one example.\n3. What to watch out for.{revision}"
+    )
+}
+
+fn review(text: &str, round: u32, never_done: bool) -> String {
+    let all = entries(text);
+    let challenged = all.iter().any(|e| e.0 == round && e.2 == "challenge");
+    if challenged || never_done {
+        let mut out = format!("Round {round} needs another pass.\n");
+        let members: Vec<String> = all
+            .iter()
+            .filter(|e| e.0 == round && e.2 == "draft")
+            .map(|e| e.1.clone())
+            .fold(Vec::new(), |mut v, a| {
+                if !v.contains(&a) {
+                    v.push(a);
+                }
+                v
+            });
+        let members = if members.is_empty() {
+            roster(text)
+        } else {
+            members
+        };
+        for m in members {
+            let _ = writeln!(
+                out,
+                "ASSIGN:{m}:Revise your draft from round {round}, answering every challenge on the board."
+            );
+        }
+        out
+    } else {
+        format!("DONE\n{}", final_answer(text))
+    }
+}
+
+fn final_answer(text: &str) -> String {
+    let task = tag(text, "task").unwrap_or_else(|| "the task".into());
+    let mut out = format!("# {}\n", first_line(&task));
+    let drafts = latest_drafts(text);
+    if drafts.is_empty() {
+        out.push_str("\nThe board holds no drafts; nothing could be concluded.\n");
+    }
+    for (author, body) in drafts {
+        let body = body
+            .lines()
+            .filter(|l| !l.starts_with("## "))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let _ = write!(out, "\n## From {author}\n\n{}\n", body.trim());
+    }
+    out
+}

@@ -1,0 +1,139 @@
+//! Model specs: the strings `--model`, `BOARDROOM_MODEL` and `team.yaml`
+//! use to name a model.
+//!
+//! - `sim` or `sim:latency=50ms,challenge=1,fail=writer,never_done`
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Phase, SharedModel, Sim, SimOptions};
+
+/// A model spec that could not be understood.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelSpecError {
+    /// The spec as given.
+    pub spec: String,
+    /// What is wrong with it.
+    pub detail: String,
+}
+
+impl fmt::Display for ModelSpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "model spec '{}': {}", self.spec, self.detail)
+    }
+}
+
+impl std::error::Error for ModelSpecError {}
+
+/// Builds a model from a spec string.
+///
+/// # Errors
+///
+/// A [`ModelSpecError`] for an unknown provider or a bad option.
+///
+/// # Examples
+///
+/// ```
+/// let model = boardroom::resolve_model("sim:latency=10ms").unwrap();
+/// assert_eq!(model.name(), "sim");
+/// ```
+pub fn resolve_model(spec: &str) -> Result<SharedModel, ModelSpecError> {
+    let err = |detail: String| ModelSpecError {
+        spec: spec.to_string(),
+        detail,
+    };
+    let (provider, rest) = spec.split_once(':').unwrap_or((spec, ""));
+    match provider.trim() {
+        "sim" => Ok(Arc::new(Sim::with_options(
+            parse_sim_options(rest).map_err(err)?,
+        ))),
+        other => Err(err(format!("unknown provider '{other}' (known: sim)"))),
+    }
+}
+
+/// Parses `latency=50ms,challenge=1,fail=writer,panic=writer,never_done,
+/// latency_phases=draft+challenge`.
+pub(crate) fn parse_sim_options(options: &str) -> Result<SimOptions, String> {
+    let mut o = SimOptions::default();
+    for part in options.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = part.split_once('=').unwrap_or((part, ""));
+        match key {
+            "latency" => o.latency = parse_duration(value)?,
+            "latency_phases" => {
+                for p in value.split('+') {
+                    o.latency_phases.push(parse_phase(p)?);
+                }
+            }
+            "challenge" => {
+                o.challenge_round = Some(
+                    value
+                        .parse()
+                        .map_err(|_| format!("challenge: '{value}' is not a round number"))?,
+                )
+            }
+            "fail" if !value.is_empty() => o.fail_agent = Some(value.to_string()),
+            "panic" if !value.is_empty() => o.panic_agent = Some(value.to_string()),
+            "never_done" => o.never_done = true,
+            _ => {
+                return Err(format!(
+                    "unknown sim option '{part}' (known: latency=DUR, latency_phases=P+P, challenge=ROUND, \
+                     fail=AGENT, panic=AGENT, never_done)"
+                ));
+            }
+        }
+    }
+    Ok(o)
+}
+
+fn parse_phase(p: &str) -> Result<Phase, String> {
+    serde_json::from_value(serde_json::Value::String(p.trim().to_string()))
+        .map_err(|_| format!("unknown phase '{p}'"))
+}
+
+/// `50ms`, `1.5s`, `2` (seconds).
+pub(crate) fn parse_duration(value: &str) -> Result<Duration, String> {
+    let v = value.trim();
+    let (num, scale) = if let Some(n) = v.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = v.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        (v, 1.0)
+    };
+    num.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .map(|x| Duration::from_secs_f64(x * scale))
+        .ok_or_else(|| format!("'{value}' is not a duration (try 50ms or 1.5s)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sim_specs() {
+        let o = parse_sim_options("latency=50ms,challenge=1,fail=writer,never_done").unwrap();
+        assert_eq!(o.latency, Duration::from_millis(50));
+        assert_eq!(o.challenge_round, Some(1));
+        assert_eq!(o.fail_agent.as_deref(), Some("writer"));
+        assert!(o.never_done);
+        assert_eq!(
+            parse_sim_options("latency_phases=draft+challenge")
+                .unwrap()
+                .latency_phases,
+            vec![Phase::Draft, Phase::Challenge]
+        );
+        assert!(
+            parse_sim_options("latncy=5")
+                .unwrap_err()
+                .contains("unknown sim option 'latncy=5'")
+        );
+        assert_eq!(
+            resolve_model("gpt").unwrap_err().to_string(),
+            "model spec 'gpt': unknown provider 'gpt' (known: sim)"
+        );
+    }
+}

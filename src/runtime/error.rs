@@ -1,0 +1,56 @@
+use std::fmt;
+
+use crate::model::{ModelError, ModelSpecError};
+
+/// Why a run could not give an answer.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The task was empty.
+    EmptyTask,
+    /// An agent's model could not be built from its spec.
+    Model {
+        /// The agent.
+        agent: String,
+        /// Why.
+        source: ModelSpecError,
+    },
+    /// The master's model failed where the run cannot go on without it.
+    Master {
+        /// The phase that failed (`plan` or `final`).
+        phase: &'static str,
+        /// Why.
+        source: ModelError,
+    },
+    /// The master never produced a usable plan.
+    NoPlan {
+        /// What was wrong with its replies.
+        problems: Vec<String>,
+    },
+    /// A thread pool could not be built.
+    Pool(String),
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::EmptyTask => write!(f, "the task is empty"),
+            RunError::Model { agent, source } => write!(f, "agent '{agent}': {source}"),
+            RunError::Master { phase, source } => write!(f, "master ({phase}): {source}"),
+            RunError::NoPlan { problems } => {
+                write!(f, "the master gave no usable plan: {}", problems.join("; "))
+            }
+            RunError::Pool(e) => write!(f, "cannot start member threads: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunError::Model { source, .. } => Some(source),
+            RunError::Master { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! Extension points of a run, each owned by one subsystem:
+//!
+//! - `exchange`: one agent turn against its model; the tool loop (model →
+//!   tools → model ...) lives here.
+//! - `record_turn`: the Turn record of every model call.
+//! - `checkpoint` / `on_entry`: persistence after every phase and entry.
+//! - `check_budget`: the run's token budget, before each call.
+
+use crate::board::Entry;
+use crate::model::{ChatRequest, ChatResponse, ModelError, SharedModel};
+use crate::team::AgentSpec;
+
+use super::run::Run;
+
+impl Run<'_> {
+    /// One agent turn: the model call (and, for agents with tools, the tool
+    /// loop around it). Returns the final response.
+    pub(crate) fn exchange(
+        &self,
+        _agent: &AgentSpec,
+        model: &SharedModel,
+        request: &mut ChatRequest,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<ChatResponse, ModelError> {
+        model.chat(request, on_delta)
+    }
+
+    /// Records one finished model call.
+    pub(crate) fn record_turn(
+        &self,
+        _agent: &AgentSpec,
+        _request: &ChatRequest,
+        _result: &Result<ChatResponse, ModelError>,
+        _latency: std::time::Duration,
+    ) {
+    }
+
+    /// Saves the run's state after a phase.
+    pub(crate) fn checkpoint(&self) {}
+
+    /// Saves one board entry as soon as it lands.
+    pub(crate) fn on_entry(&self, _entry: &Entry) {}
+
+    /// Fails the call when the run's token budget is spent.
+    pub(crate) fn check_budget(&self) -> Result<(), ModelError> {
+        Ok(())
+    }
+}

@@ -1,0 +1,171 @@
+//! The runtime: master → members in parallel → challenge round → master
+//! review, until DONE or the round cap.
+
+mod call;
+mod error;
+mod hooks;
+mod id;
+mod models;
+mod pool;
+mod prompt;
+mod run;
+mod state;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use crossbeam_channel::Sender;
+
+use crate::board::Entry;
+use crate::event::{Event, RunStatus};
+use crate::model::{ChatModel, SharedModel, Usage};
+use crate::team::Team;
+
+pub use error::RunError;
+pub use state::{RunPhase, RunState};
+
+/// The default round cap.
+pub const DEFAULT_MAX_ROUNDS: u32 = 5;
+
+/// Runs a team on a task. Cheap to clone.
+///
+/// # Examples
+///
+/// ```
+/// use boardroom::{Runtime, Sim, Team};
+/// let team = Team::load(".").unwrap();
+/// let run = Runtime::new(team, Sim::new()).max_rounds(3).run("Write a haiku about tea").unwrap();
+/// assert!(!run.answer.is_empty());
+/// ```
+#[derive(Clone)]
+pub struct Runtime {
+    team: Team,
+    model: SharedModel,
+    max_rounds: Option<u32>,
+    max_parallel: Option<usize>,
+    events: Option<Sender<Event>>,
+    cancel: Arc<AtomicBool>,
+    memory: String,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("team", &self.team.name())
+            .field("model", &self.model.name())
+            .field("max_rounds", &self.max_rounds)
+            .field("max_parallel", &self.max_parallel)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a finished run gives back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutcome {
+    /// The run's id.
+    pub run_id: String,
+    /// The final answer.
+    pub answer: String,
+    /// How it ended.
+    pub status: RunStatus,
+    /// Rounds of members that ran.
+    pub rounds: u32,
+    /// The whole board.
+    pub board: Vec<Entry>,
+    /// Tokens used.
+    pub usage: Usage,
+}
+
+impl Runtime {
+    /// A runtime for `team` whose agents use `model` unless their `model:`
+    /// names another.
+    pub fn new(team: Team, model: impl ChatModel + 'static) -> Self {
+        Runtime {
+            team,
+            model: Arc::new(model),
+            max_rounds: None,
+            max_parallel: None,
+            events: None,
+            cancel: Arc::new(AtomicBool::new(false)),
+            memory: String::new(),
+        }
+    }
+
+    /// A runtime whose default model is already shared.
+    pub fn with_shared_model(team: Team, model: SharedModel) -> Self {
+        Runtime {
+            model,
+            ..Runtime::new(team, crate::model::Sim::new())
+        }
+    }
+
+    /// Caps the rounds of members (default: `team.yaml`, else 5).
+    pub fn max_rounds(mut self, rounds: u32) -> Self {
+        self.max_rounds = Some(rounds.max(1));
+        self
+    }
+
+    /// Caps the members that run at once (default: `team.yaml`, else all
+    /// of a round).
+    pub fn max_parallel(mut self, parallel: usize) -> Self {
+        self.max_parallel = Some(parallel.max(1));
+        self
+    }
+
+    /// Sends every event of the run to `sender`.
+    pub fn events(mut self, sender: Sender<Event>) -> Self {
+        self.events = Some(sender);
+        self
+    }
+
+    /// Gives the master this memory of earlier runs.
+    pub fn memory(mut self, memory: impl Into<String>) -> Self {
+        self.memory = memory.into();
+        self
+    }
+
+    /// A flag that stops the run when set. Stopping takes effect after the
+    /// model calls in flight return.
+    pub fn cancel_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.cancel)
+    }
+
+    /// The team.
+    pub fn team(&self) -> &Team {
+        &self.team
+    }
+
+    /// The effective round cap.
+    pub fn rounds_cap(&self) -> u32 {
+        self.max_rounds
+            .or(self.team.config().max_rounds)
+            .unwrap_or(DEFAULT_MAX_ROUNDS)
+    }
+
+    fn parallel_cap(&self) -> Option<usize> {
+        self.max_parallel.or(self.team.config().max_parallel)
+    }
+
+    /// Runs the task to the end: an answer, or an error.
+    ///
+    /// # Errors
+    ///
+    /// A [`RunError`] when the run cannot start (a model that cannot be
+    /// built) or ends without an answer (the master's model fails).
+    pub fn run(&self, task: &str) -> Result<RunOutcome, RunError> {
+        if task.trim().is_empty() {
+            return Err(RunError::EmptyTask);
+        }
+        let state = RunState::new(id::new_run_id(), task.trim().to_string());
+        self.drive(state)
+    }
+
+    /// Continues a run from a snapshot of its state.
+    ///
+    /// # Errors
+    ///
+    /// As [`Runtime::run`].
+    pub fn drive(&self, state: RunState) -> Result<RunOutcome, RunError> {
+        run::Run::start(self, state)?.drive()
+    }
+}

@@ -1,0 +1,57 @@
+//! Which model each agent uses: its `model:` names a model in `team.yaml`,
+//! or is a spec; otherwise (or `default`) it uses the runtime's default,
+//! which the caller builds (the CLI: `--model`, `BOARDROOM_MODEL`, then
+//! `team.yaml`'s `default`, then `sim`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::model::{ModelSpecError, SharedModel, resolve_model};
+use crate::team::{ModelConfig, Team};
+
+impl Team {
+    /// Builds the model `name` names: a model in `team.yaml`, or a spec.
+    ///
+    /// # Errors
+    ///
+    /// A [`ModelSpecError`] when the spec cannot be understood.
+    pub fn model(&self, name: &str) -> Result<SharedModel, ModelSpecError> {
+        build(self, name)
+    }
+}
+
+/// Resolves every agent's model once per run; agents naming the same model
+/// share one instance (and so its limits).
+pub(crate) fn resolve_agents(
+    team: &Team,
+    default: &SharedModel,
+) -> Result<HashMap<String, SharedModel>, (String, ModelSpecError)> {
+    let mut by_name: HashMap<String, SharedModel> = HashMap::new();
+    let mut out = HashMap::new();
+    for agent in team.agents() {
+        let model = match agent.model.as_deref() {
+            None | Some("default") => Arc::clone(default),
+            Some(name) => match by_name.get(name) {
+                Some(m) => Arc::clone(m),
+                None => {
+                    let m = build(team, name).map_err(|e| (agent.name.clone(), e))?;
+                    by_name.insert(name.to_string(), Arc::clone(&m));
+                    m
+                }
+            },
+        };
+        out.insert(agent.name.clone(), model);
+    }
+    Ok(out)
+}
+
+fn build(team: &Team, name: &str) -> Result<SharedModel, ModelSpecError> {
+    match team.config().models.get(name) {
+        Some(ModelConfig::Spec(spec)) => resolve_model(spec),
+        Some(ModelConfig::Endpoint(_)) => Err(ModelSpecError {
+            spec: name.to_string(),
+            detail: "endpoint models are not supported yet".into(),
+        }),
+        None => resolve_model(name),
+    }
+}

@@ -1,0 +1,222 @@
+//! What each agent is shown. The protocol is explained in every prompt that
+//! expects a directive, so that any model can follow it.
+
+use std::fmt::Write as _;
+
+use crate::board::{Entry, escape_xml, render_context};
+use crate::model::Message;
+use crate::team::{AgentSpec, Team};
+
+const MASTER_RULES: &str = "\
+## How you direct the team
+
+Reply with directives, one per line, and nothing the team must act on outside them:
+
+ASSIGN:<member>:<task>
+  Gives one member one task. The task is the rest of the line and any following
+  lines up to the next directive or a blank line. Use only names from the roster.
+  Give each member a self-contained task: they see the board but not this message.
+DONE
+  Ends the work. Write the complete final answer after DONE (on the same line or
+  the lines below): it goes to the user as it stands.
+
+Members work in parallel, so split the task into parts that can be done at the
+same time. After every round you see the board (drafts, challenges, errors) and
+either assign another round or finish with DONE.";
+
+const DRAFT_RULES: &str = "\
+## How you work here
+
+You are one member of a team. The master gave you one assignment; other members
+work on other parts at the same time. Answer your assignment directly and
+completely, in Markdown. Do not write directives (ASSIGN, DONE, CHALLENGE) and do
+not describe what you are going to do: do it. If the board shows challenges to
+your earlier draft, answer each one in this draft.";
+
+const CHALLENGE_RULES: &str = "\
+## The challenge round
+
+Read the board: every member's draft for this round. Look for factual errors,
+gaps that matter for the task, contradictions between drafts, and advice that
+would mislead the user. Then answer with exactly one of:
+
+CHALLENGE:<what is wrong, where (name the member), and why>
+AGREE
+
+Challenge only what you can justify; do not challenge style. If nothing matters
+enough, write AGREE.";
+
+fn soul_block(agent: &AgentSpec) -> String {
+    let mut s = agent.soul.trim().to_string();
+    if !agent.notes.trim().is_empty() {
+        let _ = write!(s, "\n\n## Notes\n\n{}", agent.notes.trim());
+    }
+    s
+}
+
+/// The roster as the master sees it.
+pub(crate) fn roster(team: &Team) -> String {
+    let mut out = String::from("<roster>\n");
+    for m in team.members() {
+        let challenge = if m.can_challenge {
+            " (can challenge)"
+        } else {
+            ""
+        };
+        let desc = if m.description.is_empty() {
+            "no description"
+        } else {
+            m.description.as_str()
+        };
+        let _ = writeln!(out, "- {}: {}{}", m.name, escape_xml(desc), challenge);
+    }
+    out.push_str("</roster>");
+    out
+}
+
+/// The master's system prompt: soul, memory, roster, rules.
+pub(crate) fn master_system(team: &Team, memory: &str) -> Message {
+    let master = team.master();
+    let mut s = soul_block(master);
+    if !memory.trim().is_empty() {
+        let _ = write!(
+            s,
+            "\n\n## What you remember from earlier runs\n\n<memory>\n{}\n</memory>",
+            escape_xml(memory.trim())
+        );
+    }
+    let _ = write!(s, "\n\n## Your team\n\n{}\n\n{MASTER_RULES}", roster(team));
+    Message::system(s)
+}
+
+fn task_block(task: &str) -> String {
+    format!("<task>\n{}\n</task>", escape_xml(task.trim()))
+}
+
+/// The master's first turn.
+pub(crate) fn plan(team: &Team, memory: &str, task: &str) -> Vec<Message> {
+    vec![
+        master_system(team, memory),
+        Message::user(format!(
+            "{}\n\nSplit this task among the members of your roster. Reply with ASSIGN lines \
+             (or DONE with the answer if it needs no team).",
+            task_block(task)
+        )),
+    ]
+}
+
+/// The master reviewing round `round`, with problems from its last reply.
+pub(crate) fn review(
+    team: &Team,
+    memory: &str,
+    task: &str,
+    board: &[Entry],
+    round: u32,
+    max_rounds: u32,
+    feedback: &[String],
+) -> Vec<Message> {
+    let mut ask = format!(
+        "{}\n\nRound {round} of at most {max_rounds} is over. This is the board:\n\n{}\n\n",
+        task_block(task),
+        render_context(board)
+    );
+    push_feedback(&mut ask, feedback);
+    if round >= max_rounds {
+        ask.push_str("This was the last round. Reply with DONE and the complete final answer.");
+    } else {
+        ask.push_str(
+            "If the drafts answer the task and no challenge stands, reply DONE and write the \
+             complete final answer, merging the drafts. Otherwise reply with ASSIGN lines for the \
+             next round, saying exactly what to fix.",
+        );
+    }
+    vec![master_system(team, memory), Message::user(ask)]
+}
+
+/// The master asked for its final answer (the round cap, or an empty DONE).
+pub(crate) fn final_answer(team: &Team, memory: &str, task: &str, board: &[Entry]) -> Vec<Message> {
+    vec![
+        master_system(team, memory),
+        Message::user(format!(
+            "{}\n\nThe work is over. This is the board:\n\n{}\n\nWrite the complete final answer for \
+             the user now, from the best of the board. Write only the answer, with no directives.",
+            task_block(task),
+            render_context(board)
+        )),
+    ]
+}
+
+/// The master asked what is worth remembering after a run.
+#[allow(dead_code)] // wired in with master memory
+pub(crate) fn memory(team: &Team, task: &str, answer: &str) -> Vec<Message> {
+    vec![
+        Message::system(soul_block(team.master())),
+        Message::user(format!(
+            "{}\n\n<answer>\n{}\n</answer>\n\nThe run is over. In at most five short bullet points, write \
+             what is worth remembering for future tasks: what worked, what the members are good at, \
+             mistakes to avoid. Write nothing else.",
+            task_block(task),
+            escape_xml(answer.trim())
+        )),
+    ]
+}
+
+/// A member drafting its assignment.
+pub(crate) fn draft(
+    member: &AgentSpec,
+    task: &str,
+    board: &[Entry],
+    assignment: &str,
+) -> Vec<Message> {
+    let mut ask = task_block(task);
+    if !board.is_empty() {
+        let _ = write!(ask, "\n\nThe board so far:\n\n{}", render_context(board));
+    }
+    let _ = write!(
+        ask,
+        "\n\nYour assignment from the master:\n<assignment>\n{}\n</assignment>\n\nWrite your draft now.",
+        escape_xml(assignment.trim())
+    );
+    vec![
+        Message::system(format!("{}\n\n{DRAFT_RULES}", soul_block(member))),
+        Message::user(ask),
+    ]
+}
+
+/// A challenger reading the board.
+pub(crate) fn challenge(
+    member: &AgentSpec,
+    task: &str,
+    board: &[Entry],
+    round: u32,
+) -> Vec<Message> {
+    vec![
+        Message::system(format!("{}\n\n{CHALLENGE_RULES}", soul_block(member))),
+        Message::user(format!(
+            "{}\n\nThe board after round {round}:\n\n{}\n\nReply CHALLENGE:<...> or AGREE.",
+            task_block(task),
+            render_context(board)
+        )),
+    ]
+}
+
+/// The note sent when a reply could not be used.
+pub(crate) fn corrective(problems: &[String], expected: &str) -> Message {
+    let mut s = String::from("Your last reply could not be used:\n");
+    for p in problems {
+        let _ = writeln!(s, "- {p}");
+    }
+    let _ = write!(s, "Reply again, using {expected}.");
+    Message::user(s)
+}
+
+fn push_feedback(ask: &mut String, feedback: &[String]) {
+    if feedback.is_empty() {
+        return;
+    }
+    ask.push_str("Some of your earlier directives were rejected:\n");
+    for f in feedback {
+        let _ = writeln!(ask, "- {f}");
+    }
+    ask.push('\n');
+}

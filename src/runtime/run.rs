@@ -1,0 +1,561 @@
+//! The loop of one run, phase by phase:
+//!
+//! ```text
+//! plan (master) -> [members (parallel) -> challenge (parallel) -> review (master)]* -> answer
+//! ```
+//!
+//! The driver thread owns the [`RunState`]; member threads touch only the
+//! board (one short write lock per entry) and the usage totals.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use parking_lot::Mutex;
+
+use super::call::Attempt;
+use super::pool::{run_parallel, threads_for};
+use super::state::{RunPhase, RunState};
+use super::{RunError, RunOutcome, Runtime, models, prompt};
+use crate::board::{Entry, EntryKind, NewEntry, SharedBoard};
+use crate::event::{Event, EventKind, RoomStatus, RunStatus};
+use crate::model::{Message, ModelError, Phase, SharedModel, Usage};
+use crate::protocol::{Assignment, Decision, Verdict, parse_master, parse_verdict};
+use crate::team::{AgentSpec, Team};
+
+/// One run in progress.
+pub(crate) struct Run<'a> {
+    pub(crate) rt: &'a Runtime,
+    pub(crate) team: &'a Team,
+    models: HashMap<String, SharedModel>,
+    pub(crate) board: SharedBoard,
+    pub(crate) usage: Mutex<(Usage, BTreeMap<String, Usage>)>,
+    pub(crate) state: RunState,
+}
+
+impl<'a> Run<'a> {
+    pub(crate) fn start(rt: &'a Runtime, mut state: RunState) -> Result<Self, RunError> {
+        let models = models::resolve_agents(&rt.team, &rt.model)
+            .map_err(|(agent, source)| RunError::Model { agent, source })?;
+        let board = SharedBoard::from_entries(std::mem::take(&mut state.board));
+        let usage = Mutex::new((state.usage, std::mem::take(&mut state.usage_by_agent)));
+        Ok(Run {
+            rt,
+            team: &rt.team,
+            models,
+            board,
+            usage,
+            state,
+        })
+    }
+
+    /// Runs phases until the run is finished.
+    pub(crate) fn drive(mut self) -> Result<RunOutcome, RunError> {
+        let master = self.team.master().name.clone();
+        self.emit(
+            &master,
+            None,
+            EventKind::RunStarted {
+                task: self.state.task.clone(),
+                team: self.team.name().to_string(),
+                model: self.rt.model.name(),
+                members: self.team.members().count(),
+                max_rounds: self.rt.rounds_cap(),
+            },
+        );
+        while self.state.phase != RunPhase::Finished {
+            if self.cancelled() {
+                self.state.status = RunStatus::Cancelled;
+                self.state.answer = Some(self.answer_from_board("The run was cancelled."));
+                break;
+            }
+            match self.state.phase {
+                RunPhase::Plan => self.plan()?,
+                RunPhase::Members => self.members()?,
+                RunPhase::Challenge => self.challenge()?,
+                RunPhase::Review => self.review(),
+                RunPhase::Final => self.final_answer()?,
+                RunPhase::Finished => {}
+            }
+            self.checkpoint();
+        }
+        Ok(self.finish())
+    }
+
+    // ---- phases -------------------------------------------------------
+
+    fn plan(&mut self) -> Result<(), RunError> {
+        self.status(RoomStatus::Thinking);
+        let messages = prompt::plan(self.team, &self.rt.memory, &self.state.task);
+        let (decision, problems) =
+            self.master_turn(Phase::Plan, 0, messages)
+                .map_err(|source| RunError::Master {
+                    phase: "plan",
+                    source,
+                })?;
+        self.state.feedback = problems;
+        self.decide(0, decision);
+        if self.state.phase == RunPhase::Plan {
+            return Err(RunError::NoPlan {
+                problems: std::mem::take(&mut self.state.feedback),
+            });
+        }
+        Ok(())
+    }
+
+    fn members(&mut self) -> Result<(), RunError> {
+        let round = self.state.round;
+        // On resume, members whose drafts for this round are on the board
+        // are not called again.
+        let done = self.board.snapshot();
+        let todo: Vec<Assignment> = self
+            .state
+            .assignments
+            .iter()
+            .filter(|a| {
+                !done.iter().any(|e| {
+                    e.round == round
+                        && e.author == a.member
+                        && e.task.as_deref() == Some(a.task.as_str())
+                        && matches!(e.kind, EntryKind::Draft | EntryKind::Error)
+                })
+            })
+            .cloned()
+            .collect();
+        let threads = threads_for(todo.len(), self.rt.parallel_cap());
+        self.status(RoomStatus::Working);
+        self.emit(
+            &self.team.master().name,
+            None,
+            EventKind::RoundStarted {
+                round,
+                assignments: todo.len(),
+                threads,
+            },
+        );
+        let snapshot = self.board.snapshot();
+        let results = run_parallel("member", threads, todo.clone(), |a| {
+            self.member_turn(round, &a, &snapshot)
+        })
+        .map_err(|e| RunError::Pool(e.0))?;
+        for (a, result) in todo.iter().zip(results) {
+            if let Err(panic) = result {
+                self.add_entry(
+                    round,
+                    &a.member,
+                    EntryKind::Error,
+                    Some(&a.task),
+                    format!("{} panicked: {panic}", a.member),
+                );
+            }
+        }
+        let has_challengers = self.team.members().any(|m| m.can_challenge);
+        self.state.phase = if has_challengers {
+            RunPhase::Challenge
+        } else {
+            RunPhase::Review
+        };
+        Ok(())
+    }
+
+    fn member_turn(&self, round: u32, a: &Assignment, board: &[Entry]) {
+        let Some(member) = self.team.agent(&a.member) else {
+            return;
+        };
+        let messages = prompt::draft(member, &self.state.task, board, &a.task);
+        let outcome = self.call_until(
+            member,
+            Phase::Draft,
+            round,
+            messages,
+            "a complete draft for your assignment",
+            |r| Ok(r.text.trim().to_string()),
+        );
+        match outcome {
+            Ok(Attempt::Usable(text)) => {
+                self.add_entry(round, &a.member, EntryKind::Draft, Some(&a.task), text);
+            }
+            Ok(Attempt::Unusable(problems)) => {
+                let msg = format!("{} gave no usable draft: {}", a.member, problems.join("; "));
+                self.add_entry(round, &a.member, EntryKind::Error, Some(&a.task), msg);
+            }
+            Err(e) => {
+                self.add_entry(
+                    round,
+                    &a.member,
+                    EntryKind::Error,
+                    Some(&a.task),
+                    format!("{} failed: {e}", a.member),
+                );
+            }
+        }
+    }
+
+    fn challenge(&mut self) -> Result<(), RunError> {
+        let round = self.state.round;
+        let challengers: Vec<&AgentSpec> =
+            self.team.members().filter(|m| m.can_challenge).collect();
+        self.status(RoomStatus::Working);
+        let snapshot = self.board.snapshot();
+        let threads = threads_for(challengers.len(), self.rt.parallel_cap());
+        let results = run_parallel("challenger", threads, challengers.clone(), |c| {
+            self.challenger_turn(round, c, &snapshot)
+        })
+        .map_err(|e| RunError::Pool(e.0))?;
+        for (c, result) in challengers.iter().zip(results) {
+            if let Err(panic) = result {
+                self.add_entry(
+                    round,
+                    &c.name,
+                    EntryKind::Error,
+                    None,
+                    format!("{} panicked: {panic}", c.name),
+                );
+            }
+        }
+        self.state.phase = RunPhase::Review;
+        Ok(())
+    }
+
+    fn challenger_turn(&self, round: u32, challenger: &AgentSpec, board: &[Entry]) {
+        let messages = prompt::challenge(challenger, &self.state.task, board, round);
+        let outcome = self.call_until(
+            challenger,
+            Phase::Challenge,
+            round,
+            messages,
+            "CHALLENGE:<...> or AGREE",
+            |r| parse_verdict(&r.text).map_err(|e| vec![e.to_string()]),
+        );
+        let parent = self.parent_of(challenger);
+        match outcome {
+            Ok(Attempt::Usable(Verdict::Challenge(text))) => {
+                self.add_entry(
+                    round,
+                    &challenger.name,
+                    EntryKind::Challenge,
+                    None,
+                    text.clone(),
+                );
+                self.emit(
+                    &challenger.name,
+                    parent,
+                    EventKind::Challenge { round, text },
+                );
+            }
+            Ok(Attempt::Usable(Verdict::Agree)) => {
+                self.emit(&challenger.name, parent, EventKind::Agree { round })
+            }
+            Ok(Attempt::Unusable(problems)) => {
+                log::warn!(
+                    "{} gave no verdict in round {round}: {}",
+                    challenger.name,
+                    problems.join("; ")
+                );
+            }
+            Err(e) => {
+                self.add_entry(
+                    round,
+                    &challenger.name,
+                    EntryKind::Error,
+                    None,
+                    format!("{} failed: {e}", challenger.name),
+                );
+            }
+        }
+    }
+
+    fn review(&mut self) {
+        let round = self.state.round;
+        self.status(RoomStatus::Thinking);
+        let board = self.board.snapshot();
+        let messages = prompt::review(
+            self.team,
+            &self.rt.memory,
+            &self.state.task,
+            &board,
+            round,
+            self.rt.rounds_cap(),
+            &self.state.feedback,
+        );
+        let master = self.team.master().name.clone();
+        match self.master_turn(Phase::Review, round, messages) {
+            Ok((decision, problems)) => {
+                self.state.feedback = problems;
+                if decision.is_none() {
+                    // Nothing usable after the retries: ask for the best answer.
+                    self.state.phase = RunPhase::Final;
+                    self.state.status = RunStatus::Done;
+                } else {
+                    self.decide(round, decision);
+                }
+            }
+            Err(e) => {
+                self.add_entry(
+                    round,
+                    &master,
+                    EntryKind::Error,
+                    None,
+                    format!("review failed: {e}"),
+                );
+                self.state.phase = RunPhase::Final;
+                self.state.status = RunStatus::Done;
+            }
+        }
+    }
+
+    fn final_answer(&mut self) -> Result<(), RunError> {
+        self.status(RoomStatus::Thinking);
+        let board = self.board.snapshot();
+        let messages = prompt::final_answer(self.team, &self.rt.memory, &self.state.task, &board);
+        let master = self.team.master();
+        match self.call_until(
+            master,
+            Phase::Final,
+            self.state.round,
+            messages,
+            "the final answer",
+            |r| Ok(r.text.trim().to_string()),
+        ) {
+            Ok(Attempt::Usable(answer)) => self.state.answer = Some(answer),
+            Ok(Attempt::Unusable(problems)) => {
+                return Err(RunError::Master {
+                    phase: "final",
+                    source: ModelError::BadResponse {
+                        model: self.model_for(&master.name).name(),
+                        detail: problems.join("; "),
+                    },
+                });
+            }
+            Err(source) => {
+                return Err(RunError::Master {
+                    phase: "final",
+                    source,
+                });
+            }
+        }
+        if self.state.status == RunStatus::Running {
+            self.state.status = RunStatus::Done;
+        }
+        self.state.phase = RunPhase::Finished;
+        Ok(())
+    }
+
+    // ---- the master's decisions ----------------------------------------
+
+    /// A master turn, asked again with the problems while it has no usable
+    /// decision. Returns the decision (`None` if it never gave one) and the
+    /// problems to show it next time.
+    fn master_turn(
+        &self,
+        phase: Phase,
+        round: u32,
+        messages: Vec<Message>,
+    ) -> Result<(Option<Decision>, Vec<String>), ModelError> {
+        let master = self.team.master();
+        let members: Vec<&str> = self.team.members().map(|m| m.name.as_str()).collect();
+        let outcome = self.call_until(
+            master,
+            phase,
+            round,
+            messages,
+            "ASSIGN:<member>:<task> lines or DONE",
+            |r| {
+                let reply = parse_master(&r.text, &members, &master.name);
+                let problems: Vec<String> = reply.errors.iter().map(ToString::to_string).collect();
+                match reply.decision {
+                    Some(decision) => Ok((decision, problems, r.text.clone())),
+                    None => Err(problems),
+                }
+            },
+        )?;
+        Ok(match outcome {
+            Attempt::Usable((decision, problems, text)) => {
+                if round > 0 {
+                    self.add_entry(round, &master.name, EntryKind::Review, None, text);
+                }
+                (Some(decision), problems)
+            }
+            Attempt::Unusable(problems) => {
+                let message = format!(
+                    "the master gave no usable directive: {}",
+                    problems.join("; ")
+                );
+                log::warn!("{message}");
+                self.emit(&master.name, None, EventKind::Error { round, message });
+                (None, problems)
+            }
+        })
+    }
+
+    /// Applies a decision taken after round `round` (0: the plan).
+    fn decide(&mut self, round: u32, decision: Option<Decision>) {
+        let master = self.team.master().name.clone();
+        let (label, count) = match &decision {
+            Some(Decision::Assign(v)) => ("assign", v.len()),
+            Some(Decision::Done(_)) => ("done", 0),
+            None => ("none", 0),
+        };
+        self.emit(
+            &master,
+            None,
+            EventKind::ReviewDecision {
+                round,
+                decision: label.into(),
+                assignments: count,
+                rejected: self.state.feedback.clone(),
+            },
+        );
+        match decision {
+            Some(Decision::Done(answer)) if answer.trim().is_empty() => {
+                self.state.status = RunStatus::Done;
+                self.state.phase = RunPhase::Final;
+            }
+            Some(Decision::Done(answer)) => {
+                self.state.status = RunStatus::Done;
+                self.state.answer = Some(answer);
+                self.state.phase = RunPhase::Finished;
+            }
+            Some(Decision::Assign(assignments)) => {
+                if round >= self.rt.rounds_cap() {
+                    self.state.status = RunStatus::RoundLimit;
+                    self.state.phase = RunPhase::Final;
+                    return;
+                }
+                self.state.round = round + 1;
+                for a in &assignments {
+                    self.emit(
+                        &a.member,
+                        Some(&master),
+                        EventKind::TaskAssigned {
+                            round: round + 1,
+                            member: a.member.clone(),
+                            task: a.task.clone(),
+                        },
+                    );
+                }
+                self.state.assignments = assignments;
+                self.state.phase = RunPhase::Members;
+            }
+            None => {}
+        }
+    }
+
+    // ---- helpers ---------------------------------------------------------
+
+    fn finish(mut self) -> RunOutcome {
+        self.state.phase = RunPhase::Finished;
+        let answer = self.state.answer.clone().unwrap_or_default();
+        let (usage, _) = self.usage.lock().clone();
+        self.status(RoomStatus::Done);
+        let master = self.team.master().name.clone();
+        self.emit(
+            &master,
+            None,
+            EventKind::RunFinished {
+                status: self.state.status,
+                answer: answer.clone(),
+                rounds: self.state.round,
+                usage,
+            },
+        );
+        RunOutcome {
+            run_id: self.state.run_id.clone(),
+            answer,
+            status: self.state.status,
+            rounds: self.state.round,
+            board: self.board.snapshot(),
+            usage,
+        }
+    }
+
+    /// The latest draft of every member, for a run that ends without the
+    /// master (cancelled).
+    fn answer_from_board(&self, note: &str) -> String {
+        let mut out = format!("{note}\n");
+        let board = self.board.snapshot();
+        let mut seen = Vec::new();
+        for e in board.iter().rev().filter(|e| e.kind == EntryKind::Draft) {
+            if !seen.contains(&e.author) {
+                seen.push(e.author.clone());
+                out.push_str(&format!("\n## {}\n\n{}\n", e.author, e.text));
+            }
+        }
+        out
+    }
+
+    pub(crate) fn add_entry(
+        &self,
+        round: u32,
+        author: &str,
+        kind: EntryKind,
+        task: Option<&str>,
+        text: String,
+    ) -> Entry {
+        let entry = self.board.add(NewEntry {
+            round,
+            author: author.to_string(),
+            kind,
+            task: task.map(str::to_string),
+            text,
+        });
+        self.on_entry(&entry);
+        let parent = self.team.agent(author).and_then(|a| self.parent_of(a));
+        self.emit(
+            author,
+            parent,
+            EventKind::BoardEntry {
+                seq: entry.seq,
+                round,
+                kind,
+            },
+        );
+        if kind == EntryKind::Error {
+            self.emit(
+                author,
+                parent,
+                EventKind::Error {
+                    round,
+                    message: entry.text.clone(),
+                },
+            );
+        }
+        entry
+    }
+
+    pub(crate) fn model_for(&self, agent: &str) -> SharedModel {
+        self.models
+            .get(agent)
+            .map_or_else(|| Arc::clone(&self.rt.model), Arc::clone)
+    }
+
+    /// Members answer to the master; the master to nobody.
+    pub(crate) fn parent_of(&self, agent: &AgentSpec) -> Option<&str> {
+        (agent.role == crate::team::AgentRole::Member).then(|| self.team.master().name.as_str())
+    }
+
+    pub(crate) fn cancelled(&self) -> bool {
+        self.rt.cancel.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn add_usage(&self, agent: &str, usage: Usage) {
+        let mut totals = self.usage.lock();
+        totals.0.add(usage);
+        totals.1.entry(agent.to_string()).or_default().add(usage);
+    }
+
+    fn status(&self, status: RoomStatus) {
+        self.emit(
+            &self.team.master().name,
+            None,
+            EventKind::RoomStatus { status },
+        );
+    }
+
+    pub(crate) fn emit(&self, agent: &str, parent: Option<&str>, kind: EventKind) {
+        if let Some(tx) = &self.rt.events {
+            // A caller that stopped listening does not stop the run.
+            let _ = tx.send(Event::now(&self.state.run_id, agent, parent, kind));
+        }
+    }
+}

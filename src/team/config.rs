@@ -1,0 +1,108 @@
+//! `team.yaml`: what belongs to the team as a whole.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::TeamError;
+use super::yaml::read_checked;
+
+/// Keys `team.yaml` may hold.
+const TEAM_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "process",
+    "max_rounds",
+    "max_parallel",
+    "models",
+];
+
+/// How the team works.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Process {
+    /// Master, parallel members, challenge round, review (the default).
+    #[default]
+    Blackboard,
+}
+
+/// A model named in `team.yaml`: either a spec string (`sim`,
+/// `sim:latency=50ms`, ...) or a table of settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ModelConfig {
+    /// A model spec, as `--model` takes it.
+    Spec(String),
+    /// Settings for an OpenAI-compatible endpoint.
+    Endpoint(EndpointConfig),
+}
+
+/// Settings of an OpenAI-compatible endpoint in `team.yaml`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointConfig {
+    /// Base URL, e.g. `http://127.0.0.1:8080/v1`.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// The model name the server knows.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The environment variable that holds the API key.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Per-call timeout in seconds.
+    #[serde(default)]
+    pub timeout: Option<f64>,
+    /// Requests in flight at once to this endpoint.
+    #[serde(default)]
+    pub max_in_flight: Option<usize>,
+}
+
+/// The contents of `team.yaml`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TeamConfig {
+    /// The team's name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// What the team is for.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// How it works.
+    #[serde(default)]
+    pub process: Process,
+    /// Rounds before the master must answer (default 5).
+    #[serde(default)]
+    pub max_rounds: Option<u32>,
+    /// Members that run at once (default: all of a round).
+    #[serde(default)]
+    pub max_parallel: Option<usize>,
+    /// Named models agents refer to by `model:`.
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelConfig>,
+}
+
+impl TeamConfig {
+    /// Reads `team.yaml`.
+    ///
+    /// # Errors
+    ///
+    /// A [`TeamError`] naming the file and line of an unknown key or a bad
+    /// value.
+    pub fn load(path: &Path) -> Result<Self, TeamError> {
+        let text = std::fs::read_to_string(path).map_err(|source| TeamError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let config: TeamConfig = read_checked(path, &text, 1, TEAM_KEYS)?;
+        if config.max_rounds == Some(0) {
+            let line = super::yaml::key_line(&text, 1, "max_rounds").unwrap_or(1);
+            return Err(TeamError::at(path, line, "max_rounds must be at least 1"));
+        }
+        if config.max_parallel == Some(0) {
+            let line = super::yaml::key_line(&text, 1, "max_parallel").unwrap_or(1);
+            return Err(TeamError::at(path, line, "max_parallel must be at least 1"));
+        }
+        Ok(config)
+    }
+}

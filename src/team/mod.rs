@@ -1,0 +1,498 @@
+//! Teams: agents with their souls, loaded from disk or built in code.
+//!
+//! On disk a team is a directory with `agents/<name>.md` (YAML front matter
+//! and optional notes), `souls/<name>.md` (the persona, plain Markdown) and
+//! an optional `team.yaml`. Every mistake is reported with its file and
+//! line.
+
+mod config;
+mod error;
+mod yaml;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+pub use config::{EndpointConfig, ModelConfig, Process, TeamConfig};
+pub use error::TeamError;
+
+/// Keys an agent's front matter may hold.
+const AGENT_KEYS: &[&str] = &[
+    "name",
+    "role",
+    "description",
+    "can_challenge",
+    "model",
+    "tools",
+    "temperature",
+    "max_tokens",
+];
+
+/// An agent's place in the team.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentRole {
+    /// Splits the task, reviews the board, gives the answer. One per team.
+    Master,
+    /// Works on assignments.
+    Member,
+}
+
+/// One agent: its settings and its soul.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentSpec {
+    /// A unique identifier: letters, digits, `_` and `-`, starting with a letter.
+    pub name: String,
+    /// Master or member.
+    pub role: AgentRole,
+    /// One line for the master's roster.
+    #[serde(default)]
+    pub description: String,
+    /// Whether it takes part in the challenge round.
+    #[serde(default)]
+    pub can_challenge: bool,
+    /// A model name from `team.yaml`, or a model spec; `None` for the default.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The tools it may use.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Sampling temperature.
+    #[serde(default)]
+    pub temperature: Option<f32>,
+    /// Cap on completion tokens per call.
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    /// The persona and standing instructions (the soul file).
+    #[serde(default)]
+    pub soul: String,
+    /// Notes below the front matter of the agent file.
+    #[serde(default)]
+    pub notes: String,
+    /// Where it was loaded from, if from disk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<PathBuf>,
+}
+
+impl AgentSpec {
+    /// A member with the given name, description and soul.
+    pub fn member(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        soul: impl Into<String>,
+    ) -> Self {
+        AgentSpec {
+            name: name.into(),
+            role: AgentRole::Member,
+            description: description.into(),
+            can_challenge: false,
+            model: None,
+            tools: Vec::new(),
+            temperature: None,
+            max_tokens: None,
+            soul: soul.into(),
+            notes: String::new(),
+            source: None,
+        }
+    }
+
+    /// The master with the given name and soul.
+    pub fn master(name: impl Into<String>, soul: impl Into<String>) -> Self {
+        AgentSpec {
+            role: AgentRole::Master,
+            ..Self::member(name, "Leads the team", soul)
+        }
+    }
+
+    /// Lets it take part in the challenge round.
+    pub fn challenger(mut self) -> Self {
+        self.can_challenge = true;
+        self
+    }
+
+    /// Sets its model (a name from `team.yaml` or a spec).
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Grants it tools.
+    pub fn with_tools<I, S>(mut self, tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.tools = tools.into_iter().map(Into::into).collect();
+        self
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct FrontMatter {
+    name: Option<String>,
+    role: Option<AgentRole>,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    can_challenge: bool,
+    model: Option<String>,
+    #[serde(default)]
+    tools: Vec<String>,
+    temperature: Option<f32>,
+    max_tokens: Option<u32>,
+}
+
+#[derive(Debug)]
+struct TeamInner {
+    name: String,
+    dir: Option<PathBuf>,
+    config: TeamConfig,
+    agents: Vec<AgentSpec>,
+}
+
+/// A validated team: exactly one master, unique valid names.
+///
+/// Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Team {
+    inner: Arc<TeamInner>,
+}
+
+impl Team {
+    /// Loads a team directory (`agents/`, `souls/`, optional `team.yaml`).
+    ///
+    /// # Errors
+    ///
+    /// A [`TeamError`] naming the file and line of the first problem: an
+    /// unknown key, a missing soul, a second master, a bad or duplicate name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let team = boardroom::Team::load(".").unwrap();
+    /// assert_eq!(team.master().name, "master");
+    /// ```
+    pub fn load(dir: impl AsRef<Path>) -> Result<Team, TeamError> {
+        let dir = dir.as_ref();
+        let agents_dir = dir.join("agents");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&agents_dir)
+            .map_err(|source| TeamError::Io {
+                path: agents_dir.clone(),
+                source,
+            })?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "md"))
+            .collect();
+        files.sort();
+        let config_path = dir.join("team.yaml");
+        let config = if config_path.exists() {
+            TeamConfig::load(&config_path)?
+        } else {
+            TeamConfig::default()
+        };
+        let mut agents = Vec::new();
+        for path in &files {
+            agents.push(load_agent(path, &dir.join("souls"))?);
+        }
+        let name = config.name.clone().unwrap_or_else(|| {
+            dir.canonicalize()
+                .ok()
+                .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| "team".into())
+        });
+        Team::validate(name, Some(dir.to_path_buf()), config, agents)
+    }
+
+    /// Builds a team in code.
+    ///
+    /// # Errors
+    ///
+    /// A [`TeamError`] when there is not exactly one master or a name is bad
+    /// or repeated.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use boardroom::{AgentSpec, Team, TeamConfig};
+    /// let team = Team::new("demo", TeamConfig::default(), vec![
+    ///     AgentSpec::master("lead", "You lead."),
+    ///     AgentSpec::member("writer", "Writes", "You write.").challenger(),
+    /// ]).unwrap();
+    /// assert_eq!(team.members().count(), 1);
+    /// ```
+    pub fn new(
+        name: impl Into<String>,
+        config: TeamConfig,
+        agents: Vec<AgentSpec>,
+    ) -> Result<Team, TeamError> {
+        Team::validate(name.into(), None, config, agents)
+    }
+
+    fn validate(
+        name: String,
+        dir: Option<PathBuf>,
+        config: TeamConfig,
+        agents: Vec<AgentSpec>,
+    ) -> Result<Team, TeamError> {
+        let where_ = |a: &AgentSpec| {
+            a.source
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(format!("agent '{}'", a.name)))
+        };
+        let team_path = dir.clone().map_or_else(
+            || PathBuf::from(format!("team '{name}'")),
+            |d| d.join("agents"),
+        );
+        for (i, a) in agents.iter().enumerate() {
+            if let Err(why) = check_name(&a.name) {
+                return Err(TeamError::in_file(where_(a), why));
+            }
+            if let Some(first) = agents[..i]
+                .iter()
+                .find(|b| b.name.eq_ignore_ascii_case(&a.name))
+            {
+                return Err(TeamError::in_file(
+                    where_(a),
+                    format!(
+                        "duplicate agent name '{}' (also in {})",
+                        a.name,
+                        where_(first).display()
+                    ),
+                ));
+            }
+        }
+        let masters: Vec<&AgentSpec> = agents
+            .iter()
+            .filter(|a| a.role == AgentRole::Master)
+            .collect();
+        match masters.as_slice() {
+            [] => {
+                return Err(TeamError::in_file(
+                    team_path,
+                    "no master: exactly one agent needs 'role: master'",
+                ));
+            }
+            [_] => {}
+            [first, second, ..] => {
+                return Err(TeamError::in_file(
+                    where_(second),
+                    format!(
+                        "a second master '{}' (the first is '{}'): a team has exactly one",
+                        second.name, first.name
+                    ),
+                ));
+            }
+        }
+        // The master first, then members in name order.
+        let mut agents = agents;
+        agents.sort_by(|a, b| {
+            (a.role != AgentRole::Master, &a.name).cmp(&(b.role != AgentRole::Master, &b.name))
+        });
+        Ok(Team {
+            inner: Arc::new(TeamInner {
+                name,
+                dir,
+                config,
+                agents,
+            }),
+        })
+    }
+
+    /// The team's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The directory it was loaded from, if any.
+    pub fn dir(&self) -> Option<&Path> {
+        self.inner.dir.as_deref()
+    }
+
+    /// The `team.yaml` settings.
+    pub fn config(&self) -> &TeamConfig {
+        &self.inner.config
+    }
+
+    /// Every agent, the master first.
+    pub fn agents(&self) -> &[AgentSpec] {
+        &self.inner.agents
+    }
+
+    /// The master.
+    pub fn master(&self) -> &AgentSpec {
+        // validate() guarantees exactly one master, sorted first.
+        &self.inner.agents[0]
+    }
+
+    /// The members, in name order.
+    pub fn members(&self) -> impl Iterator<Item = &AgentSpec> {
+        self.inner.agents[1..].iter()
+    }
+
+    /// The agent with this name (exact spelling).
+    pub fn agent(&self, name: &str) -> Option<&AgentSpec> {
+        self.inner.agents.iter().find(|a| a.name == name)
+    }
+}
+
+/// A name is an identifier: ASCII letter first, then letters, digits, `_`, `-`.
+fn check_name(name: &str) -> Result<(), String> {
+    let mut chars = name.chars();
+    let ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && name.len() <= 64;
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "bad agent name '{name}': use letters, digits, '_' and '-', starting with a letter (at most 64)"
+        ))
+    }
+}
+
+/// Splits `---` front matter from the rest; returns (yaml, first yaml line,
+/// notes).
+fn split_front_matter(path: &Path, text: &str) -> Result<(String, usize, String), TeamError> {
+    let mut lines = text.lines();
+    match lines.next() {
+        Some(l) if l.trim_end() == "---" => {}
+        _ => {
+            return Err(TeamError::at(
+                path,
+                1,
+                "expected front matter: the file must start with a '---' line",
+            ));
+        }
+    }
+    let mut yaml = Vec::new();
+    for line in lines.by_ref() {
+        if line.trim_end() == "---" {
+            let notes: Vec<&str> = lines.collect();
+            return Ok((yaml.join("\n"), 2, notes.join("\n").trim().to_string()));
+        }
+        yaml.push(line);
+    }
+    Err(TeamError::at(
+        path,
+        yaml.len() + 1,
+        "front matter is not closed: add a '---' line after it",
+    ))
+}
+
+fn load_agent(path: &Path, souls: &Path) -> Result<AgentSpec, TeamError> {
+    let text = std::fs::read_to_string(path).map_err(|source| TeamError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_agent(path, &text, |name| {
+        let soul_path = souls.join(format!("{name}.md"));
+        match std::fs::read_to_string(&soul_path) {
+            Ok(s) if s.trim().is_empty() => {
+                Err(format!("the soul {} is empty", soul_path.display()))
+            }
+            Ok(s) => Ok(s),
+            Err(_) => Err(format!(
+                "no soul for '{name}': {} not found",
+                soul_path.display()
+            )),
+        }
+    })
+}
+
+/// Parses an agent file; `soul` finds the soul for a name.
+fn parse_agent(
+    path: &Path,
+    text: &str,
+    soul: impl FnOnce(&str) -> Result<String, String>,
+) -> Result<AgentSpec, TeamError> {
+    let (yaml_text, first, notes) = split_front_matter(path, text)?;
+    let fm: FrontMatter = yaml::read_checked(path, &yaml_text, first, AGENT_KEYS)?;
+    let line_of = |key: &str| yaml::key_line(&yaml_text, first, key).unwrap_or(1);
+    let Some(name) = fm.name else {
+        return Err(TeamError::at(path, 1, "missing key 'name'"));
+    };
+    check_name(&name).map_err(|why| TeamError::at(path, line_of("name"), why))?;
+    let Some(role) = fm.role else {
+        return Err(TeamError::at(
+            path,
+            1,
+            "missing key 'role' (master or member)",
+        ));
+    };
+    if let Some(t) = fm.temperature {
+        if !(0.0..=2.0).contains(&t) {
+            return Err(TeamError::at(
+                path,
+                line_of("temperature"),
+                format!("temperature {t} is outside 0..=2"),
+            ));
+        }
+    }
+    let soul = soul(&name).map_err(|why| TeamError::at(path, line_of("name"), why))?;
+    Ok(AgentSpec {
+        name,
+        role,
+        description: fm.description.trim().to_string(),
+        can_challenge: fm.can_challenge,
+        model: fm.model,
+        tools: fm.tools,
+        temperature: fm.temperature,
+        max_tokens: fm.max_tokens,
+        soul: soul.trim().to_string(),
+        notes,
+        source: Some(path.to_path_buf()),
+    })
+}
+
+/// The default team, built into the program from the repository's
+/// `agents/` and `souls/`.
+const BUILTIN: &[(&str, &str, &str)] = &[
+    (
+        "master",
+        include_str!("../../agents/master.md"),
+        include_str!("../../souls/master.md"),
+    ),
+    (
+        "researcher",
+        include_str!("../../agents/researcher.md"),
+        include_str!("../../souls/researcher.md"),
+    ),
+    (
+        "analyst",
+        include_str!("../../agents/analyst.md"),
+        include_str!("../../souls/analyst.md"),
+    ),
+    (
+        "writer",
+        include_str!("../../agents/writer.md"),
+        include_str!("../../souls/writer.md"),
+    ),
+    (
+        "critic",
+        include_str!("../../agents/critic.md"),
+        include_str!("../../souls/critic.md"),
+    ),
+];
+
+impl Team {
+    /// The default team that ships with the program (the repository's
+    /// `agents/` and `souls/`, compiled in), for use without a team
+    /// directory.
+    ///
+    /// # Errors
+    ///
+    /// Only if the built-in files are broken, which the tests rule out.
+    pub fn builtin() -> Result<Team, TeamError> {
+        let mut agents = Vec::new();
+        for (name, agent, soul) in BUILTIN {
+            let path = PathBuf::from(format!("agents/{name}.md"));
+            agents.push(parse_agent(&path, agent, |_| Ok((*soul).to_string()))?);
+        }
+        Team::validate("default".into(), None, TeamConfig::default(), agents)
+    }
+}
+
+#[cfg(test)]
+mod tests;
