@@ -47,6 +47,7 @@
 mod board;
 mod event;
 mod model;
+mod plan;
 mod protocol;
 mod runtime;
 mod team;
@@ -58,6 +59,7 @@ pub use model::{
     OutputSchema, Phase, Role, Scripted, ScriptedReply, SharedModel, Sim, SimOptions, SimStats,
     ToolCall, ToolSpec, Usage, resolve_model,
 };
+pub use plan::{ModuleStatus, Plan, WorkModule};
 pub use protocol::{
     Assignment, Decision, MasterReply, ProtocolError, Verdict, parse_master, parse_verdict,
 };

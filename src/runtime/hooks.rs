@@ -41,6 +41,12 @@ impl Run<'_> {
     /// Saves one board entry as soon as it lands.
     pub(crate) fn on_entry(&self, _entry: &Entry) {}
 
+    /// The run's workspace directory, if it has one.
+    #[allow(dead_code)] // used by the workspace tools and the run store
+    pub(crate) fn workspace_dir(&self) -> Option<std::path::PathBuf> {
+        self.rt.workspace.clone()
+    }
+
     /// Fails the call when the run's token budget is spent.
     pub(crate) fn check_budget(&self) -> Result<(), ModelError> {
         Ok(())

@@ -46,6 +46,7 @@ pub struct Runtime {
     events: Option<Sender<Event>>,
     cancel: Arc<AtomicBool>,
     memory: String,
+    workspace: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -74,6 +75,8 @@ pub struct RunOutcome {
     pub board: Vec<Entry>,
     /// Tokens used.
     pub usage: Usage,
+    /// The work modules.
+    pub plan: crate::plan::Plan,
 }
 
 impl Runtime {
@@ -88,6 +91,7 @@ impl Runtime {
             events: None,
             cancel: Arc::new(AtomicBool::new(false)),
             memory: String::new(),
+            workspace: None,
         }
     }
 
@@ -121,6 +125,13 @@ impl Runtime {
     /// Gives the master this memory of earlier runs.
     pub fn memory(mut self, memory: impl Into<String>) -> Self {
         self.memory = memory.into();
+        self
+    }
+
+    /// The directory where agents' files go (workspace tools, `plan.json`,
+    /// `report.md`). Without one, workspace tools refuse to run.
+    pub fn workspace(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.workspace = Some(dir.into());
         self
     }
 

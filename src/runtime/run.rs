@@ -20,6 +20,7 @@ use super::{RunError, RunOutcome, Runtime, models, prompt};
 use crate::board::{Entry, EntryKind, NewEntry, SharedBoard};
 use crate::event::{Event, EventKind, RoomStatus, RunStatus};
 use crate::model::{Message, ModelError, Phase, SharedModel, Usage};
+use crate::plan::Plan;
 use crate::protocol::{Assignment, Decision, Verdict, parse_master, parse_verdict};
 use crate::team::{AgentSpec, Team};
 
@@ -31,6 +32,8 @@ pub(crate) struct Run<'a> {
     pub(crate) board: SharedBoard,
     pub(crate) usage: Mutex<(Usage, BTreeMap<String, Usage>)>,
     pub(crate) state: RunState,
+    /// The work modules, shared with tools that read and change them.
+    pub(crate) plan: Mutex<Plan>,
 }
 
 impl<'a> Run<'a> {
@@ -39,6 +42,7 @@ impl<'a> Run<'a> {
             .map_err(|(agent, source)| RunError::Model { agent, source })?;
         let board = SharedBoard::from_entries(std::mem::take(&mut state.board));
         let usage = Mutex::new((state.usage, std::mem::take(&mut state.usage_by_agent)));
+        let plan = Mutex::new(std::mem::take(&mut state.plan));
         Ok(Run {
             rt,
             team: &rt.team,
@@ -46,6 +50,7 @@ impl<'a> Run<'a> {
             board,
             usage,
             state,
+            plan,
         })
     }
 
@@ -466,6 +471,7 @@ impl<'a> Run<'a> {
             rounds: self.state.round,
             board: self.board.snapshot(),
             usage,
+            plan: self.plan.lock().clone(),
         }
     }
 

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::board::Entry;
 use crate::event::RunStatus;
 use crate::model::Usage;
+use crate::plan::Plan;
 use crate::protocol::Assignment;
 
 /// Where a run is in its loop.
@@ -46,6 +47,9 @@ pub struct RunState {
     pub feedback: Vec<String>,
     /// The board.
     pub board: Vec<Entry>,
+    /// The work modules.
+    #[serde(default)]
+    pub plan: Plan,
     /// Tokens used, in total.
     pub usage: Usage,
     /// Tokens used, per agent.
@@ -69,6 +73,7 @@ impl RunState {
             assignments: Vec::new(),
             feedback: Vec::new(),
             board: Vec::new(),
+            plan: Plan::default(),
             usage: Usage::default(),
             usage_by_agent: BTreeMap::new(),
             status: RunStatus::Running,
