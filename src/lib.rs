@@ -56,7 +56,7 @@ pub use board::{Entry, EntryKind, NewEntry, SharedBoard, escape_xml, render_cont
 pub use event::{Event, EventKind, RoomStatus, RunStatus};
 pub use model::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelError, ModelSpecError,
-    OutputSchema, Phase, Role, Scripted, ScriptedReply, SharedModel, Sim, SimOptions, SimStats,
+    OPENAI_DEFAULT_BASE_URL, OpenAi, OpenAiBuilder, OutputSchema, Phase, RetryPolicy, Role, Scripted, ScriptedReply, SharedModel, Sim, SimOptions, SimStats,
     ToolCall, ToolSpec, Usage, resolve_model,
 };
 pub use plan::{ModuleStatus, Plan, WorkModule};

@@ -57,6 +57,9 @@ pub struct EndpointConfig {
     /// Requests in flight at once to this endpoint.
     #[serde(default)]
     pub max_in_flight: Option<usize>,
+    /// Whether to stream answers over SSE (default true).
+    #[serde(default)]
+    pub stream: Option<bool>,
 }
 
 /// The contents of `team.yaml`.
