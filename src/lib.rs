@@ -61,7 +61,8 @@ pub use model::{
 };
 pub use plan::{ModuleStatus, Plan, WorkModule};
 pub use protocol::{
-    Assignment, Decision, MasterReply, ProtocolError, Verdict, parse_master, parse_verdict,
+    Assignment, Decision, MasterReply, Protocol, ProtocolError, Verdict, parse_master,
+    parse_master_json, parse_verdict, parse_verdict_json,
 };
 pub use runtime::{DEFAULT_MAX_ROUNDS, RunError, RunOutcome, RunPhase, RunState, Runtime};
 pub use team::{

@@ -40,6 +40,12 @@ pub(crate) struct RunArgs {
     /// Members that run at once.
     #[arg(long)]
     pub(crate) parallel: Option<usize>,
+    /// End the run with the best answer so far once it has used this many tokens.
+    #[arg(long = "max-tokens", value_name = "N")]
+    pub(crate) max_tokens: Option<u64>,
+    /// How the master and challengers write decisions: `line` (default) or `json`.
+    #[arg(long, value_name = "line|json")]
+    pub(crate) protocol: Option<boardroom::Protocol>,
     /// Print events as JSON lines on stdout instead of the live view.
     #[arg(long)]
     pub(crate) json: bool,

@@ -20,7 +20,14 @@ const EXIT_FAILED: u8 = 1;
 const EXIT_BAD_INPUT: u8 = 2;
 
 pub(crate) fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let mut logger =
+        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"));
+    // ureq-proto traces the raw request bytes, API key included: never
+    // below debug, whatever RUST_LOG says.
+    if std::env::var("RUST_LOG").is_ok_and(|v| v.to_ascii_lowercase().contains("trace")) {
+        logger.filter_module("ureq_proto", log::LevelFilter::Debug);
+    }
+    logger.init();
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Run(args) => run(args),
@@ -82,6 +89,12 @@ fn run(args: RunArgs) -> u8 {
     if let Some(p) = args.parallel {
         runtime = runtime.max_parallel(p);
     }
+    if let Some(n) = args.max_tokens {
+        runtime = runtime.token_budget(n);
+    }
+    if let Some(p) = args.protocol {
+        runtime = runtime.protocol(p);
+    }
     let mode = if args.json {
         render::Mode::Json
     } else {
@@ -103,6 +116,7 @@ fn run(args: RunArgs) -> u8 {
         Ok(outcome) => {
             if !args.json {
                 println!("{}", outcome.answer.trim_end());
+                render::usage_by_agent(&outcome.usage_by_agent);
             }
             match outcome.status {
                 RunStatus::Failed | RunStatus::Cancelled => EXIT_FAILED,

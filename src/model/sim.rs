@@ -193,7 +193,11 @@ impl ChatModel for Sim {
                 detail: "the model is configured to fail for this agent".into(),
             });
         }
-        let answer = self.answer(req);
+        let mut answer = self.answer(req);
+        if let Some(schema) = &req.schema {
+            // Structured-output mode: the same decision, as the schema's JSON.
+            answer = crate::protocol::line_to_json(&answer, schema);
+        }
         // Stream in a few pieces, as a real server would.
         let mut start = 0;
         for (i, _) in answer.match_indices('\n') {

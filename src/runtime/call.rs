@@ -37,6 +37,7 @@ impl Run<'_> {
         let mut request = ChatRequest::new(&agent.name, phase, round, messages);
         request.temperature = agent.temperature;
         request.max_tokens = agent.max_tokens;
+        request.schema = self.schema_for(phase);
         let parent = self.parent_of(agent);
         let mut on_delta = |delta: &str| {
             self.emit(

@@ -16,6 +16,8 @@ const TEAM_KEYS: &[&str] = &[
     "max_rounds",
     "max_parallel",
     "models",
+    "token_budget",
+    "protocol",
 ];
 
 /// How the team works.
@@ -83,6 +85,12 @@ pub struct TeamConfig {
     /// Named models agents refer to by `model:`.
     #[serde(default)]
     pub models: BTreeMap<String, ModelConfig>,
+    /// Tokens a run may use before it ends with the best answer so far.
+    #[serde(default)]
+    pub token_budget: Option<u64>,
+    /// How the master and challengers write decisions: `line` or `json`.
+    #[serde(default)]
+    pub protocol: Option<crate::protocol::Protocol>,
 }
 
 impl TeamConfig {
