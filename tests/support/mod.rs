@@ -64,6 +64,8 @@ pub enum Reply {
     /// `200 text/event-stream`: each piece written and flushed on its own
     /// (pieces may split lines, events or UTF-8 characters).
     Sse(Vec<String>),
+    /// As `Sse`, with pieces as raw bytes (cut inside a UTF-8 character).
+    SseBytes(Vec<Vec<u8>>),
     /// Wait, then answer.
     Delayed(Duration, Box<Reply>),
     /// Close the connection without answering.
@@ -254,8 +256,10 @@ fn serve(stream: TcpStream, s: &Shared) {
         let n = s.now.fetch_add(1, Ordering::SeqCst) + 1;
         s.peak.fetch_max(n, Ordering::SeqCst);
         let reply = (s.handler)(&req);
-        let keep = write_reply(&mut out, reply);
-        s.now.fetch_sub(1, Ordering::SeqCst);
+        // Counted as in progress from arrival until the answer starts: the
+        // client holds its slot over a longer span than that, so this never
+        // overcounts the client's concurrency.
+        let keep = write_reply(&mut out, reply, Some(&s.now));
         if !keep {
             let _ = out.shutdown(Shutdown::Both);
             return;
@@ -326,12 +330,16 @@ fn read_line_patiently(reader: &mut BufReader<TcpStream>, buf: &mut String) -> b
 }
 
 /// Writes a reply; returns whether the connection stays open.
-fn write_reply(out: &mut TcpStream, reply: Reply) -> bool {
+fn write_reply(out: &mut TcpStream, reply: Reply, now: Option<&AtomicUsize>) -> bool {
+    if let Reply::Delayed(d, inner) = reply {
+        std::thread::sleep(d);
+        return write_reply(out, *inner, now);
+    }
+    if let Some(now) = now {
+        now.fetch_sub(1, Ordering::SeqCst);
+    }
     match reply {
-        Reply::Delayed(d, inner) => {
-            std::thread::sleep(d);
-            write_reply(out, *inner)
-        }
+        Reply::Delayed(..) => unreachable!("handled above"),
         Reply::Drop => false,
         Reply::Plain {
             status,
@@ -351,13 +359,18 @@ fn write_reply(out: &mut TcpStream, reply: Reply) -> bool {
                 && out.write_all(body.as_bytes()).is_ok()
                 && out.flush().is_ok()
         }
-        Reply::Sse(pieces) => {
+        Reply::Sse(pieces) => write_reply(
+            out,
+            Reply::SseBytes(pieces.into_iter().map(String::into_bytes).collect()),
+            None,
+        ),
+        Reply::SseBytes(pieces) => {
             let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n";
             if out.write_all(head.as_bytes()).is_err() {
                 return false;
             }
             for p in pieces {
-                if out.write_all(p.as_bytes()).is_err() || out.flush().is_err() {
+                if out.write_all(&p).is_err() || out.flush().is_err() {
                     return false;
                 }
                 // Let the client see each piece as its own read.
