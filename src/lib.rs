@@ -56,8 +56,9 @@ pub use board::{Entry, EntryKind, NewEntry, SharedBoard, escape_xml, render_cont
 pub use event::{Event, EventKind, RoomStatus, RunStatus};
 pub use model::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelError, ModelSpecError,
-    OPENAI_DEFAULT_BASE_URL, OpenAi, OpenAiBuilder, OutputSchema, Phase, RetryPolicy, Role, Scripted, ScriptedReply, SharedModel, Sim, SimOptions, SimStats,
-    ToolCall, ToolSpec, Usage, resolve_model,
+    OPENAI_DEFAULT_BASE_URL, OpenAi, OpenAiBuilder, OutputSchema, Phase, RetryPolicy, Role,
+    Scripted, ScriptedReply, SharedModel, Sim, SimOptions, SimStats, ToolCall, ToolSpec, Usage,
+    resolve_model,
 };
 pub use plan::{ModuleStatus, Plan, WorkModule};
 pub use protocol::{

@@ -383,8 +383,8 @@ mod json;
 #[cfg(test)]
 mod tests;
 
-pub use json::{Protocol, parse_master_json, parse_verdict_json};
 pub(crate) use json::{
     CHALLENGE_RULES_JSON, MASTER_EXPECTED, MASTER_RULES_JSON, REPLY_JSON, VERDICT_EXPECTED,
     line_to_json, master_schema, verdict_schema,
 };
+pub use json::{Protocol, parse_master_json, parse_verdict_json};

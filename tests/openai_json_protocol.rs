@@ -51,7 +51,11 @@ fn json_mode_sends_schemas_and_reads_json_decisions() {
         .unwrap();
     assert_eq!(outcome.status, RunStatus::Done);
     assert_eq!(outcome.answer, "The merged answer.");
-    let drafts = outcome.board.iter().filter(|e| e.kind == EntryKind::Draft).count();
+    let drafts = outcome
+        .board
+        .iter()
+        .filter(|e| e.kind == EntryKind::Draft)
+        .count();
     assert_eq!(drafts, 2);
     let challenge = outcome
         .board
@@ -61,13 +65,16 @@ fn json_mode_sends_schemas_and_reads_json_decisions() {
     assert_eq!(challenge.text, "writer: the date is wrong");
 
     let seen = server.seen();
-    let plan = seen.iter().find(|r| r.all_text().contains("Split this task")).unwrap();
+    let plan = seen
+        .iter()
+        .find(|r| r.all_text().contains("Split this task"))
+        .unwrap();
     let format = &plan.body["response_format"];
     assert_eq!(format["type"], "json_schema");
     assert_eq!(format["json_schema"]["name"], "master_decision");
     assert_eq!(
-        format["json_schema"]["schema"]["properties"]["assignments"]["items"]["properties"]
-            ["member"]["enum"],
+        format["json_schema"]["schema"]["properties"]["assignments"]["items"]["properties"]["member"]
+            ["enum"],
         json!(["researcher", "writer"]),
         "member names as an enum"
     );
@@ -76,10 +83,22 @@ fn json_mode_sends_schemas_and_reads_json_decisions() {
         "the master is told the JSON form"
     );
     assert!(!plan.all_text().contains("ASSIGN:<member>:<task>\n"));
-    let challenger = seen.iter().find(|r| r.all_text().contains("The challenge round")).unwrap();
-    assert_eq!(challenger.body["response_format"]["json_schema"]["name"], "challenge_verdict");
-    let draft = seen.iter().find(|r| r.all_text().contains("Your assignment")).unwrap();
-    assert!(draft.body.get("response_format").is_none(), "drafts are free text");
+    let challenger = seen
+        .iter()
+        .find(|r| r.all_text().contains("The challenge round"))
+        .unwrap();
+    assert_eq!(
+        challenger.body["response_format"]["json_schema"]["name"],
+        "challenge_verdict"
+    );
+    let draft = seen
+        .iter()
+        .find(|r| r.all_text().contains("Your assignment"))
+        .unwrap();
+    assert!(
+        draft.body.get("response_format").is_none(),
+        "drafts are free text"
+    );
 }
 
 #[test]
@@ -100,7 +119,12 @@ fn line_mode_sends_no_schema() {
     let model = OpenAi::builder(server.base_url(), "m").build().unwrap();
     let outcome = Runtime::new(team(), model).run("Write about tea").unwrap();
     assert_eq!(outcome.answer, "ok");
-    assert!(server.seen().iter().all(|r| r.body.get("response_format").is_none()));
+    assert!(
+        server
+            .seen()
+            .iter()
+            .all(|r| r.body.get("response_format").is_none())
+    );
 }
 
 #[test]
@@ -114,7 +138,10 @@ fn a_bad_json_decision_is_asked_again_with_the_problem() {
                     .to_string(),
             )
         } else if text.contains("Split this task") {
-            Reply::answer(req, r#"{"decision":"done","assignments":[],"answer":"alone"}"#)
+            Reply::answer(
+                req,
+                r#"{"decision":"done","assignments":[],"answer":"alone"}"#,
+            )
         } else {
             Reply::answer(req, "?")
         }
@@ -127,7 +154,9 @@ fn a_bad_json_decision_is_asked_again_with_the_problem() {
     assert_eq!(outcome.answer, "alone");
     let retry = &server.seen()[1];
     assert!(
-        retry.all_text().contains("line 1: unknown member 'writr' (did you mean 'writer'?)"),
+        retry
+            .all_text()
+            .contains("line 1: unknown member 'writr' (did you mean 'writer'?)"),
         "{}",
         retry.all_text()
     );

@@ -38,7 +38,14 @@ impl Katan {
         let stats = tempfile::tempdir().unwrap();
         let stats_file = stats.path().join("stats.json");
         let child = Command::new(&bin)
-            .args(["--model", "test-model", "--backend", "echo", "--host", "127.0.0.1"])
+            .args([
+                "--model",
+                "test-model",
+                "--backend",
+                "echo",
+                "--host",
+                "127.0.0.1",
+            ])
             .args(["--port", &port.to_string(), "--max-concurrent", "16"])
             .args(["--log-level", "warning", "--disable-dashboard"])
             .arg("--stats-file")
@@ -151,7 +158,11 @@ fn whole_run_with(model: &OpenAi) {
         .unwrap();
     assert_eq!(outcome.status, RunStatus::RoundLimit, "{outcome:?}");
     assert!(outcome.answer.starts_with("[echo]"));
-    assert!(outcome.board.iter().all(|e| e.kind != EntryKind::Error), "{:?}", outcome.board);
+    assert!(
+        outcome.board.iter().all(|e| e.kind != EntryKind::Error),
+        "{:?}",
+        outcome.board
+    );
 }
 
 #[test]
@@ -167,7 +178,11 @@ fn a_plain_task_ends_with_an_answer_through_the_logical_retry() {
         .filter(|e| e.kind == EntryKind::Error)
         .collect();
     assert_eq!(errors.len(), 1);
-    assert!(errors[0].text.starts_with("the master gave no usable plan: "));
+    assert!(
+        errors[0]
+            .text
+            .starts_with("the master gave no usable plan: ")
+    );
     assert!(outcome.answer.contains("Write a haiku about tea"));
     assert_eq!(outcome.usage_by_agent.len(), 1, "only the master worked");
 }

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use boardroom::{
-    AgentSpec, EntryKind, OpenAi, RunStatus, Runtime, SimOptions, Sim, Team, TeamConfig,
+    AgentSpec, EntryKind, OpenAi, RunStatus, Runtime, Sim, SimOptions, Team, TeamConfig,
 };
 use parking_lot::Mutex;
 use support::{Reply, Request, Server};
@@ -71,12 +71,15 @@ fn drafts(outcome: &boardroom::RunOutcome) -> HashSet<String> {
 #[test]
 fn max_in_flight_holds_under_sixteen_parallel_members() {
     // Each answer takes a moment so that members overlap at the server.
-    let server = Server::start(|req| Reply::Delayed(Duration::from_millis(30), Box::new(brain(req))));
+    let server =
+        Server::start(|req| Reply::Delayed(Duration::from_millis(30), Box::new(brain(req))));
     let model = OpenAi::builder(server.base_url(), "test-model")
         .max_in_flight(4)
         .build()
         .unwrap();
-    let outcome = Runtime::new(team(), model).run("Write sixteen parts").unwrap();
+    let outcome = Runtime::new(team(), model)
+        .run("Write sixteen parts")
+        .unwrap();
     assert_eq!(outcome.status, RunStatus::Done);
     assert_eq!(drafts(&outcome).len(), MEMBERS);
     assert!(
@@ -107,7 +110,11 @@ fn sixteen_members_each_rate_limited_once_all_draft() {
         .run("Write sixteen parts")
         .unwrap();
     assert_eq!(outcome.status, RunStatus::Done);
-    assert_eq!(drafts(&outcome).len(), MEMBERS, "all 16 drafts on the board");
+    assert_eq!(
+        drafts(&outcome).len(),
+        MEMBERS,
+        "all 16 drafts on the board"
+    );
     assert_eq!(model.retry_waits(), vec![Duration::from_secs(1); MEMBERS]);
     assert_eq!(server.requests(), 1 + 2 * MEMBERS + 1);
 }
@@ -131,7 +138,11 @@ fn a_spent_budget_ends_the_run_with_the_drafts_so_far() {
         "{}",
         outcome.answer
     );
-    assert!(outcome.answer.contains("## "), "the drafts so far: {}", outcome.answer);
+    assert!(
+        outcome.answer.contains("## "),
+        "the drafts so far: {}",
+        outcome.answer
+    );
     let by_agent: u64 = outcome.usage_by_agent.values().map(|u| u.total()).sum();
     assert_eq!(by_agent, outcome.usage.total());
     assert!(outcome.usage_by_agent.contains_key("master"));
@@ -151,7 +162,11 @@ fn token_budget_from_team_yaml() {
         .unwrap();
         std::fs::write(team_dir.join(format!("souls/{name}.md")), "You work.").unwrap();
     }
-    std::fs::write(team_dir.join("team.yaml"), "token_budget: 1\nprotocol: json\n").unwrap();
+    std::fs::write(
+        team_dir.join("team.yaml"),
+        "token_budget: 1\nprotocol: json\n",
+    )
+    .unwrap();
     let team = Team::load(team_dir).unwrap();
     assert_eq!(team.config().token_budget, Some(1));
     let outcome = Runtime::new(team, Sim::new()).run("Say hi").unwrap();

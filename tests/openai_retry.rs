@@ -7,9 +7,7 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use boardroom::{
-    ChatModel, ChatRequest, Message, ModelError, OpenAi, Phase, RetryPolicy,
-};
+use boardroom::{ChatModel, ChatRequest, Message, ModelError, OpenAi, Phase, RetryPolicy};
 use parking_lot::Mutex;
 use support::{Reply, Server};
 
@@ -123,7 +121,17 @@ fn a_retry_after_past_the_time_cap_gives_up() {
     let server = failing(429, 100, Some("3600"));
     let (m, _) = model(&server, false);
     let e = m.chat(&request(), &mut |_| {}).unwrap_err();
-    assert!(matches!(e, ModelError::Http { status: 429, attempts: 1, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            ModelError::Http {
+                status: 429,
+                attempts: 1,
+                ..
+            }
+        ),
+        "{e}"
+    );
     assert!(m.retry_waits().is_empty());
 }
 
@@ -131,12 +139,19 @@ fn a_retry_after_past_the_time_cap_gives_up() {
 fn client_errors_are_not_retried_and_say_what_to_do() {
     let cases = [
         (401, "check OPENAI_API_KEY (server said: bad key)"),
-        (403, "check OPENAI_API_KEY and its access to model 'test-model' (server said: bad key)"),
-        (404, "check the base url and the model name 'test-model' (server said: bad key)"),
+        (
+            403,
+            "check OPENAI_API_KEY and its access to model 'test-model' (server said: bad key)",
+        ),
+        (
+            404,
+            "check the base url and the model name 'test-model' (server said: bad key)",
+        ),
         (400, "bad key"),
     ];
     for (status, detail) in cases {
-        let server = Server::start(move |_| Reply::status(status, r#"{"error":{"message":"bad key"}}"#));
+        let server =
+            Server::start(move |_| Reply::status(status, r#"{"error":{"message":"bad key"}}"#));
         let (m, _) = model(&server, true);
         let e = m.chat(&request(), &mut |_| {}).unwrap_err();
         assert_eq!(server.requests(), 1, "status {status} must not be retried");
@@ -204,7 +219,10 @@ fn unreachable_server_is_a_transport_error_after_retries() {
         .build()
         .unwrap();
     let e = m.chat(&request(), &mut |_| {}).unwrap_err();
-    assert!(matches!(e, ModelError::Transport { attempts: 3, .. }), "{e}");
+    assert!(
+        matches!(e, ModelError::Transport { attempts: 3, .. }),
+        "{e}"
+    );
     assert!(e.to_string().starts_with("model 'default': "), "{e}");
 }
 

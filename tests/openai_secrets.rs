@@ -16,7 +16,10 @@ fn server(refuse: bool) -> Server {
         let auth = req.header("authorization").unwrap_or_default().to_string();
         assert_eq!(auth, format!("Bearer {KEY}"), "the key is sent");
         if refuse {
-            Reply::status(401, &format!(r#"{{"error":{{"message":"invalid key {auth}"}}}}"#))
+            Reply::status(
+                401,
+                &format!(r#"{{"error":{{"message":"invalid key {auth}"}}}}"#),
+            )
         } else {
             Reply::answer(req, "DONE\nThe answer.")
         }
@@ -65,7 +68,10 @@ fn no_key_in_the_error_of_a_refused_cli_run() {
 #[test]
 fn no_key_in_debug_events_or_errors_of_the_library() {
     let s = server(true);
-    let model = OpenAi::builder(s.base_url(), "m").api_key(KEY).build().unwrap();
+    let model = OpenAi::builder(s.base_url(), "m")
+        .api_key(KEY)
+        .build()
+        .unwrap();
     assert!(!format!("{model:?}").contains("5ecret"));
     let req = ChatRequest::new("a", Phase::Draft, 1, vec![Message::user("hi")]);
     let err = model.chat(&req, &mut |_| {}).unwrap_err();

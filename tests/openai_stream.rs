@@ -5,8 +5,7 @@
 mod support;
 
 use boardroom::{
-    ChatModel, ChatRequest, FinishReason, Message, OpenAi, OutputSchema, Phase, ToolCall,
-    ToolSpec,
+    ChatModel, ChatRequest, FinishReason, Message, OpenAi, OutputSchema, Phase, ToolCall, ToolSpec,
 };
 use serde_json::json;
 use support::{Reply, Server};
@@ -39,7 +38,16 @@ fn sse_split_across_reads_with_a_final_usage_chunk() {
     .as_bytes()
     .to_vec();
     let e_acute = whole.iter().position(|&b| b == 0xC3).unwrap();
-    let cuts = [3, 40, e_acute + 1, e_acute + 30, 120, 121, 200, whole.len() - 5];
+    let cuts = [
+        3,
+        40,
+        e_acute + 1,
+        e_acute + 30,
+        120,
+        121,
+        200,
+        whole.len() - 5,
+    ];
     let mut pieces = Vec::new();
     let mut start = 0;
     for cut in cuts {
@@ -50,7 +58,9 @@ fn sse_split_across_reads_with_a_final_usage_chunk() {
     let server = Server::start(move |_| Reply::SseBytes(pieces.clone()));
     let m = model(&server, true);
     let mut deltas = Vec::new();
-    let r = m.chat(&request(), &mut |d| deltas.push(d.to_string())).unwrap();
+    let r = m
+        .chat(&request(), &mut |d| deltas.push(d.to_string()))
+        .unwrap();
     assert_eq!(deltas, ["Thé ", "is ", "hot"]);
     assert_eq!(r.text, "Thé is hot");
     assert_eq!(r.usage.prompt_tokens, 21);
@@ -83,9 +93,15 @@ fn the_request_is_in_openai_shape() {
     assert_eq!(seen.body["stream"], true);
     assert_eq!(seen.body["stream_options"]["include_usage"], true);
     assert_eq!(seen.body["max_tokens"], 100);
-    assert_eq!(seen.body["messages"][0], json!({"role": "user", "content": "hello"}));
+    assert_eq!(
+        seen.body["messages"][0],
+        json!({"role": "user", "content": "hello"})
+    );
     assert_eq!(seen.body["tools"][0]["function"]["name"], "workspace_read");
-    assert_eq!(seen.body["response_format"]["json_schema"]["name"], "verdict");
+    assert_eq!(
+        seen.body["response_format"]["json_schema"]["name"],
+        "verdict"
+    );
 }
 
 #[test]
@@ -96,7 +112,9 @@ fn plain_answers_when_not_streaming() {
     });
     let m = model(&server, false);
     let mut deltas = Vec::new();
-    let r = m.chat(&request(), &mut |d| deltas.push(d.to_string())).unwrap();
+    let r = m
+        .chat(&request(), &mut |d| deltas.push(d.to_string()))
+        .unwrap();
     assert_eq!(r.text, "whole answer");
     assert_eq!(deltas, ["whole answer"], "one delta for a whole answer");
     assert_eq!(r.usage.total(), 15);
@@ -137,7 +155,9 @@ fn tool_calls_in_both_paths_and_back_in_openai_shape() {
         arguments: "{\"path\":\"a.md\"}".into(),
     };
     for streaming in [true, false] {
-        let r = model(&server, streaming).chat(&request(), &mut |_| {}).unwrap();
+        let r = model(&server, streaming)
+            .chat(&request(), &mut |_| {})
+            .unwrap();
         assert_eq!(r.tool_calls, vec![want.clone()], "stream {streaming}");
         assert_eq!(r.finish, FinishReason::ToolCalls);
     }
@@ -148,7 +168,11 @@ fn tool_calls_in_both_paths_and_back_in_openai_shape() {
         "writer",
         Phase::Draft,
         1,
-        vec![Message::user("hello"), asked, Message::tool("call_1", "# a")],
+        vec![
+            Message::user("hello"),
+            asked,
+            Message::tool("call_1", "# a"),
+        ],
     );
     model(&server, false).chat(&next, &mut |_| {}).unwrap();
     let seen = server.seen();

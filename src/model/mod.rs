@@ -18,8 +18,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 pub use error::ModelError;
-pub use openai::{OPENAI_DEFAULT_BASE_URL, OpenAi, OpenAiBuilder, RetryPolicy};
 pub(crate) use openai::from_endpoint as openai_from_endpoint;
+pub use openai::{OPENAI_DEFAULT_BASE_URL, OpenAi, OpenAiBuilder, RetryPolicy};
 pub use scripted::{Scripted, ScriptedReply};
 pub use sim::{Sim, SimOptions, SimStats};
 pub use spec::{ModelSpecError, resolve_model};

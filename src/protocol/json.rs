@@ -76,8 +76,7 @@ Challenge only what you can justify; do not challenge style.";
 pub(crate) const REPLY_JSON: &str = "Reply with the JSON object only.";
 
 /// What the corrective note asks for in JSON mode.
-pub(crate) const MASTER_EXPECTED: &str =
-    "one JSON object: {\"decision\": \"assign\" or \"done\", \"assignments\": [...], \"answer\": \"...\"}";
+pub(crate) const MASTER_EXPECTED: &str = "one JSON object: {\"decision\": \"assign\" or \"done\", \"assignments\": [...], \"answer\": \"...\"}";
 
 /// What the corrective note asks a challenger for in JSON mode.
 pub(crate) const VERDICT_EXPECTED: &str =
@@ -141,7 +140,10 @@ fn bad(detail: impl Into<String>) -> ProtocolError {
 }
 
 fn text_at<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or_default().trim()
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .trim()
 }
 
 /// Parses a JSON master reply against the roster; same rules and errors as
@@ -238,11 +240,11 @@ pub(crate) fn line_to_json(reply: &str, schema: &OutputSchema) -> String {
         };
         return v.to_string();
     }
-    let members: Vec<&str> = schema.schema["properties"]["assignments"]["items"]["properties"]
-        ["member"]["enum"]
-        .as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let members: Vec<&str> =
+        schema.schema["properties"]["assignments"]["items"]["properties"]["member"]["enum"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
     let v = match parse_master(reply, &members, "").decision {
         Some(Decision::Assign(list)) => json!({
             "decision": "assign",
@@ -319,10 +321,7 @@ mod tests {
         let r = parse_master_json(&round_trip, MEMBERS, "master");
         assert!(matches!(r.decision, Some(Decision::Assign(v)) if v.len() == 2));
         let v = line_to_json("CHALLENGE:bad", &verdict_schema());
-        assert_eq!(
-            parse_verdict_json(&v),
-            Ok(Verdict::Challenge("bad".into()))
-        );
+        assert_eq!(parse_verdict_json(&v), Ok(Verdict::Challenge("bad".into())));
         assert_eq!("JSON".parse::<Protocol>(), Ok(Protocol::Json));
     }
 }

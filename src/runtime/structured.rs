@@ -4,9 +4,9 @@
 
 use crate::model::{Message, OutputSchema, Phase, Role};
 use crate::protocol::{
-    CHALLENGE_RULES_JSON, MASTER_EXPECTED, MASTER_RULES_JSON, MasterReply, ProtocolError,
-    Protocol, REPLY_JSON, VERDICT_EXPECTED, Verdict, master_schema, parse_master,
-    parse_master_json, parse_verdict, parse_verdict_json, verdict_schema,
+    CHALLENGE_RULES_JSON, MASTER_EXPECTED, MASTER_RULES_JSON, MasterReply, Protocol, ProtocolError,
+    REPLY_JSON, VERDICT_EXPECTED, Verdict, master_schema, parse_master, parse_master_json,
+    parse_verdict, parse_verdict_json, verdict_schema,
 };
 
 use super::prompt;

@@ -267,17 +267,25 @@ fn serve(stream: TcpStream, s: &Shared) {
     }
 }
 
+/// Path, headers and body of a request as read.
+type RawRequest = (String, Vec<(String, String)>, Vec<u8>);
+
 /// Reads one request; `None` at the end of the connection or on stop.
 fn read_request(
     reader: &mut BufReader<TcpStream>,
     s: &Shared,
-) -> Option<(String, Vec<(String, String)>, Vec<u8>)> {
+) -> Option<RawRequest> {
     let mut line = String::new();
     loop {
         match reader.read_line(&mut line) {
             Ok(0) => return None,
             Ok(_) => break,
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
                 if s.stop.load(Ordering::SeqCst) {
                     return None;
                 }
@@ -311,7 +319,11 @@ fn read_request(
         match reader.read(&mut body[got..]) {
             Ok(0) => return None,
             Ok(n) => got += n,
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
             Err(_) => return None,
         }
     }
@@ -323,7 +335,11 @@ fn read_line_patiently(reader: &mut BufReader<TcpStream>, buf: &mut String) -> b
         match reader.read_line(buf) {
             Ok(0) => return false,
             Ok(_) => return true,
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
             Err(_) => return false,
         }
     }

@@ -182,7 +182,9 @@ impl OpenAiBuilder {
         };
         let base = self.base_url.trim().trim_end_matches('/');
         if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(err("the base url must start with http:// or https://".into()));
+            return Err(err(
+                "the base url must start with http:// or https://".into()
+            ));
         }
         if self.model.trim().is_empty() {
             return Err(err("no model name (add #MODEL to the url)".into()));
@@ -416,7 +418,8 @@ impl OpenAi {
             .map_err(|e| self.transport(&format!("reading the answer: {e}"), true))?;
         let json: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| Failure::Fatal(self.bad(format!("not json: {e}"))))?;
-        let answer = wire::parse_response(request, &json).map_err(|e| Failure::Fatal(self.bad(e)))?;
+        let answer =
+            wire::parse_response(request, &json).map_err(|e| Failure::Fatal(self.bad(e)))?;
         if !answer.text.is_empty() {
             on_delta(&answer.text);
         }

@@ -158,7 +158,10 @@ mod tests {
     fn retry_after_seconds_and_dates() {
         let now = UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
         assert_eq!(parse_retry_after("1", now), Some(Duration::from_secs(1)));
-        assert_eq!(parse_retry_after(" 120 ", now), Some(Duration::from_secs(120)));
+        assert_eq!(
+            parse_retry_after(" 120 ", now),
+            Some(Duration::from_secs(120))
+        );
         assert_eq!(
             parse_retry_after("Sun, 06 Nov 1994 08:49:40 GMT", now),
             Some(Duration::from_secs(3))
@@ -168,7 +171,10 @@ mod tests {
             Some(Duration::ZERO)
         );
         assert_eq!(parse_retry_after("soon", now), None);
-        assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:49:40 PST", now), None);
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:40 PST", now),
+            None
+        );
     }
 
     #[test]

@@ -207,7 +207,8 @@ impl StreamState {
             let call = &mut self.calls[index];
             call.id.push_str(&str_at(c, &["id"]));
             call.name.push_str(&str_at(c, &["function", "name"]));
-            call.arguments.push_str(&str_at(c, &["function", "arguments"]));
+            call.arguments
+                .push_str(&str_at(c, &["function", "arguments"]));
         }
         match delta.get("content").and_then(Value::as_str) {
             Some(text) if !text.is_empty() => {
@@ -312,10 +313,7 @@ mod tests {
             r#"{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}}"#,
             "[DONE]",
         ];
-        let deltas: Vec<String> = chunks
-            .iter()
-            .filter_map(|c| s.apply(c).unwrap())
-            .collect();
+        let deltas: Vec<String> = chunks.iter().filter_map(|c| s.apply(c).unwrap()).collect();
         assert_eq!(deltas, ["He", "llo"]);
         assert!(s.done);
         let r = s.finish(&req);
