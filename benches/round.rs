@@ -10,7 +10,10 @@
 
 use std::time::{Duration, Instant};
 
-use boardroom::{AgentSpec, ChatModel, EntryKind, ChatRequest, Message, Phase, Runtime, Sim, SimOptions, Team, TeamConfig};
+use boardroom::{
+    AgentSpec, ChatModel, ChatRequest, EntryKind, Message, Phase, Runtime, Sim, SimOptions, Team,
+    TeamConfig,
+};
 use rayon::prelude::*;
 
 fn team(n: usize) -> Team {
@@ -58,7 +61,10 @@ fn main() {
         .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![1, 8, 64, 256]);
     let latency = Duration::from_millis(
-        std::env::var("BENCH_LATENCY_MS").ok().and_then(|s| s.parse().ok()).unwrap_or(50),
+        std::env::var("BENCH_LATENCY_MS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(50),
     );
     let l = latency.as_secs_f64();
     println!(
@@ -68,8 +74,12 @@ fn main() {
         rayon::current_num_threads()
     );
     println!();
-    println!("|   N | boardroom wall | wall/L | sequential/L | global pool/L | sequential÷ours | global÷ours |");
-    println!("|----:|---------------:|-------:|-------------:|--------------:|----------------:|------------:|");
+    println!(
+        "|   N | boardroom wall | wall/L | sequential/L | global pool/L | sequential÷ours | global÷ours |"
+    );
+    println!(
+        "|----:|---------------:|-------:|-------------:|--------------:|----------------:|------------:|"
+    );
     for n in sizes {
         let team = team(n);
         // Ours: a whole run (plan, the round, review) with waits only in the round.
@@ -80,7 +90,11 @@ fn main() {
                     let runtime = Runtime::new(team.clone(), sim(latency));
                     time(|| {
                         let run = runtime.run("bench").expect("the run finishes");
-                        let drafts = run.board.iter().filter(|e| e.kind == EntryKind::Draft).count();
+                        let drafts = run
+                            .board
+                            .iter()
+                            .filter(|e| e.kind == EntryKind::Draft)
+                            .count();
                         assert_eq!(drafts, n, "every member drafted");
                     })
                 })
@@ -90,16 +104,24 @@ fn main() {
         let model = sim(latency);
         let sequential = time(|| {
             for i in 0..n {
-                model.chat(&draft_request(i), &mut |_| {}).expect("sim answers");
+                model
+                    .chat(&draft_request(i), &mut |_| {})
+                    .expect("sim answers");
             }
         });
         // Baseline 2: rayon's global pool, sized by cores.
         let global = time(|| {
             (0..n).into_par_iter().for_each(|i| {
-                model.chat(&draft_request(i), &mut |_| {}).expect("sim answers");
+                model
+                    .chat(&draft_request(i), &mut |_| {})
+                    .expect("sim answers");
             });
         });
-        let (o, s, g) = (ours.as_secs_f64(), sequential.as_secs_f64(), global.as_secs_f64());
+        let (o, s, g) = (
+            ours.as_secs_f64(),
+            sequential.as_secs_f64(),
+            global.as_secs_f64(),
+        );
         println!(
             "| {n:>3} | {:>11.1} ms | {:>6.2} | {:>12.2} | {:>13.2} | {:>14.1}x | {:>10.1}x |",
             o * 1e3,

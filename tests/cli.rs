@@ -28,17 +28,38 @@ fn run_prints_progress_on_stderr_and_the_answer_on_stdout() {
     let out = boardroom(&["run", "Write a short guide to brewing green tea"], repo());
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.starts_with("boardroom: no model configured, using the offline 'sim' model"), "{stderr}");
-    assert!(stderr.contains("round 1 · 4 assignments on 4 threads"), "{stderr}");
-    assert!(stderr.contains("✓ writer put a draft on the board"), "{stderr}");
+    assert!(
+        stderr.starts_with("boardroom: no model configured, using the offline 'sim' model"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("round 1 · 4 assignments on 4 threads"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("✓ writer put a draft on the board"),
+        "{stderr}"
+    );
     assert!(stderr.contains("master reviewed round 1: DONE"), "{stderr}");
-    assert!(stdout.starts_with("# Write a short guide to brewing green tea"), "{stdout}");
+    assert!(
+        stdout.starts_with("# Write a short guide to brewing green tea"),
+        "{stdout}"
+    );
     assert!(!stdout.contains("round 1"), "progress stays off stdout");
 }
 
 #[test]
 fn json_prints_one_event_per_line() {
-    let out = boardroom(&["run", "--json", "--model", "sim:challenge=1", "Plan a picnic"], repo());
+    let out = boardroom(
+        &[
+            "run",
+            "--json",
+            "--model",
+            "sim:challenge=1",
+            "Plan a picnic",
+        ],
+        repo(),
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let events: Vec<serde_json::Value> = text(&out.stdout)
         .lines()
@@ -51,14 +72,27 @@ fn json_prints_one_event_per_line() {
         .map(|e| e["member"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(assigned, ["analyst", "critic", "researcher", "writer"]);
-    assert_eq!(of("challenge").len(), 2, "both challengers objected in round 1");
+    assert_eq!(
+        of("challenge").len(),
+        2,
+        "both challengers objected in round 1"
+    );
     let finished = of("run_finished");
     assert_eq!(finished.len(), 1);
     assert_eq!(finished[0]["status"], "done");
     assert_eq!(finished[0]["rounds"], 2);
-    assert!(finished[0]["answer"].as_str().unwrap().starts_with("# Plan a picnic"));
+    assert!(
+        finished[0]["answer"]
+            .as_str()
+            .unwrap()
+            .starts_with("# Plan a picnic")
+    );
     let run_id = &events[0]["run_id"];
-    assert!(events.iter().all(|e| &e["run_id"] == run_id && e["agent"].is_string()));
+    assert!(
+        events
+            .iter()
+            .all(|e| &e["run_id"] == run_id && e["agent"].is_string())
+    );
 }
 
 #[test]
@@ -66,7 +100,11 @@ fn check_names_the_file_and_line_of_a_typo() {
     let dir = tempfile::tempdir().unwrap();
     fs::create_dir_all(dir.path().join("agents")).unwrap();
     fs::create_dir_all(dir.path().join("souls")).unwrap();
-    fs::write(dir.path().join("agents/master.md"), "---\nname: master\nrole: master\n---\n").unwrap();
+    fs::write(
+        dir.path().join("agents/master.md"),
+        "---\nname: master\nrole: master\n---\n",
+    )
+    .unwrap();
     fs::write(
         dir.path().join("agents/writer.md"),
         "---\nname: writer\nrole: member\ndescripton: Writes\n---\n",
@@ -89,7 +127,10 @@ fn check_lists_the_shipped_team() {
     let out = boardroom(&["check"], repo());
     assert_eq!(out.status.code(), Some(0));
     let stdout = text(&out.stdout);
-    assert!(stdout.starts_with("team 'default' (.): 5 agents"), "{stdout}");
+    assert!(
+        stdout.starts_with("team 'default' (.): 5 agents"),
+        "{stdout}"
+    );
     assert!(stdout.contains("critic") && stdout.contains("[can challenge]"));
 }
 
@@ -123,7 +164,18 @@ fn bad_input_exits_2_and_a_failed_run_exits_1() {
 
 #[test]
 fn rounds_flag_caps_the_rounds() {
-    let out = boardroom(&["run", "--json", "--rounds", "2", "--model", "sim:never_done", "x"], repo());
+    let out = boardroom(
+        &[
+            "run",
+            "--json",
+            "--rounds",
+            "2",
+            "--model",
+            "sim:never_done",
+            "x",
+        ],
+        repo(),
+    );
     assert_eq!(out.status.code(), Some(0));
     let last = text(&out.stdout).lines().last().unwrap().to_string();
     let v: serde_json::Value = serde_json::from_str(&last).unwrap();
@@ -135,7 +187,13 @@ fn rounds_flag_caps_the_rounds() {
 #[test]
 fn no_async_runtime_in_the_dependency_tree() {
     let lock = fs::read_to_string(repo().join("Cargo.lock")).expect("Cargo.lock is committed");
-    for name in ["tokio", "async-std", "smol", "futures-executor", "async-executor"] {
+    for name in [
+        "tokio",
+        "async-std",
+        "smol",
+        "futures-executor",
+        "async-executor",
+    ] {
         assert!(
             !lock.contains(&format!("name = \"{name}\"")),
             "{name} is in Cargo.lock: find what pulls it in with `cargo tree -i {name}`"

@@ -256,16 +256,29 @@ fn unescape(s: &str) -> String {
         .replace("&amp;", "&")
 }
 
-/// Roster lines `- name: description` inside `<roster>`.
-fn roster(text: &str) -> Vec<String> {
+/// Roster lines `- name: description (can challenge)` inside `<roster>`,
+/// as (name, description).
+fn roster_entries(text: &str) -> Vec<(String, String)> {
     tag(text, "roster")
         .unwrap_or_default()
         .lines()
         .filter_map(|l| l.trim().strip_prefix("- "))
-        .filter_map(|l| l.split(':').next())
-        .map(|n| n.trim().to_string())
-        .filter(|n| !n.is_empty())
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, d)| {
+            (
+                n.trim().to_string(),
+                d.trim()
+                    .trim_end_matches("(can challenge)")
+                    .trim()
+                    .to_string(),
+            )
+        })
+        .filter(|(n, _)| !n.is_empty())
         .collect()
+}
+
+fn roster(text: &str) -> Vec<String> {
+    roster_entries(text).into_iter().map(|(n, _)| n).collect()
 }
 
 /// The board's entries as (round, author, kind, text), parsed back from the
@@ -333,11 +346,9 @@ fn plan(text: &str) -> String {
     let task = tag(text, "task").unwrap_or_default();
     let task = first_line(&task);
     let mut out = String::from("The work splits cleanly across the team.\n");
-    for name in roster(text) {
-        let _ = writeln!(
-            out,
-            "ASSIGN:{name}:From your own expertise, work on: {task}"
-        );
+    for (name, description) in roster_entries(text) {
+        let part = description.trim_end_matches('.').to_lowercase();
+        let _ = writeln!(out, "ASSIGN:{name}:{task} (your part: {part})");
     }
     out
 }
