@@ -15,9 +15,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::{
-    ChatModel, ChatRequest, ChatResponse, ModelError, Phase, Role, Usage, estimate_tokens,
-};
+use super::{ChatModel, ChatRequest, ChatResponse, ModelError, Phase, Role, estimate_usage};
 
 /// What the simulated model does.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -203,18 +201,8 @@ impl ChatModel for Sim {
         if start < answer.len() {
             on_delta(&answer[start..]);
         }
-        let prompt: u64 = req
-            .messages
-            .iter()
-            .map(|m| estimate_tokens(&m.content))
-            .sum();
-        Ok(ChatResponse::text(
-            answer.clone(),
-            Usage {
-                prompt_tokens: prompt,
-                completion_tokens: estimate_tokens(&answer),
-            },
-        ))
+        let usage = estimate_usage(req, &answer);
+        Ok(ChatResponse::text(answer, usage))
     }
 }
 
