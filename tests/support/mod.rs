@@ -271,10 +271,7 @@ fn serve(stream: TcpStream, s: &Shared) {
 type RawRequest = (String, Vec<(String, String)>, Vec<u8>);
 
 /// Reads one request; `None` at the end of the connection or on stop.
-fn read_request(
-    reader: &mut BufReader<TcpStream>,
-    s: &Shared,
-) -> Option<RawRequest> {
+fn read_request(reader: &mut BufReader<TcpStream>, s: &Shared) -> Option<RawRequest> {
     let mut line = String::new();
     loop {
         match reader.read_line(&mut line) {
