@@ -11,6 +11,7 @@ fn boardroom(args: &[&str], dir: &Path) -> Output {
         .current_dir(dir)
         .env_remove("BOARDROOM_MODEL")
         .env_remove("RUST_LOG")
+        .env_remove("OPENAI_BASE_URL")
         .output()
         .expect("the binary runs")
 }

@@ -195,11 +195,11 @@ fn the_cli_completes_prints_usage_and_never_the_key() {
     let out = Command::new(env!("CARGO_BIN_EXE_boardroom"))
         .args(["run", TASK, "--rounds", "1"])
         .current_dir(dir.path())
+        // As the acceptance test: no --model, only the environment.
         .env_remove("BOARDROOM_MODEL")
         .env("OPENAI_BASE_URL", katan.base_url())
         .env("OPENAI_API_KEY", key)
         .env("RUST_LOG", "trace")
-        .env("BOARDROOM_MODEL", "openai:test-model")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

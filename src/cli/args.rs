@@ -31,7 +31,9 @@ pub(crate) struct RunArgs {
     /// The team directory (default: ./ if it has agents/, else the built-in team).
     #[arg(long)]
     pub(crate) team: Option<PathBuf>,
-    /// The default model: `sim`, `sim:latency=50ms,challenge=1`, or a name from team.yaml.
+    /// The default model: `sim`, `sim:latency=50ms,challenge=1`, `openai:gpt-4o-mini`,
+    /// `http://127.0.0.1:8080/v1#model`, or a name from team.yaml (default: team.yaml's
+    /// `default`, else `openai` when OPENAI_BASE_URL is set, else `sim`).
     #[arg(long, env = "BOARDROOM_MODEL")]
     pub(crate) model: Option<String>,
     /// Rounds of members before the master must answer.

@@ -53,6 +53,10 @@ fn default_model(
     match spec {
         Some(spec) => team.model(spec),
         None if team.config().models.contains_key("default") => team.model("default"),
+        // OPENAI_BASE_URL names a server: use it, as the official SDKs would.
+        None if std::env::var("OPENAI_BASE_URL").is_ok_and(|u| !u.trim().is_empty()) => {
+            team.model("openai")
+        }
         None => {
             eprintln!(
                 "boardroom: no model configured, using the offline 'sim' model (set --model or BOARDROOM_MODEL)"
