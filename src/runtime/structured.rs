@@ -12,6 +12,16 @@ use crate::protocol::{
 use super::prompt;
 use super::run::Run;
 
+/// The line-protocol asks of `prompt.rs`, as JSON-mode asks.
+const ASKS_IN_JSON: &[(&str, &str)] = &[
+    ("Reply with ASSIGN lines", "Reply with an \"assign\" decision"),
+    ("(or DONE with the answer", "(or a \"done\" decision with the answer"),
+    ("Reply with DONE and", "Reply with a \"done\" decision and"),
+    ("reply DONE and write", "reply with a \"done\" decision and write"),
+    ("reply with ASSIGN lines", "reply with an \"assign\" decision"),
+    ("Reply CHALLENGE:<...> or AGREE.", "Reply with your verdict."),
+];
+
 impl Run<'_> {
     /// The protocol of this run: the runtime's, else the team's, else lines.
     pub(crate) fn protocol(&self) -> Protocol {
@@ -56,6 +66,9 @@ impl Run<'_> {
             }
         }
         if let Some(last) = messages.iter_mut().rev().find(|m| m.role == Role::User) {
+            for (from, to) in ASKS_IN_JSON {
+                last.content = last.content.replace(from, to);
+            }
             last.content.push_str("\n\n");
             last.content.push_str(REPLY_JSON);
         }
