@@ -82,7 +82,10 @@ fn json_mode_sends_schemas_and_reads_json_decisions() {
         plan.all_text().contains("\"decision\": \"assign\""),
         "the master is told the JSON form"
     );
-    assert!(!plan.all_text().contains("ASSIGN"), "no line-protocol asks left");
+    assert!(
+        !plan.all_text().contains("ASSIGN"),
+        "no line-protocol asks left"
+    );
     let challenger = seen
         .iter()
         .find(|r| r.all_text().contains("The challenge round"))

@@ -198,3 +198,56 @@ fn a_stream_cut_before_done_is_retried() {
     assert_eq!(r.text, "whole");
     assert_eq!(r.retries, 1);
 }
+
+#[test]
+fn team_yaml_endpoints_are_built_and_shared() {
+    let server = Server::start(|req| {
+        let text = req.all_text();
+        let reply = if text.contains("Split this task") {
+            "ASSIGN:writer:write it\nASSIGN:editor:check it"
+        } else if text.contains("is over") {
+            "DONE\nok"
+        } else {
+            "A draft."
+        };
+        Reply::answer(req, reply)
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("agents")).unwrap();
+    std::fs::create_dir_all(root.join("souls")).unwrap();
+    for (name, role, model) in [
+        ("lead", "master", "default"),
+        ("writer", "member", "local"),
+        ("editor", "member", "local"),
+    ] {
+        std::fs::write(
+            root.join(format!("agents/{name}.md")),
+            format!("---\nname: {name}\nrole: {role}\nmodel: {model}\n---\n"),
+        )
+        .unwrap();
+        std::fs::write(root.join(format!("souls/{name}.md")), "You work.").unwrap();
+    }
+    std::fs::write(
+        root.join("team.yaml"),
+        format!(
+            "models:\n  local:\n    base_url: {}\n    model: small\n    stream: false\n    max_in_flight: 1\n    api_key_env: BOARDROOM_TEST_UNSET_KEY\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let team = boardroom::Team::load(root).unwrap();
+    let master = OpenAi::builder(server.base_url(), "big").build().unwrap();
+    let outcome = boardroom::Runtime::new(team, master).run("Task").unwrap();
+    assert_eq!(outcome.answer, "ok");
+    let seen = server.seen();
+    let drafts: Vec<_> = seen.iter().filter(|r| r.body["model"] == "small").collect();
+    assert_eq!(drafts.len(), 2);
+    assert!(drafts.iter().all(|r| r.body["stream"] == false));
+    assert!(drafts.iter().all(|r| r.header("authorization").is_none()));
+    assert!(
+        seen.iter()
+            .filter(|r| r.body["model"] == "big")
+            .all(|r| r.streaming())
+    );
+}

@@ -14,12 +14,27 @@ use super::run::Run;
 
 /// The line-protocol asks of `prompt.rs`, as JSON-mode asks.
 const ASKS_IN_JSON: &[(&str, &str)] = &[
-    ("Reply with ASSIGN lines", "Reply with an \"assign\" decision"),
-    ("(or DONE with the answer", "(or a \"done\" decision with the answer"),
+    (
+        "Reply with ASSIGN lines",
+        "Reply with an \"assign\" decision",
+    ),
+    (
+        "(or DONE with the answer",
+        "(or a \"done\" decision with the answer",
+    ),
     ("Reply with DONE and", "Reply with a \"done\" decision and"),
-    ("reply DONE and write", "reply with a \"done\" decision and write"),
-    ("reply with ASSIGN lines", "reply with an \"assign\" decision"),
-    ("Reply CHALLENGE:<...> or AGREE.", "Reply with your verdict."),
+    (
+        "reply DONE and write",
+        "reply with a \"done\" decision and write",
+    ),
+    (
+        "reply with ASSIGN lines",
+        "reply with an \"assign\" decision",
+    ),
+    (
+        "Reply CHALLENGE:<...> or AGREE.",
+        "Reply with your verdict.",
+    ),
 ];
 
 impl Run<'_> {
