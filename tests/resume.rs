@@ -1,0 +1,158 @@
+//! Issue 4: a run killed with SIGKILL in the middle of a round resumes
+//! with nothing lost and no completed member called twice. This starts
+//! the real binary, kills it for real, and counts model calls in
+//! `turns.jsonl`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use boardroom::{ModuleStatus, Phase, RunPhase, RunStatus, load_run, read_events, read_turns};
+
+const BIN: &str = env!("CARGO_BIN_EXE_boardroom");
+const MEMBERS: [&str; 4] = ["analyst", "critic", "researcher", "writer"];
+
+fn run_dir(runs: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(runs)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.join("events.jsonl").is_file())
+}
+
+/// Members whose drafts the events on disk show.
+fn drafted(dir: &Path) -> Vec<String> {
+    let events = read_events(dir).unwrap();
+    events
+        .items
+        .iter()
+        .filter(|e| {
+            let v = serde_json::to_value(e).unwrap();
+            v["type"] == "board_entry" && v["kind"] == "draft"
+        })
+        .map(|e| e.agent.clone())
+        .collect()
+}
+
+fn draft_calls(dir: &Path, round: u32) -> BTreeMap<String, usize> {
+    let mut calls = BTreeMap::new();
+    for t in read_turns(dir).unwrap().items {
+        if t.phase == Phase::Draft && t.round == round {
+            *calls.entry(t.agent).or_insert(0) += 1;
+        }
+    }
+    calls
+}
+
+#[test]
+fn a_run_killed_mid_round_resumes_without_running_a_finished_member_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    // Four members on two threads, each draft taking 1.5 s: the first two
+    // land at about 1.5 s, the other two at about 3 s.
+    let mut child = Command::new(BIN)
+        .args([
+            "run",
+            "Write a short guide to brewing green tea",
+            "--model",
+            "sim:latency=1500ms,latency_phases=draft",
+            "--parallel",
+            "2",
+            "--no-memory",
+            "--json",
+            "--runs-dir",
+        ])
+        .arg(&runs)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+
+    // Wait (bounded, so a broken build cannot hang CI) for the first drafts.
+    let started = Instant::now();
+    let dir = loop {
+        if let Some(dir) = run_dir(&runs) {
+            if drafted(&dir).len() >= 2 {
+                break dir;
+            }
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the run ended before it could be killed: {status}");
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no drafts appeared in events.jsonl"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    child.kill().unwrap(); // SIGKILL on Unix
+    child.wait().unwrap();
+
+    let landed = drafted(&dir);
+    assert!(
+        (1..MEMBERS.len()).contains(&landed.len()),
+        "killed mid-round: {landed:?}"
+    );
+    let before = load_run(&dir).unwrap();
+    assert_eq!(before.state.phase, RunPhase::Members);
+    assert_eq!(before.state.status, RunStatus::Running);
+    let calls_before = draft_calls(&dir, 1);
+    for agent in &landed {
+        assert_eq!(calls_before.get(agent), Some(&1), "{agent} before the kill");
+    }
+
+    let id = dir.file_name().unwrap().to_str().unwrap().to_string();
+    let out = Command::new(BIN)
+        .args(["resume", &id, "--model", "sim", "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "resume failed: {stderr}");
+    let answer = String::from_utf8_lossy(&out.stdout);
+
+    // Every member drafted round 1 exactly once over both processes: the
+    // ones that landed before the kill were not called again.
+    let calls = draft_calls(&dir, 1);
+    let expected: BTreeMap<String, usize> = MEMBERS.iter().map(|m| (m.to_string(), 1)).collect();
+    assert_eq!(calls, expected);
+    let turns = read_turns(&dir).unwrap();
+    assert!(turns.warnings.is_empty(), "{:?}", turns.warnings);
+    let plans = turns
+        .items
+        .iter()
+        .filter(|t| t.phase == Phase::Plan)
+        .count();
+    assert_eq!(plans, 1, "the master did not plan again");
+
+    // The run finished with the answer an uninterrupted run gives.
+    let after = load_run(&dir).unwrap();
+    assert_eq!(after.state.phase, RunPhase::Finished);
+    assert_eq!(after.state.status, RunStatus::Done);
+    let drafts_r1: Vec<&str> = after
+        .state
+        .board
+        .iter()
+        .filter(|e| e.round == 1 && e.kind == boardroom::EntryKind::Draft)
+        .map(|e| e.author.as_str())
+        .collect();
+    assert_eq!(drafts_r1.len(), MEMBERS.len(), "{drafts_r1:?}");
+    for m in MEMBERS {
+        assert!(
+            answer.contains(&format!("From {m}")),
+            "{m} missing in {answer}"
+        );
+        assert!(drafts_r1.contains(&m));
+    }
+    assert!(
+        after
+            .state
+            .plan
+            .tasks
+            .iter()
+            .all(|m| m.status == ModuleStatus::Completed)
+    );
+    assert!(dir.join("workspace/report.md").is_file());
+    assert!(dir.join("workspace/plan.json").is_file());
+}
