@@ -300,3 +300,60 @@ pub(crate) fn mark_failed(rt: &Runtime, run_id: &str, error: &RunError) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::ModuleStatus;
+
+    fn entry(seq: u64, author: &str) -> Entry {
+        Entry {
+            seq,
+            round: 1,
+            author: author.into(),
+            kind: EntryKind::Draft,
+            task: Some("t".into()),
+            text: format!("draft {seq}"),
+        }
+    }
+
+    #[test]
+    fn replay_applies_only_the_cut_off_members_phase() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::open(tmp.path()).unwrap();
+        let mut state = RunState::new("r".into(), "task".into());
+        state.round = 1;
+        state.phase = RunPhase::Members;
+        state.board.push(entry(1, "writer"));
+        let id = state.plan.add("t", Some("critic".into()));
+        let mut module = state.plan.get(&id).unwrap().clone();
+        module.status = ModuleStatus::PendingReview;
+        let members = |entry| JournalRecord::Entry {
+            round: 1,
+            phase: RunPhase::Members,
+            entry,
+        };
+        dir.append_journal(&members(entry(1, "writer"))).unwrap();
+        dir.append_journal(&members(entry(2, "critic"))).unwrap();
+        dir.append_journal(&JournalRecord::Module {
+            round: 1,
+            phase: RunPhase::Members,
+            module,
+        })
+        .unwrap();
+        // From another phase or round: not replayed.
+        dir.append_journal(&JournalRecord::Entry {
+            round: 0,
+            phase: RunPhase::Members,
+            entry: entry(3, "analyst"),
+        })
+        .unwrap();
+        let replayed = replay(tmp.path(), state.clone()).unwrap();
+        let seqs: Vec<u64> = replayed.board.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, vec![1, 2]);
+        assert_eq!(replayed.plan.tasks[0].status, ModuleStatus::PendingReview);
+
+        state.phase = RunPhase::Review;
+        assert_eq!(replay(tmp.path(), state.clone()).unwrap(), state);
+    }
+}
