@@ -62,7 +62,10 @@ fn a_saved_run_holds_every_file_and_modules_go_through_their_statuses() {
     let events = read_events(&dir).unwrap();
     assert!(events.warnings.is_empty());
     let sorted = |v: &[boardroom::Event]| {
-        let mut s: Vec<String> = v.iter().map(|e| serde_json::to_string(e).unwrap()).collect();
+        let mut s: Vec<String> = v
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap())
+            .collect();
         s.sort();
         s
     };

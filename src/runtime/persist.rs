@@ -24,7 +24,7 @@ use crate::event::{Event, RunStatus, now_ms};
 use crate::memory::MasterMemory;
 use crate::store::{
     self, JournalRecord, RUN_FORMAT_VERSION, RunDir, RunRecord, RunSettings, StoreError,
-    TeamSnapshot, write_atomic,
+    TeamSnapshot, write_atomic, write_replace,
 };
 
 /// What a run keeps for persistence.
@@ -100,11 +100,11 @@ impl Persist {
                 path: plan_path.clone(),
                 detail: format!("cannot serialise: {e}"),
             })?;
-        write_atomic(&plan_path, &plan)?;
+        write_replace(&plan_path, &plan)?;
         if record.state.phase == RunPhase::Finished {
             if let Some(answer) = &record.state.answer {
                 let report = format!("# {}\n\n{}\n", record.state.task.trim(), answer.trim());
-                write_atomic(&dir.workspace().join("report.md"), report.as_bytes())?;
+                write_replace(&dir.workspace().join("report.md"), report.as_bytes())?;
             }
         }
         Ok(())

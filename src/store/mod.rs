@@ -23,7 +23,7 @@ pub use record::{RUN_FORMAT_VERSION, RunRecord, RunSettings, TeamSnapshot};
 
 pub(crate) use read::read_journal;
 pub(crate) use record::JournalRecord;
-pub(crate) use write::{RunDir, write_atomic};
+pub(crate) use write::{RunDir, write_atomic, write_replace};
 
 /// File names inside a run directory.
 pub(crate) const RUN_FILE: &str = "run.json";

@@ -93,9 +93,19 @@ fn append(file: &Mutex<File>, path: &Path, value: &impl Serialize) -> Result<(),
 }
 
 /// Writes `bytes` to `path` so that readers see the old file or the new
-/// one, never half of one: a temp file beside it, fsync, rename, fsync of
-/// the directory.
+/// one, never half of one, and the new one survives a power cut: a temp
+/// file beside it, fsync, rename, fsync of the directory.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    replace(path, bytes, true)
+}
+
+/// As [`write_atomic`] without the fsyncs: for files that can be made
+/// again from `run.json` (`plan.json`, `report.md`).
+pub(crate) fn write_replace(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    replace(path, bytes, false)
+}
+
+fn replace(path: &Path, bytes: &[u8], durable: bool) -> Result<(), StoreError> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     let name = path
         .file_name()
@@ -103,14 +113,16 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> 
     let tmp = dir.join(format!(".{name}.tmp"));
     let mut f = File::create(&tmp).map_err(|e| StoreError::io(&tmp, e))?;
     f.write_all(bytes)
-        .and_then(|()| f.sync_all())
+        .and_then(|()| if durable { f.sync_all() } else { Ok(()) })
         .map_err(|e| StoreError::io(&tmp, e))?;
     drop(f);
     std::fs::rename(&tmp, path).map_err(|e| StoreError::io(path, e))?;
     // Make the rename itself durable. Not every platform can open a
     // directory; the rename is still atomic there.
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
+    if durable {
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
     }
     Ok(())
 }
