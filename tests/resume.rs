@@ -103,6 +103,26 @@ fn a_run_killed_mid_round_resumes_without_running_a_finished_member_again() {
     }
 
     let id = dir.file_name().unwrap().to_str().unwrap().to_string();
+    let listed = Command::new(BIN)
+        .arg("runs")
+        .arg("--runs-dir")
+        .arg(&runs)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(
+        listed.contains(&format!("{id}  ")) && listed.contains("interrupted"),
+        "{listed}"
+    );
+    let shown = Command::new(BIN)
+        .args(["show", &id, "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert!(shown.status.success());
+    assert!(String::from_utf8_lossy(&shown.stdout).contains(&format!(
+        "stopped before phase 'members'; `boardroom resume {id}` continues it"
+    )));
     let out = Command::new(BIN)
         .args(["resume", &id, "--model", "sim", "--runs-dir"])
         .arg(&runs)

@@ -259,6 +259,22 @@ impl Runtime {
     ///
     /// [`RunError::Store`] when the run cannot be read; otherwise as
     /// [`Runtime::run`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use boardroom::{Runtime, Sim, Team, load_run};
+    /// let runs = std::env::temp_dir().join(format!("boardroom-doc-{}", std::process::id()));
+    /// let run = Runtime::new(Team::builtin()?, Sim::new())
+    ///     .runs_dir(&runs)
+    ///     .run("Plan a picnic")?;
+    /// let dir = runs.join(&run.run_id);
+    /// let saved = load_run(&dir)?;
+    /// let again = Runtime::new(saved.team.to_team()?, Sim::new()).resume(&dir)?;
+    /// assert_eq!(again.answer, run.answer);
+    /// # std::fs::remove_dir_all(&runs).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn resume(&self, run_dir: impl AsRef<Path>) -> Result<RunOutcome, RunError> {
         let dir = run_dir.as_ref();
         let record = store::load_run(dir).map_err(RunError::Store)?;
