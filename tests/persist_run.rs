@@ -211,3 +211,24 @@ fn a_run_that_fails_is_saved_as_failed() {
     assert_eq!(turns.len(), 1);
     assert!(turns[0].error.as_deref().unwrap().contains("down"));
 }
+
+#[test]
+fn a_workspace_without_a_runs_dir_gets_the_plan_and_the_report_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    let outcome = Runtime::new(Team::builtin().unwrap(), Sim::new())
+        .workspace(&ws)
+        .run("Plan a picnic")
+        .unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(&ws)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, vec!["plan.json", "report.md"]);
+    let report = std::fs::read_to_string(ws.join("report.md")).unwrap();
+    assert!(report.starts_with("# Plan a picnic\n\n"));
+    assert!(report.contains(outcome.answer.trim()));
+    let top: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert_eq!(top.len(), 1, "nothing but the workspace");
+}

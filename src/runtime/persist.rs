@@ -64,7 +64,7 @@ impl Persist {
         };
         if previous.is_none() {
             let record = persist.record(rt, state.clone());
-            persist.save(&record).map_err(RunError::Store)?;
+            persist.save(&record, None).map_err(RunError::Store)?;
         }
         Ok(persist)
     }
@@ -86,29 +86,32 @@ impl Persist {
         }
     }
 
-    fn save(&self, record: &RunRecord) -> Result<(), StoreError> {
-        let Some(dir) = &self.dir else { return Ok(()) };
-        let path = dir.path().join(store::RUN_FILE);
-        let json = serde_json::to_vec_pretty(record).map_err(|e| StoreError::Corrupt {
-            path: path.clone(),
-            detail: format!("cannot serialise: {e}"),
-        })?;
-        write_atomic(&path, &json)?;
-        let plan_path = dir.workspace().join("plan.json");
-        let plan =
-            serde_json::to_vec_pretty(&record.state.plan).map_err(|e| StoreError::Corrupt {
-                path: plan_path.clone(),
-                detail: format!("cannot serialise: {e}"),
-            })?;
-        write_replace(&plan_path, &plan)?;
+    /// Writes `run.json` (when the run has a directory), then `plan.json`
+    /// and, at the end, `report.md` into the workspace (when there is one).
+    fn save(&self, record: &RunRecord, workspace: Option<&Path>) -> Result<(), StoreError> {
+        if let Some(dir) = &self.dir {
+            let path = dir.path().join(store::RUN_FILE);
+            write_atomic(&path, &to_json(&path, record)?)?;
+        }
+        let Some(ws) = workspace else { return Ok(()) };
+        std::fs::create_dir_all(ws).map_err(|e| StoreError::io(ws, e))?;
+        let plan_path = ws.join("plan.json");
+        write_replace(&plan_path, &to_json(&plan_path, &record.state.plan)?)?;
         if record.state.phase == RunPhase::Finished {
             if let Some(answer) = &record.state.answer {
                 let report = format!("# {}\n\n{}\n", record.state.task.trim(), answer.trim());
-                write_replace(&dir.workspace().join("report.md"), report.as_bytes())?;
+                write_replace(&ws.join("report.md"), report.as_bytes())?;
             }
         }
         Ok(())
     }
+}
+
+fn to_json(path: &Path, value: &impl serde::Serialize) -> Result<Vec<u8>, StoreError> {
+    serde_json::to_vec_pretty(value).map_err(|e| StoreError::Corrupt {
+        path: path.to_path_buf(),
+        detail: format!("cannot serialise: {e}"),
+    })
 }
 
 impl Run<'_> {
@@ -141,7 +144,8 @@ impl Run<'_> {
         {
             self.complete_reviewed_modules();
         }
-        if self.persist.dir.is_none() {
+        let workspace = self.workspace_dir();
+        if self.persist.dir.is_none() && workspace.is_none() {
             return;
         }
         let mut state = self.state.clone();
@@ -153,7 +157,7 @@ impl Run<'_> {
             state.usage_by_agent = usage.1.clone();
         }
         let record = self.persist.record(self.rt, state);
-        if let Err(e) = self.persist.save(&record) {
+        if let Err(e) = self.persist.save(&record, workspace.as_deref()) {
             log::error!("cannot save the run: {e}");
         }
     }
