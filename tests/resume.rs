@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use boardroom::{ModuleStatus, Phase, RunPhase, RunStatus, load_run, read_events, read_turns};
@@ -51,7 +51,7 @@ fn a_run_killed_mid_round_resumes_without_running_a_finished_member_again() {
     let runs = tmp.path().join("runs");
     // Four members on two threads, each draft taking 1.5 s: the first two
     // land at about 1.5 s, the other two at about 3 s.
-    let mut child = Command::new(BIN)
+    let child = Command::new(BIN)
         .args([
             "run",
             "Write a short guide to brewing green tea",
@@ -68,26 +68,7 @@ fn a_run_killed_mid_round_resumes_without_running_a_finished_member_again() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-
-    // Wait (bounded, so a broken build cannot hang CI) for the first drafts.
-    let started = Instant::now();
-    let dir = loop {
-        if let Some(dir) = run_dir(&runs) {
-            if drafted(&dir).len() >= 2 {
-                break dir;
-            }
-        }
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("the run ended before it could be killed: {status}");
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "no drafts appeared in events.jsonl"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    child.kill().unwrap(); // SIGKILL on Unix
-    child.wait().unwrap();
+    let dir = kill_after_drafts(child, &runs, 2);
 
     let landed = drafted(&dir);
     assert!(
@@ -175,4 +156,95 @@ fn a_run_killed_mid_round_resumes_without_running_a_finished_member_again() {
     );
     assert!(dir.join("workspace/report.md").is_file());
     assert!(dir.join("workspace/plan.json").is_file());
+}
+
+/// Waits (bounded) until the events on disk show `n` drafts, then kills
+/// the process with SIGKILL.
+fn kill_after_drafts(mut child: Child, runs: &Path, n: usize) -> PathBuf {
+    let started = Instant::now();
+    loop {
+        if let Some(dir) = run_dir(runs) {
+            if drafted(&dir).len() >= n {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                return dir;
+            }
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the run ended before it could be killed: {status}");
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no drafts appeared"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_run_killed_twice_loses_nothing_and_resume_reuses_the_saved_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let quiet = |c: &mut Command| {
+        c.stdout(Stdio::null()).stderr(Stdio::null());
+    };
+    // One member at a time, 800 ms a draft.
+    let mut first = Command::new(BIN);
+    first
+        .args([
+            "run",
+            "Plan a tea tasting",
+            "--parallel",
+            "1",
+            "--no-memory",
+            "--model",
+        ])
+        .arg("sim:latency=800ms,latency_phases=draft")
+        .arg("--runs-dir")
+        .arg(&runs);
+    quiet(&mut first);
+    let dir = kill_after_drafts(first.spawn().unwrap(), &runs, 1);
+    let id = dir.file_name().unwrap().to_str().unwrap().to_string();
+
+    // The first resume uses the model spec saved in run.json (still slow)
+    // and is killed in its turn after one more draft.
+    let mut second = Command::new(BIN);
+    second.args(["resume", &id, "--runs-dir"]).arg(&runs);
+    quiet(&mut second);
+    kill_after_drafts(second.spawn().unwrap(), &runs, 2);
+    assert_eq!(drafted(&dir).len(), 2);
+
+    let out = Command::new(BIN)
+        .args(["resume", &id, "--model", "sim", "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected: BTreeMap<String, usize> = MEMBERS.iter().map(|m| (m.to_string(), 1)).collect();
+    assert_eq!(draft_calls(&dir, 1), expected);
+    let record = load_run(&dir).unwrap();
+    assert_eq!(record.state.status, RunStatus::Done);
+    assert_eq!(
+        record.settings.model_spec.as_deref(),
+        Some("sim"),
+        "the last resume's model is what run.json says now"
+    );
+    let ids: Vec<String> = read_turns(&dir)
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|t| t.turn_id)
+        .collect();
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(
+        unique.len(),
+        ids.len(),
+        "turn ids go on across processes: {ids:?}"
+    );
 }
