@@ -173,6 +173,23 @@ pub enum EventKind {
         /// What went wrong.
         message: String,
     },
+    /// A model call finished (its Turn record is in `turns.jsonl`).
+    TurnCompleted {
+        /// The turn's id.
+        turn_id: String,
+        /// The round.
+        round: u32,
+        /// What the call was for.
+        phase: Phase,
+        /// The turns it was based on.
+        parents: Vec<String>,
+        /// Tokens used.
+        usage: Usage,
+        /// How long the call took, in milliseconds.
+        latency_ms: u64,
+        /// Why it failed, if it did.
+        error: Option<String>,
+    },
     /// The run ended.
     RunFinished {
         /// How it ended.

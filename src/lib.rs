@@ -46,14 +46,17 @@
 
 mod board;
 mod event;
+mod memory;
 mod model;
 mod plan;
 mod protocol;
 mod runtime;
+mod store;
 mod team;
 
 pub use board::{Entry, EntryKind, NewEntry, SharedBoard, escape_xml, render_context};
 pub use event::{Event, EventKind, RoomStatus, RunStatus};
+pub use memory::{DEFAULT_MEMORY_CHARS, MasterMemory};
 pub use model::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelError, ModelSpecError,
     OutputSchema, Phase, Role, Scripted, ScriptedReply, SharedModel, Sim, SimOptions, SimStats,
@@ -63,7 +66,11 @@ pub use plan::{ModuleStatus, Plan, WorkModule};
 pub use protocol::{
     Assignment, Decision, MasterReply, ProtocolError, Verdict, parse_master, parse_verdict,
 };
-pub use runtime::{DEFAULT_MAX_ROUNDS, RunError, RunOutcome, RunPhase, RunState, Runtime};
+pub use runtime::{DEFAULT_MAX_ROUNDS, RunError, RunOutcome, RunPhase, RunState, Runtime, Turn};
+pub use store::{
+    Lines, RUN_FORMAT_VERSION, RunListing, RunRecord, RunSettings, StoreError, TeamSnapshot,
+    list_runs, load_run, read_events, read_turns,
+};
 pub use team::{
     AgentRole, AgentSpec, EndpointConfig, ModelConfig, Process, Team, TeamConfig, TeamError,
 };

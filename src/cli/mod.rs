@@ -3,6 +3,7 @@
 
 mod args;
 mod render;
+mod runs;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -25,6 +26,10 @@ pub(crate) fn main() -> ExitCode {
     let code = match cli.command {
         Command::Run(args) => run(args),
         Command::Check { team } => check(team.as_deref()),
+        Command::Runs(args) => runs::list(&args),
+        Command::Show(args) => runs::show(&args),
+        Command::Resume(args) => runs::resume(&args),
+        Command::Memory(args) => runs::memory(&args),
     };
     ExitCode::from(code)
 }
@@ -82,6 +87,12 @@ fn run(args: RunArgs) -> u8 {
     if let Some(p) = args.parallel {
         runtime = runtime.max_parallel(p);
     }
+    runtime = runs::prepare(
+        runtime,
+        &args.runs_dir,
+        args.no_memory,
+        args.model.as_deref(),
+    );
     let mode = if args.json {
         render::Mode::Json
     } else {
@@ -103,6 +114,7 @@ fn run(args: RunArgs) -> u8 {
         Ok(outcome) => {
             if !args.json {
                 println!("{}", outcome.answer.trim_end());
+                runs::saved_note(&args.runs_dir, &outcome.run_id);
             }
             match outcome.status {
                 RunStatus::Failed | RunStatus::Cancelled => EXIT_FAILED,

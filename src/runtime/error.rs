@@ -29,6 +29,8 @@ pub enum RunError {
     },
     /// A thread pool could not be built.
     Pool(String),
+    /// The run directory could not be written or read.
+    Store(crate::store::StoreError),
 }
 
 impl fmt::Display for RunError {
@@ -41,6 +43,7 @@ impl fmt::Display for RunError {
                 write!(f, "the master gave no usable plan: {}", problems.join("; "))
             }
             RunError::Pool(e) => write!(f, "cannot start member threads: {e}"),
+            RunError::Store(e) => write!(f, "run directory: {e}"),
         }
     }
 }
@@ -50,6 +53,7 @@ impl std::error::Error for RunError {
         match self {
             RunError::Model { source, .. } => Some(source),
             RunError::Master { source, .. } => Some(source),
+            RunError::Store(source) => Some(source),
             _ => None,
         }
     }

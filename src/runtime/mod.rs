@@ -6,10 +6,14 @@ mod error;
 mod hooks;
 mod id;
 mod models;
+mod modules;
+mod persist;
 mod pool;
 mod prompt;
+mod remember;
 mod run;
 mod state;
+mod turns;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -23,6 +27,7 @@ use crate::team::Team;
 
 pub use error::RunError;
 pub use state::{RunPhase, RunState};
+pub use turns::Turn;
 
 /// The default round cap.
 pub const DEFAULT_MAX_ROUNDS: u32 = 5;
@@ -47,6 +52,9 @@ pub struct Runtime {
     cancel: Arc<AtomicBool>,
     memory: String,
     workspace: Option<std::path::PathBuf>,
+    runs_dir: Option<std::path::PathBuf>,
+    master_memory: Option<crate::memory::MasterMemory>,
+    model_spec: Option<String>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -92,6 +100,9 @@ impl Runtime {
             cancel: Arc::new(AtomicBool::new(false)),
             memory: String::new(),
             workspace: None,
+            runs_dir: None,
+            master_memory: None,
+            model_spec: None,
         }
     }
 
@@ -177,6 +188,11 @@ impl Runtime {
     ///
     /// As [`Runtime::run`].
     pub fn drive(&self, state: RunState) -> Result<RunOutcome, RunError> {
-        run::Run::start(self, state)?.drive()
+        let run_id = state.run_id.clone();
+        let result = run::Run::start(self, state)?.drive();
+        if let Err(e) = &result {
+            persist::mark_failed(self, &run_id, e);
+        }
+        result
     }
 }

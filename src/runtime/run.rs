@@ -34,6 +34,8 @@ pub(crate) struct Run<'a> {
     pub(crate) state: RunState,
     /// The work modules, shared with tools that read and change them.
     pub(crate) plan: Mutex<Plan>,
+    /// The run directory and the turn records.
+    pub(crate) persist: super::persist::Persist,
 }
 
 impl<'a> Run<'a> {
@@ -43,6 +45,7 @@ impl<'a> Run<'a> {
         let board = SharedBoard::from_entries(std::mem::take(&mut state.board));
         let usage = Mutex::new((state.usage, std::mem::take(&mut state.usage_by_agent)));
         let plan = Mutex::new(std::mem::take(&mut state.plan));
+        let persist = super::persist::Persist::open(rt, &state)?;
         Ok(Run {
             rt,
             team: &rt.team,
@@ -51,6 +54,7 @@ impl<'a> Run<'a> {
             usage,
             state,
             plan,
+            persist,
         })
     }
 
@@ -84,6 +88,7 @@ impl<'a> Run<'a> {
             }
             self.checkpoint();
         }
+        self.after_run();
         Ok(self.finish())
     }
 
@@ -167,6 +172,7 @@ impl<'a> Run<'a> {
         let Some(member) = self.team.agent(&a.member) else {
             return;
         };
+        self.module_started(round, a);
         let messages = prompt::draft(member, &self.state.task, board, &a.task);
         let outcome = self.call_until(
             member,
@@ -411,6 +417,7 @@ impl<'a> Run<'a> {
                 rejected: self.state.feedback.clone(),
             },
         );
+        self.plan_decided(round, decision.as_ref());
         match decision {
             Some(Decision::Done(answer)) if answer.trim().is_empty() => {
                 self.state.status = RunStatus::Done;
@@ -559,9 +566,11 @@ impl<'a> Run<'a> {
     }
 
     pub(crate) fn emit(&self, agent: &str, parent: Option<&str>, kind: EventKind) {
+        let event = Event::now(&self.state.run_id, agent, parent, kind);
+        self.persist_event(&event);
         if let Some(tx) = &self.rt.events {
             // A caller that stopped listening does not stop the run.
-            let _ = tx.send(Event::now(&self.state.run_id, agent, parent, kind));
+            let _ = tx.send(event);
         }
     }
 }
