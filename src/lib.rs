@@ -51,13 +51,14 @@ mod plan;
 mod protocol;
 mod runtime;
 mod team;
+mod tools;
 
 pub use board::{Entry, EntryKind, NewEntry, SharedBoard, escape_xml, render_context};
 pub use event::{Event, EventKind, RoomStatus, RunStatus};
 pub use model::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelError, ModelSpecError,
     OutputSchema, Phase, Role, Scripted, ScriptedReply, SharedModel, Sim, SimOptions, SimStats,
-    ToolCall, ToolSpec, Usage, resolve_model,
+    SimToolCall, ToolCall, ToolSpec, Usage, resolve_model,
 };
 pub use plan::{ModuleStatus, Plan, WorkModule};
 pub use protocol::{
@@ -66,4 +67,7 @@ pub use protocol::{
 pub use runtime::{DEFAULT_MAX_ROUNDS, RunError, RunOutcome, RunPhase, RunState, Runtime};
 pub use team::{
     AgentRole, AgentSpec, EndpointConfig, ModelConfig, Process, Team, TeamConfig, TeamError,
+};
+pub use tools::{
+    McpError, McpPool, McpServerConfig, McpToolInfo, Tool, ToolContext, ToolError, ToolRegistry,
 };

@@ -29,6 +29,9 @@ pub enum RunError {
     },
     /// A thread pool could not be built.
     Pool(String),
+    /// The run's tools could not be set up: an MCP server that does not
+    /// start, or an agent granted a tool no one has.
+    Tools(crate::tools::ToolError),
 }
 
 impl fmt::Display for RunError {
@@ -41,6 +44,7 @@ impl fmt::Display for RunError {
                 write!(f, "the master gave no usable plan: {}", problems.join("; "))
             }
             RunError::Pool(e) => write!(f, "cannot start member threads: {e}"),
+            RunError::Tools(e) => write!(f, "tools: {e}"),
         }
     }
 }
@@ -50,6 +54,7 @@ impl std::error::Error for RunError {
         match self {
             RunError::Model { source, .. } => Some(source),
             RunError::Master { source, .. } => Some(source),
+            RunError::Tools(e) => Some(e),
             _ => None,
         }
     }

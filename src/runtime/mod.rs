@@ -10,6 +10,7 @@ mod pool;
 mod prompt;
 mod run;
 mod state;
+mod tool_loop;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -47,6 +48,7 @@ pub struct Runtime {
     cancel: Arc<AtomicBool>,
     memory: String,
     workspace: Option<std::path::PathBuf>,
+    tools: Vec<Arc<dyn crate::tools::Tool>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -92,6 +94,7 @@ impl Runtime {
             cancel: Arc::new(AtomicBool::new(false)),
             memory: String::new(),
             workspace: None,
+            tools: Vec::new(),
         }
     }
 
@@ -132,6 +135,14 @@ impl Runtime {
     /// `report.md`). Without one, workspace tools refuse to run.
     pub fn workspace(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
         self.workspace = Some(dir.into());
+        self
+    }
+
+    /// Adds a tool of the program's own to the run's registry (beside the
+    /// built-ins and the MCP servers' tools). Agents use it when their
+    /// `tools:` grants its name.
+    pub fn tool(mut self, tool: impl crate::tools::Tool + 'static) -> Self {
+        self.tools.push(Arc::new(tool));
         self
     }
 

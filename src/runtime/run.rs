@@ -34,6 +34,8 @@ pub(crate) struct Run<'a> {
     pub(crate) state: RunState,
     /// The work modules, shared with tools that read and change them.
     pub(crate) plan: Mutex<Plan>,
+    /// The run's tools; MCP servers end when the run is dropped.
+    pub(crate) tools: crate::tools::ToolRegistry,
 }
 
 impl<'a> Run<'a> {
@@ -43,6 +45,7 @@ impl<'a> Run<'a> {
         let board = SharedBoard::from_entries(std::mem::take(&mut state.board));
         let usage = Mutex::new((state.usage, std::mem::take(&mut state.usage_by_agent)));
         let plan = Mutex::new(std::mem::take(&mut state.plan));
+        let tools = super::tool_loop::registry(rt).map_err(RunError::Tools)?;
         Ok(Run {
             rt,
             team: &rt.team,
@@ -51,6 +54,7 @@ impl<'a> Run<'a> {
             usage,
             state,
             plan,
+            tools,
         })
     }
 
