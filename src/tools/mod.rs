@@ -83,8 +83,11 @@ pub struct ToolContext<'a> {
     agent: &'a str,
     workspace: Option<&'a Path>,
     plan: Option<&'a Mutex<Plan>>,
-    on_file: Option<&'a (dyn Fn(&str, u64) + Sync)>,
+    on_file: Option<&'a FileHook<'a>>,
 }
+
+/// Told of every file a tool writes: path relative to the workspace, size.
+type FileHook<'a> = dyn Fn(&str, u64) + Sync + 'a;
 
 impl std::fmt::Debug for ToolContext<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
