@@ -1,1 +1,135 @@
-fn main() {}
+//! Round wall time for N members whose model calls each block for L.
+//!
+//! Model calls block on I/O, so a round of N members should take about L,
+//! whatever the number of cores. Two baselines are measured in the same
+//! run: members called one after another, and members on rayon's global
+//! pool (one thread per core). Prints a table of ratios; asserts nothing.
+//!
+//! Run with `cargo bench`. `BENCH_SIZES=1,8,64` and `BENCH_LATENCY_MS=50`
+//! change the sizes and the latency.
+
+use std::time::{Duration, Instant};
+
+use boardroom::{
+    AgentSpec, ChatModel, ChatRequest, EntryKind, Message, Phase, Runtime, Sim, SimOptions, Team,
+    TeamConfig,
+};
+use rayon::prelude::*;
+
+fn team(n: usize) -> Team {
+    let mut agents = vec![AgentSpec::master("master", "You lead.")];
+    agents.extend((0..n).map(|i| AgentSpec::member(format!("m{i:03}"), "a member", "You work.")));
+    Team::new("bench", TeamConfig::default(), agents).expect("a valid team")
+}
+
+fn sim(latency: Duration) -> Sim {
+    // Only drafts wait: the table measures the round of members, not the
+    // master's turns around it.
+    Sim::with_options(SimOptions {
+        latency,
+        latency_phases: vec![Phase::Draft],
+        ..SimOptions::default()
+    })
+}
+
+fn draft_request(i: usize) -> ChatRequest {
+    ChatRequest::new(
+        format!("m{i:03}"),
+        Phase::Draft,
+        1,
+        vec![
+            Message::system("You work."),
+            Message::user("<task>\nbench\n</task>\n<assignment>\npart\n</assignment>"),
+        ],
+    )
+}
+
+fn median(mut xs: Vec<Duration>) -> Duration {
+    xs.sort();
+    xs[xs.len() / 2]
+}
+
+fn time(f: impl FnOnce()) -> Duration {
+    let start = Instant::now();
+    f();
+    start.elapsed()
+}
+
+fn main() {
+    let sizes: Vec<usize> = std::env::var("BENCH_SIZES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1, 8, 64, 256]);
+    let latency = Duration::from_millis(
+        std::env::var("BENCH_LATENCY_MS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(50),
+    );
+    let l = latency.as_secs_f64();
+    println!(
+        "round of N members, sim latency {} ms, {} cores, rayon global pool {} threads",
+        latency.as_millis(),
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        rayon::current_num_threads()
+    );
+    println!();
+    println!(
+        "|   N | boardroom wall | wall/L | sequential/L | global pool/L | sequential÷ours | global÷ours |"
+    );
+    println!(
+        "|----:|---------------:|-------:|-------------:|--------------:|----------------:|------------:|"
+    );
+    for n in sizes {
+        let team = team(n);
+        // Ours: a whole run (plan, the round, review) with waits only in the round.
+        let reps = if n <= 64 { 5 } else { 3 };
+        let ours = median(
+            (0..reps)
+                .map(|_| {
+                    let runtime = Runtime::new(team.clone(), sim(latency));
+                    time(|| {
+                        let run = runtime.run("bench").expect("the run finishes");
+                        let drafts = run
+                            .board
+                            .iter()
+                            .filter(|e| e.kind == EntryKind::Draft)
+                            .count();
+                        assert_eq!(drafts, n, "every member drafted");
+                    })
+                })
+                .collect(),
+        );
+        // Baseline 1: one member after another.
+        let model = sim(latency);
+        let sequential = time(|| {
+            for i in 0..n {
+                model
+                    .chat(&draft_request(i), &mut |_| {})
+                    .expect("sim answers");
+            }
+        });
+        // Baseline 2: rayon's global pool, sized by cores.
+        let global = time(|| {
+            (0..n).into_par_iter().for_each(|i| {
+                model
+                    .chat(&draft_request(i), &mut |_| {})
+                    .expect("sim answers");
+            });
+        });
+        let (o, s, g) = (
+            ours.as_secs_f64(),
+            sequential.as_secs_f64(),
+            global.as_secs_f64(),
+        );
+        println!(
+            "| {n:>3} | {:>11.1} ms | {:>6.2} | {:>12.2} | {:>13.2} | {:>14.1}x | {:>10.1}x |",
+            o * 1e3,
+            o / l,
+            s / l,
+            g / l,
+            s / o,
+            g / o
+        );
+    }
+}

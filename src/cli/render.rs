@@ -108,7 +108,7 @@ impl Human {
                 if self.live {
                     let bar = self.multi.add(ProgressBar::new_spinner());
                     bar.set_style(
-                        ProgressStyle::with_template("  {spinner} {msg} {elapsed:.dim}")
+                        ProgressStyle::with_template("  {spinner} {msg} {prefix:.dim} {elapsed:.dim}")
                             .unwrap_or_else(|_| ProgressStyle::default_spinner()),
                     );
                     bar.enable_steady_tick(Duration::from_millis(120));

@@ -315,3 +315,16 @@ pub type SharedModel = Arc<dyn ChatModel>;
 pub(crate) fn estimate_tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)
 }
+
+/// Estimated usage of answering `request` with `answer`, for models that
+/// do not count tokens.
+pub(crate) fn estimate_usage(request: &ChatRequest, answer: &str) -> Usage {
+    Usage {
+        prompt_tokens: request
+            .messages
+            .iter()
+            .map(|m| estimate_tokens(&m.content))
+            .sum(),
+        completion_tokens: estimate_tokens(answer),
+    }
+}

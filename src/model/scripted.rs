@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{ChatModel, ChatRequest, ChatResponse, ModelError, Usage, estimate_tokens};
+use super::{ChatModel, ChatRequest, ChatResponse, ModelError, estimate_usage};
 
 /// One scripted reply.
 #[derive(Debug, Clone)]
@@ -115,18 +115,10 @@ impl ChatModel for Scripted {
                     .map(ScriptedReply::Text)
             })
         };
-        let prompt: u64 = req
-            .messages
-            .iter()
-            .map(|m| estimate_tokens(&m.content))
-            .sum();
         match reply {
             Some(ScriptedReply::Text(text)) => {
                 on_delta(&text);
-                let usage = Usage {
-                    prompt_tokens: prompt,
-                    completion_tokens: estimate_tokens(&text),
-                };
+                let usage = estimate_usage(req, &text);
                 Ok(ChatResponse::text(text, usage))
             }
             Some(ScriptedReply::Response(resp)) => {

@@ -15,9 +15,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::{
-    ChatModel, ChatRequest, ChatResponse, ModelError, Phase, Role, Usage, estimate_tokens,
-};
+use super::{ChatModel, ChatRequest, ChatResponse, ModelError, Phase, Role, estimate_usage};
 
 /// What the simulated model does.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -251,14 +249,7 @@ impl ChatModel for Sim {
             return Ok(ChatResponse {
                 tool_calls: calls,
                 finish: super::FinishReason::ToolCalls,
-                usage: Usage {
-                    prompt_tokens: req
-                        .messages
-                        .iter()
-                        .map(|m| estimate_tokens(&m.content))
-                        .sum(),
-                    completion_tokens: 10,
-                },
+                usage: estimate_usage(req, "tool call"),
                 ..ChatResponse::default()
             });
         }
@@ -283,18 +274,8 @@ impl ChatModel for Sim {
         if start < answer.len() {
             on_delta(&answer[start..]);
         }
-        let prompt: u64 = req
-            .messages
-            .iter()
-            .map(|m| estimate_tokens(&m.content))
-            .sum();
-        Ok(ChatResponse::text(
-            answer.clone(),
-            Usage {
-                prompt_tokens: prompt,
-                completion_tokens: estimate_tokens(&answer),
-            },
-        ))
+        let usage = estimate_usage(req, &answer);
+        Ok(ChatResponse::text(answer, usage))
     }
 }
 
@@ -336,16 +317,29 @@ fn unescape(s: &str) -> String {
         .replace("&amp;", "&")
 }
 
-/// Roster lines `- name: description` inside `<roster>`.
-fn roster(text: &str) -> Vec<String> {
+/// Roster lines `- name: description (can challenge)` inside `<roster>`,
+/// as (name, description).
+fn roster_entries(text: &str) -> Vec<(String, String)> {
     tag(text, "roster")
         .unwrap_or_default()
         .lines()
         .filter_map(|l| l.trim().strip_prefix("- "))
-        .filter_map(|l| l.split(':').next())
-        .map(|n| n.trim().to_string())
-        .filter(|n| !n.is_empty())
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, d)| {
+            (
+                n.trim().to_string(),
+                d.trim()
+                    .trim_end_matches("(can challenge)")
+                    .trim()
+                    .to_string(),
+            )
+        })
+        .filter(|(n, _)| !n.is_empty())
         .collect()
+}
+
+fn roster(text: &str) -> Vec<String> {
+    roster_entries(text).into_iter().map(|(n, _)| n).collect()
 }
 
 /// The board's entries as (round, author, kind, text), parsed back from the
@@ -413,11 +407,9 @@ fn plan(text: &str) -> String {
     let task = tag(text, "task").unwrap_or_default();
     let task = first_line(&task);
     let mut out = String::from("The work splits cleanly across the team.\n");
-    for name in roster(text) {
-        let _ = writeln!(
-            out,
-            "ASSIGN:{name}:From your own expertise, work on: {task}"
-        );
+    for (name, description) in roster_entries(text) {
+        let part = description.trim_end_matches('.').to_lowercase();
+        let _ = writeln!(out, "ASSIGN:{name}:{task} (your part: {part})");
     }
     out
 }

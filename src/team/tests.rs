@@ -1,1 +1,193 @@
+use std::fs;
+use std::path::Path;
 
+use super::*;
+
+/// Writes a team: `(name, agent file text, soul text or None)`.
+fn team_dir(agents: &[(&str, &str, Option<&str>)], team_yaml: Option<&str>) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join("agents")).unwrap();
+    fs::create_dir_all(dir.path().join("souls")).unwrap();
+    for (name, agent, soul) in agents {
+        fs::write(dir.path().join(format!("agents/{name}.md")), agent).unwrap();
+        if let Some(soul) = soul {
+            fs::write(dir.path().join(format!("souls/{name}.md")), soul).unwrap();
+        }
+    }
+    if let Some(y) = team_yaml {
+        fs::write(dir.path().join("team.yaml"), y).unwrap();
+    }
+    dir
+}
+
+const MASTER: &str = "---\nname: master\nrole: master\n---\n";
+const WRITER: &str =
+    "---\nname: writer\nrole: member\ndescription: Writes\ncan_challenge: true\n---\nnotes here\n";
+
+fn err_text(dir: &Path) -> String {
+    Team::load(dir).unwrap_err().to_string()
+}
+
+fn rel(dir: &Path, s: &str) -> String {
+    s.replace(&format!("{}/", dir.display()), "")
+}
+
+#[test]
+fn loads_a_team_with_notes_and_config() {
+    let dir = team_dir(
+        &[
+            ("master", MASTER, Some("You lead.")),
+            ("writer", WRITER, Some("You write.")),
+        ],
+        Some("name: demo\nmax_rounds: 3\nmodels:\n  fast: sim:latency=1ms\n"),
+    );
+    let team = Team::load(dir.path()).unwrap();
+    assert_eq!(team.name(), "demo");
+    assert_eq!(team.master().name, "master");
+    let writer = team.agent("writer").unwrap();
+    assert!(writer.can_challenge);
+    assert_eq!(writer.notes, "notes here");
+    assert_eq!(writer.soul, "You write.");
+    assert_eq!(team.config().max_rounds, Some(3));
+    assert!(
+        matches!(team.config().models.get("fast"), Some(ModelConfig::Spec(s)) if s == "sim:latency=1ms")
+    );
+}
+
+#[test]
+fn an_unknown_key_names_file_and_line_with_a_suggestion() {
+    let typo = "---\nname: writer\nrole: member\ncan_chalenge: true\n---\n";
+    let dir = team_dir(
+        &[("master", MASTER, Some("s")), ("writer", typo, Some("s"))],
+        None,
+    );
+    assert_eq!(
+        rel(dir.path(), &err_text(dir.path())),
+        "agents/writer.md:4: unknown key 'can_chalenge' (did you mean 'can_challenge'?)"
+    );
+}
+
+#[test]
+fn a_missing_soul_names_the_agent_file() {
+    let dir = team_dir(
+        &[("master", MASTER, Some("s")), ("writer", WRITER, None)],
+        None,
+    );
+    let msg = rel(dir.path(), &err_text(dir.path()));
+    assert_eq!(
+        msg,
+        "agents/writer.md:2: no soul for 'writer': souls/writer.md not found"
+    );
+}
+
+#[test]
+fn a_second_master_is_refused() {
+    let second = "---\nname: boss\nrole: master\n---\n";
+    let dir = team_dir(
+        &[("boss", second, Some("s")), ("master", MASTER, Some("s"))],
+        None,
+    );
+    let msg = rel(dir.path(), &err_text(dir.path()));
+    assert_eq!(
+        msg,
+        "agents/master.md: a second master 'master' (the first is 'boss'): a team has exactly one"
+    );
+}
+
+#[test]
+fn no_master_is_refused() {
+    let dir = team_dir(&[("writer", WRITER, Some("s"))], None);
+    assert!(
+        err_text(dir.path()).ends_with("agents: no master: exactly one agent needs 'role: master'")
+    );
+}
+
+#[test]
+fn a_bad_name_is_refused_at_its_line() {
+    let bad = "---\nrole: member\nname: 9 lives\n---\n";
+    let dir = team_dir(
+        &[("master", MASTER, Some("s")), ("bad", bad, Some("s"))],
+        None,
+    );
+    assert_eq!(
+        rel(dir.path(), &err_text(dir.path())),
+        "agents/bad.md:3: bad agent name '9 lives': use letters, digits, '_' and '-', starting with a letter (at most 64)"
+    );
+}
+
+#[test]
+fn a_duplicate_name_is_refused() {
+    let dir = team_dir(
+        &[
+            ("master", MASTER, Some("s")),
+            ("writer", WRITER, Some("s")),
+            ("writer2", WRITER, Some("s")),
+        ],
+        None,
+    );
+    let msg = rel(dir.path(), &err_text(dir.path()));
+    assert!(
+        msg.starts_with("agents/writer2.md: duplicate agent name 'writer' (also in "),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_bad_value_type_names_its_line() {
+    let bad = "---\nname: writer\nrole: member\ncan_challenge: sometimes\n---\n";
+    let dir = team_dir(
+        &[("master", MASTER, Some("s")), ("writer", bad, Some("s"))],
+        None,
+    );
+    let msg = rel(dir.path(), &err_text(dir.path()));
+    assert!(msg.starts_with("agents/writer.md:4: "), "{msg}");
+}
+
+#[test]
+fn missing_front_matter_is_refused() {
+    let dir = team_dir(&[("master", "name: master\n", Some("s"))], None);
+    assert_eq!(
+        rel(dir.path(), &err_text(dir.path())),
+        "agents/master.md:1: expected front matter: the file must start with a '---' line"
+    );
+}
+
+#[test]
+fn team_yaml_keys_are_checked() {
+    let dir = team_dir(
+        &[("master", MASTER, Some("s"))],
+        Some("name: x\nmax_round: 3\n"),
+    );
+    assert_eq!(
+        rel(dir.path(), &err_text(dir.path())),
+        "team.yaml:2: unknown key 'max_round' (did you mean 'max_rounds'?)"
+    );
+    let dir = team_dir(&[("master", MASTER, Some("s"))], Some("max_rounds: 0\n"));
+    assert_eq!(
+        rel(dir.path(), &err_text(dir.path())),
+        "team.yaml:1: max_rounds must be at least 1"
+    );
+}
+
+#[test]
+fn the_shipped_team_loads_from_disk_and_built_in() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let team = Team::load(root).unwrap();
+    let builtin = Team::builtin().unwrap();
+    for t in [&team, &builtin] {
+        assert_eq!(t.master().name, "master");
+        assert!(t.members().count() >= 3);
+        assert!(t.members().any(|m| m.can_challenge));
+        assert!(
+            t.members()
+                .all(|m| !m.description.is_empty() && m.soul.len() > 200)
+        );
+    }
+    let names = |t: &Team| {
+        t.agents()
+            .iter()
+            .map(|a| a.name.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&team), names(&builtin));
+}
