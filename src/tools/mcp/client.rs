@@ -498,6 +498,59 @@ fn content_text(result: &Value) -> String {
 mod tests {
     use super::*;
 
+    /// A scripted peer for what the reference servers do not do: a
+    /// notification before the initialize reply, an older protocol
+    /// version, paged tools/list, a ping from the server, a call that is
+    /// never answered, and an exit.
+    const PEER: &str = r#"
+read -r l
+echo '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"early"}}'
+echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-03-26","capabilities":{"tools":{}},"serverInfo":{"name":"peer"}}}'
+read -r l
+case "$l" in *notifications/initialized*) ;; *) exit 3;; esac
+read -r l
+echo '{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}}],"nextCursor":"p2"}}'
+read -r l
+case "$l" in *'"cursor":"p2"'*) echo '{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"b"}]}}';; esac
+read -r l
+echo '{"jsonrpc":"2.0","id":"s1","method":"ping"}'
+read -r pong
+case "$pong" in *'"id":"s1"'*'"result"'*) echo '{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"pong ok"}]}}';; esac
+read -r l
+read -r l
+read -r l
+exit 0
+"#;
+
+    #[test]
+    fn early_notifications_paging_pings_timeouts_and_exit() {
+        let config = McpServerConfig::new("sh", ["-c", PEER]);
+        let client = McpClient::start("peer", &config, None).unwrap();
+        assert_eq!(client.protocol_version(), "2025-03-26");
+        assert_eq!(client.server_name(), "peer");
+        assert_eq!(client.notifications(), ["notifications/message"]);
+        let tools = client.list_tools(Duration::from_secs(30)).unwrap();
+        let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        let out = client
+            .call_tool("a", json!({}), Duration::from_secs(30))
+            .unwrap();
+        assert_eq!(out.text, "pong ok");
+        assert!(!out.is_error);
+        // The peer reads this call and never answers.
+        let err = client
+            .call_tool("a", json!({}), Duration::from_millis(200))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "tools/call: no answer within 0.2s");
+        // It reads the cancellation, then one more line, then exits: the
+        // waiting call learns that the process ended.
+        let err = client
+            .call_tool("a", json!({}), Duration::from_secs(30))
+            .unwrap_err();
+        assert!(matches!(err, McpError::Closed { .. }), "{err:?}");
+        assert!(!client.is_alive());
+    }
+
     #[test]
     fn content_blocks_become_text() {
         let r = json!({"content": [
