@@ -277,3 +277,86 @@ fn a_grant_no_tool_has_stops_the_run_before_it_starts() {
         "tools: agent 'writer': unknown tool 'workspace_rite' (did you mean 'workspace_write'?)"
     );
 }
+
+/// A program's own tool that waits (a bounded number of times) until
+/// `want` calls are in flight at once, and records the most it saw.
+#[derive(Debug, Default)]
+struct Meet {
+    in_flight: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+}
+
+#[derive(Debug, Clone, Default)]
+struct MeetTool(std::sync::Arc<Meet>);
+
+impl boardroom::Tool for MeetTool {
+    fn name(&self) -> &str {
+        "meet"
+    }
+    fn description(&self) -> &str {
+        "Waits for the other calls"
+    }
+    fn parameters(&self) -> serde_json::Value {
+        json!({"type": "object", "properties": {"who": {"type": "string"}}})
+    }
+    fn call(
+        &self,
+        args: serde_json::Value,
+        ctx: &boardroom::ToolContext<'_>,
+    ) -> Result<String, boardroom::ToolError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.0.in_flight.fetch_add(1, SeqCst) + 1;
+        self.0.most.fetch_max(now, SeqCst);
+        for _ in 0..5000 {
+            if self.0.in_flight.load(SeqCst) >= 3 || self.0.most.load(SeqCst) >= 3 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        self.0.most.fetch_max(self.0.in_flight.load(SeqCst), SeqCst);
+        self.0.in_flight.fetch_sub(1, SeqCst);
+        Ok(format!(
+            "{} met {}",
+            ctx.agent(),
+            args["who"].as_str().unwrap_or("?")
+        ))
+    }
+}
+
+#[test]
+fn a_programs_own_tool_runs_and_several_calls_run_at_once() {
+    let team = team(&["meet"], TeamConfig::default());
+    let model = Scripted::new()
+        .reply("lead", "ASSIGN:writer:Meet everyone")
+        .respond(
+            "writer",
+            asks(vec![
+                call("a", "meet", json!({"who": "ann"})),
+                call("b", "meet", json!({"who": "bob"})),
+                call("c", "meet", json!({"who": "cy"})),
+            ]),
+        )
+        .reply("writer", "Met them all.")
+        .reply("lead", "DONE\nok");
+    let meet = MeetTool::default();
+    Runtime::new(team, model.clone())
+        .tool(meet.clone())
+        .run("Meet")
+        .unwrap();
+    assert_eq!(meet.0.most.load(std::sync::atomic::Ordering::SeqCst), 3);
+    let last = model
+        .requests()
+        .into_iter()
+        .rfind(|r| r.agent == "writer")
+        .unwrap();
+    let results: Vec<&str> = last
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(
+        results,
+        ["writer met ann", "writer met bob", "writer met cy"]
+    );
+}
