@@ -156,3 +156,20 @@ fn the_same_server_in_team_yaml_and_mcp_json_is_an_error() {
         "{err}"
     );
 }
+
+#[test]
+fn run_with_a_bad_grant_exits_2_naming_the_entry() {
+    let dir = team_dir(&["plan_raed"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["run", "--model", "sim", "--team"])
+        .arg(dir.path())
+        .arg("a task")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("agents/writer.md:6: unknown tool 'plan_raed' (did you mean 'plan_read'?)"),
+        "{stderr}"
+    );
+}

@@ -109,7 +109,7 @@ fn run(args: RunArgs) -> u8 {
                 _ => EXIT_OK,
             }
         }
-        Err(e @ (RunError::EmptyTask | RunError::Model { .. })) => {
+        Err(e @ (RunError::EmptyTask | RunError::Model { .. } | RunError::Tools(_))) => {
             eprintln!("error: {e}");
             EXIT_BAD_INPUT
         }
