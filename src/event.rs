@@ -190,6 +190,39 @@ pub enum EventKind {
         /// Why it failed, if it did.
         error: Option<String>,
     },
+    /// An agent asked for a tool call.
+    ToolCall {
+        /// The round.
+        round: u32,
+        /// What the agent's call is for.
+        phase: Phase,
+        /// The call's id (the result carries it back).
+        id: String,
+        /// The tool, as granted (`server.tool` for MCP tools).
+        tool: String,
+        /// The arguments, as the JSON text the model wrote.
+        arguments: String,
+    },
+    /// A tool call finished; failures go back to the model as results.
+    ToolResult {
+        /// The round.
+        round: u32,
+        /// The call's id.
+        id: String,
+        /// The tool.
+        tool: String,
+        /// Whether it failed.
+        is_error: bool,
+        /// The result (or the error) as the model sees it.
+        text: String,
+    },
+    /// A tool wrote a file in the run's workspace.
+    WorkspaceFile {
+        /// The path, relative to the workspace.
+        path: String,
+        /// Its size after the write.
+        bytes: u64,
+    },
     /// The run ended.
     RunFinished {
         /// How it ended.

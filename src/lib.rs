@@ -53,6 +53,7 @@ mod protocol;
 mod runtime;
 mod store;
 mod team;
+mod tools;
 
 pub use board::{Entry, EntryKind, NewEntry, SharedBoard, escape_xml, render_context};
 pub use event::{Event, EventKind, RoomStatus, RunStatus};
@@ -60,7 +61,7 @@ pub use memory::{DEFAULT_MEMORY_CHARS, MasterMemory};
 pub use model::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelError, ModelSpecError,
     OutputSchema, Phase, Role, Scripted, ScriptedReply, SharedModel, Sim, SimOptions, SimStats,
-    ToolCall, ToolSpec, Usage, resolve_model,
+    SimToolCall, ToolCall, ToolSpec, Usage, resolve_model,
 };
 pub use plan::{ModuleStatus, Plan, WorkModule};
 pub use protocol::{
@@ -73,4 +74,7 @@ pub use store::{
 };
 pub use team::{
     AgentRole, AgentSpec, EndpointConfig, ModelConfig, Process, Team, TeamConfig, TeamError,
+};
+pub use tools::{
+    McpError, McpPool, McpServerConfig, McpToolInfo, Tool, ToolContext, ToolError, ToolRegistry,
 };

@@ -121,7 +121,7 @@ fn run(args: RunArgs) -> u8 {
                 _ => EXIT_OK,
             }
         }
-        Err(e @ (RunError::EmptyTask | RunError::Model { .. })) => {
+        Err(e @ (RunError::EmptyTask | RunError::Model { .. } | RunError::Tools(_))) => {
             eprintln!("error: {e}");
             EXIT_BAD_INPUT
         }
@@ -140,6 +140,19 @@ fn check(dir: Option<&Path>) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
+    // Starts the MCP servers the agents use, to list their tools; they end
+    // when `tools` drops at the end of this function.
+    let tools = match boardroom::ToolRegistry::for_team(&team) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    if let Err(e) = tools.check(&team) {
+        eprintln!("{e}");
+        return EXIT_BAD_INPUT;
+    }
     let origin = team.dir().map_or_else(
         || "built in".to_string(),
         |d| PathBuf::from(d).display().to_string(),
@@ -162,7 +175,13 @@ fn check(dir: Option<&Path>) -> u8 {
             flags.push(format!("model {m}"));
         }
         if !a.tools.is_empty() {
-            flags.push(format!("tools: {}", a.tools.join(", ")));
+            let granted: Vec<String> = tools
+                .granted(a)
+                .unwrap_or_default()
+                .iter()
+                .map(|t| t.name().to_string())
+                .collect();
+            flags.push(format!("tools: {}", granted.join(", ")));
         }
         let flags = if flags.is_empty() {
             String::new()
@@ -170,6 +189,13 @@ fn check(dir: Option<&Path>) -> u8 {
             format!(" [{}]", flags.join("; "))
         };
         println!("  {role:<6} {:<14} {}{flags}", a.name, a.description);
+    }
+    if let Some(pool) = tools.mcp() {
+        for server in pool.servers() {
+            let count = pool.tools(server).map_or(0, |t| t.len());
+            let (version, name) = pool.server_info(server).unwrap_or_default();
+            println!("  mcp    {server:<14} {name} (protocol {version}), {count} tools");
+        }
     }
     println!("ok");
     EXIT_OK

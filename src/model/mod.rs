@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 pub use error::ModelError;
 pub use scripted::{Scripted, ScriptedReply};
-pub use sim::{Sim, SimOptions, SimStats};
+pub use sim::{Sim, SimOptions, SimStats, SimToolCall};
 pub use spec::{ModelSpecError, resolve_model};
 
 /// Who wrote a message in a conversation.

@@ -31,6 +31,9 @@ pub enum RunError {
     Pool(String),
     /// The run directory could not be written or read.
     Store(crate::store::StoreError),
+    /// The run's tools could not be set up: an MCP server that does not
+    /// start, or an agent granted a tool no one has.
+    Tools(crate::tools::ToolError),
 }
 
 impl fmt::Display for RunError {
@@ -44,6 +47,7 @@ impl fmt::Display for RunError {
             }
             RunError::Pool(e) => write!(f, "cannot start member threads: {e}"),
             RunError::Store(e) => write!(f, "run directory: {e}"),
+            RunError::Tools(e) => write!(f, "tools: {e}"),
         }
     }
 }
@@ -54,6 +58,7 @@ impl std::error::Error for RunError {
             RunError::Model { source, .. } => Some(source),
             RunError::Master { source, .. } => Some(source),
             RunError::Store(source) => Some(source),
+            RunError::Tools(e) => Some(e),
             _ => None,
         }
     }

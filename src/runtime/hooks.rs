@@ -17,12 +17,12 @@ impl Run<'_> {
     /// loop around it). Returns the final response.
     pub(crate) fn exchange(
         &self,
-        _agent: &AgentSpec,
+        agent: &AgentSpec,
         model: &SharedModel,
         request: &mut ChatRequest,
         on_delta: &mut dyn FnMut(&str),
     ) -> Result<ChatResponse, ModelError> {
-        model.chat(request, on_delta)
+        self.tool_exchange(agent, model, request, on_delta)
     }
 
     /// Records one finished model call.
@@ -47,7 +47,6 @@ impl Run<'_> {
     }
 
     /// The run's workspace directory, if it has one.
-    #[allow(dead_code)] // used by the workspace tools and the run store
     pub(crate) fn workspace_dir(&self) -> Option<std::path::PathBuf> {
         self.rt
             .workspace

@@ -13,6 +13,7 @@ mod prompt;
 mod remember;
 mod run;
 mod state;
+mod tool_loop;
 mod turns;
 
 use std::sync::Arc;
@@ -55,6 +56,7 @@ pub struct Runtime {
     runs_dir: Option<std::path::PathBuf>,
     master_memory: Option<crate::memory::MasterMemory>,
     model_spec: Option<String>,
+    tools: Vec<Arc<dyn crate::tools::Tool>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -103,6 +105,7 @@ impl Runtime {
             runs_dir: None,
             master_memory: None,
             model_spec: None,
+            tools: Vec::new(),
         }
     }
 
@@ -143,6 +146,14 @@ impl Runtime {
     /// `report.md`). Without one, workspace tools refuse to run.
     pub fn workspace(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
         self.workspace = Some(dir.into());
+        self
+    }
+
+    /// Adds a tool of the program's own to the run's registry (beside the
+    /// built-ins and the MCP servers' tools). Agents use it when their
+    /// `tools:` grants its name.
+    pub fn tool(mut self, tool: impl crate::tools::Tool + 'static) -> Self {
+        self.tools.push(Arc::new(tool));
         self
     }
 

@@ -36,6 +36,8 @@ pub(crate) struct Run<'a> {
     pub(crate) plan: Mutex<Plan>,
     /// The run directory and the turn records.
     pub(crate) persist: super::persist::Persist,
+    /// The run's tools; MCP servers end when the run is dropped.
+    pub(crate) tools: crate::tools::ToolRegistry,
 }
 
 impl<'a> Run<'a> {
@@ -45,6 +47,9 @@ impl<'a> Run<'a> {
         let board = SharedBoard::from_entries(std::mem::take(&mut state.board));
         let usage = Mutex::new((state.usage, std::mem::take(&mut state.usage_by_agent)));
         let plan = Mutex::new(std::mem::take(&mut state.plan));
+        // Tools first: a bad grant or a dead MCP server is bad input, and
+        // should not leave a run directory behind.
+        let tools = super::tool_loop::registry(rt).map_err(RunError::Tools)?;
         let persist = super::persist::Persist::open(rt, &state)?;
         Ok(Run {
             rt,
@@ -55,6 +60,7 @@ impl<'a> Run<'a> {
             state,
             plan,
             persist,
+            tools,
         })
     }
 

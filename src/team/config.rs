@@ -16,6 +16,7 @@ const TEAM_KEYS: &[&str] = &[
     "max_rounds",
     "max_parallel",
     "models",
+    "mcpServers",
 ];
 
 /// How the team works.
@@ -80,6 +81,10 @@ pub struct TeamConfig {
     /// Named models agents refer to by `model:`.
     #[serde(default)]
     pub models: BTreeMap<String, ModelConfig>,
+    /// MCP servers, in the `mcpServers` format MCP clients share (also read
+    /// from an `mcp.json` beside `team.yaml`).
+    #[serde(default, rename = "mcpServers")]
+    pub mcp_servers: BTreeMap<String, crate::tools::McpServerConfig>,
 }
 
 impl TeamConfig {
