@@ -200,10 +200,19 @@ impl Sim {
             Phase::Final => final_answer(&text),
             Phase::Memory => {
                 let task = tag(&text, "task").unwrap_or_default();
+                let answer = tag(&text, "answer").unwrap_or_default();
+                let parts: Vec<&str> = answer
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("## From "))
+                    .collect();
+                let parts = if parts.is_empty() {
+                    "nobody".to_string()
+                } else {
+                    parts.join(", ")
+                };
                 format!(
-                    "- Finished \"{}\"; members who drafted: {}.",
-                    first_line(&task),
-                    drafters(&text)
+                    "- \"{}\": the answer merged the parts of {parts}.",
+                    first_line(&task)
                 )
             }
             Phase::Converse => format!("(sim) {}", first_line(&last_user(req))),
@@ -392,15 +401,6 @@ fn latest_drafts(text: &str) -> Vec<(String, String)> {
         }
     }
     drafts
-}
-
-fn drafters(text: &str) -> String {
-    let names: Vec<String> = latest_drafts(text).into_iter().map(|(a, _)| a).collect();
-    if names.is_empty() {
-        "none".into()
-    } else {
-        names.join(", ")
-    }
 }
 
 fn plan(text: &str) -> String {
