@@ -173,6 +173,56 @@ pub enum EventKind {
         /// What went wrong.
         message: String,
     },
+    /// A model call finished (its Turn record is in `turns.jsonl`).
+    TurnCompleted {
+        /// The turn's id.
+        turn_id: String,
+        /// The round.
+        round: u32,
+        /// What the call was for.
+        phase: Phase,
+        /// The turns it was based on.
+        parents: Vec<String>,
+        /// Tokens used.
+        usage: Usage,
+        /// How long the call took, in milliseconds.
+        latency_ms: u64,
+        /// Why it failed, if it did.
+        error: Option<String>,
+    },
+    /// An agent asked for a tool call.
+    ToolCall {
+        /// The round.
+        round: u32,
+        /// What the agent's call is for.
+        phase: Phase,
+        /// The call's id (the result carries it back).
+        id: String,
+        /// The tool, as granted (`server.tool` for MCP tools).
+        tool: String,
+        /// The arguments, as the JSON text the model wrote.
+        arguments: String,
+    },
+    /// A tool call finished; failures go back to the model as results.
+    ToolResult {
+        /// The round.
+        round: u32,
+        /// The call's id.
+        id: String,
+        /// The tool.
+        tool: String,
+        /// Whether it failed.
+        is_error: bool,
+        /// The result (or the error) as the model sees it.
+        text: String,
+    },
+    /// A tool wrote a file in the run's workspace.
+    WorkspaceFile {
+        /// The path, relative to the workspace.
+        path: String,
+        /// Its size after the write.
+        bytes: u64,
+    },
     /// The run ended.
     RunFinished {
         /// How it ended.

@@ -46,26 +46,37 @@
 
 mod board;
 mod event;
+mod memory;
 mod model;
 mod plan;
 mod protocol;
 mod runtime;
+mod store;
 mod team;
+mod tools;
 
 pub use board::{Entry, EntryKind, NewEntry, SharedBoard, escape_xml, render_context};
 pub use event::{Event, EventKind, RoomStatus, RunStatus};
+pub use memory::{DEFAULT_MEMORY_CHARS, MasterMemory};
 pub use model::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelError, ModelSpecError,
     OPENAI_DEFAULT_BASE_URL, OpenAi, OpenAiBuilder, OutputSchema, Phase, RetryPolicy, Role,
-    Scripted, ScriptedReply, SharedModel, Sim, SimOptions, SimStats, ToolCall, ToolSpec, Usage,
-    resolve_model,
+    Scripted, ScriptedReply, SharedModel, Sim, SimOptions, SimStats, SimToolCall, ToolCall,
+    ToolSpec, Usage, resolve_model,
 };
 pub use plan::{ModuleStatus, Plan, WorkModule};
 pub use protocol::{
     Assignment, Decision, MasterReply, Protocol, ProtocolError, Verdict, parse_master,
     parse_master_json, parse_verdict, parse_verdict_json,
 };
-pub use runtime::{DEFAULT_MAX_ROUNDS, RunError, RunOutcome, RunPhase, RunState, Runtime};
+pub use runtime::{DEFAULT_MAX_ROUNDS, RunError, RunOutcome, RunPhase, RunState, Runtime, Turn};
+pub use store::{
+    Lines, RUN_FORMAT_VERSION, RunListing, RunRecord, RunSettings, StoreError, TeamSnapshot,
+    list_runs, load_run, read_events, read_turns,
+};
 pub use team::{
     AgentRole, AgentSpec, EndpointConfig, ModelConfig, Process, Team, TeamConfig, TeamError,
+};
+pub use tools::{
+    McpError, McpPool, McpServerConfig, McpToolInfo, Tool, ToolContext, ToolError, ToolRegistry,
 };

@@ -6,9 +6,13 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn boardroom(args: &[&str], dir: &Path) -> Output {
+    // Each call saves its run (and the master's memory) in a fresh place, so
+    // tests never see each other's runs.
+    let runs = tempfile::tempdir().unwrap();
     Command::new(env!("CARGO_BIN_EXE_boardroom"))
         .args(args)
         .current_dir(dir)
+        .env("BOARDROOM_RUNS_DIR", runs.path())
         .env_remove("BOARDROOM_MODEL")
         .env_remove("RUST_LOG")
         .env_remove("OPENAI_BASE_URL")

@@ -1,5 +1,6 @@
 //! Secrets: the API key never appears in logs (RUST_LOG=trace), events,
-//! errors, Debug output or the answer, even when the server echoes it.
+//! errors, Debug output, the answer or the run's files, even when the server
+//! echoes it.
 
 mod support;
 
@@ -26,6 +27,8 @@ fn server(refuse: bool) -> Server {
     })
 }
 
+/// Runs the CLI in a fresh directory; returns success and everything it
+/// printed and wrote (the run's files included).
 fn run_cli(server: &Server) -> (bool, String) {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_boardroom"))
@@ -36,12 +39,29 @@ fn run_cli(server: &Server) -> (bool, String) {
         .env("RUST_LOG", "trace")
         .output()
         .unwrap();
-    let all = format!(
+    let mut all = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    let files = read_tree(dir.path(), &mut all);
+    assert!(files > 0, "the run wrote its files");
     (out.status.success(), all)
+}
+
+/// Appends every file under `dir` to `out`; returns how many there were.
+fn read_tree(dir: &std::path::Path, out: &mut String) -> usize {
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            n += read_tree(&path, out);
+        } else {
+            out.push_str(&String::from_utf8_lossy(&std::fs::read(&path).unwrap()));
+            n += 1;
+        }
+    }
+    n
 }
 
 #[test]

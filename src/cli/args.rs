@@ -22,6 +22,14 @@ pub(crate) enum Command {
         #[arg(long)]
         team: Option<PathBuf>,
     },
+    /// List the saved runs: id, time, status, rounds, tokens, task.
+    Runs(super::runs::RunsArgs),
+    /// Show a saved run: its answer and a summary, and more on request.
+    Show(super::runs::ShowArgs),
+    /// Continue an interrupted run from its last completed phase.
+    Resume(super::runs::ResumeArgs),
+    /// Show or clear the master's memory of earlier runs.
+    Memory(super::runs::MemoryArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -51,4 +59,10 @@ pub(crate) struct RunArgs {
     /// Print events as JSON lines on stdout instead of the live view.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Where runs are saved (one directory per run).
+    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value = "runs")]
+    pub(crate) runs_dir: PathBuf,
+    /// Neither use nor update the master's memory of earlier runs.
+    #[arg(long)]
+    pub(crate) no_memory: bool,
 }

@@ -3,6 +3,7 @@
 
 mod args;
 mod render;
+mod runs;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -32,6 +33,10 @@ pub(crate) fn main() -> ExitCode {
     let code = match cli.command {
         Command::Run(args) => run(args),
         Command::Check { team } => check(team.as_deref()),
+        Command::Runs(args) => runs::list(&args),
+        Command::Show(args) => runs::show(&args),
+        Command::Resume(args) => runs::resume(&args),
+        Command::Memory(args) => runs::memory(&args),
     };
     ExitCode::from(code)
 }
@@ -99,6 +104,12 @@ fn run(args: RunArgs) -> u8 {
     if let Some(p) = args.protocol {
         runtime = runtime.protocol(p);
     }
+    runtime = runs::prepare(
+        runtime,
+        &args.runs_dir,
+        args.no_memory,
+        args.model.as_deref(),
+    );
     let mode = if args.json {
         render::Mode::Json
     } else {
@@ -121,13 +132,14 @@ fn run(args: RunArgs) -> u8 {
             if !args.json {
                 println!("{}", outcome.answer.trim_end());
                 render::usage_by_agent(&outcome.usage_by_agent);
+                runs::saved_note(&args.runs_dir, &outcome.run_id);
             }
             match outcome.status {
                 RunStatus::Failed | RunStatus::Cancelled => EXIT_FAILED,
                 _ => EXIT_OK,
             }
         }
-        Err(e @ (RunError::EmptyTask | RunError::Model { .. })) => {
+        Err(e @ (RunError::EmptyTask | RunError::Model { .. } | RunError::Tools(_))) => {
             eprintln!("error: {e}");
             EXIT_BAD_INPUT
         }
@@ -146,6 +158,19 @@ fn check(dir: Option<&Path>) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
+    // Starts the MCP servers the agents use, to list their tools; they end
+    // when `tools` drops at the end of this function.
+    let tools = match boardroom::ToolRegistry::for_team(&team) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    if let Err(e) = tools.check(&team) {
+        eprintln!("{e}");
+        return EXIT_BAD_INPUT;
+    }
     let origin = team.dir().map_or_else(
         || "built in".to_string(),
         |d| PathBuf::from(d).display().to_string(),
@@ -168,7 +193,13 @@ fn check(dir: Option<&Path>) -> u8 {
             flags.push(format!("model {m}"));
         }
         if !a.tools.is_empty() {
-            flags.push(format!("tools: {}", a.tools.join(", ")));
+            let granted: Vec<String> = tools
+                .granted(a)
+                .unwrap_or_default()
+                .iter()
+                .map(|t| t.name().to_string())
+                .collect();
+            flags.push(format!("tools: {}", granted.join(", ")));
         }
         let flags = if flags.is_empty() {
             String::new()
@@ -176,6 +207,13 @@ fn check(dir: Option<&Path>) -> u8 {
             format!(" [{}]", flags.join("; "))
         };
         println!("  {role:<6} {:<14} {}{flags}", a.name, a.description);
+    }
+    if let Some(pool) = tools.mcp() {
+        for server in pool.servers() {
+            let count = pool.tools(server).map_or(0, |t| t.len());
+            let (version, name) = pool.server_info(server).unwrap_or_default();
+            println!("  mcp    {server:<14} {name} (protocol {version}), {count} tools");
+        }
     }
     println!("ok");
     EXIT_OK

@@ -147,6 +147,15 @@ impl Human {
                 self.line(format!("  ⚑ {agent} challenges: {}", first_line(&text, 90)));
             }
             EventKind::Agree { .. } => self.line(format!("  ✓ {agent} agrees")),
+            EventKind::ToolResult {
+                tool, is_error, text, ..
+            } => {
+                let mark = if is_error { "✗" } else { "→" };
+                self.line(format!("    {agent} {mark} {tool}: {}", first_line(&text, 80)));
+            }
+            EventKind::WorkspaceFile { path, bytes } => {
+                self.line(format!("    {agent} wrote {path} ({bytes} bytes)"));
+            }
             EventKind::ReviewDecision {
                 round,
                 decision,

@@ -21,7 +21,7 @@ pub use error::ModelError;
 pub(crate) use openai::from_endpoint as openai_from_endpoint;
 pub use openai::{OPENAI_DEFAULT_BASE_URL, OpenAi, OpenAiBuilder, RetryPolicy};
 pub use scripted::{Scripted, ScriptedReply};
-pub use sim::{Sim, SimOptions, SimStats};
+pub use sim::{Sim, SimOptions, SimStats, SimToolCall};
 pub use spec::{ModelSpecError, resolve_model};
 
 /// Who wrote a message in a conversation.

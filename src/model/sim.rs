@@ -32,6 +32,32 @@ pub struct SimOptions {
     pub panic_agent: Option<String>,
     /// The master re-assigns forever and never says DONE.
     pub never_done: bool,
+    /// Tool calls members ask for: in a draft turn whose request offers the
+    /// tool, the agent first asks for every call listed for it (at once),
+    /// then writes its draft with the results appended.
+    pub tool_calls: Vec<SimToolCall>,
+}
+
+/// A tool call the sim asks for on an agent's behalf.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimToolCall {
+    /// The agent that asks.
+    pub agent: String,
+    /// The tool, as granted (`workspace_write`, `server.tool`).
+    pub tool: String,
+    /// The arguments, as JSON text.
+    pub arguments: String,
+}
+
+impl SimToolCall {
+    /// `agent` asks for `tool` with these arguments.
+    pub fn new(agent: &str, tool: &str, arguments: serde_json::Value) -> Self {
+        SimToolCall {
+            agent: agent.to_string(),
+            tool: tool.to_string(),
+            arguments: arguments.to_string(),
+        }
+    }
 }
 
 /// Counters the sim keeps, shared across threads: how many calls are in
@@ -121,6 +147,34 @@ impl Sim {
         Arc::clone(&self.stats)
     }
 
+    /// The calls to ask for: in a draft turn that offers the tools and has
+    /// no results yet.
+    fn tool_calls_for(&self, req: &ChatRequest) -> Option<Vec<super::ToolCall>> {
+        if req.phase != Phase::Draft
+            || req.tools.is_empty()
+            || req.messages.iter().any(|m| m.role == Role::Tool)
+        {
+            return None;
+        }
+        let offered = |tool: &str| {
+            let wire = tool.replace('.', "__");
+            req.tools.iter().any(|t| t.name == tool || t.name == wire)
+        };
+        let calls: Vec<super::ToolCall> = self
+            .options
+            .tool_calls
+            .iter()
+            .filter(|c| c.agent == req.agent && offered(&c.tool))
+            .enumerate()
+            .map(|(i, c)| super::ToolCall {
+                id: format!("sim-{}-{}-{i}", req.agent, req.round),
+                name: c.tool.replace('.', "__"),
+                arguments: c.arguments.clone(),
+            })
+            .collect();
+        (!calls.is_empty()).then_some(calls)
+    }
+
     fn answer(&self, req: &ChatRequest) -> String {
         let text = all_text(req);
         match req.phase {
@@ -146,10 +200,19 @@ impl Sim {
             Phase::Final => final_answer(&text),
             Phase::Memory => {
                 let task = tag(&text, "task").unwrap_or_default();
+                let answer = tag(&text, "answer").unwrap_or_default();
+                let parts: Vec<&str> = answer
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("## From "))
+                    .collect();
+                let parts = if parts.is_empty() {
+                    "nobody".to_string()
+                } else {
+                    parts.join(", ")
+                };
                 format!(
-                    "- Finished \"{}\"; members who drafted: {}.",
-                    first_line(&task),
-                    drafters(&text)
+                    "- \"{}\": the answer merged the parts of {parts}.",
+                    first_line(&task)
                 )
             }
             Phase::Converse => format!("(sim) {}", first_line(&last_user(req))),
@@ -191,7 +254,26 @@ impl ChatModel for Sim {
                 detail: "the model is configured to fail for this agent".into(),
             });
         }
+        if let Some(calls) = self.tool_calls_for(req) {
+            return Ok(ChatResponse {
+                tool_calls: calls,
+                finish: super::FinishReason::ToolCalls,
+                usage: estimate_usage(req, "tool call"),
+                ..ChatResponse::default()
+            });
+        }
         let mut answer = self.answer(req);
+        let results: Vec<&super::Message> = req
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Tool)
+            .collect();
+        if !results.is_empty() {
+            answer.push_str("\n\nTool results:");
+            for m in results {
+                let _ = write!(answer, "\n- {}", m.content.trim());
+            }
+        }
         if let Some(schema) = &req.schema {
             // Structured-output mode: the same decision, as the schema's JSON.
             answer = crate::protocol::line_to_json(&answer, schema);
@@ -323,15 +405,6 @@ fn latest_drafts(text: &str) -> Vec<(String, String)> {
         }
     }
     drafts
-}
-
-fn drafters(text: &str) -> String {
-    let names: Vec<String> = latest_drafts(text).into_iter().map(|(a, _)| a).collect();
-    if names.is_empty() {
-        "none".into()
-    } else {
-        names.join(", ")
-    }
 }
 
 fn plan(text: &str) -> String {

@@ -80,15 +80,34 @@ pub(crate) fn parse_sim_options(options: &str) -> Result<SimOptions, String> {
             "fail" if !value.is_empty() => o.fail_agent = Some(value.to_string()),
             "panic" if !value.is_empty() => o.panic_agent = Some(value.to_string()),
             "never_done" => o.never_done = true,
+            "tool" => o.tool_calls.push(parse_tool_call(value)?),
             _ => {
                 return Err(format!(
                     "unknown sim option '{part}' (known: latency=DUR, latency_phases=P+P, challenge=ROUND, \
-                     fail=AGENT, panic=AGENT, never_done)"
+                     fail=AGENT, panic=AGENT, never_done, tool=AGENT:TOOL[:JSON])"
                 ));
             }
         }
     }
     Ok(o)
+}
+
+/// `AGENT:TOOL` or `AGENT:TOOL:{json args}` (the args may not hold a comma:
+/// commas separate options).
+fn parse_tool_call(value: &str) -> Result<super::SimToolCall, String> {
+    let mut parts = value.splitn(3, ':');
+    let (Some(agent), Some(tool)) = (parts.next(), parts.next()) else {
+        return Err(format!("tool: '{value}' is not AGENT:TOOL[:JSON]"));
+    };
+    let args = match parts.next() {
+        Some(json) => serde_json::from_str(json)
+            .map_err(|e| format!("tool: arguments '{json}' are not JSON: {e}"))?,
+        None => serde_json::json!({}),
+    };
+    if agent.is_empty() || tool.is_empty() {
+        return Err(format!("tool: '{value}' is not AGENT:TOOL[:JSON]"));
+    }
+    Ok(super::SimToolCall::new(agent, tool, args))
 }
 
 fn parse_phase(p: &str) -> Result<Phase, String> {
@@ -124,6 +143,13 @@ mod tests {
         assert_eq!(o.latency, Duration::from_millis(50));
         assert_eq!(o.challenge_round, Some(1));
         assert_eq!(o.fail_agent.as_deref(), Some("writer"));
+        let t = parse_sim_options(
+            r#"tool=writer:everything.echo:{"message":"hi"},tool=writer:plan_read"#,
+        )
+        .unwrap();
+        assert_eq!(t.tool_calls[0].tool, "everything.echo");
+        assert_eq!(t.tool_calls[0].arguments, r#"{"message":"hi"}"#);
+        assert_eq!(t.tool_calls[1].arguments, "{}");
         assert!(o.never_done);
         assert_eq!(
             parse_sim_options("latency_phases=draft+challenge")

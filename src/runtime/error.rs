@@ -29,6 +29,11 @@ pub enum RunError {
     },
     /// A thread pool could not be built.
     Pool(String),
+    /// The run directory could not be written or read.
+    Store(crate::store::StoreError),
+    /// The run's tools could not be set up: an MCP server that does not
+    /// start, or an agent granted a tool no one has.
+    Tools(crate::tools::ToolError),
 }
 
 impl fmt::Display for RunError {
@@ -41,6 +46,8 @@ impl fmt::Display for RunError {
                 write!(f, "the master gave no usable plan: {}", problems.join("; "))
             }
             RunError::Pool(e) => write!(f, "cannot start member threads: {e}"),
+            RunError::Store(e) => write!(f, "run directory: {e}"),
+            RunError::Tools(e) => write!(f, "tools: {e}"),
         }
     }
 }
@@ -50,6 +57,8 @@ impl std::error::Error for RunError {
         match self {
             RunError::Model { source, .. } => Some(source),
             RunError::Master { source, .. } => Some(source),
+            RunError::Store(source) => Some(source),
+            RunError::Tools(e) => Some(e),
             _ => None,
         }
     }

@@ -17,34 +17,41 @@ impl Run<'_> {
     /// loop around it). Returns the final response.
     pub(crate) fn exchange(
         &self,
-        _agent: &AgentSpec,
+        agent: &AgentSpec,
         model: &SharedModel,
         request: &mut ChatRequest,
         on_delta: &mut dyn FnMut(&str),
     ) -> Result<ChatResponse, ModelError> {
-        model.chat(request, on_delta)
+        self.tool_exchange(agent, model, request, on_delta)
     }
 
     /// Records one finished model call.
     pub(crate) fn record_turn(
         &self,
-        _agent: &AgentSpec,
-        _request: &ChatRequest,
-        _result: &Result<ChatResponse, ModelError>,
-        _latency: std::time::Duration,
+        agent: &AgentSpec,
+        request: &ChatRequest,
+        result: &Result<ChatResponse, ModelError>,
+        latency: std::time::Duration,
     ) {
+        self.record_turn_impl(agent, request, result, latency);
     }
 
     /// Saves the run's state after a phase.
-    pub(crate) fn checkpoint(&self) {}
+    pub(crate) fn checkpoint(&self) {
+        self.checkpoint_impl();
+    }
 
     /// Saves one board entry as soon as it lands.
-    pub(crate) fn on_entry(&self, _entry: &Entry) {}
+    pub(crate) fn on_entry(&self, entry: &Entry) {
+        self.on_entry_impl(entry);
+    }
 
     /// The run's workspace directory, if it has one.
-    #[allow(dead_code)] // used by the workspace tools and the run store
     pub(crate) fn workspace_dir(&self) -> Option<std::path::PathBuf> {
-        self.rt.workspace.clone()
+        self.rt
+            .workspace
+            .clone()
+            .or_else(|| self.persist.dir.as_ref().map(|d| d.workspace()))
     }
 
     /// Fails the call when the run's token budget is spent.

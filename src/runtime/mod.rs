@@ -7,11 +7,16 @@ mod error;
 mod hooks;
 mod id;
 mod models;
+mod modules;
+mod persist;
 mod pool;
 mod prompt;
+mod remember;
 mod run;
 mod state;
 mod structured;
+mod tool_loop;
+mod turns;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -25,6 +30,7 @@ use crate::team::Team;
 
 pub use error::RunError;
 pub use state::{RunPhase, RunState};
+pub use turns::Turn;
 
 /// The default round cap.
 pub const DEFAULT_MAX_ROUNDS: u32 = 5;
@@ -51,6 +57,10 @@ pub struct Runtime {
     workspace: Option<std::path::PathBuf>,
     token_budget: Option<u64>,
     protocol: Option<crate::protocol::Protocol>,
+    runs_dir: Option<std::path::PathBuf>,
+    master_memory: Option<crate::memory::MasterMemory>,
+    model_spec: Option<String>,
+    tools: Vec<Arc<dyn crate::tools::Tool>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -100,6 +110,10 @@ impl Runtime {
             workspace: None,
             token_budget: None,
             protocol: None,
+            runs_dir: None,
+            master_memory: None,
+            model_spec: None,
+            tools: Vec::new(),
         }
     }
 
@@ -158,6 +172,14 @@ impl Runtime {
         self
     }
 
+    /// Adds a tool of the program's own to the run's registry (beside the
+    /// built-ins and the MCP servers' tools). Agents use it when their
+    /// `tools:` grants its name.
+    pub fn tool(mut self, tool: impl crate::tools::Tool + 'static) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
     /// A flag that stops the run when set. Stopping takes effect after the
     /// model calls in flight return.
     pub fn cancel_flag(&self) -> Arc<AtomicBool> {
@@ -200,6 +222,11 @@ impl Runtime {
     ///
     /// As [`Runtime::run`].
     pub fn drive(&self, state: RunState) -> Result<RunOutcome, RunError> {
-        run::Run::start(self, state)?.drive()
+        let run_id = state.run_id.clone();
+        let result = run::Run::start(self, state)?.drive();
+        if let Err(e) = &result {
+            persist::mark_failed(self, &run_id, e);
+        }
+        result
     }
 }

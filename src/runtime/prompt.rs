@@ -147,7 +147,6 @@ pub(crate) fn final_answer(team: &Team, memory: &str, task: &str, board: &[Entry
 }
 
 /// The master asked what is worth remembering after a run.
-#[allow(dead_code)] // wired in with master memory
 pub(crate) fn memory(team: &Team, task: &str, answer: &str) -> Vec<Message> {
     vec![
         Message::system(soul_block(team.master())),

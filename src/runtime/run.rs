@@ -34,6 +34,10 @@ pub(crate) struct Run<'a> {
     pub(crate) state: RunState,
     /// The work modules, shared with tools that read and change them.
     pub(crate) plan: Mutex<Plan>,
+    /// The run directory and the turn records.
+    pub(crate) persist: super::persist::Persist,
+    /// The run's tools; MCP servers end when the run is dropped.
+    pub(crate) tools: crate::tools::ToolRegistry,
 }
 
 impl<'a> Run<'a> {
@@ -43,6 +47,10 @@ impl<'a> Run<'a> {
         let board = SharedBoard::from_entries(std::mem::take(&mut state.board));
         let usage = Mutex::new((state.usage, std::mem::take(&mut state.usage_by_agent)));
         let plan = Mutex::new(std::mem::take(&mut state.plan));
+        // Tools first: a bad grant or a dead MCP server is bad input, and
+        // should not leave a run directory behind.
+        let tools = super::tool_loop::registry(rt).map_err(RunError::Tools)?;
+        let persist = super::persist::Persist::open(rt, &state)?;
         Ok(Run {
             rt,
             team: &rt.team,
@@ -51,6 +59,8 @@ impl<'a> Run<'a> {
             usage,
             state,
             plan,
+            persist,
+            tools,
         })
     }
 
@@ -98,6 +108,7 @@ impl<'a> Run<'a> {
             }
             self.checkpoint();
         }
+        self.after_run();
         Ok(self.finish())
     }
 
@@ -198,6 +209,7 @@ impl<'a> Run<'a> {
         let Some(member) = self.team.agent(&a.member) else {
             return;
         };
+        self.module_started(round, a);
         let messages = prompt::draft(member, &self.state.task, board, &a.task);
         let outcome = self.call_until(
             member,
@@ -444,6 +456,7 @@ impl<'a> Run<'a> {
                 rejected: self.state.feedback.clone(),
             },
         );
+        self.plan_decided(round, decision.as_ref());
         match decision {
             Some(Decision::Done(answer)) if answer.trim().is_empty() => {
                 self.state.status = RunStatus::Done;
@@ -593,9 +606,11 @@ impl<'a> Run<'a> {
     }
 
     pub(crate) fn emit(&self, agent: &str, parent: Option<&str>, kind: EventKind) {
+        let event = Event::now(&self.state.run_id, agent, parent, kind);
+        self.persist_event(&event);
         if let Some(tx) = &self.rt.events {
             // A caller that stopped listening does not stop the run.
-            let _ = tx.send(Event::now(&self.state.run_id, agent, parent, kind));
+            let _ = tx.send(event);
         }
     }
 }

@@ -18,6 +18,7 @@ const TEAM_KEYS: &[&str] = &[
     "models",
     "token_budget",
     "protocol",
+    "mcpServers",
 ];
 
 /// How the team works.
@@ -91,6 +92,10 @@ pub struct TeamConfig {
     /// How the master and challengers write decisions: `line` or `json`.
     #[serde(default)]
     pub protocol: Option<crate::protocol::Protocol>,
+    /// MCP servers, in the `mcpServers` format MCP clients share (also read
+    /// from an `mcp.json` beside `team.yaml`).
+    #[serde(default, rename = "mcpServers")]
+    pub mcp_servers: BTreeMap<String, crate::tools::McpServerConfig>,
 }
 
 impl TeamConfig {

@@ -187,11 +187,12 @@ impl Team {
             .collect();
         files.sort();
         let config_path = dir.join("team.yaml");
-        let config = if config_path.exists() {
+        let mut config = if config_path.exists() {
             TeamConfig::load(&config_path)?
         } else {
             TeamConfig::default()
         };
+        crate::tools::merge_mcp_json(&mut config, &dir.join("mcp.json"))?;
         let mut agents = Vec::new();
         for path in &files {
             agents.push(load_agent(path, &dir.join("souls"))?);

@@ -1,0 +1,336 @@
+//! The commands that work on saved runs: `runs`, `show`, `resume`, and
+//! `memory`. Everything they read comes from the library's run store;
+//! broken files are reported, never a crash.
+
+use std::path::{Path, PathBuf};
+
+use boardroom::{
+    MasterMemory, RunPhase, RunRecord, RunStatus, Runtime, StoreError, list_runs, load_run,
+};
+
+use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, render};
+
+mod show;
+pub(crate) use show::show;
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunsArgs {
+    /// Where runs are saved.
+    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value = "runs")]
+    runs_dir: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ShowArgs {
+    /// The run: its id, a unique prefix of it, `last`, or its directory.
+    run: String,
+    /// Where runs are saved.
+    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value = "runs")]
+    runs_dir: PathBuf,
+    /// The board, entry by entry.
+    #[arg(long)]
+    board: bool,
+    /// Every model call with its usage and latency.
+    #[arg(long)]
+    turns: bool,
+    /// The work modules and their statuses.
+    #[arg(long)]
+    plan: bool,
+    /// The call graph: master → members → challengers, round by round.
+    #[arg(long)]
+    tree: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ResumeArgs {
+    /// The run: its id, a unique prefix of it, `last`, or its directory.
+    run: String,
+    /// Where runs are saved.
+    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value = "runs")]
+    runs_dir: PathBuf,
+    /// The default model (default: the one the run was started with).
+    #[arg(long)]
+    model: Option<String>,
+    /// Members that run at once (default: as the run was started).
+    #[arg(long)]
+    parallel: Option<usize>,
+    /// Print events as JSON lines on stdout instead of the live view.
+    #[arg(long)]
+    json: bool,
+    /// Neither use nor update the master's memory.
+    #[arg(long)]
+    no_memory: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct MemoryArgs {
+    /// The team directory (default: ./ if it has agents/, else the built-in team).
+    #[arg(long)]
+    team: Option<PathBuf>,
+    /// Where runs (and memory/) are saved.
+    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value = "runs")]
+    runs_dir: PathBuf,
+    /// Forget everything.
+    #[arg(long)]
+    clear: bool,
+}
+
+/// Sets up saving and memory for `boardroom run`.
+pub(crate) fn prepare(
+    runtime: Runtime,
+    runs_dir: &Path,
+    no_memory: bool,
+    model: Option<&str>,
+) -> Runtime {
+    let mut runtime = runtime.runs_dir(runs_dir);
+    if let Some(spec) = model {
+        runtime = runtime.model_spec(spec);
+    }
+    if !no_memory {
+        let memory = MasterMemory::for_team(runs_dir, runtime.team().name());
+        runtime = runtime.master_memory(memory);
+    }
+    runtime
+}
+
+pub(crate) fn saved_note(runs_dir: &Path, run_id: &str) {
+    eprintln!("saved in {}", runs_dir.join(run_id).display());
+}
+
+/// `YYYYMMDD-HHMMSS-...` → `YYYY-MM-DD HH:MM:SS`.
+fn time_of(id: &str) -> String {
+    let b = id.as_bytes();
+    if b.len() >= 15 && b[8] == b'-' && id.is_char_boundary(15) {
+        format!(
+            "{}-{}-{} {}:{}:{}",
+            &id[0..4],
+            &id[4..6],
+            &id[6..8],
+            &id[9..11],
+            &id[11..13],
+            &id[13..15]
+        )
+    } else {
+        "-".into()
+    }
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    let line = s.trim().lines().next().unwrap_or("").trim();
+    if line.chars().count() > max {
+        let cut: String = line.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    } else {
+        line.to_string()
+    }
+}
+
+fn status_of(r: &RunRecord) -> &'static str {
+    match (r.state.status, r.state.phase) {
+        (RunStatus::Running, RunPhase::Finished) => "finished",
+        (RunStatus::Running, _) => "interrupted",
+        (s, _) => s.as_str(),
+    }
+}
+
+pub(crate) fn list(args: &RunsArgs) -> u8 {
+    let runs = match list_runs(&args.runs_dir) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    if runs.is_empty() {
+        eprintln!("no runs in {}", args.runs_dir.display());
+    }
+    for run in runs {
+        match run.record {
+            Ok(r) => println!(
+                "{}  {}  {:<11}  {:>2} rounds  {:>7} tokens  {}",
+                run.id,
+                time_of(&run.id),
+                status_of(&r),
+                r.state.round,
+                r.state.usage.total(),
+                one_line(&r.state.task, 60)
+            ),
+            Err(e) => println!("{}  {}  unreadable: {e}", run.id, time_of(&run.id)),
+        }
+    }
+    EXIT_OK
+}
+
+/// The run directory for an id, a unique prefix, `last`, or a path.
+fn find_run(runs_dir: &Path, run: &str) -> Result<PathBuf, String> {
+    let as_path = Path::new(run);
+    if as_path.join("run.json").is_file() {
+        return Ok(as_path.to_path_buf());
+    }
+    let ids: Vec<PathBuf> = list_runs(runs_dir)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .map(|r| r.path)
+        .collect();
+    let name = |p: &PathBuf| p.file_name().map(|n| n.to_string_lossy().into_owned());
+    if run == "last" {
+        return ids
+            .last()
+            .cloned()
+            .ok_or_else(|| format!("no runs in {}", runs_dir.display()));
+    }
+    let matches: Vec<&PathBuf> = ids
+        .iter()
+        .filter(|p| name(p).is_some_and(|n| n.starts_with(run)))
+        .collect();
+    match matches.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err(format!("run '{run}': not found in {}", runs_dir.display())),
+        many => Err(format!(
+            "run '{run}': {} runs start with it; give more of the id",
+            many.len()
+        )),
+    }
+}
+
+pub(crate) fn resume(args: &ResumeArgs) -> u8 {
+    let dir = match find_run(&args.runs_dir, &args.run) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let record = match load_run(&dir) {
+        Ok(r) => r,
+        Err(e @ StoreError::NewerVersion { .. }) => {
+            eprintln!("error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    if record.state.phase == RunPhase::Finished {
+        eprintln!(
+            "run {} is already finished ({})",
+            record.state.run_id,
+            status_of(&record)
+        );
+        println!(
+            "{}",
+            record.state.answer.as_deref().unwrap_or("").trim_end()
+        );
+        return EXIT_OK;
+    }
+    let team = match record.team.to_team() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {}: the saved team: {e}", dir.display());
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let spec = args
+        .model
+        .as_deref()
+        .or(record.settings.model_spec.as_deref());
+    let model = match super::default_model(&team, spec) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let runs_dir = dir.parent().map_or_else(PathBuf::new, Path::to_path_buf);
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let mut runtime = Runtime::with_shared_model(team, model)
+        .events(tx)
+        .max_rounds(record.settings.max_rounds);
+    if let Some(p) = args.parallel.or(record.settings.max_parallel) {
+        runtime = runtime.max_parallel(p);
+    }
+    let no_memory = args.no_memory || !record.settings.memory;
+    runtime = prepare(runtime, &runs_dir, no_memory, spec);
+    let mode = if args.json {
+        render::Mode::Json
+    } else {
+        render::Mode::Human
+    };
+    let outcome = std::thread::scope(|s| {
+        let renderer = std::thread::Builder::new()
+            .name("boardroom-render".into())
+            .spawn_scoped(s, move || render::render(rx, mode));
+        let outcome = runtime.resume(&dir);
+        drop(runtime);
+        if let Ok(handle) = renderer {
+            let _ = handle.join();
+        }
+        outcome
+    });
+    match outcome {
+        Ok(outcome) => {
+            if !args.json {
+                println!("{}", outcome.answer.trim_end());
+                saved_note(&runs_dir, &outcome.run_id);
+            }
+            match outcome.status {
+                RunStatus::Failed | RunStatus::Cancelled => EXIT_FAILED,
+                _ => EXIT_OK,
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            EXIT_FAILED
+        }
+    }
+}
+
+pub(crate) fn memory(args: &MemoryArgs) -> u8 {
+    let team = match super::load_team(args.team.as_deref()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let memory = MasterMemory::for_team(&args.runs_dir, team.name());
+    if args.clear {
+        return match memory.clear() {
+            Ok(true) => {
+                eprintln!("cleared {}", memory.path().display());
+                EXIT_OK
+            }
+            Ok(false) => {
+                eprintln!(
+                    "nothing to clear ({} does not exist)",
+                    memory.path().display()
+                );
+                EXIT_OK
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                EXIT_FAILED
+            }
+        };
+    }
+    match memory.load() {
+        Ok(text) if text.trim().is_empty() => {
+            eprintln!(
+                "team '{}' remembers nothing yet ({})",
+                team.name(),
+                memory.path().display()
+            );
+            EXIT_OK
+        }
+        Ok(text) => {
+            eprintln!("{}", memory.path().display());
+            print!("{text}");
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            EXIT_FAILED
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! `boardroom show`: a saved run's answer and summary, and on request
+//! its board, turns, plan and call graph.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use boardroom::{Lines, Phase, RunPhase, Turn, load_run, read_events, read_turns};
+
+use super::super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
+use super::{ShowArgs, find_run, one_line, status_of, time_of};
+
+fn warn_all<T>(lines: &Lines<T>) {
+    for w in &lines.warnings {
+        eprintln!("warning: {w}");
+    }
+}
+
+pub(crate) fn show(args: &ShowArgs) -> u8 {
+    let dir = match find_run(&args.runs_dir, &args.run) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let record = match load_run(&dir) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let events = read_events(&dir).unwrap_or_else(|e| {
+        eprintln!("warning: {e}");
+        Lines {
+            items: Vec::new(),
+            warnings: Vec::new(),
+        }
+    });
+    warn_all(&events);
+    let turns = read_turns(&dir).unwrap_or_else(|e| {
+        eprintln!("warning: {e}");
+        Lines {
+            items: Vec::new(),
+            warnings: Vec::new(),
+        }
+    });
+    warn_all(&turns);
+    let s = &record.state;
+    println!(
+        "run {} · {} · team '{}' · model {} · {} · {} round(s) · {} tokens ({} prompt, {} completion)",
+        s.run_id,
+        time_of(&s.run_id),
+        record.team.name,
+        record
+            .settings
+            .model_spec
+            .as_deref()
+            .unwrap_or(&record.settings.model),
+        status_of(&record),
+        s.round,
+        s.usage.total(),
+        s.usage.prompt_tokens,
+        s.usage.completion_tokens,
+    );
+    println!(
+        "{} board entries · {} work modules · {} turns · {} events",
+        s.board.len(),
+        s.plan.tasks.len(),
+        turns.items.len(),
+        events.items.len()
+    );
+    println!("task: {}", s.task.trim());
+    if let Some(e) = &s.error {
+        println!("error: {e}");
+    }
+    match &s.answer {
+        Some(a) if s.phase == RunPhase::Finished => println!("\n{}", a.trim_end()),
+        _ => println!(
+            "\n(no answer yet: stopped before phase '{}'; `boardroom resume {}` continues it)",
+            serde_json::to_value(s.phase)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            s.run_id
+        ),
+    }
+    if args.board {
+        println!("\n== board");
+        for e in &s.board {
+            let task = e
+                .task
+                .as_deref()
+                .map(|t| format!(" · task: {}", one_line(t, 60)));
+            println!(
+                "#{} round {} · {} · {}{}",
+                e.seq,
+                e.round,
+                e.kind.as_str(),
+                e.author,
+                task.unwrap_or_default()
+            );
+            for line in e.text.trim_end().lines() {
+                println!("    {line}");
+            }
+        }
+    }
+    if args.plan {
+        println!("\n== plan");
+        for m in &s.plan.tasks {
+            println!(
+                "{} {:<14} {:<12} {} ({} archived messages)",
+                m.task_id,
+                m.status.as_str(),
+                m.assigned_agent.as_deref().unwrap_or("-"),
+                one_line(&m.description, 60),
+                m.context_archive.len()
+            );
+        }
+    }
+    if args.turns {
+        println!("\n== turns");
+        for t in &turns.items {
+            println!("{}", turn_line(t, true));
+        }
+    }
+    if args.tree {
+        println!("\n== call graph");
+        print!(
+            "{}",
+            tree(
+                &record
+                    .team
+                    .agents
+                    .first()
+                    .map(|a| a.name.clone())
+                    .unwrap_or_default(),
+                &turns.items
+            )
+        );
+    }
+    EXIT_OK
+}
+
+fn turn_line(t: &Turn, parents: bool) -> String {
+    let mut s = format!(
+        "{} round {} · {} · {} · {} tokens ({}+{}) · {} ms",
+        t.turn_id,
+        t.round,
+        t.phase.as_str(),
+        t.agent,
+        t.usage.total(),
+        t.usage.prompt_tokens,
+        t.usage.completion_tokens,
+        t.latency_ms
+    );
+    if t.retries > 0 {
+        let _ = write!(s, " · {} retries", t.retries);
+    }
+    if parents && !t.parents.is_empty() {
+        let _ = write!(s, " · based on {}", t.parents.join(" "));
+    }
+    if let Some(e) = &t.error {
+        let _ = write!(s, " · error: {}", one_line(e, 80));
+    }
+    s
+}
+
+fn phase_order(p: Phase) -> u8 {
+    match p {
+        Phase::Plan => 0,
+        Phase::Draft => 1,
+        Phase::Challenge => 2,
+        Phase::Review => 3,
+        Phase::Final => 4,
+        Phase::Memory => 5,
+        _ => 6,
+    }
+}
+
+/// The call graph as indented text: each round under the master turn
+/// that opened it, members under it, challengers under the members.
+fn tree(master: &str, turns: &[Turn]) -> String {
+    let mut rounds: BTreeMap<u32, Vec<&Turn>> = BTreeMap::new();
+    for t in turns {
+        rounds.entry(t.round).or_default().push(t);
+    }
+    let mut out = String::new();
+    for (round, mut ts) in rounds {
+        ts.sort_by_key(|t| (phase_order(t.phase), t.turn_id.clone()));
+        let _ = writeln!(out, "round {round}");
+        let mut members_header = false;
+        let mut challengers_header = false;
+        for t in ts {
+            let depth = match t.phase {
+                Phase::Draft => {
+                    if !members_header {
+                        members_header = true;
+                        let _ = writeln!(out, "  {master} → members");
+                    }
+                    2
+                }
+                Phase::Challenge => {
+                    if !challengers_header {
+                        challengers_header = true;
+                        let _ = writeln!(out, "    members → challengers");
+                    }
+                    3
+                }
+                _ => 1,
+            };
+            let _ = writeln!(out, "{}{}", "  ".repeat(depth), turn_line(t, false));
+        }
+    }
+    out
+}

@@ -1,0 +1,176 @@
+//! Master memory: what the master chose to remember after each run of a
+//! team, kept in one Markdown file and given to the master in later runs.
+//!
+//! The file holds one section per run (`## run <run-id>` and the note).
+//! It is bounded: when it grows past its limit the oldest sections are
+//! dropped first. The CLI keeps it at `<runs-dir>/memory/<team>.md`.
+
+use std::path::{Path, PathBuf};
+
+use crate::store::{StoreError, write_atomic};
+
+/// The default bound on a memory file, in characters.
+pub const DEFAULT_MEMORY_CHARS: usize = 4000;
+
+const HEADING: &str = "## run ";
+
+/// A team's master memory on disk.
+///
+/// # Examples
+///
+/// ```
+/// use boardroom::MasterMemory;
+/// let dir = std::env::temp_dir().join(format!("boardroom-doc-{}", std::process::id()));
+/// let memory = MasterMemory::for_team(&dir, "default");
+/// memory.remember("run-1", "- The writer is fast.")?;
+/// assert!(memory.load()?.contains("The writer is fast."));
+/// memory.clear()?;
+/// assert!(memory.load()?.is_empty());
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), boardroom::StoreError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MasterMemory {
+    path: PathBuf,
+    max_chars: usize,
+}
+
+impl MasterMemory {
+    /// The memory kept in the file `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        MasterMemory {
+            path: path.into(),
+            max_chars: DEFAULT_MEMORY_CHARS,
+        }
+    }
+
+    /// The memory of team `team` under a runs directory:
+    /// `<runs_dir>/memory/<team>.md` (characters other than letters,
+    /// digits, `-` and `_` in the name become `_`).
+    pub fn for_team(runs_dir: impl AsRef<Path>, team: &str) -> Self {
+        let name: String = team
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let name = if name.is_empty() { "team".into() } else { name };
+        Self::new(runs_dir.as_ref().join("memory").join(format!("{name}.md")))
+    }
+
+    /// Bounds the file to `chars` characters (oldest notes dropped first).
+    pub fn max_chars(mut self, chars: usize) -> Self {
+        self.max_chars = chars.max(1);
+        self
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What is remembered; empty when there is no file yet.
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError::Io`] when the file exists but cannot be read.
+    pub fn load(&self) -> Result<String, StoreError> {
+        match std::fs::read_to_string(&self.path) {
+            Ok(text) => Ok(text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+            Err(e) => Err(StoreError::io(&self.path, e)),
+        }
+    }
+
+    /// Adds the note of run `run_id`, dropping the oldest notes while the
+    /// file is over its bound. A single note longer than the bound is cut.
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError::Io`] when the file cannot be read or written.
+    pub fn remember(&self, run_id: &str, note: &str) -> Result<(), StoreError> {
+        let note = note.trim();
+        if note.is_empty() {
+            return Ok(());
+        }
+        let mut sections = split_sections(&self.load()?);
+        sections.push(format!("{HEADING}{run_id}\n\n{note}\n"));
+        let total = |s: &[String]| s.iter().map(|x| x.chars().count() + 1).sum::<usize>();
+        while sections.len() > 1 && total(&sections) > self.max_chars {
+            sections.remove(0);
+        }
+        let mut text = sections.join("\n");
+        if text.chars().count() > self.max_chars {
+            text = text.chars().take(self.max_chars).collect();
+            text.push('\n');
+        }
+        if let Some(parent) = self.path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| StoreError::io(parent, e))?;
+        }
+        write_atomic(&self.path, text.as_bytes())
+    }
+
+    /// Forgets everything. Returns whether there was anything to forget.
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError::Io`] when the file exists but cannot be removed.
+    pub fn clear(&self) -> Result<bool, StoreError> {
+        match std::fs::remove_file(&self.path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(StoreError::io(&self.path, e)),
+        }
+    }
+}
+
+/// The file's sections, each starting at a `## run ` heading; text before
+/// the first heading is kept as a section of its own.
+fn split_sections(text: &str) -> Vec<String> {
+    let mut sections: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if line.starts_with(HEADING) || sections.is_empty() {
+            sections.push(String::new());
+        }
+        if let Some(last) = sections.last_mut() {
+            last.push_str(line);
+            last.push('\n');
+        }
+    }
+    sections
+        .into_iter()
+        .map(|s| s.trim_end().to_string() + "\n")
+        .filter(|s| !s.trim().is_empty())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oldest_notes_go_first_when_over_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let memory = MasterMemory::for_team(dir.path(), "my team").max_chars(120);
+        assert!(memory.path().ends_with("memory/my_team.md"));
+        assert_eq!(memory.load().unwrap(), "");
+        for i in 1..=5 {
+            memory
+                .remember(&format!("r{i}"), &format!("- note number {i} here"))
+                .unwrap();
+        }
+        let text = memory.load().unwrap();
+        assert!(text.chars().count() <= 120, "{text}");
+        assert!(text.contains("note number 5"));
+        assert!(!text.contains("note number 1"));
+        assert!(text.starts_with("## run r"));
+        memory.remember("big", &"x".repeat(500)).unwrap();
+        assert!(memory.load().unwrap().chars().count() <= 121);
+        assert!(memory.clear().unwrap());
+        assert!(!memory.clear().unwrap());
+    }
+}

@@ -1,0 +1,170 @@
+//! The plan's work modules through a run: every assignment becomes a
+//! module, `pending` → `ongoing` (the member starts) → `pending_review`
+//! (its draft lands) → `completed` (the master says DONE or moves on
+//! without it), or back to `pending` when the master gives the same
+//! member more work on it. A module's context archive is the member's
+//! transcript: the messages it was sent and its answers.
+
+use serde_json::Value;
+
+use super::run::Run;
+use super::turns::Turn;
+use crate::board::Entry;
+use crate::event::now_ms;
+use crate::model::{Message, Phase};
+use crate::plan::{ModuleStatus, Plan, WorkModule};
+use crate::protocol::{Assignment, Decision};
+use crate::store::JournalRecord;
+
+fn round_of(m: &WorkModule) -> Option<u64> {
+    m.metadata.get("round").and_then(Value::as_u64)
+}
+
+fn find<'p>(
+    plan: &'p mut Plan,
+    member: &str,
+    round: u32,
+    task: Option<&str>,
+    status: &[ModuleStatus],
+) -> Option<&'p mut WorkModule> {
+    plan.tasks.iter_mut().find(|m| {
+        m.assigned_agent.as_deref() == Some(member)
+            && round_of(m) == Some(u64::from(round))
+            && task.is_none_or(|t| m.description == t)
+            && status.contains(&m.status)
+    })
+}
+
+fn stamp(m: &mut WorkModule, key: &str) {
+    m.metadata.insert(key.into(), Value::from(now_ms()));
+}
+
+impl Run<'_> {
+    /// The master decided after round `round` (0: the plan).
+    pub(crate) fn plan_decided(&self, round: u32, decision: Option<&Decision>) {
+        let mut plan = self.plan.lock();
+        match decision {
+            Some(Decision::Assign(assignments)) if round < self.rt.rounds_cap() => {
+                let next = round + 1;
+                let mut reopened: Vec<String> = Vec::new();
+                for a in assignments {
+                    let again = plan.tasks.iter_mut().find(|m| {
+                        m.assigned_agent.as_deref() == Some(a.member.as_str())
+                            && m.status == ModuleStatus::PendingReview
+                            && !reopened.contains(&m.task_id)
+                    });
+                    match again {
+                        Some(m) => {
+                            // Sent back: the same module, a new description.
+                            m.status = ModuleStatus::Pending;
+                            let previous = std::mem::replace(&mut m.description, a.task.clone());
+                            let history = m
+                                .metadata
+                                .entry("previous")
+                                .or_insert_with(|| Value::Array(Vec::new()));
+                            if let Value::Array(v) = history {
+                                v.push(Value::from(previous));
+                            }
+                            m.metadata.insert("round".into(), Value::from(next));
+                            stamp(m, "reassigned_ms");
+                            reopened.push(m.task_id.clone());
+                        }
+                        None => {
+                            let id = plan.add(a.task.clone(), Some(a.member.clone()));
+                            if let Some(m) = plan.get_mut(&id) {
+                                m.metadata.insert("round".into(), Value::from(next));
+                                m.metadata.insert("added_by".into(), Value::from("master"));
+                                stamp(m, "assigned_ms");
+                                reopened.push(id);
+                            }
+                        }
+                    }
+                }
+                complete(&mut plan);
+            }
+            Some(_) => complete(&mut plan),
+            None => {}
+        }
+    }
+
+    /// Every module still waiting for review is accepted.
+    pub(crate) fn complete_reviewed_modules(&self) {
+        complete(&mut self.plan.lock());
+    }
+
+    /// A member starts on its assignment.
+    pub(crate) fn module_started(&self, round: u32, a: &Assignment) {
+        let mut plan = self.plan.lock();
+        let statuses = [ModuleStatus::Pending, ModuleStatus::Ongoing];
+        if let Some(m) = find(&mut plan, &a.member, round, Some(&a.task), &statuses) {
+            m.status = ModuleStatus::Ongoing;
+            stamp(m, "started_ms");
+            self.persist
+                .archive_from
+                .lock()
+                .insert(m.task_id.clone(), m.context_archive.len());
+        }
+    }
+
+    /// A member's draft (or error) for `task` landed on the board.
+    pub(crate) fn module_drafted(&self, entry: &Entry, task: &str) {
+        let module = {
+            let mut plan = self.plan.lock();
+            let statuses = [ModuleStatus::Ongoing, ModuleStatus::Pending];
+            let Some(m) = find(&mut plan, &entry.author, entry.round, Some(task), &statuses) else {
+                return;
+            };
+            m.status = ModuleStatus::PendingReview;
+            m.metadata.insert("entry".into(), Value::from(entry.seq));
+            stamp(m, "drafted_ms");
+            m.clone()
+        };
+        self.journal(&JournalRecord::Module {
+            round: self.state.round,
+            phase: self.state.phase,
+            module,
+        });
+    }
+
+    /// Keeps a member's draft call in its module's context archive: what
+    /// this round's last call was sent, then its answer.
+    pub(crate) fn archive_turn(&self, turn: &Turn) {
+        if turn.phase != Phase::Draft {
+            return;
+        }
+        let mut plan = self.plan.lock();
+        let Some(m) = find(
+            &mut plan,
+            &turn.agent,
+            turn.round,
+            None,
+            &[ModuleStatus::Ongoing],
+        ) else {
+            return;
+        };
+        let from = self
+            .persist
+            .archive_from
+            .lock()
+            .get(&m.task_id)
+            .copied()
+            .unwrap_or(0);
+        m.context_archive.truncate(from);
+        m.context_archive.extend(turn.messages.iter().cloned());
+        let answer = match (&turn.answer, &turn.error) {
+            (Some(a), _) => a.clone(),
+            (None, Some(e)) => format!("(the call failed: {e})"),
+            (None, None) => String::new(),
+        };
+        m.context_archive.push(Message::assistant(answer));
+    }
+}
+
+fn complete(plan: &mut Plan) {
+    for m in &mut plan.tasks {
+        if m.status == ModuleStatus::PendingReview {
+            m.status = ModuleStatus::Completed;
+            stamp(m, "completed_ms");
+        }
+    }
+}

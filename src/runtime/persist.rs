@@ -1,0 +1,379 @@
+//! Persistence of a run: the run directory opened at start, every event
+//! teed into `events.jsonl`, every board entry journaled the moment it
+//! lands, a snapshot (`run.json`, `workspace/plan.json`) after every
+//! phase, `report.md` at the end; and resuming from all of that.
+//!
+//! Why a journal rather than rewriting `run.json` per entry: members land
+//! drafts from several threads while the driver owns the state; an append
+//! of one line per entry is cheap, needs no snapshot of the whole run, and
+//! a SIGKILL leaves at worst a torn last line, which is skipped. A resume
+//! takes the last snapshot and replays the journal records of the phase
+//! that was cut off (only a members phase: its drafts are what must not be
+//! redone; any other phase simply runs again).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
+
+use super::state::{RunPhase, RunState};
+use super::turns::TurnTracker;
+use super::{RunError, RunOutcome, Runtime, run::Run};
+use crate::board::{Entry, EntryKind};
+use crate::event::{Event, RunStatus, now_ms};
+use crate::memory::MasterMemory;
+use crate::store::{
+    self, JournalRecord, RUN_FORMAT_VERSION, RunDir, RunRecord, RunSettings, StoreError,
+    TeamSnapshot, write_atomic, write_replace,
+};
+
+/// What a run keeps for persistence.
+#[derive(Debug, Default)]
+pub(crate) struct Persist {
+    /// The run directory, when the runtime has a runs directory.
+    pub(crate) dir: Option<RunDir>,
+    /// Turn ids and parents.
+    pub(crate) tracker: Mutex<TurnTracker>,
+    /// Where each ongoing module's archive of this round starts.
+    pub(crate) archive_from: Mutex<HashMap<String, usize>>,
+    created_ms: u64,
+}
+
+impl Persist {
+    /// Opens (or reopens, on resume) the run directory and writes a first
+    /// snapshot when there is none.
+    pub(crate) fn open(rt: &Runtime, state: &RunState) -> Result<Persist, RunError> {
+        let Some(runs_dir) = &rt.runs_dir else {
+            return Ok(Persist {
+                created_ms: now_ms(),
+                ..Persist::default()
+            });
+        };
+        let path = runs_dir.join(&state.run_id);
+        let dir = RunDir::open(&path).map_err(RunError::Store)?;
+        let previous = store::load_run(&path).ok();
+        let turns = store::read_turns(&path).map_err(RunError::Store)?;
+        for w in &turns.warnings {
+            log::warn!("{}: {w}", path.display());
+        }
+        let persist = Persist {
+            dir: Some(dir),
+            tracker: Mutex::new(TurnTracker::from_turns(&turns.items)),
+            archive_from: Mutex::default(),
+            created_ms: previous.as_ref().map_or_else(now_ms, |r| r.created_ms),
+        };
+        if previous.is_none() {
+            let record = persist.record(rt, state.clone());
+            persist.save(&record, None).map_err(RunError::Store)?;
+        }
+        Ok(persist)
+    }
+
+    fn record(&self, rt: &Runtime, state: RunState) -> RunRecord {
+        RunRecord {
+            version: RUN_FORMAT_VERSION,
+            created_ms: self.created_ms,
+            saved_ms: now_ms(),
+            team: TeamSnapshot::of(&rt.team),
+            settings: RunSettings {
+                model: rt.model.name(),
+                model_spec: rt.model_spec.clone(),
+                max_rounds: rt.rounds_cap(),
+                max_parallel: rt.parallel_cap(),
+                memory: rt.master_memory.is_some(),
+            },
+            state,
+        }
+    }
+
+    /// Writes `run.json` (when the run has a directory), then `plan.json`
+    /// and, at the end, `report.md` into the workspace (when there is one).
+    fn save(&self, record: &RunRecord, workspace: Option<&Path>) -> Result<(), StoreError> {
+        if let Some(dir) = &self.dir {
+            let path = dir.path().join(store::RUN_FILE);
+            write_atomic(&path, &to_json(&path, record)?)?;
+        }
+        let Some(ws) = workspace else { return Ok(()) };
+        std::fs::create_dir_all(ws).map_err(|e| StoreError::io(ws, e))?;
+        let plan_path = ws.join("plan.json");
+        write_replace(&plan_path, &to_json(&plan_path, &record.state.plan)?)?;
+        if record.state.phase == RunPhase::Finished {
+            if let Some(answer) = &record.state.answer {
+                let report = format!("# {}\n\n{}\n", record.state.task.trim(), answer.trim());
+                write_replace(&ws.join("report.md"), report.as_bytes())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn to_json(path: &Path, value: &impl serde::Serialize) -> Result<Vec<u8>, StoreError> {
+    serde_json::to_vec_pretty(value).map_err(|e| StoreError::Corrupt {
+        path: path.to_path_buf(),
+        detail: format!("cannot serialise: {e}"),
+    })
+}
+
+impl Run<'_> {
+    /// Tees an event into `events.jsonl`.
+    pub(crate) fn persist_event(&self, event: &Event) {
+        if let Some(dir) = &self.persist.dir {
+            if let Err(e) = dir.append_event(event) {
+                log::error!("cannot save event: {e}");
+            }
+        }
+    }
+
+    /// Journals a change made in the middle of a phase.
+    pub(crate) fn journal(&self, record: &JournalRecord) {
+        if let Some(dir) = &self.persist.dir {
+            if let Err(e) = dir.append_journal(record) {
+                log::error!("cannot journal: {e}");
+            }
+        }
+    }
+
+    /// The body of the `checkpoint` hook: settle the plan at the end, then
+    /// write `run.json` and `plan.json` (and `report.md` at the end).
+    pub(crate) fn checkpoint_impl(&self) {
+        if self.state.phase == RunPhase::Finished
+            && matches!(
+                self.state.status,
+                RunStatus::Done | RunStatus::RoundLimit | RunStatus::BudgetExhausted
+            )
+        {
+            self.complete_reviewed_modules();
+        }
+        let workspace = self.workspace_dir();
+        if self.persist.dir.is_none() && workspace.is_none() {
+            return;
+        }
+        let mut state = self.state.clone();
+        state.board = self.board.snapshot();
+        state.plan = self.plan.lock().clone();
+        {
+            let usage = self.usage.lock();
+            state.usage = usage.0;
+            state.usage_by_agent = usage.1.clone();
+        }
+        let record = self.persist.record(self.rt, state);
+        if let Err(e) = self.persist.save(&record, workspace.as_deref()) {
+            log::error!("cannot save the run: {e}");
+        }
+    }
+
+    /// The body of the `on_entry` hook: the entry goes to the journal at
+    /// once, and a member's draft moves its module to `pending_review`.
+    pub(crate) fn on_entry_impl(&self, entry: &Entry) {
+        let (round, phase) = (self.state.round, self.state.phase);
+        self.journal(&JournalRecord::Entry {
+            round,
+            phase,
+            entry: entry.clone(),
+        });
+        if matches!(entry.kind, EntryKind::Draft | EntryKind::Error) {
+            if let Some(task) = &entry.task {
+                self.module_drafted(entry, task);
+            }
+        }
+    }
+
+    /// After the loop: ask the master what to remember, then save.
+    pub(crate) fn after_run(&mut self) {
+        self.update_memory();
+        self.checkpoint_impl();
+    }
+}
+
+/// The last snapshot of a run, with the journal of the members phase it
+/// was cut off in replayed on top.
+pub(crate) fn replay(dir: &Path, mut state: RunState) -> Result<RunState, StoreError> {
+    if state.phase != RunPhase::Members {
+        return Ok(state);
+    }
+    let journal = store::read_journal(dir)?;
+    for w in &journal.warnings {
+        log::warn!("{}: {w}", dir.display());
+    }
+    for record in journal.items {
+        match record {
+            JournalRecord::Entry {
+                round,
+                phase,
+                entry,
+            } if round == state.round && phase == state.phase => {
+                let last = state.board.last().map_or(0, |e| e.seq);
+                if entry.seq > last {
+                    state.board.push(entry);
+                }
+            }
+            JournalRecord::Module {
+                round,
+                phase,
+                module,
+            } if round == state.round && phase == state.phase => {
+                match state.plan.get_mut(&module.task_id) {
+                    Some(m) => *m = module,
+                    None => state.plan.tasks.push(module),
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(state)
+}
+
+impl Runtime {
+    /// Writes the run to `<dir>/<run-id>/` (`run.json`, `events.jsonl`,
+    /// `turns.jsonl`, `workspace/`). Without it nothing is written. The
+    /// run's workspace is `<dir>/<run-id>/workspace` unless
+    /// [`Runtime::workspace`] names another.
+    pub fn runs_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.runs_dir = Some(dir.into());
+        self
+    }
+
+    /// Gives the master the memory kept in `memory` and, after each run
+    /// that ends with an answer, asks it what to add.
+    pub fn master_memory(mut self, memory: MasterMemory) -> Self {
+        match memory.load() {
+            Ok(text) => self.memory = text,
+            Err(e) => log::warn!("master memory not read: {e}"),
+        }
+        self.master_memory = Some(memory);
+        self
+    }
+
+    /// Records the model spec the default model was built from, so that a
+    /// resume can build it again (it goes into `run.json`).
+    pub fn model_spec(mut self, spec: impl Into<String>) -> Self {
+        self.model_spec = Some(spec.into());
+        self
+    }
+
+    /// Continues the run saved in `run_dir` (`<runs-dir>/<run-id>`) from
+    /// its last completed phase. Members whose drafts for the interrupted
+    /// round are already on the board are not called again. The run keeps
+    /// writing to the same directory.
+    ///
+    /// The runtime should hold the run's team: [`RunRecord::team`] via
+    /// [`load_run`](crate::load_run) gives it back.
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::Store`] when the run cannot be read; otherwise as
+    /// [`Runtime::run`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use boardroom::{Runtime, Sim, Team, load_run};
+    /// let runs = std::env::temp_dir().join(format!("boardroom-doc-{}", std::process::id()));
+    /// let run = Runtime::new(Team::builtin()?, Sim::new())
+    ///     .runs_dir(&runs)
+    ///     .run("Plan a picnic")?;
+    /// let dir = runs.join(&run.run_id);
+    /// let saved = load_run(&dir)?;
+    /// let again = Runtime::new(saved.team.to_team()?, Sim::new()).resume(&dir)?;
+    /// assert_eq!(again.answer, run.answer);
+    /// # std::fs::remove_dir_all(&runs).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn resume(&self, run_dir: impl AsRef<Path>) -> Result<RunOutcome, RunError> {
+        let dir = run_dir.as_ref();
+        let record = store::load_run(dir).map_err(RunError::Store)?;
+        if dir.file_name().and_then(|n| n.to_str()) != Some(record.state.run_id.as_str()) {
+            return Err(RunError::Store(StoreError::Corrupt {
+                path: dir.join(store::RUN_FILE),
+                detail: format!(
+                    "run id '{}' does not match its directory",
+                    record.state.run_id
+                ),
+            }));
+        }
+        let mut state = replay(dir, record.state).map_err(RunError::Store)?;
+        if matches!(state.status, RunStatus::Cancelled | RunStatus::Failed)
+            && state.phase != RunPhase::Finished
+        {
+            state.status = RunStatus::Running;
+            state.error = None;
+        }
+        let mut rt = self.clone();
+        rt.runs_dir = Some(dir.parent().map_or_else(PathBuf::new, Path::to_path_buf));
+        rt.drive(state)
+    }
+}
+
+/// Marks a saved run as failed when the loop stopped with an error.
+pub(crate) fn mark_failed(rt: &Runtime, run_id: &str, error: &RunError) {
+    let Some(runs_dir) = &rt.runs_dir else { return };
+    let dir = runs_dir.join(run_id);
+    let Ok(mut record) = store::load_run(&dir) else {
+        return;
+    };
+    record.state.status = RunStatus::Failed;
+    record.state.error = Some(error.to_string());
+    record.saved_ms = now_ms();
+    if let Ok(json) = serde_json::to_vec_pretty(&record) {
+        if let Err(e) = write_atomic(&dir.join(store::RUN_FILE), &json) {
+            log::error!("cannot save the failed run: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::ModuleStatus;
+
+    fn entry(seq: u64, author: &str) -> Entry {
+        Entry {
+            seq,
+            round: 1,
+            author: author.into(),
+            kind: EntryKind::Draft,
+            task: Some("t".into()),
+            text: format!("draft {seq}"),
+        }
+    }
+
+    #[test]
+    fn replay_applies_only_the_cut_off_members_phase() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::open(tmp.path()).unwrap();
+        let mut state = RunState::new("r".into(), "task".into());
+        state.round = 1;
+        state.phase = RunPhase::Members;
+        state.board.push(entry(1, "writer"));
+        let id = state.plan.add("t", Some("critic".into()));
+        let mut module = state.plan.get(&id).unwrap().clone();
+        module.status = ModuleStatus::PendingReview;
+        let members = |entry| JournalRecord::Entry {
+            round: 1,
+            phase: RunPhase::Members,
+            entry,
+        };
+        dir.append_journal(&members(entry(1, "writer"))).unwrap();
+        dir.append_journal(&members(entry(2, "critic"))).unwrap();
+        dir.append_journal(&JournalRecord::Module {
+            round: 1,
+            phase: RunPhase::Members,
+            module,
+        })
+        .unwrap();
+        // From another phase or round: not replayed.
+        dir.append_journal(&JournalRecord::Entry {
+            round: 0,
+            phase: RunPhase::Members,
+            entry: entry(3, "analyst"),
+        })
+        .unwrap();
+        let replayed = replay(tmp.path(), state.clone()).unwrap();
+        let seqs: Vec<u64> = replayed.board.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, vec![1, 2]);
+        assert_eq!(replayed.plan.tasks[0].status, ModuleStatus::PendingReview);
+
+        state.phase = RunPhase::Review;
+        assert_eq!(replay(tmp.path(), state.clone()).unwrap(), state);
+    }
+}

@@ -1,0 +1,52 @@
+//! Master memory after a run: the master is asked what is worth
+//! remembering, and the note is kept for the team's next runs.
+
+use super::run::Run;
+use super::{call::Attempt, prompt};
+use crate::event::RunStatus;
+use crate::model::Phase;
+
+impl Run<'_> {
+    /// Asks the master for a memory note and stores it (when the runtime
+    /// has a [`MasterMemory`](crate::MasterMemory) and the run has an answer).
+    pub(crate) fn update_memory(&self) {
+        let Some(memory) = &self.rt.master_memory else {
+            return;
+        };
+        let Some(answer) = self
+            .state
+            .answer
+            .as_deref()
+            .filter(|a| !a.trim().is_empty())
+        else {
+            return;
+        };
+        if !matches!(
+            self.state.status,
+            RunStatus::Done | RunStatus::RoundLimit | RunStatus::BudgetExhausted
+        ) || self.persist.tracker.lock().remembered()
+        {
+            return;
+        }
+        let master = self.team.master();
+        let messages = prompt::memory(self.team, &self.state.task, answer);
+        match self.call_until(
+            master,
+            Phase::Memory,
+            self.state.round,
+            messages,
+            "a few short bullet points",
+            |r| Ok(r.text.trim().to_string()),
+        ) {
+            Ok(Attempt::Usable(note)) => {
+                if let Err(e) = memory.remember(&self.state.run_id, &note) {
+                    log::warn!("master memory not saved: {e}");
+                }
+            }
+            Ok(Attempt::Unusable(problems)) => {
+                log::warn!("the master gave no memory note: {}", problems.join("; "));
+            }
+            Err(e) => log::warn!("the master gave no memory note: {e}"),
+        }
+    }
+}

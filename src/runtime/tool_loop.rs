@@ -1,0 +1,238 @@
+//! The tool loop of one agent turn: call the model with the agent's tools;
+//! while it asks for tool calls, run them (in parallel when it asks for
+//! several), append its message and one result per call, and call again;
+//! stop when it answers in text or after [`MAX_TOOL_STEPS`].
+//!
+//! A failing tool never ends the run: its error goes back to the model as
+//! the result. No lock is held while a tool runs. After the loop
+//! `request.messages` holds the whole exchange, so the turn record sees the
+//! tool calls and their results.
+
+use std::sync::Arc;
+
+use super::Runtime;
+use super::run::Run;
+use crate::event::EventKind;
+use crate::model::{ChatRequest, ChatResponse, Message, ModelError, SharedModel, ToolCall, Usage};
+use crate::team::AgentSpec;
+use crate::tools::{Tool, ToolContext, ToolError, ToolRegistry, spec_of, wire_name};
+
+/// Rounds of tool calls in one turn before the model must answer in text.
+pub(crate) const MAX_TOOL_STEPS: usize = 8;
+/// Characters of one tool result the model is shown at most.
+const MAX_RESULT_CHARS: usize = 20_000;
+
+/// The tools of a run: built-ins, the program's own, and the tools of the
+/// MCP servers the team's agents use (started here, ended when the run is
+/// dropped). Every grant must name a tool.
+pub(crate) fn registry(rt: &Runtime) -> Result<ToolRegistry, ToolError> {
+    let team = rt.team();
+    if team.agents().iter().all(|a| a.tools.is_empty()) {
+        return Ok(ToolRegistry::default());
+    }
+    let mut registry = ToolRegistry::for_team(team)?;
+    for tool in &rt.tools {
+        registry.add(Arc::clone(tool));
+    }
+    registry.check(team).map_err(ToolError::Policy)?;
+    Ok(registry)
+}
+
+impl Run<'_> {
+    /// One agent turn with its tools (a plain model call without any).
+    pub(crate) fn tool_exchange(
+        &self,
+        agent: &AgentSpec,
+        model: &SharedModel,
+        request: &mut ChatRequest,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<ChatResponse, ModelError> {
+        let granted = self.tools.granted(agent).unwrap_or_default();
+        if granted.is_empty() {
+            return model.chat(request, on_delta);
+        }
+        request.tools = granted.iter().map(|t| spec_of(t.as_ref())).collect();
+        let mut usage = Usage::default();
+        let mut retries = 0;
+        let mut step = 0;
+        loop {
+            let capped = step == MAX_TOOL_STEPS;
+            if capped {
+                request.tools.clear();
+                request.messages.push(Message::user(format!(
+                    "You have used all {MAX_TOOL_STEPS} tool steps of this turn: no more tool \
+                     calls. Answer now, in text, with what you have."
+                )));
+            }
+            let mut response = model.chat(request, on_delta)?;
+            usage.add(response.usage);
+            retries += response.retries;
+            if response.tool_calls.is_empty() || capped {
+                if !response.tool_calls.is_empty() {
+                    log::warn!(
+                        "{}: still asking for tools after {MAX_TOOL_STEPS} steps",
+                        agent.name
+                    );
+                    response.tool_calls.clear();
+                    response.text = format!(
+                        "{}\n\n[the tool loop stopped after {MAX_TOOL_STEPS} steps; \
+                         the agent was still asking for tools]",
+                        response.text
+                    )
+                    .trim()
+                    .to_string();
+                }
+                response.usage = usage;
+                response.retries = retries;
+                return Ok(response);
+            }
+            if self.cancelled() {
+                return Err(ModelError::Cancelled);
+            }
+            self.check_budget()?;
+            let calls = response.tool_calls.clone();
+            let mut said = Message::assistant(response.text);
+            said.tool_calls = calls.clone();
+            request.messages.push(said);
+            let results = self.run_tools(agent, request, &granted, &calls);
+            for (call, text) in calls.iter().zip(results) {
+                request.messages.push(Message::tool(call.id.clone(), text));
+            }
+            step += 1;
+        }
+    }
+
+    /// Runs the calls (on scoped threads when there are several) and
+    /// returns one result text per call, in order.
+    fn run_tools(
+        &self,
+        agent: &AgentSpec,
+        request: &ChatRequest,
+        granted: &[Arc<dyn Tool>],
+        calls: &[ToolCall],
+    ) -> Vec<String> {
+        if calls.len() == 1 {
+            return vec![self.run_tool(agent, request, granted, &calls[0])];
+        }
+        std::thread::scope(|s| {
+            let handles: Vec<_> = calls
+                .iter()
+                .map(|call| {
+                    std::thread::Builder::new()
+                        .name(format!("tool-{}", agent.name))
+                        .spawn_scoped(s, move || self.run_tool(agent, request, granted, call))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .zip(calls)
+                .map(|(h, call)| match h {
+                    Ok(h) => h
+                        .join()
+                        .unwrap_or_else(|_| format!("error: tool '{}' panicked", call.name)),
+                    // No thread to be had: run it here.
+                    Err(_) => self.run_tool(agent, request, granted, call),
+                })
+                .collect()
+        })
+    }
+
+    /// One call: events before and after, errors turned into the result.
+    fn run_tool(
+        &self,
+        agent: &AgentSpec,
+        request: &ChatRequest,
+        granted: &[Arc<dyn Tool>],
+        call: &ToolCall,
+    ) -> String {
+        let parent = self.parent_of(agent);
+        let tool = granted
+            .iter()
+            .find(|t| t.name() == call.name || wire_name(t.name()) == call.name);
+        let shown = tool.map_or(call.name.as_str(), |t| t.name());
+        self.emit(
+            &agent.name,
+            parent,
+            EventKind::ToolCall {
+                round: request.round,
+                phase: request.phase,
+                id: call.id.clone(),
+                tool: shown.to_string(),
+                arguments: call.arguments.clone(),
+            },
+        );
+        let result = match tool {
+            None => Err(ToolError::Unknown {
+                name: call.name.clone(),
+            }),
+            Some(tool) => self.invoke(agent, tool.as_ref(), call),
+        };
+        let (is_error, text) = match result {
+            Ok(text) => (false, text),
+            Err(e) => {
+                log::info!("{}: tool {shown} failed: {e}", agent.name);
+                (true, format!("error: {e}"))
+            }
+        };
+        let text = cut(text);
+        self.emit(
+            &agent.name,
+            parent,
+            EventKind::ToolResult {
+                round: request.round,
+                id: call.id.clone(),
+                tool: shown.to_string(),
+                is_error,
+                text: text.clone(),
+            },
+        );
+        text
+    }
+
+    fn invoke(
+        &self,
+        agent: &AgentSpec,
+        tool: &dyn Tool,
+        call: &ToolCall,
+    ) -> Result<String, ToolError> {
+        let args = if call.arguments.trim().is_empty() {
+            serde_json::json!({})
+        } else {
+            serde_json::from_str(&call.arguments).map_err(|e| ToolError::BadArguments {
+                tool: tool.name().to_string(),
+                detail: format!("not JSON: {e}"),
+            })?
+        };
+        let workspace = self.workspace_dir();
+        let parent = self.parent_of(agent);
+        let on_file = |path: &str, bytes: u64| {
+            self.emit(
+                &agent.name,
+                parent,
+                EventKind::WorkspaceFile {
+                    path: path.to_string(),
+                    bytes,
+                },
+            );
+        };
+        let mut ctx = ToolContext::new(&agent.name)
+            .with_plan(&self.plan)
+            .on_file(&on_file);
+        if let Some(dir) = workspace.as_deref() {
+            ctx = ctx.with_workspace(dir);
+        }
+        tool.call(args, &ctx)
+    }
+}
+
+/// At most [`MAX_RESULT_CHARS`] characters, with a note when cut.
+fn cut(text: String) -> String {
+    match text.char_indices().nth(MAX_RESULT_CHARS) {
+        None => text,
+        Some((at, _)) => format!(
+            "{}\n[... cut: the result has {} characters]",
+            &text[..at],
+            text.chars().count()
+        ),
+    }
+}

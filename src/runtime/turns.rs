@@ -1,0 +1,254 @@
+//! The Turn record: one model call, with what it was based on.
+//!
+//! Every call the runtime makes becomes a [`Turn`]: written to
+//! `turns.jsonl` when the run has a directory, and announced with a
+//! `turn_completed` event. Parent turn ids draw the call graph: a draft
+//! is based on the master turn that assigned it, a challenge on the
+//! round's drafts, a review on the round's drafts and challenges, a
+//! retry on the attempt before it.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::{EventKind, now_ms};
+use crate::model::{ChatRequest, ChatResponse, Message, ModelError, Phase, ToolCall, Usage};
+use crate::team::{AgentRole, AgentSpec};
+
+use super::run::Run;
+
+/// One model call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Turn {
+    /// `t0001`, `t0002`, ... in the order calls finished.
+    pub turn_id: String,
+    /// The run.
+    pub run_id: String,
+    /// The agent that was called.
+    pub agent: String,
+    /// Its role.
+    pub role: AgentRole,
+    /// The round (0 while planning).
+    pub round: u32,
+    /// What the call was for.
+    pub phase: Phase,
+    /// The turns this one was based on.
+    #[serde(default)]
+    pub parents: Vec<String>,
+    /// When it finished, milliseconds since the Unix epoch.
+    pub time_ms: u64,
+    /// The messages sent.
+    pub messages: Vec<Message>,
+    /// The answer, when the call succeeded.
+    #[serde(default)]
+    pub answer: Option<String>,
+    /// Tool calls the model asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// Tokens used.
+    #[serde(default)]
+    pub usage: Usage,
+    /// How long the call took, in milliseconds.
+    pub latency_ms: u64,
+    /// Transport retries inside the call.
+    #[serde(default)]
+    pub retries: u32,
+    /// Why the call failed.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// What the turns so far say about parents. Rebuilt from `turns.jsonl`
+/// on resume.
+#[derive(Debug, Default)]
+pub(crate) struct TurnTracker {
+    count: usize,
+    /// The master's latest turn.
+    last_master: Option<String>,
+    /// (round, phase, agent, turn id) of members' turns.
+    member_turns: Vec<(u32, Phase, String, String)>,
+    /// Whether the master already gave its memory note.
+    remembered: bool,
+}
+
+impl TurnTracker {
+    pub(crate) fn from_turns(turns: &[Turn]) -> Self {
+        let mut t = TurnTracker::default();
+        for turn in turns {
+            t.observe(turn);
+        }
+        t
+    }
+
+    pub(crate) fn remembered(&self) -> bool {
+        self.remembered
+    }
+
+    fn next_id(&mut self) -> String {
+        self.count += 1;
+        format!("t{:04}", self.count)
+    }
+
+    fn parents(&self, agent: &str, phase: Phase, round: u32) -> Vec<String> {
+        let of = |p: Phase| {
+            self.member_turns
+                .iter()
+                .filter(move |(r, ph, _, _)| *r == round && *ph == p)
+                .map(|(_, _, _, id)| id.clone())
+        };
+        let mut parents: Vec<String> = match phase {
+            Phase::Draft => self.last_master.iter().cloned().collect(),
+            Phase::Challenge => of(Phase::Draft).collect(),
+            Phase::Review | Phase::Final => of(Phase::Draft).chain(of(Phase::Challenge)).collect(),
+            _ => Vec::new(),
+        };
+        // A retry (or a second call of the same kind) builds on the last one.
+        let previous = if matches!(phase, Phase::Draft | Phase::Challenge) {
+            self.member_turns
+                .iter()
+                .rev()
+                .find(|(r, ph, a, _)| *r == round && *ph == phase && a == agent)
+                .map(|(_, _, _, id)| id.clone())
+        } else {
+            self.last_master.clone()
+        };
+        if let Some(p) = previous {
+            if !parents.contains(&p) {
+                parents.push(p);
+            }
+        }
+        parents
+    }
+
+    fn observe(&mut self, turn: &Turn) {
+        self.count = self.count.max(
+            turn.turn_id
+                .trim_start_matches('t')
+                .parse()
+                .unwrap_or(self.count + 1),
+        );
+        if turn.phase == Phase::Memory && turn.error.is_none() {
+            self.remembered = true;
+        }
+        if turn.role == AgentRole::Master {
+            self.last_master = Some(turn.turn_id.clone());
+        } else {
+            self.member_turns.push((
+                turn.round,
+                turn.phase,
+                turn.agent.clone(),
+                turn.turn_id.clone(),
+            ));
+        }
+    }
+}
+
+impl Run<'_> {
+    /// Builds the Turn record of one call, files it, and announces it.
+    pub(crate) fn record_turn_impl(
+        &self,
+        agent: &AgentSpec,
+        request: &ChatRequest,
+        result: &Result<ChatResponse, ModelError>,
+        latency: Duration,
+    ) {
+        let turn = {
+            let mut tracker = self.persist.tracker.lock();
+            let parents = tracker.parents(&agent.name, request.phase, request.round);
+            let (answer, tool_calls, usage, retries, error) = match result {
+                Ok(r) => (
+                    Some(r.text.clone()),
+                    r.tool_calls.clone(),
+                    r.usage,
+                    r.retries,
+                    None,
+                ),
+                Err(e) => (None, Vec::new(), Usage::default(), 0, Some(e.to_string())),
+            };
+            let turn = Turn {
+                turn_id: tracker.next_id(),
+                run_id: self.state.run_id.clone(),
+                agent: agent.name.clone(),
+                role: agent.role,
+                round: request.round,
+                phase: request.phase,
+                parents,
+                time_ms: now_ms(),
+                messages: request.messages.clone(),
+                answer,
+                tool_calls,
+                usage,
+                latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
+                retries,
+                error,
+            };
+            tracker.observe(&turn);
+            turn
+        };
+        self.archive_turn(&turn);
+        if let Some(dir) = &self.persist.dir {
+            if let Err(e) = dir.append_turn(&turn) {
+                log::error!("cannot save turn {}: {e}", turn.turn_id);
+            }
+        }
+        self.emit(
+            &agent.name,
+            self.parent_of(agent),
+            EventKind::TurnCompleted {
+                turn_id: turn.turn_id,
+                round: turn.round,
+                phase: turn.phase,
+                parents: turn.parents,
+                usage: turn.usage,
+                latency_ms: turn.latency_ms,
+                error: turn.error,
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(id: &str, agent: &str, role: AgentRole, round: u32, phase: Phase) -> Turn {
+        Turn {
+            turn_id: id.into(),
+            run_id: "r".into(),
+            agent: agent.into(),
+            role,
+            round,
+            phase,
+            parents: vec![],
+            time_ms: 0,
+            messages: vec![],
+            answer: None,
+            tool_calls: vec![],
+            usage: Usage::default(),
+            latency_ms: 0,
+            retries: 0,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn parents_follow_the_loop_and_survive_a_replay() {
+        let turns = vec![
+            turn("t0001", "master", AgentRole::Master, 0, Phase::Plan),
+            turn("t0002", "writer", AgentRole::Member, 1, Phase::Draft),
+            turn("t0003", "critic", AgentRole::Member, 1, Phase::Draft),
+            turn("t0004", "critic", AgentRole::Member, 1, Phase::Challenge),
+        ];
+        let mut t = TurnTracker::from_turns(&turns);
+        assert_eq!(t.parents("analyst", Phase::Draft, 1), vec!["t0001"]);
+        assert_eq!(
+            t.parents("critic", Phase::Challenge, 1),
+            vec!["t0002", "t0003", "t0004"]
+        );
+        assert_eq!(
+            t.parents("master", Phase::Review, 1),
+            vec!["t0002", "t0003", "t0004", "t0001"]
+        );
+        assert_eq!(t.next_id(), "t0005");
+    }
+}

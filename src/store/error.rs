@@ -1,0 +1,76 @@
+//! Why a run directory could not be written or read.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// Why a run directory could not be written or read.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A file or directory could not be created, written or read.
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// A file is not what it should be (bad JSON, a missing field).
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, lowercase.
+        detail: String,
+    },
+    /// `run.json` was written by a newer version of boardroom.
+    NewerVersion {
+        /// The file.
+        path: PathBuf,
+        /// The version it says it is.
+        found: u64,
+        /// The newest version this build reads.
+        supported: u32,
+    },
+    /// No run with this id (or path) exists.
+    NotFound {
+        /// The run id or path that was asked for.
+        run: String,
+    },
+}
+
+impl StoreError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
+        StoreError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            StoreError::Corrupt { path, detail } => write!(f, "{}: {detail}", path.display()),
+            StoreError::NewerVersion {
+                path,
+                found,
+                supported,
+            } => write!(
+                f,
+                "{}: written by a newer boardroom (format version {found}, this build reads up to {supported})",
+                path.display()
+            ),
+            StoreError::NotFound { run } => write!(f, "run '{run}': not found"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

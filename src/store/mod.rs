@@ -1,0 +1,36 @@
+//! The run directory: everything a run leaves on disk, and reading it back.
+//!
+//! ```text
+//! runs/<run-id>/
+//!   run.json        snapshot after every phase (temp file, fsync, rename)
+//!   events.jsonl    every event, one JSON object a line, appended and flushed
+//!   turns.jsonl     every model call (a Turn record a line)
+//!   journal.jsonl   board entries and work modules as they land mid-phase
+//!   workspace/      plan.json, report.md, files the agents write
+//! ```
+//!
+//! Readers are tolerant: a half-written last line is skipped with a
+//! warning, a `run.json` from a newer version is an error that says so.
+
+mod error;
+mod read;
+mod record;
+mod write;
+
+pub use error::StoreError;
+pub use read::{Lines, RunListing, list_runs, load_run, read_events, read_turns};
+pub use record::{RUN_FORMAT_VERSION, RunRecord, RunSettings, TeamSnapshot};
+
+pub(crate) use read::read_journal;
+pub(crate) use record::JournalRecord;
+pub(crate) use write::{RunDir, write_atomic, write_replace};
+
+/// File names inside a run directory.
+pub(crate) const RUN_FILE: &str = "run.json";
+pub(crate) const EVENTS_FILE: &str = "events.jsonl";
+pub(crate) const TURNS_FILE: &str = "turns.jsonl";
+pub(crate) const JOURNAL_FILE: &str = "journal.jsonl";
+pub(crate) const WORKSPACE_DIR: &str = "workspace";
+
+#[cfg(test)]
+mod tests;

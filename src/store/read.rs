@@ -1,0 +1,160 @@
+//! Reading run directories back, tolerantly: what can be read is read,
+//! what cannot is reported, nothing panics.
+
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+
+use super::record::{JournalRecord, RUN_FORMAT_VERSION, RunRecord};
+use super::{EVENTS_FILE, JOURNAL_FILE, RUN_FILE, StoreError, TURNS_FILE};
+use crate::event::Event;
+use crate::runtime::Turn;
+
+/// The readable lines of a JSON-lines file, and a warning for each line
+/// that was skipped (`events.jsonl:17: truncated last line skipped`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lines<T> {
+    /// What could be read, in file order.
+    pub items: Vec<T>,
+    /// One message per skipped line.
+    pub warnings: Vec<String>,
+}
+
+/// Reads `<dir>/run.json`.
+///
+/// # Errors
+///
+/// [`StoreError::NotFound`] when there is no such file,
+/// [`StoreError::NewerVersion`] for a file from a newer boardroom,
+/// [`StoreError::Corrupt`] for one that is not a run record.
+pub fn load_run(dir: &Path) -> Result<RunRecord, StoreError> {
+    let path = dir.join(RUN_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(StoreError::NotFound {
+                run: path.display().to_string(),
+            });
+        }
+        Err(e) => return Err(StoreError::io(&path, e)),
+    };
+    let corrupt = |detail: String| StoreError::Corrupt {
+        path: path.clone(),
+        detail,
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| corrupt(format!("not valid json: {e}")))?;
+    let version = value
+        .get("version")
+        .and_then(serde_json::Value::as_u64)
+        .ok_or_else(|| corrupt("no format 'version'".into()))?;
+    if version > u64::from(RUN_FORMAT_VERSION) {
+        return Err(StoreError::NewerVersion {
+            path,
+            found: version,
+            supported: RUN_FORMAT_VERSION,
+        });
+    }
+    serde_json::from_value(value).map_err(|e| corrupt(format!("not a run record: {e}")))
+}
+
+/// Reads `<dir>/events.jsonl`; a missing file reads as empty.
+///
+/// # Errors
+///
+/// A [`StoreError::Io`] when the file exists but cannot be read.
+pub fn read_events(dir: &Path) -> Result<Lines<Event>, StoreError> {
+    read_lines(&dir.join(EVENTS_FILE))
+}
+
+/// Reads `<dir>/turns.jsonl`; a missing file reads as empty.
+///
+/// # Errors
+///
+/// A [`StoreError::Io`] when the file exists but cannot be read.
+pub fn read_turns(dir: &Path) -> Result<Lines<Turn>, StoreError> {
+    read_lines(&dir.join(TURNS_FILE))
+}
+
+pub(crate) fn read_journal(dir: &Path) -> Result<Lines<JournalRecord>, StoreError> {
+    read_lines(&dir.join(JOURNAL_FILE))
+}
+
+fn read_lines<T: DeserializeOwned>(path: &Path) -> Result<Lines<T>, StoreError> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(StoreError::io(path, e)),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let complete = text.ends_with('\n');
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Lines {
+        items: Vec::new(),
+        warnings: Vec::new(),
+    };
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(line) {
+            Ok(item) => out.items.push(item),
+            Err(e) => {
+                let last = i + 1 == lines.len() && !complete;
+                let why = if last || e.is_eof() {
+                    "truncated line skipped".to_string()
+                } else {
+                    format!("unreadable line skipped: {e}")
+                };
+                out.warnings.push(format!("{name}:{}: {why}", i + 1));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One directory under the runs directory.
+#[derive(Debug)]
+pub struct RunListing {
+    /// The run id (the directory's name).
+    pub id: String,
+    /// The run directory.
+    pub path: PathBuf,
+    /// Its `run.json`, or why it could not be read.
+    pub record: Result<RunRecord, StoreError>,
+}
+
+/// Every run under `runs_dir`, oldest first (run ids sort by time).
+/// Directories without a `run.json` (such as `memory/`) are left out;
+/// unreadable ones are listed with their error.
+///
+/// # Errors
+///
+/// A [`StoreError::Io`] when `runs_dir` exists but cannot be listed; a
+/// missing `runs_dir` lists no runs.
+pub fn list_runs(runs_dir: &Path) -> Result<Vec<RunListing>, StoreError> {
+    let read = match std::fs::read_dir(runs_dir) {
+        Ok(r) => r,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(StoreError::io(runs_dir, e)),
+    };
+    let mut dirs: Vec<PathBuf> = read
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join(RUN_FILE).is_file())
+        .collect();
+    dirs.sort();
+    Ok(dirs
+        .into_iter()
+        .map(|path| RunListing {
+            id: path
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            record: load_run(&path),
+            path,
+        })
+        .collect())
+}

@@ -1,0 +1,110 @@
+//! What `run.json` and `journal.jsonl` hold.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::board::Entry;
+use crate::plan::WorkModule;
+use crate::runtime::{RunPhase, RunState};
+use crate::team::{AgentSpec, Team, TeamConfig, TeamError};
+
+/// The format version this build writes; newer files are refused clearly.
+pub const RUN_FORMAT_VERSION: u32 = 1;
+
+/// The contents of `run.json`: the run's state plus what is needed to
+/// start it again (the team and the settings, never a secret).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The format version ([`RUN_FORMAT_VERSION`] when written by this build).
+    pub version: u32,
+    /// When the run started, milliseconds since the Unix epoch.
+    pub created_ms: u64,
+    /// When this snapshot was written.
+    pub saved_ms: u64,
+    /// The team, whole, so a resume does not depend on files that changed.
+    pub team: TeamSnapshot,
+    /// The settings the run was started with.
+    pub settings: RunSettings,
+    /// Task, round, phase, board, plan, usage, status, answer.
+    #[serde(flatten)]
+    pub state: RunState,
+}
+
+/// The settings of a run, as the runtime had them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    /// The default model's name.
+    pub model: String,
+    /// The model spec it was built from, when the caller said
+    /// (`--model`): used again on resume.
+    #[serde(default)]
+    pub model_spec: Option<String>,
+    /// The round cap.
+    pub max_rounds: u32,
+    /// The cap on members at once.
+    #[serde(default)]
+    pub max_parallel: Option<usize>,
+    /// Whether master memory was on.
+    #[serde(default)]
+    pub memory: bool,
+}
+
+/// A team as stored in `run.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamSnapshot {
+    /// The team's name.
+    pub name: String,
+    /// The directory it was loaded from, if any.
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+    /// `team.yaml`.
+    #[serde(default)]
+    pub config: TeamConfig,
+    /// Every agent with its soul.
+    pub agents: Vec<AgentSpec>,
+}
+
+impl TeamSnapshot {
+    /// The snapshot of a team.
+    pub fn of(team: &Team) -> Self {
+        TeamSnapshot {
+            name: team.name().to_string(),
+            dir: team
+                .dir()
+                .map(|d| d.canonicalize().unwrap_or_else(|_| d.to_path_buf())),
+            config: team.config().clone(),
+            agents: team.agents().to_vec(),
+        }
+    }
+
+    /// The team again, as it was when the run started.
+    ///
+    /// # Errors
+    ///
+    /// A [`TeamError`] when the stored agents do not make a valid team
+    /// (a hand-edited file).
+    pub fn to_team(&self) -> Result<Team, TeamError> {
+        Team::new(self.name.clone(), self.config.clone(), self.agents.clone())
+    }
+}
+
+/// One line of `journal.jsonl`: something that changed in the middle of
+/// a phase, tagged with the phase so a resume replays only what belongs
+/// to the phase that was cut off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "snake_case")]
+pub(crate) enum JournalRecord {
+    /// An entry landed on the board.
+    Entry {
+        round: u32,
+        phase: RunPhase,
+        entry: Entry,
+    },
+    /// A work module changed.
+    Module {
+        round: u32,
+        phase: RunPhase,
+        module: WorkModule,
+    },
+}

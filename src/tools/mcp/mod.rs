@@ -1,0 +1,101 @@
+//! MCP over stdio: the client (one process, newline-delimited JSON-RPC 2.0,
+//! one reader thread that hands each response to the caller waiting for
+//! its id) and the pool (one shared session per configured server,
+//! restarted once if it dies, every process ended when the pool drops).
+
+mod client;
+mod config;
+mod pool;
+
+use std::fmt;
+use std::time::Duration;
+
+pub use config::McpServerConfig;
+pub(crate) use config::load_mcp_json;
+pub use pool::{McpPool, McpToolInfo};
+
+/// The protocol version the client asks for; it accepts what the server
+/// answers with.
+pub(crate) const PROTOCOL_VERSION: &str = "2025-06-18";
+
+/// How long a tool call may take unless the server's config says otherwise.
+pub(crate) const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why talking to an MCP server failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum McpError {
+    /// The server process could not be started.
+    Spawn {
+        /// The command.
+        command: String,
+        /// The cause.
+        detail: String,
+    },
+    /// The server process ended (or closed its output) before answering.
+    Closed {
+        /// The last lines it wrote to stderr, if any.
+        stderr: String,
+    },
+    /// No answer within the timeout.
+    Timeout {
+        /// The method.
+        method: String,
+        /// The timeout.
+        after: Duration,
+    },
+    /// The server answered with a JSON-RPC error.
+    Rpc {
+        /// The method.
+        method: String,
+        /// The error code.
+        code: i64,
+        /// The error message.
+        message: String,
+    },
+    /// The server's answer does not have the shape MCP gives it.
+    Protocol {
+        /// What is wrong.
+        detail: String,
+    },
+    /// The server died again after its one restart.
+    GaveUp {
+        /// How many times it was restarted.
+        restarts: u32,
+    },
+    /// No server with this name is configured.
+    UnknownServer {
+        /// The name.
+        name: String,
+    },
+}
+
+impl fmt::Display for McpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            McpError::Spawn { command, detail } => write!(f, "cannot start '{command}': {detail}"),
+            McpError::Closed { stderr } if stderr.is_empty() => {
+                write!(f, "the server process ended")
+            }
+            McpError::Closed { stderr } => {
+                write!(f, "the server process ended (stderr: {stderr})")
+            }
+            McpError::Timeout { method, after } => {
+                write!(f, "{method}: no answer within {:.1}s", after.as_secs_f64())
+            }
+            McpError::Rpc {
+                method,
+                code,
+                message,
+            } => write!(f, "{method}: error {code}: {message}"),
+            McpError::Protocol { detail } => write!(f, "protocol error: {detail}"),
+            McpError::GaveUp { restarts } => write!(
+                f,
+                "the server died again after {restarts} restart(s); not restarting it"
+            ),
+            McpError::UnknownServer { name } => write!(f, "no mcp server '{name}' is configured"),
+        }
+    }
+}
+
+impl std::error::Error for McpError {}

@@ -1,0 +1,294 @@
+//! `workspace_read`, `workspace_write`, `workspace_list`: files in the run's
+//! workspace directory, and nowhere else.
+//!
+//! A path is relative to the workspace. Absolute paths and `..` are refused
+//! outright; a path that reaches out through a symbolic link (the file
+//! itself or any directory on the way) is refused after resolving it.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::{Tool, ToolContext, ToolError};
+
+/// Bytes `workspace_read` returns at most.
+const MAX_READ: usize = 100_000;
+/// Entries `workspace_list` shows at most.
+const MAX_LIST: usize = 500;
+
+/// Reads a file of the workspace.
+#[derive(Debug)]
+pub(crate) struct WorkspaceRead;
+/// Writes (or appends to) a file of the workspace.
+#[derive(Debug)]
+pub(crate) struct WorkspaceWrite;
+/// Lists the files of the workspace.
+#[derive(Debug)]
+pub(crate) struct WorkspaceList;
+
+pub(super) fn str_arg<'v>(tool: &str, args: &'v Value, key: &str) -> Result<&'v str, ToolError> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ToolError::BadArguments {
+            tool: tool.to_string(),
+            detail: format!("'{key}' must be a string"),
+        })
+}
+
+fn refuse(path: &str, detail: &str) -> ToolError {
+    ToolError::PathEscape {
+        path: path.to_string(),
+        detail: detail.to_string(),
+    }
+}
+
+/// The absolute path for `rel` inside `root`, or why it is refused.
+pub(crate) fn resolve(root: &Path, rel: &str) -> Result<PathBuf, ToolError> {
+    let p = Path::new(rel);
+    let mut clean = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::Normal(part) => clean.push(part),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                return Err(refuse(
+                    rel,
+                    "'..' is not allowed; give a path inside the workspace",
+                ));
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(refuse(
+                    rel,
+                    "absolute paths are not allowed; give a path relative to the workspace",
+                ));
+            }
+        }
+    }
+    std::fs::create_dir_all(root).map_err(|source| ToolError::Io {
+        path: PathBuf::from("."),
+        source,
+    })?;
+    let root_real = root.canonicalize().map_err(|source| ToolError::Io {
+        path: PathBuf::from("."),
+        source,
+    })?;
+    let full = root_real.join(&clean);
+    // The deepest part of the path that exists (a dangling link counts)
+    // must resolve to a place inside the workspace.
+    let mut probe = full.clone();
+    loop {
+        if probe.symlink_metadata().is_ok() {
+            let real = probe
+                .canonicalize()
+                .map_err(|_| refuse(rel, "it goes through a symbolic link that points nowhere"))?;
+            if !real.starts_with(&root_real) {
+                return Err(refuse(
+                    rel,
+                    "it leads out of the workspace through a symbolic link",
+                ));
+            }
+            break;
+        }
+        if !probe.pop() || probe == root_real {
+            break;
+        }
+    }
+    Ok(full)
+}
+
+fn workspace<'c>(ctx: &'c ToolContext<'_>) -> Result<&'c Path, ToolError> {
+    ctx.workspace().ok_or(ToolError::NoWorkspace)
+}
+
+fn io(rel: &str) -> impl FnOnce(std::io::Error) -> ToolError + '_ {
+    move |source| ToolError::Io {
+        path: PathBuf::from(rel),
+        source,
+    }
+}
+
+impl Tool for WorkspaceRead {
+    fn name(&self) -> &str {
+        "workspace_read"
+    }
+
+    fn description(&self) -> &str {
+        "Read a text file from the team's shared workspace. The path is relative to the workspace."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {"path": {"type": "string", "description": "File path relative to the workspace"}},
+            "required": ["path"]
+        })
+    }
+
+    fn call(&self, args: Value, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+        let rel = str_arg(self.name(), &args, "path")?;
+        let path = resolve(workspace(ctx)?, rel)?;
+        let bytes = std::fs::read(&path).map_err(io(rel))?;
+        let mut text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_READ)]).into_owned();
+        if bytes.len() > MAX_READ {
+            text.push_str(&format!(
+                "\n[... cut: the file has {} bytes, shown {MAX_READ}]",
+                bytes.len()
+            ));
+        }
+        Ok(text)
+    }
+}
+
+impl Tool for WorkspaceWrite {
+    fn name(&self) -> &str {
+        "workspace_write"
+    }
+
+    fn description(&self) -> &str {
+        "Write a text file in the team's shared workspace (creating folders as needed). \
+         Replaces the file unless 'append' is true."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path relative to the workspace"},
+                "content": {"type": "string", "description": "The text to write"},
+                "append": {"type": "boolean", "description": "Append instead of replacing"}
+            },
+            "required": ["path", "content"]
+        })
+    }
+
+    fn call(&self, args: Value, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+        let rel = str_arg(self.name(), &args, "path")?;
+        let content = str_arg(self.name(), &args, "content")?;
+        let append = args.get("append").and_then(Value::as_bool).unwrap_or(false);
+        let root = workspace(ctx)?;
+        let path = resolve(root, rel)?;
+        if path.is_dir() {
+            return Err(ToolError::BadArguments {
+                tool: self.name().into(),
+                detail: format!("'{rel}' is a directory"),
+            });
+        }
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(io(rel))?;
+        }
+        if append {
+            use std::io::Write as _;
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(io(rel))?;
+            f.write_all(content.as_bytes()).map_err(io(rel))?;
+        } else {
+            std::fs::write(&path, content).map_err(io(rel))?;
+        }
+        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let shown = display_rel(root, &path, rel);
+        ctx.file_written(&shown, size);
+        Ok(format!("wrote {} bytes to {shown}", content.len()))
+    }
+}
+
+/// The path relative to the workspace, with `/` separators.
+fn display_rel(root: &Path, full: &Path, fallback: &str) -> String {
+    root.canonicalize()
+        .ok()
+        .and_then(|r| full.strip_prefix(r).ok().map(Path::to_path_buf))
+        .map_or_else(
+            || fallback.to_string(),
+            |p| {
+                p.components()
+                    .map(|c| c.as_os_str().to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            },
+        )
+}
+
+impl Tool for WorkspaceList {
+    fn name(&self) -> &str {
+        "workspace_list"
+    }
+
+    fn description(&self) -> &str {
+        "List the files in the team's shared workspace (or in one folder of it), with sizes."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {"path": {"type": "string", "description": "Folder relative to the workspace (default: all of it)"}}
+        })
+    }
+
+    fn call(&self, args: Value, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+        let rel = args.get("path").and_then(Value::as_str).unwrap_or(".");
+        let root = workspace(ctx)?;
+        let dir = resolve(root, rel)?;
+        let mut out = Vec::new();
+        walk(&dir, &dir, &mut out).map_err(io(rel))?;
+        out.sort();
+        if out.is_empty() {
+            return Ok("(empty)".into());
+        }
+        let total = out.len();
+        out.truncate(MAX_LIST);
+        let mut text = out.join("\n");
+        if total > MAX_LIST {
+            text.push_str(&format!("\n[... {} more]", total - MAX_LIST));
+        }
+        Ok(text)
+    }
+}
+
+/// Every entry under `dir`; links are shown, never followed.
+fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        let meta = entry.path().symlink_metadata()?;
+        let name = path
+            .strip_prefix(base)
+            .map_or_else(|_| path.clone(), Path::to_path_buf)
+            .to_string_lossy()
+            .replace('\\', "/");
+        if meta.file_type().is_symlink() {
+            out.push(format!("{name} (symbolic link)"));
+        } else if meta.is_dir() {
+            out.push(format!("{name}/"));
+            if out.len() <= MAX_LIST {
+                walk(base, &path, out)?;
+            }
+        } else {
+            out.push(format!("{name} ({} bytes)", meta.len()));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_inside_resolve_and_escapes_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        assert!(resolve(root, "a/b.txt").unwrap().ends_with("a/b.txt"));
+        assert_eq!(
+            resolve(root, "../x").unwrap_err().to_string(),
+            "workspace: path '../x' refused: '..' is not allowed; give a path inside the workspace"
+        );
+        assert_eq!(
+            resolve(root, "/etc/passwd").unwrap_err().to_string(),
+            "workspace: path '/etc/passwd' refused: absolute paths are not allowed; \
+             give a path relative to the workspace"
+        );
+        assert!(resolve(root, "a/../../x").is_err());
+    }
+}

@@ -1,0 +1,192 @@
+//! Issue 4, through the binary: `runs`, `show` (and its views),
+//! `resume` and `memory`, and files that are broken on disk.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use boardroom::{Phase, read_turns};
+
+const BIN: &str = env!("CARGO_BIN_EXE_boardroom");
+
+fn boardroom(runs: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .arg("--runs-dir")
+        .arg(runs)
+        .env_remove("BOARDROOM_MODEL")
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs the built-in team with the sim; returns the run directory.
+fn run(runs: &Path, task: &str, extra: &[&str]) -> PathBuf {
+    let mut args = vec!["run", task, "--model", "sim:challenge=1"];
+    args.extend_from_slice(extra);
+    let out = boardroom(runs, &args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let before: Vec<PathBuf> = boardroom::list_runs(runs)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.path)
+        .collect();
+    before.last().unwrap().clone()
+}
+
+#[test]
+fn show_draws_the_call_graph_and_the_other_views() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = run(
+        tmp.path(),
+        "Write a short guide to brewing green tea",
+        &["--no-memory"],
+    );
+    let id = dir.file_name().unwrap().to_str().unwrap();
+
+    let out = boardroom(tmp.path(), &["runs"]);
+    let listing = text(&out.stdout);
+    assert!(out.status.success());
+    assert!(listing.starts_with(id), "{listing}");
+    assert!(listing.contains("done"));
+    assert!(listing.contains(" 2 rounds"));
+    assert!(listing.contains("Write a short guide to brewing green tea"));
+
+    let out = boardroom(
+        tmp.path(),
+        &["show", &id[..12], "--tree", "--board", "--turns", "--plan"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(shown.contains(&format!("run {id}")));
+    assert!(shown.contains("## From writer"), "the answer is shown");
+    assert!(shown.contains("== board\n#1 round 1 · draft · "));
+    assert!(shown.contains("== plan\ntask_001 completed"));
+    assert!(shown.contains("t0001 round 0 · plan · master"));
+    let tree = &shown[shown.find("== call graph").unwrap()..];
+    // Every round: the master, its members under it, challengers under them.
+    for round in 1..=2 {
+        let at = tree.find(&format!("round {round}\n")).unwrap();
+        let part = &tree[at..];
+        let members = part.find("  master → members\n").unwrap();
+        let draft = part.find("    t").unwrap();
+        let challengers = part.find("    members → challengers\n").unwrap();
+        let challenge = part.find("· challenge · ").unwrap();
+        let review = part.find("· review · master").unwrap();
+        assert!(
+            members < draft && draft < challengers && challengers < challenge && challenge < review,
+            "{tree}"
+        );
+    }
+}
+
+#[test]
+fn a_truncated_event_line_is_skipped_with_a_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = run(tmp.path(), "A task", &["--no-memory"]);
+    let lines = std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(dir.join("events.jsonl"))
+        .unwrap();
+    f.write_all(b"{\"run_id\":\"x\",\"agent\":\"wri").unwrap();
+    drop(f);
+    let out = boardroom(tmp.path(), &["show", "last"]);
+    assert!(out.status.success());
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "warning: events.jsonl:{}: truncated line skipped\n",
+            lines + 1
+        )
+    );
+    assert!(text(&out.stdout).contains(&format!("{lines} events")));
+}
+
+#[test]
+fn a_run_json_from_a_newer_version_is_reported_and_never_crashes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = run(tmp.path(), "A task", &["--no-memory"]);
+    let id = dir.file_name().unwrap().to_str().unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+    v["version"] = 7.into();
+    std::fs::write(dir.join("run.json"), v.to_string()).unwrap();
+    let why = "run.json: written by a newer boardroom (format version 7, this build reads up to 1)";
+
+    let out = boardroom(tmp.path(), &["runs"]);
+    assert!(out.status.success());
+    assert!(text(&out.stdout).contains(&format!("{id}  ")));
+    assert!(text(&out.stdout).contains(why), "{}", text(&out.stdout));
+
+    let out = boardroom(tmp.path(), &["show", id]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains(why), "{}", text(&out.stderr));
+
+    let out = boardroom(tmp.path(), &["resume", id]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains(why), "{}", text(&out.stderr));
+
+    // Half a run.json: reported, not a crash.
+    std::fs::write(dir.join("run.json"), "{\"version\": 1, \"run_").unwrap();
+    let out = boardroom(tmp.path(), &["show", id]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("run.json: not valid json"));
+    let out = boardroom(tmp.path(), &["show", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("run 'nope': not found"));
+}
+
+fn plan_system_prompt(dir: &Path) -> String {
+    let turns = read_turns(dir).unwrap().items;
+    let plan = turns.iter().find(|t| t.phase == Phase::Plan).unwrap();
+    plan.messages[0].content.clone()
+}
+
+#[test]
+fn memory_carries_over_to_the_next_run_unless_turned_off_and_can_be_cleared() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = run(tmp.path(), "Compare three teapots", &[]);
+    assert!(!plan_system_prompt(&first).contains("<memory>"));
+    let stored = std::fs::read_to_string(tmp.path().join("memory/default.md")).unwrap();
+    assert!(stored.contains("Compare three teapots"), "{stored}");
+
+    let second = run(tmp.path(), "Plan a tea party", &[]);
+    let system = plan_system_prompt(&second);
+    assert!(system.contains("<memory>"), "{system}");
+    assert!(system.contains("Compare three teapots"), "{system}");
+
+    let third = run(tmp.path(), "Plan a picnic", &["--no-memory"]);
+    assert!(!plan_system_prompt(&third).contains("<memory>"));
+    let after = std::fs::read_to_string(tmp.path().join("memory/default.md")).unwrap();
+    assert!(
+        !after.contains("Plan a picnic"),
+        "--no-memory does not store either"
+    );
+
+    let out = boardroom(tmp.path(), &["memory"]);
+    assert!(text(&out.stdout).contains("Plan a tea party"));
+    let out = boardroom(tmp.path(), &["memory", "--clear"]);
+    assert!(out.status.success());
+    assert!(!tmp.path().join("memory/default.md").exists());
+    let fourth = run(tmp.path(), "Plan a dinner", &[]);
+    assert!(!plan_system_prompt(&fourth).contains("<memory>"));
+}
+
+#[test]
+fn resuming_a_finished_run_gives_its_answer_without_calling_anyone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = run(tmp.path(), "A task", &["--no-memory"]);
+    let turns = read_turns(&dir).unwrap().items.len();
+    let out = boardroom(tmp.path(), &["resume", "last"]);
+    assert!(out.status.success());
+    assert!(text(&out.stderr).contains("already finished (done)"));
+    assert!(text(&out.stdout).contains("## From writer"));
+    assert_eq!(read_turns(&dir).unwrap().items.len(), turns);
+}

@@ -1,0 +1,234 @@
+//! Issue 4, through the library: what a run leaves on disk, the plan of
+//! work modules, Turn records, master memory across runs.
+
+use boardroom::{
+    AgentSpec, EventKind, MasterMemory, ModuleStatus, Phase, Role, RunPhase, RunStatus, Runtime,
+    Scripted, Sim, SimOptions, Team, TeamConfig, load_run, read_events, read_turns,
+};
+
+fn small_team() -> Team {
+    Team::new(
+        "owls",
+        TeamConfig::default(),
+        vec![
+            AgentSpec::master("master", "You lead."),
+            AgentSpec::member("writer", "Writes", "You write."),
+        ],
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_saved_run_holds_every_file_and_modules_go_through_their_statuses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sim = Sim::with_options(SimOptions {
+        challenge_round: Some(1),
+        ..SimOptions::default()
+    });
+    let stats = sim.stats();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let outcome = Runtime::new(Team::builtin().unwrap(), sim)
+        .runs_dir(tmp.path())
+        .events(tx)
+        .run("Write a short guide to brewing green tea")
+        .unwrap();
+    let received: Vec<_> = rx.iter().collect();
+    let dir = tmp.path().join(&outcome.run_id);
+    for f in [
+        "run.json",
+        "events.jsonl",
+        "turns.jsonl",
+        "workspace/plan.json",
+        "workspace/report.md",
+    ] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+
+    let record = load_run(&dir).unwrap();
+    assert_eq!(record.version, boardroom::RUN_FORMAT_VERSION);
+    assert_eq!(record.state.phase, RunPhase::Finished);
+    assert_eq!(record.state.status, RunStatus::Done);
+    assert_eq!(
+        record.state.answer.as_deref(),
+        Some(outcome.answer.as_str())
+    );
+    assert_eq!(record.state.board, outcome.board);
+    assert_eq!(record.team.name, "default");
+    assert_eq!(record.settings.model, "sim");
+
+    // Every event is on disk (members write from their own threads, so
+    // the file and the channel may interleave them differently); every
+    // model call is a turn.
+    let events = read_events(&dir).unwrap();
+    assert!(events.warnings.is_empty());
+    let sorted = |v: &[boardroom::Event]| {
+        let mut s: Vec<String> = v
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap())
+            .collect();
+        s.sort();
+        s
+    };
+    assert_eq!(sorted(&events.items), sorted(&received));
+    assert_eq!(events.items.first(), received.first());
+    assert_eq!(events.items.last(), received.last());
+    let turns = read_turns(&dir).unwrap().items;
+    assert_eq!(turns.len(), stats.calls());
+    let ids: Vec<&str> = turns.iter().map(|t| t.turn_id.as_str()).collect();
+    assert_eq!(ids[0], "t0001");
+    assert!(
+        turns
+            .iter()
+            .all(|t| t.run_id == outcome.run_id && !t.messages.is_empty())
+    );
+    let completed = received
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::TurnCompleted { .. }))
+        .count();
+    assert_eq!(completed, turns.len());
+    // A round-1 draft is based on the master's plan; a round-2 draft on
+    // the master's review of round 1.
+    let plan_turn = turns.iter().find(|t| t.phase == Phase::Plan).unwrap();
+    let review1 = turns
+        .iter()
+        .find(|t| t.phase == Phase::Review && t.round == 1)
+        .unwrap();
+    for t in turns.iter().filter(|t| t.phase == Phase::Draft) {
+        let want = if t.round == 1 { plan_turn } else { review1 };
+        assert_eq!(t.parents, vec![want.turn_id.clone()], "{}", t.turn_id);
+    }
+
+    // The sim challenges round 1, so the master sends every member back:
+    // one module per member, re-opened for round 2, then completed.
+    let plan = &outcome.plan;
+    assert_eq!(plan.tasks.len(), 4);
+    for m in &plan.tasks {
+        assert_eq!(m.status, ModuleStatus::Completed, "{}", m.task_id);
+        assert_eq!(m.metadata["round"], 2);
+        assert_eq!(m.metadata["previous"].as_array().unwrap().len(), 1);
+        // The archive holds both rounds: sent messages, then the answer.
+        let roles: Vec<Role> = m.context_archive.iter().map(|x| x.role).collect();
+        assert_eq!(
+            roles,
+            vec![
+                Role::System,
+                Role::User,
+                Role::Assistant,
+                Role::System,
+                Role::User,
+                Role::Assistant
+            ]
+        );
+    }
+    let on_disk: boardroom::Plan =
+        serde_json::from_slice(&std::fs::read(dir.join("workspace/plan.json")).unwrap()).unwrap();
+    assert_eq!(&on_disk, plan);
+    let report = std::fs::read_to_string(dir.join("workspace/report.md")).unwrap();
+    assert!(report.contains(outcome.answer.trim()));
+}
+
+#[test]
+fn a_module_the_master_does_not_send_back_is_completed() {
+    let model = Scripted::new()
+        .reply("master", "ASSIGN:writer:Draft the intro")
+        .reply("master", "DONE\nThe intro.")
+        .reply("writer", "An intro.");
+    let outcome = Runtime::new(small_team(), model)
+        .run("Write an intro")
+        .unwrap();
+    let m = &outcome.plan.tasks[0];
+    assert_eq!(m.task_id, "task_001");
+    assert_eq!(m.assigned_agent.as_deref(), Some("writer"));
+    assert_eq!(m.description, "Draft the intro");
+    assert_eq!(m.status, ModuleStatus::Completed);
+    assert_eq!(m.context_archive.last().unwrap().content, "An intro.");
+}
+
+#[test]
+fn the_second_master_remembers_what_the_first_stored_unless_memory_is_off() {
+    let tmp = tempfile::tempdir().unwrap();
+    let memory = MasterMemory::for_team(tmp.path(), "owls");
+    let first = Scripted::new()
+        .reply("master", "ASSIGN:writer:Draft it")
+        .reply("master", "DONE\nThe answer.")
+        .reply("master", "- Owls prefer the night shift.")
+        .reply("writer", "A draft.");
+    Runtime::new(small_team(), first.clone())
+        .runs_dir(tmp.path())
+        .master_memory(memory.clone())
+        .run("First task")
+        .unwrap();
+    let asked = first.requests();
+    assert_eq!(asked.last().unwrap().phase, Phase::Memory);
+    assert!(
+        memory
+            .load()
+            .unwrap()
+            .contains("Owls prefer the night shift.")
+    );
+
+    let script = || {
+        Scripted::new()
+            .reply("master", "DONE\nDone at once.")
+            .otherwise("master", "- nothing")
+    };
+    let second = script();
+    Runtime::new(small_team(), second.clone())
+        .master_memory(memory.clone())
+        .run("Second task")
+        .unwrap();
+    let system = &second.requests()[0].messages[0].content;
+    assert!(system.contains("<memory>"), "{system}");
+    assert!(system.contains("Owls prefer the night shift."), "{system}");
+
+    // Memory off: nothing injected, nothing asked.
+    let third = script();
+    Runtime::new(small_team(), third.clone())
+        .run("Third task")
+        .unwrap();
+    let requests = third.requests();
+    assert!(!requests[0].messages[0].content.contains("Owls"));
+    assert!(requests.iter().all(|r| r.phase != Phase::Memory));
+}
+
+#[test]
+fn a_run_that_fails_is_saved_as_failed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = Scripted::new().fail("master", "down");
+    let err = Runtime::new(small_team(), model)
+        .runs_dir(tmp.path())
+        .run("A task")
+        .unwrap_err();
+    let runs = boardroom::list_runs(tmp.path()).unwrap();
+    assert_eq!(runs.len(), 1);
+    let record = runs[0].record.as_ref().unwrap();
+    assert_eq!(record.state.status, RunStatus::Failed);
+    assert_eq!(
+        record.state.error.as_deref(),
+        Some(err.to_string().as_str())
+    );
+    let turns = read_turns(&runs[0].path).unwrap().items;
+    assert_eq!(turns.len(), 1);
+    assert!(turns[0].error.as_deref().unwrap().contains("down"));
+}
+
+#[test]
+fn a_workspace_without_a_runs_dir_gets_the_plan_and_the_report_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    let outcome = Runtime::new(Team::builtin().unwrap(), Sim::new())
+        .workspace(&ws)
+        .run("Plan a picnic")
+        .unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(&ws)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, vec!["plan.json", "report.md"]);
+    let report = std::fs::read_to_string(ws.join("report.md")).unwrap();
+    assert!(report.starts_with("# Plan a picnic\n\n"));
+    assert!(report.contains(outcome.answer.trim()));
+    let top: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert_eq!(top.len(), 1, "nothing but the workspace");
+}

@@ -1,0 +1,250 @@
+//! Issue 4: a run killed with SIGKILL in the middle of a round resumes
+//! with nothing lost and no completed member called twice. This starts
+//! the real binary, kills it for real, and counts model calls in
+//! `turns.jsonl`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use boardroom::{ModuleStatus, Phase, RunPhase, RunStatus, load_run, read_events, read_turns};
+
+const BIN: &str = env!("CARGO_BIN_EXE_boardroom");
+const MEMBERS: [&str; 4] = ["analyst", "critic", "researcher", "writer"];
+
+fn run_dir(runs: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(runs)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.join("events.jsonl").is_file())
+}
+
+/// Members whose drafts the events on disk show.
+fn drafted(dir: &Path) -> Vec<String> {
+    let events = read_events(dir).unwrap();
+    events
+        .items
+        .iter()
+        .filter(|e| {
+            let v = serde_json::to_value(e).unwrap();
+            v["type"] == "board_entry" && v["kind"] == "draft"
+        })
+        .map(|e| e.agent.clone())
+        .collect()
+}
+
+fn draft_calls(dir: &Path, round: u32) -> BTreeMap<String, usize> {
+    let mut calls = BTreeMap::new();
+    for t in read_turns(dir).unwrap().items {
+        if t.phase == Phase::Draft && t.round == round {
+            *calls.entry(t.agent).or_insert(0) += 1;
+        }
+    }
+    calls
+}
+
+#[test]
+fn a_run_killed_mid_round_resumes_without_running_a_finished_member_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    // Four members on two threads, each draft taking 1.5 s: the first two
+    // land at about 1.5 s, the other two at about 3 s.
+    let child = Command::new(BIN)
+        .args([
+            "run",
+            "Write a short guide to brewing green tea",
+            "--model",
+            "sim:latency=1500ms,latency_phases=draft",
+            "--parallel",
+            "2",
+            "--no-memory",
+            "--json",
+            "--runs-dir",
+        ])
+        .arg(&runs)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let dir = kill_after_drafts(child, &runs, 2);
+
+    let landed = drafted(&dir);
+    assert!(
+        (1..MEMBERS.len()).contains(&landed.len()),
+        "killed mid-round: {landed:?}"
+    );
+    let before = load_run(&dir).unwrap();
+    assert_eq!(before.state.phase, RunPhase::Members);
+    assert_eq!(before.state.status, RunStatus::Running);
+    let calls_before = draft_calls(&dir, 1);
+    for agent in &landed {
+        assert_eq!(calls_before.get(agent), Some(&1), "{agent} before the kill");
+    }
+
+    let id = dir.file_name().unwrap().to_str().unwrap().to_string();
+    let listed = Command::new(BIN)
+        .arg("runs")
+        .arg("--runs-dir")
+        .arg(&runs)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(
+        listed.contains(&format!("{id}  ")) && listed.contains("interrupted"),
+        "{listed}"
+    );
+    let shown = Command::new(BIN)
+        .args(["show", &id, "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert!(shown.status.success());
+    assert!(String::from_utf8_lossy(&shown.stdout).contains(&format!(
+        "stopped before phase 'members'; `boardroom resume {id}` continues it"
+    )));
+    let out = Command::new(BIN)
+        .args(["resume", &id, "--model", "sim", "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "resume failed: {stderr}");
+    let answer = String::from_utf8_lossy(&out.stdout);
+
+    // Every member drafted round 1 exactly once over both processes: the
+    // ones that landed before the kill were not called again.
+    let calls = draft_calls(&dir, 1);
+    let expected: BTreeMap<String, usize> = MEMBERS.iter().map(|m| (m.to_string(), 1)).collect();
+    assert_eq!(calls, expected);
+    let turns = read_turns(&dir).unwrap();
+    assert!(turns.warnings.is_empty(), "{:?}", turns.warnings);
+    let plans = turns
+        .items
+        .iter()
+        .filter(|t| t.phase == Phase::Plan)
+        .count();
+    assert_eq!(plans, 1, "the master did not plan again");
+
+    // The run finished with the answer an uninterrupted run gives.
+    let after = load_run(&dir).unwrap();
+    assert_eq!(after.state.phase, RunPhase::Finished);
+    assert_eq!(after.state.status, RunStatus::Done);
+    let drafts_r1: Vec<&str> = after
+        .state
+        .board
+        .iter()
+        .filter(|e| e.round == 1 && e.kind == boardroom::EntryKind::Draft)
+        .map(|e| e.author.as_str())
+        .collect();
+    assert_eq!(drafts_r1.len(), MEMBERS.len(), "{drafts_r1:?}");
+    for m in MEMBERS {
+        assert!(
+            answer.contains(&format!("From {m}")),
+            "{m} missing in {answer}"
+        );
+        assert!(drafts_r1.contains(&m));
+    }
+    assert!(
+        after
+            .state
+            .plan
+            .tasks
+            .iter()
+            .all(|m| m.status == ModuleStatus::Completed)
+    );
+    assert!(dir.join("workspace/report.md").is_file());
+    assert!(dir.join("workspace/plan.json").is_file());
+}
+
+/// Waits (bounded) until the events on disk show `n` drafts, then kills
+/// the process with SIGKILL.
+fn kill_after_drafts(mut child: Child, runs: &Path, n: usize) -> PathBuf {
+    let started = Instant::now();
+    loop {
+        if let Some(dir) = run_dir(runs) {
+            if drafted(&dir).len() >= n {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                return dir;
+            }
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the run ended before it could be killed: {status}");
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no drafts appeared"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_run_killed_twice_loses_nothing_and_resume_reuses_the_saved_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let quiet = |c: &mut Command| {
+        c.stdout(Stdio::null()).stderr(Stdio::null());
+    };
+    // One member at a time, 800 ms a draft.
+    let mut first = Command::new(BIN);
+    first
+        .args([
+            "run",
+            "Plan a tea tasting",
+            "--parallel",
+            "1",
+            "--no-memory",
+            "--model",
+        ])
+        .arg("sim:latency=800ms,latency_phases=draft")
+        .arg("--runs-dir")
+        .arg(&runs);
+    quiet(&mut first);
+    let dir = kill_after_drafts(first.spawn().unwrap(), &runs, 1);
+    let id = dir.file_name().unwrap().to_str().unwrap().to_string();
+
+    // The first resume uses the model spec saved in run.json (still slow)
+    // and is killed in its turn after one more draft.
+    let mut second = Command::new(BIN);
+    second.args(["resume", &id, "--runs-dir"]).arg(&runs);
+    quiet(&mut second);
+    kill_after_drafts(second.spawn().unwrap(), &runs, 2);
+    assert_eq!(drafted(&dir).len(), 2);
+
+    let out = Command::new(BIN)
+        .args(["resume", &id, "--model", "sim", "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected: BTreeMap<String, usize> = MEMBERS.iter().map(|m| (m.to_string(), 1)).collect();
+    assert_eq!(draft_calls(&dir, 1), expected);
+    let record = load_run(&dir).unwrap();
+    assert_eq!(record.state.status, RunStatus::Done);
+    assert_eq!(
+        record.settings.model_spec.as_deref(),
+        Some("sim"),
+        "the last resume's model is what run.json says now"
+    );
+    let ids: Vec<String> = read_turns(&dir)
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|t| t.turn_id)
+        .collect();
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(
+        unique.len(),
+        ids.len(),
+        "turn ids go on across processes: {ids:?}"
+    );
+}
