@@ -72,7 +72,7 @@ for mode in ("line", "json"):
     for i in range(1, runs + 1):
         events = [json.loads(l) for l in (out / f"{mode}-{i}.jsonl").read_text().splitlines() if l.strip()]
         decisions = [e["decision"] for e in events if e.get("type") == "review_decision"]
-        bad = [e for e in events if e.get("type") == "error" and "usable" in e.get("message", "")]
+        bad = [e for e in events if e.get("type") == "error" and "master gave no usable" in e.get("message", "")]
         finished = [e for e in events if e.get("type") == "run_finished"]
         if decisions and decisions[0] != "none":
             plan_ok += 1
