@@ -60,12 +60,14 @@ pub use event::{Event, EventKind, RoomStatus, RunStatus};
 pub use memory::{DEFAULT_MEMORY_CHARS, MasterMemory};
 pub use model::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelError, ModelSpecError,
-    OutputSchema, Phase, Role, Scripted, ScriptedReply, SharedModel, Sim, SimOptions, SimStats,
-    SimToolCall, ToolCall, ToolSpec, Usage, resolve_model,
+    OPENAI_DEFAULT_BASE_URL, OpenAi, OpenAiBuilder, OutputSchema, Phase, RetryPolicy, Role,
+    Scripted, ScriptedReply, SharedModel, Sim, SimOptions, SimStats, SimToolCall, ToolCall,
+    ToolSpec, Usage, resolve_model,
 };
 pub use plan::{ModuleStatus, Plan, WorkModule};
 pub use protocol::{
-    Assignment, Decision, MasterReply, ProtocolError, Verdict, parse_master, parse_verdict,
+    Assignment, Decision, MasterReply, Protocol, ProtocolError, Verdict, parse_master,
+    parse_master_json, parse_verdict, parse_verdict_json,
 };
 pub use runtime::{DEFAULT_MAX_ROUNDS, RunError, RunOutcome, RunPhase, RunState, Runtime, Turn};
 pub use store::{

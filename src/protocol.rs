@@ -86,6 +86,11 @@ pub enum ProtocolError {
         /// What was expected, e.g. "ASSIGN or DONE".
         expected: &'static str,
     },
+    /// A JSON-mode reply that is not the JSON asked for.
+    BadJson {
+        /// What was wrong.
+        detail: String,
+    },
 }
 
 impl fmt::Display for ProtocolError {
@@ -117,6 +122,7 @@ impl fmt::Display for ProtocolError {
             ProtocolError::NoDirective { expected } => {
                 write!(f, "no directive found: expected {expected}")
             }
+            ProtocolError::BadJson { detail } => write!(f, "{detail}"),
         }
     }
 }
@@ -373,5 +379,12 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+mod json;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use json::{
+    CHALLENGE_RULES_JSON, MASTER_EXPECTED, MASTER_RULES_JSON, REPLY_JSON, VERDICT_EXPECTED,
+    line_to_json, master_schema, verdict_schema,
+};
+pub use json::{Protocol, parse_master_json, parse_verdict_json};

@@ -15,6 +15,7 @@ fn boardroom(args: &[&str], dir: &Path) -> Output {
         .env("BOARDROOM_RUNS_DIR", runs.path())
         .env_remove("BOARDROOM_MODEL")
         .env_remove("RUST_LOG")
+        .env_remove("OPENAI_BASE_URL")
         .output()
         .expect("the binary runs")
 }
@@ -154,7 +155,7 @@ fn bad_input_exits_2_and_a_failed_run_exits_1() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         text(&out.stderr).trim(),
-        "error: model spec 'gpt-5': unknown provider 'gpt-5' (known: sim)"
+        "error: model spec 'gpt-5': unknown provider 'gpt-5' (known: sim, openai, http, https)"
     );
     let out = boardroom(&["run", "  "], repo());
     assert_eq!(out.status.code(), Some(2));

@@ -5,8 +5,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use boardroom::{
-    AgentSpec, ChatModel, EntryKind, Event, EventKind, Phase, RunError, RunStatus, Runtime,
-    Scripted, Sim, SimOptions, Team, TeamConfig,
+    AgentSpec, ChatModel, EntryKind, Event, EventKind, Phase, RunStatus, Runtime, Scripted, Sim,
+    SimOptions, Team, TeamConfig,
 };
 
 fn team(members: usize, challengers: usize) -> Team {
@@ -220,18 +220,28 @@ fn rejected_directives_go_back_to_the_master_next_turn() {
 }
 
 #[test]
-fn a_master_without_directives_is_asked_again_then_the_run_fails_clearly() {
+fn a_master_without_directives_is_asked_again_then_answers_alone() {
+    // Issue 3: after the logical retries the error goes on the board and the
+    // master writes the final answer itself (models that never write
+    // directives still give an answer).
     let model = Scripted::new().otherwise("master", "Let me think about it.");
-    let err = Runtime::new(small_team(), model.clone())
+    let run = Runtime::new(small_team(), model.clone())
         .run("Task")
-        .unwrap_err();
-    assert!(matches!(err, RunError::NoPlan { .. }));
+        .unwrap();
+    assert_eq!(run.answer, "Let me think about it.");
+    assert_eq!(run.board.len(), 1);
+    assert_eq!(run.board[0].kind, EntryKind::Error);
     assert_eq!(
-        err.to_string(),
+        run.board[0].text,
         "the master gave no usable plan: no directive found: expected ASSIGN:<member>:<task> lines or DONE"
     );
     let requests = model.requests();
-    assert_eq!(requests.len(), 3, "one call and two corrective retries");
+    assert_eq!(
+        requests.len(),
+        4,
+        "one call, two corrective retries, the final answer"
+    );
+    assert_eq!(requests[3].phase, Phase::Final);
     let note = &requests[1].messages.last().unwrap().content;
     assert!(
         note.starts_with("Your last reply could not be used:"),

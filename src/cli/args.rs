@@ -39,7 +39,9 @@ pub(crate) struct RunArgs {
     /// The team directory (default: ./ if it has agents/, else the built-in team).
     #[arg(long)]
     pub(crate) team: Option<PathBuf>,
-    /// The default model: `sim`, `sim:latency=50ms,challenge=1`, or a name from team.yaml.
+    /// The default model: `sim`, `sim:latency=50ms,challenge=1`, `openai:gpt-4o-mini`,
+    /// `http://127.0.0.1:8080/v1#model`, or a name from team.yaml (default: team.yaml's
+    /// `default`, else `openai` when OPENAI_BASE_URL is set, else `sim`).
     #[arg(long, env = "BOARDROOM_MODEL")]
     pub(crate) model: Option<String>,
     /// Rounds of members before the master must answer.
@@ -48,6 +50,12 @@ pub(crate) struct RunArgs {
     /// Members that run at once.
     #[arg(long)]
     pub(crate) parallel: Option<usize>,
+    /// End the run with the best answer so far once it has used this many tokens.
+    #[arg(long = "max-tokens", value_name = "N")]
+    pub(crate) max_tokens: Option<u64>,
+    /// How the master and challengers write decisions: `line` (default) or `json`.
+    #[arg(long, value_name = "line|json")]
+    pub(crate) protocol: Option<boardroom::Protocol>,
     /// Print events as JSON lines on stdout instead of the live view.
     #[arg(long)]
     pub(crate) json: bool,

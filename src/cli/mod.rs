@@ -21,7 +21,14 @@ const EXIT_FAILED: u8 = 1;
 const EXIT_BAD_INPUT: u8 = 2;
 
 pub(crate) fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let mut logger =
+        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"));
+    // ureq-proto traces the raw request bytes, API key included: never
+    // below debug, whatever RUST_LOG says.
+    if std::env::var("RUST_LOG").is_ok_and(|v| v.to_ascii_lowercase().contains("trace")) {
+        logger.filter_module("ureq_proto", log::LevelFilter::Debug);
+    }
+    logger.init();
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Run(args) => run(args),
@@ -51,6 +58,10 @@ fn default_model(
     match spec {
         Some(spec) => team.model(spec),
         None if team.config().models.contains_key("default") => team.model("default"),
+        // OPENAI_BASE_URL names a server: use it, as the official SDKs would.
+        None if std::env::var("OPENAI_BASE_URL").is_ok_and(|u| !u.trim().is_empty()) => {
+            team.model("openai")
+        }
         None => {
             eprintln!(
                 "boardroom: no model configured, using the offline 'sim' model (set --model or BOARDROOM_MODEL)"
@@ -87,6 +98,12 @@ fn run(args: RunArgs) -> u8 {
     if let Some(p) = args.parallel {
         runtime = runtime.max_parallel(p);
     }
+    if let Some(n) = args.max_tokens {
+        runtime = runtime.token_budget(n);
+    }
+    if let Some(p) = args.protocol {
+        runtime = runtime.protocol(p);
+    }
     runtime = runs::prepare(
         runtime,
         &args.runs_dir,
@@ -114,6 +131,7 @@ fn run(args: RunArgs) -> u8 {
         Ok(outcome) => {
             if !args.json {
                 println!("{}", outcome.answer.trim_end());
+                render::usage_by_agent(&outcome.usage_by_agent);
                 runs::saved_note(&args.runs_dir, &outcome.run_id);
             }
             match outcome.status {

@@ -191,3 +191,20 @@ impl Human {
         }
     }
 }
+
+/// Tokens per agent, on stderr, after the answer.
+pub(crate) fn usage_by_agent(usage: &std::collections::BTreeMap<String, boardroom::Usage>) {
+    if usage.is_empty() {
+        return;
+    }
+    let width = usage.keys().map(String::len).max().unwrap_or(0);
+    eprintln!("tokens by agent:");
+    for (agent, u) in usage {
+        eprintln!(
+            "  {agent:<width$}  {:>8} ({} prompt, {} completion)",
+            u.total(),
+            u.prompt_tokens,
+            u.completion_tokens
+        );
+    }
+}

@@ -5,9 +5,10 @@
 //! output schema, and a little metadata about who is asking and why),
 //! streams text deltas to a callback, and returns a [`ChatResponse`].
 //! Providers: [`Sim`] (offline, deterministic), [`Scripted`] (exact replies
-//! for tests) and, in later modules, OpenAI-compatible HTTP servers.
+//! for tests) and [`OpenAi`] (any OpenAI-compatible HTTP server).
 
 mod error;
+mod openai;
 mod scripted;
 mod sim;
 mod spec;
@@ -17,6 +18,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 pub use error::ModelError;
+pub(crate) use openai::from_endpoint as openai_from_endpoint;
+pub use openai::{OPENAI_DEFAULT_BASE_URL, OpenAi, OpenAiBuilder, RetryPolicy};
 pub use scripted::{Scripted, ScriptedReply};
 pub use sim::{Sim, SimOptions, SimStats, SimToolCall};
 pub use spec::{ModelSpecError, resolve_model};

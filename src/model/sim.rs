@@ -274,6 +274,10 @@ impl ChatModel for Sim {
                 let _ = write!(answer, "\n- {}", m.content.trim());
             }
         }
+        if let Some(schema) = &req.schema {
+            // Structured-output mode: the same decision, as the schema's JSON.
+            answer = crate::protocol::line_to_json(&answer, schema);
+        }
         // Stream in a few pieces, as a real server would.
         let mut start = 0;
         for (i, _) in answer.match_indices('\n') {

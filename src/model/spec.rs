@@ -2,6 +2,8 @@
 //! use to name a model.
 //!
 //! - `sim` or `sim:latency=50ms,challenge=1,fail=writer,never_done`
+//! - `openai:gpt-4o-mini`, `http://127.0.0.1:8080/v1#model`, `https://...`
+//!   (an OpenAI-compatible endpoint; see [`OpenAi`](super::OpenAi))
 
 use std::fmt;
 use std::sync::Arc;
@@ -48,7 +50,10 @@ pub fn resolve_model(spec: &str) -> Result<SharedModel, ModelSpecError> {
         "sim" => Ok(Arc::new(Sim::with_options(
             parse_sim_options(rest).map_err(err)?,
         ))),
-        other => Err(err(format!("unknown provider '{other}' (known: sim)"))),
+        "openai" | "http" | "https" => Ok(Arc::new(super::openai::from_spec(spec)?)),
+        other => Err(err(format!(
+            "unknown provider '{other}' (known: sim, openai, http, https)"
+        ))),
     }
 }
 
@@ -159,7 +164,7 @@ mod tests {
         );
         assert_eq!(
             resolve_model("gpt").unwrap_err().to_string(),
-            "model spec 'gpt': unknown provider 'gpt' (known: sim)"
+            "model spec 'gpt': unknown provider 'gpt' (known: sim, openai, http, https)"
         );
     }
 }

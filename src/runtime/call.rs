@@ -37,6 +37,7 @@ impl Run<'_> {
         let mut request = ChatRequest::new(&agent.name, phase, round, messages);
         request.temperature = agent.temperature;
         request.max_tokens = agent.max_tokens;
+        request.schema = self.schema_for(phase);
         let parent = self.parent_of(agent);
         let mut on_delta = |delta: &str| {
             self.emit(
@@ -101,7 +102,11 @@ impl Run<'_> {
             let response = self.call(agent, phase, round, messages.clone())?;
             let checked = if response.text.trim().is_empty() {
                 Err(vec!["the answer was empty".to_string()])
-            } else if response.finish == FinishReason::Length {
+            } else if response.finish == FinishReason::Length
+                // The last try at the final answer keeps what was written:
+                // a cut answer beats none at the end of a run.
+                && !(phase == Phase::Final && attempt == LOGICAL_RETRIES)
+            {
                 Err(vec![
                     "the answer was cut off by the length limit; write a shorter one".to_string(),
                 ])

@@ -56,6 +56,6 @@ impl Run<'_> {
 
     /// Fails the call when the run's token budget is spent.
     pub(crate) fn check_budget(&self) -> Result<(), ModelError> {
-        Ok(())
+        self.budget_check()
     }
 }

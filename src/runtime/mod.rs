@@ -1,6 +1,7 @@
 //! The runtime: master → members in parallel → challenge round → master
 //! review, until DONE or the round cap.
 
+mod budget;
 mod call;
 mod error;
 mod hooks;
@@ -13,6 +14,7 @@ mod prompt;
 mod remember;
 mod run;
 mod state;
+mod structured;
 mod tool_loop;
 mod turns;
 
@@ -53,6 +55,8 @@ pub struct Runtime {
     cancel: Arc<AtomicBool>,
     memory: String,
     workspace: Option<std::path::PathBuf>,
+    token_budget: Option<u64>,
+    protocol: Option<crate::protocol::Protocol>,
     runs_dir: Option<std::path::PathBuf>,
     master_memory: Option<crate::memory::MasterMemory>,
     model_spec: Option<String>,
@@ -85,6 +89,8 @@ pub struct RunOutcome {
     pub board: Vec<Entry>,
     /// Tokens used.
     pub usage: Usage,
+    /// Tokens used by each agent.
+    pub usage_by_agent: std::collections::BTreeMap<String, Usage>,
     /// The work modules.
     pub plan: crate::plan::Plan,
 }
@@ -102,6 +108,8 @@ impl Runtime {
             cancel: Arc::new(AtomicBool::new(false)),
             memory: String::new(),
             workspace: None,
+            token_budget: None,
+            protocol: None,
             runs_dir: None,
             master_memory: None,
             model_spec: None,
@@ -146,6 +154,21 @@ impl Runtime {
     /// `report.md`). Without one, workspace tools refuse to run.
     pub fn workspace(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
         self.workspace = Some(dir.into());
+        self
+    }
+
+    /// Ends the run gracefully, with the best answer so far, once it has
+    /// used `tokens` tokens (default: `team.yaml`'s `token_budget`, else no
+    /// limit). Calls in flight finish, so a run may end a little over.
+    pub fn token_budget(mut self, tokens: u64) -> Self {
+        self.token_budget = Some(tokens);
+        self
+    }
+
+    /// How the master and challengers write their decisions (default:
+    /// `team.yaml`'s `protocol`, else [`Protocol::Line`](crate::Protocol::Line)).
+    pub fn protocol(mut self, protocol: crate::protocol::Protocol) -> Self {
+        self.protocol = Some(protocol);
         self
     }
 

@@ -48,10 +48,9 @@ pub(crate) fn resolve_agents(
 fn build(team: &Team, name: &str) -> Result<SharedModel, ModelSpecError> {
     match team.config().models.get(name) {
         Some(ModelConfig::Spec(spec)) => resolve_model(spec),
-        Some(ModelConfig::Endpoint(_)) => Err(ModelSpecError {
-            spec: name.to_string(),
-            detail: "endpoint models are not supported yet".into(),
-        }),
+        Some(ModelConfig::Endpoint(cfg)) => {
+            Ok(Arc::new(crate::model::openai_from_endpoint(name, cfg)?))
+        }
         None => resolve_model(name),
     }
 }

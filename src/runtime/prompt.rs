@@ -7,7 +7,7 @@ use crate::board::{Entry, escape_xml, render_context};
 use crate::model::Message;
 use crate::team::{AgentSpec, Team};
 
-const MASTER_RULES: &str = "\
+pub(crate) const MASTER_RULES: &str = "\
 ## How you direct the team
 
 Reply with directives, one per line, and nothing the team must act on outside them:
@@ -33,7 +33,7 @@ completely, in Markdown. Do not write directives (ASSIGN, DONE, CHALLENGE) and d
 not describe what you are going to do: do it. If the board shows challenges to
 your earlier draft, answer each one in this draft.";
 
-const CHALLENGE_RULES: &str = "\
+pub(crate) const CHALLENGE_RULES: &str = "\
 ## The challenge round
 
 Read the board: every member's draft for this round. Look for factual errors,

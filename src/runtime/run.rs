@@ -21,7 +21,7 @@ use crate::board::{Entry, EntryKind, NewEntry, SharedBoard};
 use crate::event::{Event, EventKind, RoomStatus, RunStatus};
 use crate::model::{Message, ModelError, Phase, SharedModel, Usage};
 use crate::plan::Plan;
-use crate::protocol::{Assignment, Decision, Verdict, parse_master, parse_verdict};
+use crate::protocol::{Assignment, Decision, Verdict};
 use crate::team::{AgentSpec, Team};
 
 /// One run in progress.
@@ -84,18 +84,42 @@ impl<'a> Run<'a> {
                 self.state.answer = Some(self.answer_from_board("The run was cancelled."));
                 break;
             }
-            match self.state.phase {
-                RunPhase::Plan => self.plan()?,
-                RunPhase::Members => self.members()?,
-                RunPhase::Challenge => self.challenge()?,
-                RunPhase::Review => self.review(),
-                RunPhase::Final => self.final_answer()?,
-                RunPhase::Finished => {}
+            if self.budget_spent() {
+                self.end_on_budget();
+                break;
+            }
+            let step = match self.state.phase {
+                RunPhase::Plan => self.plan(),
+                RunPhase::Members => self.members(),
+                RunPhase::Challenge => self.challenge(),
+                RunPhase::Review => {
+                    self.review();
+                    Ok(())
+                }
+                RunPhase::Final => self.final_answer(),
+                RunPhase::Finished => Ok(()),
+            };
+            if let Err(e) = step {
+                if !self.budget_spent() {
+                    return Err(e);
+                }
+                self.end_on_budget();
+                break;
             }
             self.checkpoint();
         }
         self.after_run();
         Ok(self.finish())
+    }
+
+    /// The token budget is spent: the best answer so far, gracefully.
+    fn end_on_budget(&mut self) {
+        self.state.status = RunStatus::BudgetExhausted;
+        if self.state.answer.is_none() {
+            self.state.answer =
+                Some(self.answer_from_board("The token budget ran out; the drafts so far:"));
+        }
+        self.checkpoint();
     }
 
     // ---- phases -------------------------------------------------------
@@ -110,11 +134,18 @@ impl<'a> Run<'a> {
                     source,
                 })?;
         self.state.feedback = problems;
+        let planned = decision.is_some();
         self.decide(0, decision);
-        if self.state.phase == RunPhase::Plan {
-            return Err(RunError::NoPlan {
-                problems: std::mem::take(&mut self.state.feedback),
-            });
+        if !planned && self.state.phase == RunPhase::Plan {
+            // No usable directive after the logical retries: the error goes
+            // on the board and the master answers alone.
+            let master = self.team.master().name.clone();
+            let text = format!(
+                "the master gave no usable plan: {}",
+                self.state.feedback.join("; ")
+            );
+            self.add_entry(0, &master, EntryKind::Error, None, text);
+            self.state.phase = RunPhase::Final;
         }
         Ok(())
     }
@@ -235,14 +266,15 @@ impl<'a> Run<'a> {
     }
 
     fn challenger_turn(&self, round: u32, challenger: &AgentSpec, board: &[Entry]) {
-        let messages = prompt::challenge(challenger, &self.state.task, board, round);
+        let mut messages = prompt::challenge(challenger, &self.state.task, board, round);
+        self.adapt_prompt(Phase::Challenge, &mut messages);
         let outcome = self.call_until(
             challenger,
             Phase::Challenge,
             round,
             messages,
-            "CHALLENGE:<...> or AGREE",
-            |r| parse_verdict(&r.text).map_err(|e| vec![e.to_string()]),
+            self.verdict_expected(),
+            |r| self.read_verdict(&r.text).map_err(|e| vec![e.to_string()]),
         );
         let parent = self.parent_of(challenger);
         match outcome {
@@ -367,18 +399,19 @@ impl<'a> Run<'a> {
         &self,
         phase: Phase,
         round: u32,
-        messages: Vec<Message>,
+        mut messages: Vec<Message>,
     ) -> Result<(Option<Decision>, Vec<String>), ModelError> {
         let master = self.team.master();
         let members: Vec<&str> = self.team.members().map(|m| m.name.as_str()).collect();
+        self.adapt_prompt(phase, &mut messages);
         let outcome = self.call_until(
             master,
             phase,
             round,
             messages,
-            "ASSIGN:<member>:<task> lines or DONE",
+            self.master_expected(),
             |r| {
-                let reply = parse_master(&r.text, &members, &master.name);
+                let reply = self.read_master(&r.text, &members, &master.name);
                 let problems: Vec<String> = reply.errors.iter().map(ToString::to_string).collect();
                 match reply.decision {
                     Some(decision) => Ok((decision, problems, r.text.clone())),
@@ -464,7 +497,7 @@ impl<'a> Run<'a> {
     fn finish(mut self) -> RunOutcome {
         self.state.phase = RunPhase::Finished;
         let answer = self.state.answer.clone().unwrap_or_default();
-        let (usage, _) = self.usage.lock().clone();
+        let (usage, usage_by_agent) = self.usage.lock().clone();
         self.status(RoomStatus::Done);
         let master = self.team.master().name.clone();
         self.emit(
@@ -484,6 +517,7 @@ impl<'a> Run<'a> {
             rounds: self.state.round,
             board: self.board.snapshot(),
             usage,
+            usage_by_agent,
             plan: self.plan.lock().clone(),
         }
     }

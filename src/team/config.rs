@@ -16,6 +16,8 @@ const TEAM_KEYS: &[&str] = &[
     "max_rounds",
     "max_parallel",
     "models",
+    "token_budget",
+    "protocol",
     "mcpServers",
 ];
 
@@ -58,6 +60,9 @@ pub struct EndpointConfig {
     /// Requests in flight at once to this endpoint.
     #[serde(default)]
     pub max_in_flight: Option<usize>,
+    /// Whether to stream answers over SSE (default true).
+    #[serde(default)]
+    pub stream: Option<bool>,
 }
 
 /// The contents of `team.yaml`.
@@ -81,6 +86,12 @@ pub struct TeamConfig {
     /// Named models agents refer to by `model:`.
     #[serde(default)]
     pub models: BTreeMap<String, ModelConfig>,
+    /// Tokens a run may use before it ends with the best answer so far.
+    #[serde(default)]
+    pub token_budget: Option<u64>,
+    /// How the master and challengers write decisions: `line` or `json`.
+    #[serde(default)]
+    pub protocol: Option<crate::protocol::Protocol>,
     /// MCP servers, in the `mcpServers` format MCP clients share (also read
     /// from an `mcp.json` beside `team.yaml`).
     #[serde(default, rename = "mcpServers")]

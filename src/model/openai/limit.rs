@@ -1,0 +1,79 @@
+//! The in-flight limit of one endpoint: a counting semaphore that every
+//! agent using the endpoint shares. Callers beyond the limit wait.
+
+use parking_lot::{Condvar, Mutex};
+
+/// At most `max` holders at once.
+#[derive(Debug)]
+pub(crate) struct Limit {
+    max: usize,
+    in_use: Mutex<usize>,
+    freed: Condvar,
+}
+
+/// A held slot; dropping it frees the slot.
+#[derive(Debug)]
+pub(crate) struct Permit<'a> {
+    limit: &'a Limit,
+}
+
+impl Limit {
+    /// A limit of `max` (at least 1).
+    pub(crate) fn new(max: usize) -> Self {
+        Limit {
+            max: max.max(1),
+            in_use: Mutex::new(0),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// The limit.
+    pub(crate) fn max(&self) -> usize {
+        self.max
+    }
+
+    /// Blocks until a slot is free and takes it.
+    pub(crate) fn acquire(&self) -> Permit<'_> {
+        let mut in_use = self.in_use.lock();
+        while *in_use >= self.max {
+            self.freed.wait(&mut in_use);
+        }
+        *in_use += 1;
+        Permit { limit: self }
+    }
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        *self.limit.in_use.lock() -= 1;
+        self.limit.freed.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn never_more_than_max_holders() {
+        let limit = Limit::new(3);
+        let now = AtomicUsize::new(0);
+        let peak = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..12 {
+                s.spawn(|| {
+                    for _ in 0..50 {
+                        let _p = limit.acquire();
+                        let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                        peak.fetch_max(n, Ordering::SeqCst);
+                        std::thread::yield_now();
+                        now.fetch_sub(1, Ordering::SeqCst);
+                    }
+                });
+            }
+        });
+        assert!(peak.load(Ordering::SeqCst) <= 3);
+        assert_eq!(*limit.in_use.lock(), 0);
+    }
+}

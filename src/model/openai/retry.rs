@@ -1,0 +1,199 @@
+//! The transport retry: which failures are worth another attempt, how long
+//! to wait before it (exponential backoff with full jitter, or what the
+//! server's `Retry-After` asks), and when to give up.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How a provider retries a failed request.
+///
+/// The wait before attempt `n + 1` is a random duration in
+/// `0..=min(max_delay, base_delay * 2^(n-1))` ("full jitter"), unless the
+/// server sent `Retry-After`, which is honoured as given. The call gives up
+/// after `max_attempts` attempts, or when the next wait would take the time
+/// spent past `max_total`.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// let policy = boardroom::RetryPolicy {
+///     max_attempts: 3,
+///     ..boardroom::RetryPolicy::default()
+/// };
+/// assert_eq!(policy.base_delay, Duration::from_millis(500));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included (at least 1).
+    pub max_attempts: u32,
+    /// The backoff ceiling of the first retry.
+    pub base_delay: Duration,
+    /// The largest backoff ceiling.
+    pub max_delay: Duration,
+    /// The longest a call may take, waits included, before it gives up.
+    pub max_total: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 5,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+            max_total: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Statuses worth another attempt: rate limited, server trouble, gateway
+/// timeouts. Everything else (400, 401, 403, 404, ...) is the caller's to fix.
+pub(crate) fn retryable_status(status: u16) -> bool {
+    matches!(status, 408 | 429 | 500 | 502 | 503 | 504)
+}
+
+impl RetryPolicy {
+    /// The wait before the attempt after `attempt` (1-based) failed, or
+    /// `None` to give up. `spent` is the time the call has taken so far.
+    pub(crate) fn next_wait(
+        &self,
+        attempt: u32,
+        retry_after: Option<Duration>,
+        spent: Duration,
+    ) -> Option<Duration> {
+        if attempt >= self.max_attempts.max(1) {
+            return None;
+        }
+        let wait = match retry_after {
+            Some(wait) => wait,
+            None => {
+                let exp = 2u32.saturating_pow(attempt.saturating_sub(1).min(30));
+                let ceiling = self.base_delay.saturating_mul(exp).min(self.max_delay);
+                jitter(ceiling)
+            }
+        };
+        (spent.saturating_add(wait) <= self.max_total).then_some(wait)
+    }
+}
+
+/// A random duration in `0..=ceiling` (xorshift, seeded from the clock and
+/// a counter: good enough to spread retries, not for secrets).
+fn jitter(ceiling: Duration) -> Duration {
+    static COUNTER: AtomicU64 = AtomicU64::new(0x9E37_79B9_7F4A_7C15);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut x = nanos ^ COUNTER.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed);
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    let millis = ceiling.as_millis() as u64;
+    Duration::from_millis(if millis == 0 { 0 } else { x % (millis + 1) })
+}
+
+/// Parses `Retry-After`: delay seconds (`120`) or an HTTP date
+/// (`Wed, 21 Oct 2015 07:28:00 GMT`), relative to `now`. A date in the past
+/// means "now".
+pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let at = parse_http_date(value)?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// IMF-fixdate, the form HTTP/1.1 servers must send:
+/// `Sun, 06 Nov 1994 08:49:37 GMT`.
+fn parse_http_date(value: &str) -> Option<SystemTime> {
+    let rest = value.split_once(", ").map_or(value, |(_, r)| r);
+    let parts: Vec<&str> = rest.split_whitespace().collect();
+    let [day, month, year, time, zone] = parts.as_slice() else {
+        return None;
+    };
+    if *zone != "GMT" && *zone != "UTC" {
+        return None;
+    }
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let month = MONTHS.iter().position(|m| m.eq_ignore_ascii_case(month))? as u64 + 1;
+    let day: u64 = day.parse().ok()?;
+    let year: u64 = year.parse().ok()?;
+    let hms: Vec<u64> = time
+        .split(':')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    let [h, m, s] = hms.as_slice() else {
+        return None;
+    };
+    if !(1..=31).contains(&day) || year < 1970 || *h > 23 || *m > 59 || *s > 60 {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + h * 3600 + m * 60 + s;
+    Some(UNIX_EPOCH + Duration::from_secs(secs))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+/// algorithm), for years from 1970.
+fn days_from_civil(year: u64, month: u64, day: u64) -> u64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y / 400;
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_seconds_and_dates() {
+        let now = UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
+        assert_eq!(parse_retry_after("1", now), Some(Duration::from_secs(1)));
+        assert_eq!(
+            parse_retry_after(" 120 ", now),
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:40 GMT", now),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:40 PST", now),
+            None
+        );
+    }
+
+    #[test]
+    fn backoff_is_capped_jittered_and_bounded() {
+        let p = RetryPolicy {
+            max_attempts: 4,
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(300),
+            max_total: Duration::from_secs(10),
+        };
+        for _ in 0..200 {
+            assert!(p.next_wait(1, None, Duration::ZERO).unwrap() <= Duration::from_millis(100));
+            assert!(p.next_wait(2, None, Duration::ZERO).unwrap() <= Duration::from_millis(200));
+            assert!(p.next_wait(3, None, Duration::ZERO).unwrap() <= Duration::from_millis(300));
+        }
+        assert_eq!(p.next_wait(4, None, Duration::ZERO), None);
+        let after = Some(Duration::from_secs(2));
+        assert_eq!(p.next_wait(1, after, Duration::ZERO), after);
+        assert_eq!(p.next_wait(1, after, Duration::from_secs(9)), None);
+        assert!(retryable_status(429) && retryable_status(503) && !retryable_status(401));
+    }
+}

@@ -1,0 +1,143 @@
+//! OpenAI-compatible models from specs and from `team.yaml` endpoints:
+//!
+//! - `openai` or `openai:gpt-4o-mini`: `OPENAI_BASE_URL` (default the
+//!   OpenAI API) with `OPENAI_API_KEY`;
+//! - `http://127.0.0.1:8080/v1#model` or `https://...`: that endpoint;
+//! - options after a comma: `openai:gpt-4o-mini,stream=false,max_in_flight=4,
+//!   timeout=30s,key_env=MY_KEY`.
+
+use std::time::Duration;
+
+use super::{OpenAi, OpenAiBuilder, env_base_url, redact_url};
+use crate::model::ModelSpecError;
+use crate::model::spec::parse_duration;
+use crate::team::EndpointConfig;
+
+/// Builds the model a spec names (`openai:...`, `http://...`, `https://...`).
+pub(crate) fn from_spec(spec: &str) -> Result<OpenAi, ModelSpecError> {
+    let err = |detail: String| ModelSpecError {
+        spec: redact_url(spec),
+        detail,
+    };
+    let (head, options) = match spec.find(',') {
+        Some(at) => (&spec[..at], &spec[at + 1..]),
+        None => (spec, ""),
+    };
+    let builder = if let Some(model) = head.strip_prefix("openai") {
+        let model = model.strip_prefix(':').unwrap_or(model).trim();
+        let model = if model.is_empty() {
+            std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".into())
+        } else {
+            model.to_string()
+        };
+        OpenAi::builder(env_base_url(), model.clone()).label(format!("openai:{model}"))
+    } else {
+        let (url, model) = head.split_once('#').unwrap_or((head, ""));
+        let model = if model.trim().is_empty() {
+            std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "default".into())
+        } else {
+            model.trim().to_string()
+        };
+        OpenAi::builder(url, model).label(redact_url(head))
+    };
+    apply_options(builder, options)
+        .map_err(err)?
+        .build()
+        .map_err(|e| err(e.detail))
+}
+
+fn apply_options(mut b: OpenAiBuilder, options: &str) -> Result<OpenAiBuilder, String> {
+    for part in options.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = part.split_once('=').unwrap_or((part, ""));
+        b = match key {
+            "stream" => b.stream(parse_bool(value)?),
+            "max_in_flight" => b.max_in_flight(
+                value
+                    .parse()
+                    .map_err(|_| format!("max_in_flight: '{value}' is not a number"))?,
+            ),
+            "timeout" => b.timeout(parse_duration(value)?),
+            "key_env" if !value.is_empty() => b.api_key_env(value),
+            _ => {
+                return Err(format!(
+                    "unknown option '{part}' (known: stream=BOOL, max_in_flight=N, timeout=DUR, key_env=VAR)"
+                ));
+            }
+        };
+    }
+    Ok(b)
+}
+
+fn parse_bool(v: &str) -> Result<bool, String> {
+    match v.trim() {
+        "true" | "on" | "yes" | "1" | "" => Ok(true),
+        "false" | "off" | "no" | "0" => Ok(false),
+        other => Err(format!("'{other}' is not true or false")),
+    }
+}
+
+/// Builds the model `name` configures in `team.yaml`.
+pub(crate) fn from_endpoint(name: &str, cfg: &EndpointConfig) -> Result<OpenAi, ModelSpecError> {
+    let base = cfg.base_url.clone().unwrap_or_else(env_base_url);
+    let model = cfg
+        .model
+        .clone()
+        .or_else(|| std::env::var("OPENAI_MODEL").ok())
+        .unwrap_or_else(|| "gpt-4o-mini".into());
+    let mut b = OpenAi::builder(base, model)
+        .label(name)
+        .api_key_env(cfg.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY"));
+    if let Some(t) = cfg.timeout {
+        if !(t.is_finite() && t > 0.0) {
+            return Err(ModelSpecError {
+                spec: name.to_string(),
+                detail: format!("timeout {t} must be a positive number of seconds"),
+            });
+        }
+        b = b.timeout(Duration::from_secs_f64(t));
+    }
+    if let Some(n) = cfg.max_in_flight {
+        b = b.max_in_flight(n);
+    }
+    if let Some(s) = cfg.stream {
+        b = b.stream(s);
+    }
+    b.build().map_err(|e| ModelSpecError {
+        spec: name.to_string(),
+        detail: e.detail,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ChatModel;
+
+    #[test]
+    fn specs() {
+        let m = from_spec("http://127.0.0.1:8080/v1#gemma,stream=false,max_in_flight=3").unwrap();
+        assert_eq!(m.name(), "http://127.0.0.1:8080/v1#gemma");
+        assert_eq!(m.inner.model, "gemma");
+        assert!(!m.inner.stream);
+        assert_eq!(m.max_in_flight(), 3);
+        assert_eq!(m.inner.url, "http://127.0.0.1:8080/v1/chat/completions");
+        let m = from_spec("openai:gpt-4o-mini").unwrap();
+        assert_eq!(m.name(), "openai:gpt-4o-mini");
+        assert_eq!(
+            from_spec("openai:x,strem=no").unwrap_err().to_string(),
+            "model spec 'openai:x,strem=no': unknown option 'strem=no' \
+             (known: stream=BOOL, max_in_flight=N, timeout=DUR, key_env=VAR)"
+        );
+        let cfg = EndpointConfig {
+            base_url: Some("http://127.0.0.1:1/v1/".into()),
+            model: Some("m".into()),
+            max_in_flight: Some(2),
+            stream: Some(false),
+            ..EndpointConfig::default()
+        };
+        let m = from_endpoint("default", &cfg).unwrap();
+        assert_eq!(m.name(), "default");
+        assert_eq!(m.inner.url, "http://127.0.0.1:1/v1/chat/completions");
+        assert_eq!(m.max_in_flight(), 2);
+    }
+}

@@ -1,0 +1,343 @@
+//! The JSON of `/chat/completions`: the request we send, the response of a
+//! plain call, and the chunks of a streamed one.
+
+use serde_json::{Value, json};
+
+use crate::model::{
+    ChatRequest, ChatResponse, FinishReason, Message, Role, ToolCall, Usage, estimate_tokens,
+};
+
+/// The request body.
+pub(crate) fn request_body(model: &str, req: &ChatRequest, stream: bool) -> Value {
+    let mut body = json!({
+        "model": model,
+        "messages": req.messages.iter().map(message).collect::<Vec<_>>(),
+        "stream": stream,
+    });
+    let obj = body.as_object_mut().expect("a json object literal");
+    if stream {
+        obj.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    if let Some(t) = req.temperature {
+        obj.insert("temperature".into(), json!(t));
+    }
+    if let Some(m) = req.max_tokens {
+        obj.insert("max_tokens".into(), json!(m));
+    }
+    if !req.tools.is_empty() {
+        let tools: Vec<Value> = req
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters}})
+            })
+            .collect();
+        obj.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(schema) = &req.schema {
+        obj.insert(
+            "response_format".into(),
+            json!({"type": "json_schema", "json_schema": {
+                "name": schema.name, "schema": schema.schema, "strict": true}}),
+        );
+    }
+    body
+}
+
+/// One message in OpenAI's shape: assistant tool calls as `tool_calls`
+/// (content `null` when there is no text), tool results with `tool_call_id`.
+pub(crate) fn message(m: &Message) -> Value {
+    let role = match m.role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    };
+    let mut v = json!({"role": role, "content": m.content});
+    if !m.tool_calls.is_empty() {
+        let calls: Vec<Value> = m
+            .tool_calls
+            .iter()
+            .map(|c| {
+                json!({"id": c.id, "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments}})
+            })
+            .collect();
+        v["tool_calls"] = Value::Array(calls);
+        if m.content.is_empty() {
+            v["content"] = Value::Null;
+        }
+    }
+    if let Some(id) = &m.tool_call_id {
+        v["tool_call_id"] = json!(id);
+    }
+    v
+}
+
+fn finish_reason(v: &Value) -> Option<FinishReason> {
+    v.as_str().map(|s| match s {
+        "stop" => FinishReason::Stop,
+        "length" => FinishReason::Length,
+        "tool_calls" | "function_call" => FinishReason::ToolCalls,
+        _ => FinishReason::Other,
+    })
+}
+
+fn usage(v: &Value) -> Option<Usage> {
+    let prompt = v.get("prompt_tokens")?.as_u64()?;
+    let completion = v.get("completion_tokens").and_then(Value::as_u64)?;
+    Some(Usage {
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+    })
+}
+
+/// A usage estimate for servers that report none.
+fn estimated(req: &ChatRequest, text: &str) -> Usage {
+    Usage {
+        prompt_tokens: req
+            .messages
+            .iter()
+            .map(|m| estimate_tokens(&m.content))
+            .sum(),
+        completion_tokens: estimate_tokens(text),
+    }
+}
+
+/// The body of a plain (non-streamed) response.
+pub(crate) fn parse_response(req: &ChatRequest, body: &Value) -> Result<ChatResponse, String> {
+    let choice = body
+        .get("choices")
+        .and_then(|c| c.get(0))
+        .ok_or("no choices in the response")?;
+    let msg = choice.get("message").ok_or("no message in the choice")?;
+    let text = msg
+        .get("content")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let tool_calls = msg
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .map(|calls| {
+            calls
+                .iter()
+                .map(|c| ToolCall {
+                    id: str_at(c, &["id"]),
+                    name: str_at(c, &["function", "name"]),
+                    arguments: str_at(c, &["function", "arguments"]),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let usage = body
+        .get("usage")
+        .and_then(usage)
+        .unwrap_or_else(|| estimated(req, &text));
+    Ok(ChatResponse {
+        finish: choice
+            .get("finish_reason")
+            .and_then(finish_reason)
+            .unwrap_or_default(),
+        text,
+        tool_calls,
+        usage,
+        retries: 0,
+    })
+}
+
+fn str_at(v: &Value, path: &[&str]) -> String {
+    path.iter()
+        .try_fold(v, |v, k| v.get(k))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A streamed answer being put together chunk by chunk.
+#[derive(Debug, Default)]
+pub(crate) struct StreamState {
+    text: String,
+    calls: Vec<ToolCall>,
+    usage: Option<Usage>,
+    finish: Option<FinishReason>,
+    /// Whether `[DONE]` (or a final chunk) arrived.
+    pub(crate) done: bool,
+}
+
+impl StreamState {
+    /// Applies one event's data; returns the text delta it carried.
+    pub(crate) fn apply(&mut self, data: &str) -> Result<Option<String>, String> {
+        if data.trim() == "[DONE]" {
+            self.done = true;
+            return Ok(None);
+        }
+        let chunk: Value =
+            serde_json::from_str(data).map_err(|e| format!("bad stream chunk: {e}"))?;
+        if let Some(err) = chunk.get("error") {
+            return Err(format!("error in stream: {}", short(err)));
+        }
+        if let Some(u) = chunk.get("usage").and_then(usage) {
+            self.usage = Some(u);
+        }
+        let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
+            return Ok(None);
+        };
+        if let Some(f) = choice.get("finish_reason").and_then(finish_reason) {
+            self.finish = Some(f);
+        }
+        let Some(delta) = choice.get("delta") else {
+            return Ok(None);
+        };
+        for c in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let index = c.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+            while self.calls.len() <= index {
+                self.calls.push(ToolCall {
+                    id: String::new(),
+                    name: String::new(),
+                    arguments: String::new(),
+                });
+            }
+            let call = &mut self.calls[index];
+            call.id.push_str(&str_at(c, &["id"]));
+            call.name.push_str(&str_at(c, &["function", "name"]));
+            call.arguments
+                .push_str(&str_at(c, &["function", "arguments"]));
+        }
+        match delta.get("content").and_then(Value::as_str) {
+            Some(text) if !text.is_empty() => {
+                self.text.push_str(text);
+                Ok(Some(text.to_string()))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The complete answer.
+    pub(crate) fn finish(self, req: &ChatRequest) -> ChatResponse {
+        let usage = self.usage.unwrap_or_else(|| estimated(req, &self.text));
+        ChatResponse {
+            finish: self.finish.unwrap_or_default(),
+            text: self.text,
+            tool_calls: self.calls,
+            usage,
+            retries: 0,
+        }
+    }
+}
+
+/// A server's error body, shortened for a message: `error.message` where
+/// there is one.
+pub(crate) fn error_detail(body: &str) -> String {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let text = match parsed.as_ref().and_then(|v| v.get("error")) {
+        Some(e) => short(e),
+        None => body.trim().to_string(),
+    };
+    let mut text: String = text.chars().take(300).collect();
+    if text.len() < body.trim().len() && text.chars().count() == 300 {
+        text.push('…');
+    }
+    text
+}
+
+fn short(err: &Value) -> String {
+    match err {
+        Value::String(s) => s.clone(),
+        v => v
+            .get("message")
+            .and_then(Value::as_str)
+            .map_or_else(|| v.to_string(), str::to_string),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{OutputSchema, Phase, ToolSpec};
+
+    #[test]
+    fn request_in_openai_shape() {
+        let mut asked = Message::assistant("");
+        asked.tool_calls.push(ToolCall {
+            id: "c1".into(),
+            name: "plan_read".into(),
+            arguments: "{}".into(),
+        });
+        let mut req = ChatRequest::new(
+            "a",
+            Phase::Draft,
+            1,
+            vec![Message::user("hi"), asked, Message::tool("c1", "[]")],
+        );
+        req.tools.push(ToolSpec {
+            name: "plan_read".into(),
+            description: "reads".into(),
+            parameters: json!({"type": "object"}),
+        });
+        req.schema = Some(OutputSchema {
+            name: "s".into(),
+            schema: json!({"type": "object"}),
+        });
+        req.max_tokens = Some(10);
+        let body = request_body("m", &req, true);
+        assert_eq!(body["stream_options"]["include_usage"], true);
+        assert_eq!(body["max_tokens"], 10);
+        assert_eq!(body["messages"][1]["content"], Value::Null);
+        assert_eq!(
+            body["messages"][1]["tool_calls"][0]["function"]["name"],
+            "plan_read"
+        );
+        assert_eq!(body["messages"][2]["role"], "tool");
+        assert_eq!(body["messages"][2]["tool_call_id"], "c1");
+        assert_eq!(body["tools"][0]["type"], "function");
+        assert_eq!(body["response_format"]["type"], "json_schema");
+        assert_eq!(body["response_format"]["json_schema"]["name"], "s");
+    }
+
+    #[test]
+    fn streamed_tool_calls_and_usage() {
+        let req = ChatRequest::new("a", Phase::Draft, 1, vec![Message::user("hi")]);
+        let mut s = StreamState::default();
+        let chunks = [
+            r#"{"choices":[{"delta":{"role":"assistant","content":"He"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"llo"}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"plan_","arguments":"{\"a\""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"read","arguments":":1}"}}]},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}}"#,
+            "[DONE]",
+        ];
+        let deltas: Vec<String> = chunks.iter().filter_map(|c| s.apply(c).unwrap()).collect();
+        assert_eq!(deltas, ["He", "llo"]);
+        assert!(s.done);
+        let r = s.finish(&req);
+        assert_eq!(r.text, "Hello");
+        assert_eq!(r.finish, FinishReason::ToolCalls);
+        assert_eq!(r.tool_calls[0].name, "plan_read");
+        assert_eq!(r.tool_calls[0].arguments, "{\"a\":1}");
+        assert_eq!(r.usage.total(), 10);
+    }
+
+    #[test]
+    fn plain_response_and_errors() {
+        let req = ChatRequest::new("a", Phase::Draft, 1, vec![Message::user("hi")]);
+        let body = json!({"choices":[{"message":{"content":null,"tool_calls":[
+            {"id":"c","type":"function","function":{"name":"t","arguments":"{}"}}]},
+            "finish_reason":"length"}]});
+        let r = parse_response(&req, &body).unwrap();
+        assert_eq!(r.finish, FinishReason::Length);
+        assert_eq!(r.tool_calls.len(), 1);
+        assert!(r.usage.prompt_tokens > 0, "estimated when missing");
+        assert_eq!(
+            error_detail(r#"{"error":{"message":"bad key","type":"x"}}"#),
+            "bad key"
+        );
+        assert_eq!(error_detail("plain"), "plain");
+    }
+}
