@@ -56,15 +56,20 @@ fn time(f: impl FnOnce()) -> Duration {
 }
 
 fn main() {
-    let sizes: Vec<usize> = std::env::var("BENCH_SIZES")
-        .ok()
-        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![1, 8, 64, 256]);
+    // `cargo bench` passes --bench; `cargo test --all-targets` does not, and
+    // then one quick pass checks that the benchmark still runs.
+    let smoke = !std::env::args().any(|a| a == "--bench");
+    let sizes: Vec<usize> = match std::env::var("BENCH_SIZES") {
+        Ok(s) => s.split(',').filter_map(|x| x.trim().parse().ok()).collect(),
+        Err(_) if smoke => vec![1, 8],
+        Err(_) => vec![1, 8, 64, 256],
+    };
+    let default_ms = if smoke { 5 } else { 50 };
     let latency = Duration::from_millis(
         std::env::var("BENCH_LATENCY_MS")
             .ok()
             .and_then(|s| s.parse().ok())
-            .unwrap_or(50),
+            .unwrap_or(default_ms),
     );
     let l = latency.as_secs_f64();
     println!(
