@@ -110,7 +110,21 @@ fn run(args: RunArgs) -> u8 {
         args.no_memory,
         args.model.as_deref(),
     );
-    let mode = if args.json {
+    let task = args.task;
+    drive_and_report(runtime, rx, args.json, &args.runs_dir, |rt| rt.run(&task))
+}
+
+/// Runs `go` while the renderer thread shows the events from `rx`, then
+/// prints the answer, the usage per agent and where the run was saved, and
+/// maps the outcome to an exit code. Shared by `run` and `resume`.
+pub(crate) fn drive_and_report(
+    runtime: Runtime,
+    rx: crossbeam_channel::Receiver<boardroom::Event>,
+    json: bool,
+    runs_dir: &Path,
+    go: impl FnOnce(&Runtime) -> Result<boardroom::RunOutcome, RunError>,
+) -> u8 {
+    let mode = if json {
         render::Mode::Json
     } else {
         render::Mode::Human
@@ -119,7 +133,7 @@ fn run(args: RunArgs) -> u8 {
         let renderer = std::thread::Builder::new()
             .name("boardroom-render".into())
             .spawn_scoped(s, move || render::render(rx, mode));
-        let outcome = runtime.run(&args.task);
+        let outcome = go(&runtime);
         // Dropping the runtime drops the last sender: the renderer drains and ends.
         drop(runtime);
         if let Ok(handle) = renderer {
@@ -129,10 +143,10 @@ fn run(args: RunArgs) -> u8 {
     });
     match outcome {
         Ok(outcome) => {
-            if !args.json {
+            if !json {
                 println!("{}", outcome.answer.trim_end());
                 render::usage_by_agent(&outcome.usage_by_agent);
-                runs::saved_note(&args.runs_dir, &outcome.run_id);
+                runs::saved_note(runs_dir, &outcome.run_id);
             }
             match outcome.status {
                 RunStatus::Failed | RunStatus::Cancelled => EXIT_FAILED,
@@ -147,6 +161,17 @@ fn run(args: RunArgs) -> u8 {
             eprintln!("error: {e}");
             EXIT_FAILED
         }
+    }
+}
+
+/// The first line of `s`, cut to `max` characters with an ellipsis.
+pub(crate) fn one_line(s: &str, max: usize) -> String {
+    let line = s.trim().lines().next().unwrap_or("").trim();
+    if line.chars().count() > max {
+        let cut: String = line.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    } else {
+        line.to_string()
     }
 }
 

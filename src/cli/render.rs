@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
+use super::one_line;
 use boardroom::{EntryKind, Event, EventKind, Phase, RunStatus};
 use crossbeam_channel::Receiver;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -41,16 +42,6 @@ struct Human {
     live: bool,
     bars: HashMap<String, ProgressBar>,
     written: HashMap<String, usize>,
-}
-
-fn first_line(s: &str, max: usize) -> String {
-    let line = s.trim().lines().next().unwrap_or("").trim();
-    if line.chars().count() > max {
-        let cut: String = line.chars().take(max.saturating_sub(1)).collect();
-        format!("{cut}…")
-    } else {
-        line.to_string()
-    }
 }
 
 impl Human {
@@ -104,7 +95,7 @@ impl Human {
                 threads,
             } => self.line(format!("round {round} · {assignments} assignments on {threads} threads")),
             EventKind::TaskAssigned { round, member, task } => {
-                let text = format!("r{round} {member}: {}", first_line(&task, 60));
+                let text = format!("r{round} {member}: {}", one_line(&task, 60));
                 if self.live {
                     let bar = self.multi.add(ProgressBar::new_spinner());
                     bar.set_style(
@@ -141,17 +132,17 @@ impl Human {
                 if let Some(bar) = self.bars.remove(&agent) {
                     bar.finish_and_clear();
                 }
-                self.line(format!("  ✗ {agent}: {}", first_line(&message, 100)));
+                self.line(format!("  ✗ {agent}: {}", one_line(&message, 100)));
             }
             EventKind::Challenge { text, .. } => {
-                self.line(format!("  ⚑ {agent} challenges: {}", first_line(&text, 90)));
+                self.line(format!("  ⚑ {agent} challenges: {}", one_line(&text, 90)));
             }
             EventKind::Agree { .. } => self.line(format!("  ✓ {agent} agrees")),
             EventKind::ToolResult {
                 tool, is_error, text, ..
             } => {
                 let mark = if is_error { "✗" } else { "→" };
-                self.line(format!("    {agent} {mark} {tool}: {}", first_line(&text, 80)));
+                self.line(format!("    {agent} {mark} {tool}: {}", one_line(&text, 80)));
             }
             EventKind::WorkspaceFile { path, bytes } => {
                 self.line(format!("    {agent} wrote {path} ({bytes} bytes)"));

@@ -8,7 +8,7 @@ use boardroom::{
     MasterMemory, RunPhase, RunRecord, RunStatus, Runtime, StoreError, list_runs, load_run,
 };
 
-use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, render};
+use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 
 mod show;
 pub(crate) use show::show;
@@ -115,16 +115,6 @@ fn time_of(id: &str) -> String {
     }
 }
 
-fn one_line(s: &str, max: usize) -> String {
-    let line = s.trim().lines().next().unwrap_or("").trim();
-    if line.chars().count() > max {
-        let cut: String = line.chars().take(max.saturating_sub(1)).collect();
-        format!("{cut}…")
-    } else {
-        line.to_string()
-    }
-}
-
 fn status_of(r: &RunRecord) -> &'static str {
     match (r.state.status, r.state.phase) {
         (RunStatus::Running, RunPhase::Finished) => "finished",
@@ -153,7 +143,7 @@ pub(crate) fn list(args: &RunsArgs) -> u8 {
                 status_of(&r),
                 r.state.round,
                 r.state.usage.total(),
-                one_line(&r.state.task, 60)
+                super::one_line(&r.state.task, 60)
             ),
             Err(e) => println!("{}  {}  unreadable: {e}", run.id, time_of(&run.id)),
         }
@@ -252,38 +242,7 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
     }
     let no_memory = args.no_memory || !record.settings.memory;
     runtime = prepare(runtime, &runs_dir, no_memory, spec);
-    let mode = if args.json {
-        render::Mode::Json
-    } else {
-        render::Mode::Human
-    };
-    let outcome = std::thread::scope(|s| {
-        let renderer = std::thread::Builder::new()
-            .name("boardroom-render".into())
-            .spawn_scoped(s, move || render::render(rx, mode));
-        let outcome = runtime.resume(&dir);
-        drop(runtime);
-        if let Ok(handle) = renderer {
-            let _ = handle.join();
-        }
-        outcome
-    });
-    match outcome {
-        Ok(outcome) => {
-            if !args.json {
-                println!("{}", outcome.answer.trim_end());
-                saved_note(&runs_dir, &outcome.run_id);
-            }
-            match outcome.status {
-                RunStatus::Failed | RunStatus::Cancelled => EXIT_FAILED,
-                _ => EXIT_OK,
-            }
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            EXIT_FAILED
-        }
-    }
+    super::drive_and_report(runtime, rx, args.json, &runs_dir, |rt| rt.resume(&dir))
 }
 
 pub(crate) fn memory(args: &MemoryArgs) -> u8 {

@@ -6,8 +6,9 @@ use std::fmt::Write as _;
 
 use boardroom::{Lines, Phase, RunPhase, Turn, load_run, read_events, read_turns};
 
+use super::super::one_line;
 use super::super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
-use super::{ShowArgs, find_run, one_line, status_of, time_of};
+use super::{ShowArgs, find_run, status_of, time_of};
 
 fn warn_all<T>(lines: &Lines<T>) {
     for w in &lines.warnings {
