@@ -190,3 +190,17 @@ fn resuming_a_finished_run_gives_its_answer_without_calling_anyone() {
     assert!(text(&out.stdout).contains("## From writer"));
     assert_eq!(read_turns(&dir).unwrap().items.len(), turns);
 }
+
+#[test]
+fn the_callers_budget_and_protocol_are_saved_for_resume() {
+    let runs = tempfile::tempdir().unwrap();
+    let dir = run(
+        runs.path(),
+        "Plan a picnic",
+        &["--max-tokens", "900000", "--protocol", "json"],
+    );
+    let record = boardroom::load_run(&dir).unwrap();
+    assert_eq!(record.settings.token_budget, Some(900_000));
+    assert_eq!(record.settings.protocol, Some(boardroom::Protocol::Json));
+    assert_eq!(record.state.status, boardroom::RunStatus::Done);
+}

@@ -240,6 +240,12 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
     if let Some(p) = args.parallel.or(record.settings.max_parallel) {
         runtime = runtime.max_parallel(p);
     }
+    if let Some(n) = record.settings.token_budget {
+        runtime = runtime.token_budget(n);
+    }
+    if let Some(p) = record.settings.protocol {
+        runtime = runtime.protocol(p);
+    }
     let no_memory = args.no_memory || !record.settings.memory;
     runtime = prepare(runtime, &runs_dir, no_memory, spec);
     super::drive_and_report(runtime, rx, args.json, &runs_dir, |rt| rt.resume(&dir))

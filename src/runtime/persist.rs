@@ -81,6 +81,8 @@ impl Persist {
                 max_rounds: rt.rounds_cap(),
                 max_parallel: rt.parallel_cap(),
                 memory: rt.master_memory.is_some(),
+                token_budget: rt.token_budget,
+                protocol: rt.protocol,
             },
             state,
         }

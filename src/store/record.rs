@@ -48,6 +48,13 @@ pub struct RunSettings {
     /// Whether master memory was on.
     #[serde(default)]
     pub memory: bool,
+    /// The token budget the caller set (`--max-tokens`), if any; the team's
+    /// own `token_budget` is in the saved team.
+    #[serde(default)]
+    pub token_budget: Option<u64>,
+    /// The protocol the caller chose (`--protocol`), if any.
+    #[serde(default)]
+    pub protocol: Option<crate::protocol::Protocol>,
 }
 
 /// A team as stored in `run.json`.
