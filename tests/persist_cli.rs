@@ -204,3 +204,16 @@ fn the_callers_budget_and_protocol_are_saved_for_resume() {
     assert_eq!(record.settings.protocol, Some(boardroom::Protocol::Json));
     assert_eq!(record.state.status, boardroom::RunStatus::Done);
 }
+
+#[test]
+fn a_run_that_spends_its_budget_is_finished_with_a_report() {
+    // Review finding: a budget stop left the run half-open (no report.md,
+    // `show` offering a resume that only hit the budget again).
+    let runs = tempfile::tempdir().unwrap();
+    let dir = run(runs.path(), "Plan a picnic", &["--max-tokens", "2000"]);
+    let record = boardroom::load_run(&dir).unwrap();
+    assert_eq!(record.state.status, boardroom::RunStatus::BudgetExhausted);
+    assert_eq!(record.state.phase, boardroom::RunPhase::Finished);
+    let report = std::fs::read_to_string(dir.join("workspace/report.md")).unwrap();
+    assert!(report.contains("The token budget ran out"), "{report}");
+}

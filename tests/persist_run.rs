@@ -232,3 +232,57 @@ fn a_workspace_without_a_runs_dir_gets_the_plan_and_the_report_only() {
     let top: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
     assert_eq!(top.len(), 1, "nothing but the workspace");
 }
+
+#[test]
+fn run_json_holds_no_secrets_and_resume_gets_the_team_directory_back() {
+    // Review finding: MCP `env` values and credentials in model URLs were
+    // saved verbatim in run.json, and a resumed team lost its directory.
+    let team_dir = tempfile::tempdir().unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for sub in ["agents", "souls"] {
+        std::fs::create_dir_all(team_dir.path().join(sub)).unwrap();
+        for entry in std::fs::read_dir(root.join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(
+                &path,
+                team_dir.path().join(sub).join(path.file_name().unwrap()),
+            )
+            .unwrap();
+        }
+    }
+    std::fs::write(
+        team_dir.path().join("team.yaml"),
+        "name: secretive\nmodels:\n  remote: \"http://user:PASSWORD42@127.0.0.1:9/v1#m\"\n\
+         mcpServers:\n  gh: {command: \"true\", env: {GITHUB_TOKEN: \"ghp_TOKEN42\"}}\n",
+    )
+    .unwrap();
+    let team = Team::load(team_dir.path()).unwrap();
+    let runs = tempfile::tempdir().unwrap();
+    let run = Runtime::new(team, Sim::new())
+        .runs_dir(runs.path())
+        .model_spec("http://user:PASSWORD42@127.0.0.1:9/v1#m")
+        .run("Plan a picnic")
+        .unwrap();
+    let run_dir = runs.path().join(&run.run_id);
+    let saved = std::fs::read_to_string(run_dir.join("run.json")).unwrap();
+    assert!(
+        !saved.contains("PASSWORD42") && !saved.contains("ghp_TOKEN42"),
+        "{saved}"
+    );
+    assert!(
+        saved.contains("GITHUB_TOKEN"),
+        "the key names stay, for the reader"
+    );
+
+    let record = boardroom::load_run(&run_dir).unwrap();
+    let resumed = record.team.to_team().unwrap();
+    assert_eq!(
+        resumed.dir().map(|d| d.canonicalize().unwrap()),
+        Some(team_dir.path().canonicalize().unwrap())
+    );
+    // The env comes back from the team directory as it is now.
+    assert_eq!(
+        resumed.config().mcp_servers["gh"].env["GITHUB_TOKEN"],
+        "ghp_TOKEN42"
+    );
+}

@@ -77,7 +77,7 @@ impl Persist {
             team: TeamSnapshot::of(&rt.team),
             settings: RunSettings {
                 model: rt.model.name(),
-                model_spec: rt.model_spec.clone(),
+                model_spec: rt.model_spec.as_deref().map(crate::model::redact_url),
                 max_rounds: rt.rounds_cap(),
                 max_parallel: rt.parallel_cap(),
                 memory: rt.master_memory.is_some(),
@@ -197,6 +197,10 @@ pub(crate) fn replay(dir: &Path, mut state: RunState) -> Result<RunState, StoreE
     for w in &journal.warnings {
         log::warn!("{}: {w}", dir.display());
     }
+    // Entries are numbered under the board's lock but journaled after it,
+    // so members that land together can be journaled out of order: keep
+    // every entry the snapshot lacks, then restore the board's order.
+    let mut on_board: std::collections::HashSet<u64> = state.board.iter().map(|e| e.seq).collect();
     for record in journal.items {
         match record {
             JournalRecord::Entry {
@@ -204,8 +208,7 @@ pub(crate) fn replay(dir: &Path, mut state: RunState) -> Result<RunState, StoreE
                 phase,
                 entry,
             } if round == state.round && phase == state.phase => {
-                let last = state.board.last().map_or(0, |e| e.seq);
-                if entry.seq > last {
+                if on_board.insert(entry.seq) {
                     state.board.push(entry);
                 }
             }
@@ -222,6 +225,7 @@ pub(crate) fn replay(dir: &Path, mut state: RunState) -> Result<RunState, StoreE
             _ => {}
         }
     }
+    state.board.sort_by_key(|e| e.seq);
     Ok(state)
 }
 
@@ -377,5 +381,31 @@ mod tests {
 
         state.phase = RunPhase::Review;
         assert_eq!(replay(tmp.path(), state.clone()).unwrap(), state);
+    }
+
+    #[test]
+    fn replay_keeps_entries_journaled_out_of_order() {
+        // Review finding: seq 3 journaled before seq 2 used to drop seq 2.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::open(tmp.path()).unwrap();
+        let mut state = RunState::new("r".into(), "task".into());
+        state.round = 1;
+        state.phase = RunPhase::Members;
+        state.board.push(entry(1, "writer"));
+        for (seq, who) in [(3, "analyst"), (2, "critic"), (1, "writer")] {
+            dir.append_journal(&JournalRecord::Entry {
+                round: 1,
+                phase: RunPhase::Members,
+                entry: entry(seq, who),
+            })
+            .unwrap();
+        }
+        let replayed = replay(tmp.path(), state).unwrap();
+        let board: Vec<(u64, &str)> = replayed
+            .board
+            .iter()
+            .map(|e| (e.seq, e.author.as_str()))
+            .collect();
+        assert_eq!(board, vec![(1, "writer"), (2, "critic"), (3, "analyst")]);
     }
 }

@@ -119,6 +119,8 @@ impl<'a> Run<'a> {
             self.state.answer =
                 Some(self.answer_from_board("The token budget ran out; the drafts so far:"));
         }
+        // Over: a resume would only hit the budget again.
+        self.state.phase = RunPhase::Finished;
         self.checkpoint();
     }
 

@@ -80,7 +80,7 @@ impl TeamSnapshot {
             dir: team
                 .dir()
                 .map(|d| d.canonicalize().unwrap_or_else(|_| d.to_path_buf())),
-            config: team.config().clone(),
+            config: without_secrets(team.config()),
             agents: team.agents().to_vec(),
         }
     }
@@ -92,8 +92,47 @@ impl TeamSnapshot {
     /// A [`TeamError`] when the stored agents do not make a valid team
     /// (a hand-edited file).
     pub fn to_team(&self) -> Result<Team, TeamError> {
-        Team::new(self.name.clone(), self.config.clone(), self.agents.clone())
+        let mut config = self.config.clone();
+        // The saved MCP `env` values are redacted: take them from the team
+        // directory as it is now, or leave them to the inherited environment.
+        let live = self.dir.as_deref().and_then(|d| Team::load(d).ok());
+        for (name, server) in &mut config.mcp_servers {
+            let fresh = live.as_ref().and_then(|t| t.config().mcp_servers.get(name));
+            match fresh {
+                Some(fresh) => server.env = fresh.env.clone(),
+                None => server.env.retain(|_, v| v != REDACTED),
+            }
+        }
+        Team::validate(
+            self.name.clone(),
+            self.dir.clone(),
+            config,
+            self.agents.clone(),
+        )
     }
+}
+
+/// What stands in `run.json` for a secret.
+const REDACTED: &str = "***";
+
+/// The team's settings as `run.json` may hold them: MCP servers' `env`
+/// values (where tokens live) and credentials in model URLs are redacted.
+fn without_secrets(config: &TeamConfig) -> TeamConfig {
+    let mut config = config.clone();
+    for server in config.mcp_servers.values_mut() {
+        for value in server.env.values_mut() {
+            *value = REDACTED.to_string();
+        }
+    }
+    for model in config.models.values_mut() {
+        match model {
+            crate::team::ModelConfig::Spec(spec) => *spec = crate::model::redact_url(spec),
+            crate::team::ModelConfig::Endpoint(e) => {
+                e.base_url = e.base_url.as_deref().map(crate::model::redact_url);
+            }
+        }
+    }
+    config
 }
 
 /// One line of `journal.jsonl`: something that changed in the middle of

@@ -231,7 +231,7 @@ impl Team {
         Team::validate(name.into(), None, config, agents)
     }
 
-    fn validate(
+    pub(crate) fn validate(
         name: String,
         dir: Option<PathBuf>,
         config: TeamConfig,
