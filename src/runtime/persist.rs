@@ -207,10 +207,9 @@ pub(crate) fn replay(dir: &Path, mut state: RunState) -> Result<RunState, StoreE
                 round,
                 phase,
                 entry,
-            } if round == state.round && phase == state.phase => {
-                if on_board.insert(entry.seq) {
-                    state.board.push(entry);
-                }
+            } if round == state.round && phase == state.phase && !on_board.contains(&entry.seq) => {
+                on_board.insert(entry.seq);
+                state.board.push(entry);
             }
             JournalRecord::Module {
                 round,
