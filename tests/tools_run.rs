@@ -363,3 +363,30 @@ fn a_programs_own_tool_runs_and_several_calls_run_at_once() {
         ["writer met ann", "writer met bob", "writer met cy"]
     );
 }
+
+#[test]
+fn every_step_of_a_tool_loop_counts_toward_usage_even_when_a_later_step_fails() {
+    // Review finding: the usage of earlier steps was lost when a later model
+    // call of the same turn failed.
+    let team = team(&["plan_read"], TeamConfig::default());
+    let mut step = asks(vec![call("c1", "plan_read", json!({}))]);
+    step.usage = boardroom::Usage {
+        prompt_tokens: 1000,
+        completion_tokens: 7,
+    };
+    let model = Scripted::new()
+        .reply("lead", "ASSIGN:writer:Look at the plan")
+        .respond("writer", step)
+        .fail("writer", "the server went away")
+        .reply("lead", "DONE\nFine.");
+    let run = Runtime::new(team, model).run("Plan it").unwrap();
+    assert!(
+        run.board
+            .iter()
+            .any(|e| e.author == "writer" && e.kind == boardroom::EntryKind::Error),
+        "the failed turn is an error entry"
+    );
+    let writer = run.usage_by_agent["writer"];
+    assert_eq!(writer.prompt_tokens, 1000);
+    assert_eq!(writer.completion_tokens, 7);
+}

@@ -61,7 +61,6 @@ impl Run<'_> {
         self.record_turn(agent, &request, &result, started.elapsed());
         match &result {
             Ok(response) => {
-                self.add_usage(&agent.name, response.usage);
                 self.emit(
                     &agent.name,
                     parent,

@@ -14,7 +14,8 @@ use super::run::Run;
 
 impl Run<'_> {
     /// One agent turn: the model call (and, for agents with tools, the tool
-    /// loop around it). Returns the final response.
+    /// loop around it). Adds the usage of every model call to the run as it
+    /// returns; the response carries the turn's total, for its Turn record.
     pub(crate) fn exchange(
         &self,
         agent: &AgentSpec,

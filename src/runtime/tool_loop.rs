@@ -40,6 +40,11 @@ pub(crate) fn registry(rt: &Runtime) -> Result<ToolRegistry, ToolError> {
 
 impl Run<'_> {
     /// One agent turn with its tools (a plain model call without any).
+    ///
+    /// The usage of every model call is added to the run as soon as it
+    /// returns, so a step that fails later, and the budget check between
+    /// steps, still count it; the response carries the turn's total for its
+    /// Turn record.
     pub(crate) fn tool_exchange(
         &self,
         agent: &AgentSpec,
@@ -49,7 +54,9 @@ impl Run<'_> {
     ) -> Result<ChatResponse, ModelError> {
         let granted = self.tools.granted(agent).unwrap_or_default();
         if granted.is_empty() {
-            return model.chat(request, on_delta);
+            let response = model.chat(request, on_delta)?;
+            self.add_usage(&agent.name, response.usage);
+            return Ok(response);
         }
         request.tools = granted.iter().map(|t| spec_of(t.as_ref())).collect();
         let mut usage = Usage::default();
@@ -65,6 +72,7 @@ impl Run<'_> {
                 )));
             }
             let mut response = model.chat(request, on_delta)?;
+            self.add_usage(&agent.name, response.usage);
             usage.add(response.usage);
             retries += response.retries;
             if response.tool_calls.is_empty() || capped {
