@@ -155,6 +155,9 @@ fn str_at(v: &Value, path: &[&str]) -> String {
         .to_string()
 }
 
+/// Tool calls one streamed reply may hold.
+const MAX_STREAMED_TOOL_CALLS: u64 = 128;
+
 /// A streamed answer being put together chunk by chunk.
 #[derive(Debug, Default)]
 pub(crate) struct StreamState {
@@ -196,7 +199,14 @@ impl StreamState {
             .into_iter()
             .flatten()
         {
-            let index = c.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+            let index = c.get("index").and_then(Value::as_u64).unwrap_or(0);
+            // The index comes from the server: never let it size our memory.
+            if index >= MAX_STREAMED_TOOL_CALLS {
+                return Err(format!(
+                    "tool call index {index} in stream (at most {MAX_STREAMED_TOOL_CALLS} calls a reply)"
+                ));
+            }
+            let index = index as usize;
             while self.calls.len() <= index {
                 self.calls.push(ToolCall {
                     id: String::new(),
@@ -339,5 +349,15 @@ mod tests {
             "bad key"
         );
         assert_eq!(error_detail("plain"), "plain");
+    }
+
+    #[test]
+    fn a_huge_tool_call_index_is_a_bad_response_not_an_allocation() {
+        let mut s = StreamState::default();
+        let chunk = r#"{"choices":[{"delta":{"tool_calls":[{"index":4000000000,"function":{"name":"x"}}]}}]}"#;
+        assert_eq!(
+            s.apply(chunk).unwrap_err(),
+            "tool call index 4000000000 in stream (at most 128 calls a reply)"
+        );
     }
 }
