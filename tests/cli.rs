@@ -205,3 +205,21 @@ fn no_async_runtime_in_the_dependency_tree() {
         );
     }
 }
+
+#[test]
+fn a_panicking_member_is_an_error_line_not_a_backtrace() {
+    let out = boardroom(
+        &["run", "--model", "sim:panic=writer", "Plan a picnic"],
+        repo(),
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("✗ writer: writer panicked: sim: simulated panic in 'writer'"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("panicked at"),
+        "no raw panic report: {stderr}"
+    );
+}

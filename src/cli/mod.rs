@@ -29,6 +29,7 @@ pub(crate) fn main() -> ExitCode {
         logger.filter_module("ureq_proto", log::LevelFilter::Debug);
     }
     logger.init();
+    quiet_panics();
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Run(args) => run(args),
@@ -39,6 +40,35 @@ pub(crate) fn main() -> ExitCode {
         Command::Memory(args) => runs::memory(&args),
     };
     ExitCode::from(code)
+}
+
+/// Two panics are expected events here, not crashes to report:
+///
+/// - a member or challenger thread that panics is caught at the pool and
+///   becomes an `error` entry on the board; its message goes to the log
+///   (`RUST_LOG=debug`) instead of tearing through the live view;
+/// - stdout closed by its reader (`boardroom show ID | head`): Rust panics
+///   on the broken pipe; the program just ends, as Unix tools do.
+fn quiet_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(EXIT_OK.into());
+        }
+        let thread = std::thread::current();
+        let name = thread.name().unwrap_or("");
+        if name.starts_with("boardroom-member-") || name.starts_with("boardroom-challenger-") {
+            log::debug!("{name} panicked (kept on the board as an error entry): {info}");
+            return;
+        }
+        default(info);
+    }));
 }
 
 /// The team: `--team DIR`, else `./` when it has `agents/`, else the
