@@ -156,6 +156,21 @@ fn a_run_killed_mid_round_resumes_without_running_a_finished_member_again() {
     );
     assert!(dir.join("workspace/report.md").is_file());
     assert!(dir.join("workspace/plan.json").is_file());
+
+    // No tokens lost: the run's totals are the sum of every call on record,
+    // the drafts that landed before the kill included (review finding).
+    let mut from_turns: BTreeMap<String, u64> = BTreeMap::new();
+    for t in &turns.items {
+        *from_turns.entry(t.agent.clone()).or_default() += t.usage.total();
+    }
+    let saved: BTreeMap<String, u64> = after
+        .state
+        .usage_by_agent
+        .iter()
+        .map(|(a, u)| (a.clone(), u.total()))
+        .collect();
+    assert_eq!(saved, from_turns);
+    assert_eq!(after.state.usage.total(), from_turns.values().sum::<u64>());
 }
 
 /// Waits (bounded) until the events on disk show `n` drafts, then kills

@@ -221,6 +221,15 @@ pub(crate) fn replay(dir: &Path, mut state: RunState) -> Result<RunState, StoreE
                     None => state.plan.tasks.push(module),
                 }
             }
+            JournalRecord::Usage {
+                round,
+                phase,
+                agent,
+                usage,
+            } if round == state.round && phase == state.phase => {
+                state.usage.add(usage);
+                state.usage_by_agent.entry(agent).or_default().add(usage);
+            }
             _ => {}
         }
     }
@@ -406,5 +415,35 @@ mod tests {
             .map(|e| (e.seq, e.author.as_str()))
             .collect();
         assert_eq!(board, vec![(1, "writer"), (2, "critic"), (3, "analyst")]);
+    }
+
+    #[test]
+    fn replay_counts_the_usage_of_calls_that_finished_before_the_cut() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::open(tmp.path()).unwrap();
+        let mut state = RunState::new("r".into(), "task".into());
+        state.round = 1;
+        state.phase = RunPhase::Members;
+        let usage = |n| crate::model::Usage {
+            prompt_tokens: n,
+            completion_tokens: 1,
+        };
+        for (phase, agent, n) in [
+            (RunPhase::Members, "writer", 10),
+            (RunPhase::Members, "critic", 20),
+            (RunPhase::Plan, "master", 99),
+        ] {
+            dir.append_journal(&JournalRecord::Usage {
+                round: 1,
+                phase,
+                agent: agent.into(),
+                usage: usage(n),
+            })
+            .unwrap();
+        }
+        let replayed = replay(tmp.path(), state).unwrap();
+        assert_eq!(replayed.usage.total(), 32);
+        assert_eq!(replayed.usage_by_agent["critic"].prompt_tokens, 20);
+        assert!(!replayed.usage_by_agent.contains_key("master"));
     }
 }

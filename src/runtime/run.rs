@@ -594,9 +594,19 @@ impl<'a> Run<'a> {
     }
 
     pub(crate) fn add_usage(&self, agent: &str, usage: Usage) {
-        let mut totals = self.usage.lock();
-        totals.0.add(usage);
-        totals.1.entry(agent.to_string()).or_default().add(usage);
+        {
+            let mut totals = self.usage.lock();
+            totals.0.add(usage);
+            totals.1.entry(agent.to_string()).or_default().add(usage);
+        }
+        // Journaled like board entries, so a resume after a crash mid-round
+        // still counts the calls that finished before it.
+        self.journal(&crate::store::JournalRecord::Usage {
+            round: self.state.round,
+            phase: self.state.phase,
+            agent: agent.to_string(),
+            usage,
+        });
     }
 
     fn status(&self, status: RoomStatus) {

@@ -153,4 +153,11 @@ pub(crate) enum JournalRecord {
         phase: RunPhase,
         module: WorkModule,
     },
+    /// A model call returned; its tokens count toward the run.
+    Usage {
+        round: u32,
+        phase: RunPhase,
+        agent: String,
+        usage: crate::model::Usage,
+    },
 }
