@@ -263,3 +263,53 @@ fn a_run_killed_twice_loses_nothing_and_resume_reuses_the_saved_model() {
         "turn ids go on across processes: {ids:?}"
     );
 }
+
+#[test]
+fn a_resumed_run_keeps_the_protocol_it_was_started_with() {
+    // Review finding: the saved --protocol was applied on resume but never
+    // tested. The resumed master's review must still be asked for JSON.
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let child = Command::new(BIN)
+        .args([
+            "run",
+            "Plan a picnic",
+            "--model",
+            "sim:latency=1500ms,latency_phases=draft",
+            "--parallel",
+            "2",
+            "--protocol",
+            "json",
+            "--no-memory",
+            "--json",
+            "--runs-dir",
+        ])
+        .arg(&runs)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let dir = kill_after_drafts(child, &runs, 2);
+    let out = Command::new(BIN)
+        .args(["resume", "last", "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let turns = read_turns(&dir).unwrap();
+    let review = turns
+        .items
+        .iter()
+        .find(|t| t.phase == Phase::Review)
+        .expect("the resumed run reviewed round 1");
+    let system = &review.messages[0].content;
+    assert!(
+        system.contains("Reply with exactly one JSON object"),
+        "the review after resume was not in JSON mode: {system}"
+    );
+    assert_eq!(load_run(&dir).unwrap().state.status, RunStatus::Done);
+}
