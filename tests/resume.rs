@@ -49,26 +49,7 @@ fn draft_calls(dir: &Path, round: u32) -> BTreeMap<String, usize> {
 fn a_run_killed_mid_round_resumes_without_running_a_finished_member_again() {
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path().join("runs");
-    // Four members on two threads, each draft taking 1.5 s: the first two
-    // land at about 1.5 s, the other two at about 3 s.
-    let child = Command::new(BIN)
-        .args([
-            "run",
-            "Write a short guide to brewing green tea",
-            "--model",
-            "sim:latency=1500ms,latency_phases=draft",
-            "--parallel",
-            "2",
-            "--no-memory",
-            "--json",
-            "--runs-dir",
-        ])
-        .arg(&runs)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let dir = kill_after_drafts(child, &runs, 2);
+    let dir = run_and_kill_mid_round(&runs, "Write a short guide to brewing green tea", &[]);
 
     let landed = drafted(&dir);
     assert!(
@@ -175,6 +156,31 @@ fn a_run_killed_mid_round_resumes_without_running_a_finished_member_again() {
 
 /// Waits (bounded) until the events on disk show `n` drafts, then kills
 /// the process with SIGKILL.
+/// Starts the binary on the built-in team (four members on two threads,
+/// each draft taking 1.5 s: the first two land at about 1.5 s, the other two
+/// at about 3 s) and kills it with SIGKILL once two drafts are on disk.
+fn run_and_kill_mid_round(runs: &Path, task: &str, extra: &[&str]) -> PathBuf {
+    let child = Command::new(BIN)
+        .args([
+            "run",
+            task,
+            "--model",
+            "sim:latency=1500ms,latency_phases=draft",
+            "--parallel",
+            "2",
+            "--no-memory",
+            "--json",
+        ])
+        .args(extra)
+        .arg("--runs-dir")
+        .arg(runs)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    kill_after_drafts(child, runs, 2)
+}
+
 fn kill_after_drafts(mut child: Child, runs: &Path, n: usize) -> PathBuf {
     let started = Instant::now();
     loop {
@@ -270,26 +276,7 @@ fn a_resumed_run_keeps_the_protocol_it_was_started_with() {
     // tested. The resumed master's review must still be asked for JSON.
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path().join("runs");
-    let child = Command::new(BIN)
-        .args([
-            "run",
-            "Plan a picnic",
-            "--model",
-            "sim:latency=1500ms,latency_phases=draft",
-            "--parallel",
-            "2",
-            "--protocol",
-            "json",
-            "--no-memory",
-            "--json",
-            "--runs-dir",
-        ])
-        .arg(&runs)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let dir = kill_after_drafts(child, &runs, 2);
+    let dir = run_and_kill_mid_round(&runs, "Plan a picnic", &["--protocol", "json"]);
     let out = Command::new(BIN)
         .args(["resume", "last", "--runs-dir"])
         .arg(&runs)
