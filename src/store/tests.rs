@@ -13,6 +13,7 @@ fn record(id: &str) -> RunRecord {
         saved_ms: 2,
         team: TeamSnapshot::of(&team),
         settings: RunSettings::default(),
+        journal_len: None,
         state: RunState::new(id.into(), "a task".into()),
     }
 }

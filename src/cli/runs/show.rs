@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use boardroom::{Lines, Phase, RunPhase, Turn, load_run, read_events, read_turns};
+use boardroom::{Lines, Phase, RunPhase, Turn, load_run, read_events, read_turns, run_holder};
 
 use super::super::one_line;
 use super::super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
@@ -58,7 +58,7 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
             .model_spec
             .as_deref()
             .unwrap_or(&record.settings.model),
-        status_of(&record),
+        status_of(&record, &dir),
         s.round,
         s.usage.total(),
         s.usage.prompt_tokens,
@@ -75,8 +75,15 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
     if let Some(e) = &s.error {
         println!("error: {e}");
     }
+    let holder = run_holder(&dir);
     match &s.answer {
         Some(a) if s.phase == RunPhase::Finished => println!("\n{}", a.trim_end()),
+        _ if holder.is_some() => println!(
+            "\n(no answer yet: running now{})",
+            holder
+                .flatten()
+                .map_or_else(String::new, |pid| format!(" in boardroom pid {pid}"))
+        ),
         _ => println!(
             "\n(no answer yet: stopped before phase '{}'; `boardroom resume {}` continues it)",
             serde_json::to_value(s.phase)
