@@ -461,3 +461,140 @@ fn kill_9_after_the_final_checkpoint_keeps_the_memory_note() {
         },
     );
 }
+
+// ---- issue 8 finding 4, issue 9 item 4: one process owns a run ----------
+
+#[test]
+fn two_resumes_at_once_one_proceeds_and_the_other_is_refused_while_the_run_lists_as_running() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let dir = kill_when(
+        spawn_quiet(
+            Command::new(BIN)
+                .args(["run", "Plan a tea tasting", "--parallel", "1", "--no-memory"])
+                .args(["--model", "sim:latency=1s,latency_phases=draft", "--runs-dir"])
+                .arg(&runs),
+        ),
+        &runs,
+        |dir| !drafted(dir).is_empty(),
+    );
+    let id = dir.file_name().unwrap().to_str().unwrap().to_string();
+
+    // The first resume is slow: it holds the run while the checks below run.
+    let mut first = Command::new(BIN)
+        .args(["resume", &id, "--model", "sim:latency=1s,latency_phases=draft"])
+        .arg("--runs-dir")
+        .arg(&runs)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = first.id();
+    let started = Instant::now();
+    while std::fs::read_to_string(dir.join("run.lock")).unwrap_or_default() != pid.to_string() {
+        assert!(started.elapsed() < Duration::from_secs(60), "never locked");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    let listed = Command::new(BIN)
+        .args(["runs", "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    let line = listed.lines().find(|l| l.starts_with(&id)).unwrap();
+    assert!(line.contains("  running  "), "{line}");
+    assert!(!line.contains("interrupted"), "{line}");
+
+    let shown = Command::new(BIN)
+        .args(["show", &id, "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+    assert!(
+        shown.contains(&format!("(no answer yet: running now in boardroom pid {pid})")),
+        "{shown}"
+    );
+    assert!(!shown.contains("boardroom resume"), "{shown}");
+
+    let second = Command::new(BIN)
+        .args(["resume", &id, "--model", "sim", "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&second.stderr),
+        format!("error: run {id}: in use by another boardroom (pid {pid})\n")
+    );
+
+    // The library takes the same lock.
+    let saved = load_run(&dir).unwrap();
+    let err = boardroom::Runtime::new(saved.team.to_team().unwrap(), boardroom::Sim::new())
+        .resume(&dir)
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("run directory: run {id}: in use by another boardroom (pid {pid})")
+    );
+
+    let status = first.wait().unwrap();
+    assert!(status.success());
+    let expected: BTreeMap<String, usize> = MEMBERS.iter().map(|m| (m.to_string(), 1)).collect();
+    assert_eq!(draft_calls(&dir, 1), expected, "no member ran twice");
+    assert_eq!(load_run(&dir).unwrap().state.status, RunStatus::Done);
+    let listed = Command::new(BIN)
+        .args(["runs", "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(listed.contains("  done  "), "{listed}");
+}
+
+// ---- issue 8 finding 8: a resumed round shows members the same board ----
+
+#[test]
+fn members_of_a_resumed_round_get_the_prompts_of_an_uninterrupted_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let task = "Write a short guide to brewing green tea";
+    let dir = run_and_kill_mid_round(&runs, task, &[]);
+    let id = dir.file_name().unwrap().to_str().unwrap().to_string();
+    let out = Command::new(BIN)
+        .args(["resume", &id, "--model", "sim", "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+
+    let plain_runs = tmp.path().join("plain");
+    let plain = Command::new(BIN)
+        .args(["run", task, "--model", "sim", "--no-memory", "--runs-dir"])
+        .arg(&plain_runs)
+        .output()
+        .unwrap();
+    assert!(plain.status.success());
+    let plain_dir = run_dir(&plain_runs).unwrap();
+
+    let prompts = |dir: &Path| -> BTreeMap<String, Vec<boardroom::Message>> {
+        read_turns(dir)
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|t| t.phase == Phase::Draft && t.round == 1)
+            .map(|t| (t.agent, t.messages))
+            .collect()
+    };
+    let resumed = prompts(&dir);
+    let uninterrupted = prompts(&plain_dir);
+    assert_eq!(resumed.len(), MEMBERS.len());
+    for (member, messages) in &uninterrupted {
+        assert_eq!(
+            resumed.get(member),
+            Some(messages),
+            "{member}'s round-1 prompt differs after the resume"
+        );
+    }
+}
