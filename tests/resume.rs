@@ -304,7 +304,10 @@ fn a_resumed_run_keeps_the_protocol_it_was_started_with() {
 // ---- issue 8: the kill -9 matrix --------------------------------------
 
 fn spawn_quiet(cmd: &mut Command) -> Child {
-    cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()
+    cmd.stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
 }
 
 /// Kills `child` with SIGKILL once `ready` holds for its run directory
@@ -416,11 +419,7 @@ fn kill_and_resume(phase: &str, ready: impl Fn(&Path) -> bool, checks: impl Fn(&
 
 #[test]
 fn kill_9_during_planning_then_resume() {
-    kill_and_resume(
-        "plan",
-        |dir| phase_of(dir) == Some(RunPhase::Plan),
-        |_| {},
-    );
+    kill_and_resume("plan", |dir| phase_of(dir) == Some(RunPhase::Plan), |_| {});
 }
 
 #[test]
@@ -471,8 +470,18 @@ fn two_resumes_at_once_one_proceeds_and_the_other_is_refused_while_the_run_lists
     let dir = kill_when(
         spawn_quiet(
             Command::new(BIN)
-                .args(["run", "Plan a tea tasting", "--parallel", "1", "--no-memory"])
-                .args(["--model", "sim:latency=1s,latency_phases=draft", "--runs-dir"])
+                .args([
+                    "run",
+                    "Plan a tea tasting",
+                    "--parallel",
+                    "1",
+                    "--no-memory",
+                ])
+                .args([
+                    "--model",
+                    "sim:latency=1s,latency_phases=draft",
+                    "--runs-dir",
+                ])
                 .arg(&runs),
         ),
         &runs,
@@ -482,7 +491,12 @@ fn two_resumes_at_once_one_proceeds_and_the_other_is_refused_while_the_run_lists
 
     // The first resume is slow: it holds the run while the checks below run.
     let mut first = Command::new(BIN)
-        .args(["resume", &id, "--model", "sim:latency=1s,latency_phases=draft"])
+        .args([
+            "resume",
+            &id,
+            "--model",
+            "sim:latency=1s,latency_phases=draft",
+        ])
         .arg("--runs-dir")
         .arg(&runs)
         .stdout(Stdio::null())
@@ -513,7 +527,9 @@ fn two_resumes_at_once_one_proceeds_and_the_other_is_refused_while_the_run_lists
         .unwrap();
     let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
     assert!(
-        shown.contains(&format!("(no answer yet: running now in boardroom pid {pid})")),
+        shown.contains(&format!(
+            "(no answer yet: running now in boardroom pid {pid})"
+        )),
         "{shown}"
     );
     assert!(!shown.contains("boardroom resume"), "{shown}");

@@ -299,7 +299,10 @@ pub(crate) fn is_transport(e: &crate::model::ModelError) -> bool {
 pub(crate) fn still_to_do(
     state: &RunState,
     board: &[Entry],
-) -> (Vec<crate::protocol::Assignment>, Vec<crate::protocol::Assignment>) {
+) -> (
+    Vec<crate::protocol::Assignment>,
+    Vec<crate::protocol::Assignment>,
+) {
     let round = state.round;
     let mut todo = Vec::new();
     let mut again = Vec::new();
@@ -312,9 +315,9 @@ pub(crate) fn still_to_do(
                     && e.task.as_deref() == Some(a.task.as_str())
             })
             .collect();
-        let done = of.iter().any(|e| {
-            e.kind == EntryKind::Draft || (e.kind == EntryKind::Error && !e.transport)
-        });
+        let done = of
+            .iter()
+            .any(|e| e.kind == EntryKind::Draft || (e.kind == EntryKind::Error && !e.transport));
         if done {
             continue;
         }
@@ -449,7 +452,11 @@ impl Runtime {
     /// Runs `state` in its directory, holding the directory's lock until
     /// the outcome is saved. A panic that escapes the driver still marks
     /// the run failed (never left `running`) before it goes on unwinding.
-    pub(crate) fn drive_in(&self, state: RunState, opening: Opening) -> Result<RunOutcome, RunError> {
+    pub(crate) fn drive_in(
+        &self,
+        state: RunState,
+        opening: Opening,
+    ) -> Result<RunOutcome, RunError> {
         let run_id = state.run_id.clone();
         let run = Run::start(self, state, opening)?;
         let _lock = run.persist.lock();

@@ -127,7 +127,11 @@ impl Run<'_> {
                 self.run_tool(agent, request, granted, call)
             }));
             return vec![one.unwrap_or_else(|panic| {
-                log::warn!("tool '{}' panicked: {}", call.name, panic_text(panic.as_ref()));
+                log::warn!(
+                    "tool '{}' panicked: {}",
+                    call.name,
+                    panic_text(panic.as_ref())
+                );
                 format!("error: tool '{}' panicked", call.name)
             })];
         }
@@ -255,13 +259,15 @@ fn chat(
     if agent.role == crate::team::AgentRole::Member {
         return model.chat(request, on_delta);
     }
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| model.chat(request, on_delta)))
-        .unwrap_or_else(|panic| {
-            Err(ModelError::BadResponse {
-                model: model.name(),
-                detail: format!("the call panicked: {}", panic_text(panic.as_ref())),
-            })
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        model.chat(request, on_delta)
+    }))
+    .unwrap_or_else(|panic| {
+        Err(ModelError::BadResponse {
+            model: model.name(),
+            detail: format!("the call panicked: {}", panic_text(panic.as_ref())),
         })
+    })
 }
 
 /// The message of a panic's payload.

@@ -75,7 +75,10 @@ impl fmt::Display for StoreError {
                 path.display()
             ),
             StoreError::NotFound { run } => write!(f, "run '{run}': not found"),
-            StoreError::InUse { run, pid: Some(pid) } => {
+            StoreError::InUse {
+                run,
+                pid: Some(pid),
+            } => {
                 write!(f, "run {run}: in use by another boardroom (pid {pid})")
             }
             StoreError::InUse { run, pid: None } => {

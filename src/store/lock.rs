@@ -21,8 +21,10 @@ pub(crate) struct RunLock {
 }
 
 fn run_id(dir: &Path) -> String {
-    dir.file_name()
-        .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned())
+    dir.file_name().map_or_else(
+        || dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }
 
 fn open(dir: &Path) -> Result<File, StoreError> {
