@@ -94,6 +94,28 @@ pub(crate) fn prepare(
     runtime
 }
 
+/// Text saved from models (and folder names) as it may be shown on a
+/// terminal: newlines and tabs stay, every other control character (the
+/// ESC of an escape sequence, a carriage return, a bell, C1 controls) is
+/// written as a visible `\u{..}` escape instead of being obeyed.
+pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 pub(crate) fn saved_note(runs_dir: &Path, run_id: &str) {
     eprintln!("saved in {}", runs_dir.join(run_id).display());
 }
@@ -147,14 +169,19 @@ pub(crate) fn list(args: &RunsArgs) -> u8 {
         match run.record {
             Ok(r) => println!(
                 "{}  {}  {:<11}  {:>2} rounds  {:>7} tokens  {}",
-                run.id,
+                terminal_safe(&run.id),
                 time_of(&run.id),
                 status_of(&r, &run.path),
                 r.state.round,
                 r.state.usage.total(),
-                super::one_line(&r.state.task, 60)
+                terminal_safe(&super::one_line(&r.state.task, 60))
             ),
-            Err(e) => println!("{}  {}  unreadable: {e}", run.id, time_of(&run.id)),
+            Err(e) => println!(
+                "{}  {}  unreadable: {}",
+                terminal_safe(&run.id),
+                time_of(&run.id),
+                terminal_safe(&e.to_string())
+            ),
         }
     }
     EXIT_OK
@@ -227,7 +254,7 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
         );
         println!(
             "{}",
-            record.state.answer.as_deref().unwrap_or("").trim_end()
+            terminal_safe(record.state.answer.as_deref().unwrap_or("").trim_end())
         );
         return EXIT_OK;
     }
@@ -317,7 +344,7 @@ pub(crate) fn memory(args: &MemoryArgs) -> u8 {
         }
         Ok(text) => {
             eprintln!("{}", memory.path().display());
-            print!("{text}");
+            print!("{}", terminal_safe(&text));
             EXIT_OK
         }
         Err(e) => {
