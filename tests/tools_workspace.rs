@@ -198,11 +198,19 @@ fn workspace_write_never_writes_through_a_symbolic_link() {
         "workspace: path 'link/new.txt' refused: it goes through a symbolic link"
     );
     assert_eq!(
-        call("workspace_write", json!({"path": "alias", "content": "x"}), &ctx).unwrap_err(),
+        call(
+            "workspace_write",
+            json!({"path": "alias", "content": "x"}),
+            &ctx
+        )
+        .unwrap_err(),
         "workspace: path 'alias' refused: it is a symbolic link"
     );
     assert!(!ws.join("real/new.txt").exists());
-    assert_eq!(std::fs::read_to_string(ws.join("inside.txt")).unwrap(), "ok");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("inside.txt")).unwrap(),
+        "ok"
+    );
     // Real folders are still created and written through.
     call(
         "workspace_write",

@@ -608,4 +608,64 @@ mod tests {
         assert_eq!(replayed.usage_by_agent["critic"].prompt_tokens, 20);
         assert!(!replayed.usage_by_agent.contains_key("master"));
     }
+
+    #[test]
+    fn replay_counts_usage_of_any_cut_off_phase_after_the_snapshot_only() {
+        // Issue 8: a kill in a non-member phase lost the usage of the calls
+        // that finished before it; usage journaled before the snapshot is
+        // already in it and must not count twice.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::open(tmp.path()).unwrap();
+        let mut state = RunState::new("r".into(), "task".into());
+        state.round = 1;
+        state.phase = RunPhase::Finished;
+        let usage = |n| crate::model::Usage {
+            prompt_tokens: n,
+            completion_tokens: 0,
+        };
+        let record = |n| JournalRecord::Usage {
+            round: 1,
+            phase: RunPhase::Finished,
+            agent: "master".into(),
+            usage: usage(n),
+        };
+        dir.append_journal(&record(100)).unwrap();
+        let snapshot_at = dir.journal_len();
+        dir.append_journal(&record(7)).unwrap();
+        let replayed = replay(tmp.path(), state.clone(), Some(snapshot_at)).unwrap();
+        assert_eq!(replayed.usage.total(), 7);
+        assert_eq!(replayed.usage_by_agent["master"].total(), 7);
+        // An old run.json without the offset: only a members phase replays.
+        assert_eq!(replay(tmp.path(), state.clone(), None).unwrap(), state);
+    }
+
+    #[test]
+    fn only_assignments_that_failed_on_the_transport_run_again() {
+        let mut state = RunState::new("r".into(), "task".into());
+        state.round = 1;
+        state.phase = RunPhase::Final;
+        for m in ["a", "b", "c", "d"] {
+            state.assignments.push(crate::protocol::Assignment {
+                member: m.into(),
+                task: "t".into(),
+            });
+        }
+        let mut e = |seq, author: &str, kind, transport| {
+            let mut x = entry(seq, author);
+            x.kind = kind;
+            x.transport = transport;
+            state.board.push(x);
+        };
+        e(1, "a", EntryKind::Draft, false);
+        e(2, "b", EntryKind::Error, false);
+        e(3, "c", EntryKind::Error, true);
+        let (todo, again) = still_to_do(&state, &state.board);
+        let names = |v: &[crate::protocol::Assignment]| -> Vec<String> {
+            v.iter().map(|a| a.member.clone()).collect()
+        };
+        assert_eq!(names(&todo), ["c", "d"]);
+        assert_eq!(names(&again), ["c"]);
+        assert!(back_to_failed_members(&mut state));
+        assert_eq!(state.phase, RunPhase::Members);
+    }
 }
