@@ -14,6 +14,9 @@ use super::StoreError;
 /// The lock file's name inside a run directory.
 pub(crate) const LOCK_FILE: &str = "run.lock";
 
+/// Attempts after the first before a held lock is reported (20 ms apart).
+const PROBE_RETRIES: u32 = 4;
+
 /// The lock on a run directory, held until dropped.
 #[derive(Debug)]
 pub(crate) struct RunLock {
@@ -67,7 +70,18 @@ impl RunLock {
     /// [`StoreError::InUse`] when another holder has it (with its pid),
     /// [`StoreError::Io`] when the lock file cannot be opened or locked.
     pub(crate) fn acquire(dir: &Path) -> Result<RunLock, StoreError> {
-        let mut file = try_take(dir)?;
+        // `runs` and `show` probe the lock by taking it for an instant: a
+        // few short retries keep a probe from refusing a real run.
+        let mut tries = 0;
+        let mut file = loop {
+            match try_take(dir) {
+                Err(StoreError::InUse { .. }) if tries < PROBE_RETRIES => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => break other?,
+            }
+        };
         // Ours now: say who holds it. A failure here only loses the pid
         // from a second process's message.
         let pid = std::process::id().to_string();
@@ -80,10 +94,23 @@ impl RunLock {
     }
 }
 
-/// Whether some process holds the lock of the run directory `dir` now,
-/// and its pid: `Some(pid)` for a live run, `None` for a run nobody works
-/// on (finished, or interrupted). Probing takes the lock for an instant
-/// and gives it back.
+/// Whether a process works on the run in directory `dir` right now:
+/// `Some(pid)` while one holds the directory's lock (`pid` is `None` when
+/// the lock file does not say), `None` for a run nobody works on (finished
+/// or interrupted). This is how `boardroom runs` tells `running` from
+/// `interrupted`, with no guessing from pids. Probing takes the lock for
+/// an instant and gives it back.
+///
+/// # Examples
+///
+/// ```
+/// use boardroom::{Runtime, Sim, Team, run_holder};
+/// let runs = std::env::temp_dir().join(format!("boardroom-doc-lock-{}", std::process::id()));
+/// let run = Runtime::new(Team::builtin()?, Sim::new()).runs_dir(&runs).run("Plan a picnic")?;
+/// assert_eq!(run_holder(&runs.join(&run.run_id)), None, "finished: nobody holds it");
+/// # std::fs::remove_dir_all(&runs).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn run_holder(dir: &Path) -> Option<Option<u32>> {
     if !dir.join(LOCK_FILE).is_file() {
         return None;
