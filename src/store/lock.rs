@@ -5,7 +5,9 @@
 //! even by `kill -9`, so a stale lock cannot outlive a crash; the file
 //! itself stays, and only the lock on it counts.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, OpenOptions};
+
+use fs4::TryLockError;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
@@ -52,7 +54,9 @@ fn holder(file: &mut File) -> Option<u32> {
 /// The lock file, locked, or who holds it.
 fn try_take(dir: &Path) -> Result<File, StoreError> {
     let mut file = open(dir)?;
-    match file.try_lock() {
+    // Called through the trait: std's own `File::try_lock` is newer than
+    // our rust-version.
+    match fs4::FileExt::try_lock(&file) {
         Ok(()) => Ok(file),
         Err(TryLockError::WouldBlock) => Err(StoreError::InUse {
             run: run_id(dir),
