@@ -1,7 +1,9 @@
 //! Issue 4: a run killed with SIGKILL in the middle of a round resumes
-//! with nothing lost and no completed member called twice. This starts
-//! the real binary, kills it for real, and counts model calls in
-//! `turns.jsonl`.
+//! with nothing lost and no completed member called twice. Issue 8: the
+//! same for a kill in every phase (the kill -9 matrix), one process per
+//! run (two resumes at once), and resumed members shown the board of the
+//! round's start. These start the real binary, kill it for real, and
+//! count model calls in `turns.jsonl`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
