@@ -6,10 +6,10 @@
 //! itself stays, and only the lock on it counts.
 
 use std::fs::{File, OpenOptions};
-
-use fs4::TryLockError;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
+
+use fs4::TryLockError;
 
 use super::StoreError;
 
