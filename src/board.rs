@@ -48,6 +48,11 @@ pub struct Entry {
     pub task: Option<String>,
     /// The text.
     pub text: String,
+    /// An `error` entry of a call that failed on the way to the model (no
+    /// connection, a timeout, HTTP 429 or 5xx after the retries): the
+    /// assignment was not answered, and a resume runs it again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub transport: bool,
 }
 
 /// An entry before the board numbers it.
@@ -89,6 +94,11 @@ impl SharedBoard {
 
     /// Adds an entry and returns it with its sequence number.
     pub fn add(&self, new: NewEntry) -> Entry {
+        self.add_marked(new, false)
+    }
+
+    /// Adds an entry, marked as a transport failure when `transport`.
+    pub(crate) fn add_marked(&self, new: NewEntry, transport: bool) -> Entry {
         let mut entries = self.entries.write();
         let entry = Entry {
             seq: entries.last().map_or(1, |e| e.seq + 1),
@@ -97,6 +107,7 @@ impl SharedBoard {
             kind: new.kind,
             task: new.task,
             text: new.text,
+            transport,
         };
         entries.push(entry.clone());
         entry

@@ -107,6 +107,16 @@ pub enum EventKind {
         /// Threads the round runs on.
         threads: usize,
     },
+    /// Assignments of a round that already ran are run again (on resume,
+    /// those whose last attempt failed on the transport).
+    Rerun {
+        /// The round.
+        round: u32,
+        /// The members whose assignments run again.
+        members: Vec<String>,
+        /// Why.
+        reason: String,
+    },
     /// The master gave a member work.
     TaskAssigned {
         /// The round it is for.

@@ -72,7 +72,7 @@ pub use protocol::{
 pub use runtime::{DEFAULT_MAX_ROUNDS, RunError, RunOutcome, RunPhase, RunState, Runtime, Turn};
 pub use store::{
     Lines, RUN_FORMAT_VERSION, RunListing, RunRecord, RunSettings, StoreError, TeamSnapshot,
-    list_runs, load_run, read_events, read_turns,
+    list_runs, load_run, read_events, read_turns, run_holder,
 };
 pub use team::{
     AgentRole, AgentSpec, EndpointConfig, ModelConfig, Process, Team, TeamConfig, TeamError,

@@ -98,6 +98,9 @@ impl MasterMemory {
             return Ok(());
         }
         let mut sections = split_sections(&self.load()?);
+        // One note per run: a note given again replaces the first.
+        let heading = format!("{HEADING}{run_id}\n");
+        sections.retain(|s| !s.starts_with(&heading));
         sections.push(format!("{HEADING}{run_id}\n\n{note}\n"));
         let total = |s: &[String]| s.iter().map(|x| x.chars().count() + 1).sum::<usize>();
         while sections.len() > 1 && total(&sections) > self.max_chars {
@@ -112,6 +115,14 @@ impl MasterMemory {
             std::fs::create_dir_all(parent).map_err(|e| StoreError::io(parent, e))?;
         }
         write_atomic(&self.path, text.as_bytes())
+    }
+
+    /// Whether the file holds the note of run `run_id` (a resume asks, so
+    /// that a run killed before its note still leaves one, and only one).
+    pub fn remembers(&self, run_id: &str) -> bool {
+        let heading = format!("{HEADING}{run_id}");
+        self.load()
+            .is_ok_and(|text| text.lines().any(|l| l.trim_end() == heading))
     }
 
     /// Forgets everything. Returns whether there was anything to forget.

@@ -217,3 +217,62 @@ fn a_run_that_spends_its_budget_is_finished_with_a_report() {
     let report = std::fs::read_to_string(dir.join("workspace/report.md")).unwrap();
     assert!(report.contains("The token budget ran out"), "{report}");
 }
+
+#[test]
+fn runs_lists_folders_with_any_name_without_a_panic() {
+    // Issue 8: `runs` sliced the bytes of a folder name and panicked
+    // (exit 101) on a non-ASCII character.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = run(tmp.path(), "Plan a picnic", &["--no-memory"]);
+    let names = [
+        "é",
+        "2026112é-000000-x",
+        "20261122-00000é-x",
+        "20261122-0000é0-x",
+        "日本語のフォルダ名です-ok",
+    ];
+    for name in names {
+        let copy = tmp.path().join(name);
+        std::fs::create_dir(&copy).unwrap();
+        std::fs::copy(dir.join("run.json"), copy.join("run.json")).unwrap();
+    }
+    let out = boardroom(tmp.path(), &["runs"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let listed = text(&out.stdout);
+    for name in names {
+        assert!(
+            listed
+                .lines()
+                .any(|l| l.starts_with(&format!("{name}  -  "))),
+            "{name} in {listed}"
+        );
+    }
+}
+
+#[test]
+fn show_makes_terminal_escape_sequences_in_model_text_visible() {
+    // Issue 8: model text went to the terminal raw, escape sequences and all.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = run(tmp.path(), "Plan a picnic", &["--no-memory"]);
+    let id = dir.file_name().unwrap().to_str().unwrap();
+    let path = dir.join("run.json");
+    let mut record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let hostile = "ok\u{1b}[2J\u{1b}]0;pwned\u{7}\r\u{9b}31mred";
+    record["board"][0]["text"] = hostile.into();
+    record["answer"] = format!("answer {hostile}").into();
+    std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+
+    let out = boardroom(tmp.path(), &["show", id, "--board"]);
+    assert!(out.status.success());
+    let shown = text(&out.stdout);
+    assert!(
+        !shown
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t'),
+        "a control character reached the terminal: {shown:?}"
+    );
+    let visible = "ok\\u{1b}[2J\\u{1b}]0;pwned\\u{7}\\u{d}\\u{9b}31mred";
+    assert!(shown.contains(&format!("answer {visible}")), "{shown}");
+    assert!(shown.contains(&format!("    {visible}")), "{shown}");
+}

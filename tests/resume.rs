@@ -1,7 +1,9 @@
 //! Issue 4: a run killed with SIGKILL in the middle of a round resumes
-//! with nothing lost and no completed member called twice. This starts
-//! the real binary, kills it for real, and counts model calls in
-//! `turns.jsonl`.
+//! with nothing lost and no completed member called twice. Issue 8: the
+//! same for a kill in every phase (the kill -9 matrix), one process per
+//! run (two resumes at once), and resumed members shown the board of the
+//! round's start. These start the real binary, kill it for real, and
+//! count model calls in `turns.jsonl`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -299,4 +301,318 @@ fn a_resumed_run_keeps_the_protocol_it_was_started_with() {
         "the review after resume was not in JSON mode: {system}"
     );
     assert_eq!(load_run(&dir).unwrap().state.status, RunStatus::Done);
+}
+
+// ---- issue 8: the kill -9 matrix --------------------------------------
+
+fn spawn_quiet(cmd: &mut Command) -> Child {
+    cmd.stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Kills `child` with SIGKILL once `ready` holds for its run directory
+/// (bounded wait; a run that ends first fails the test).
+fn kill_when(mut child: Child, runs: &Path, ready: impl Fn(&Path) -> bool) -> PathBuf {
+    let started = Instant::now();
+    loop {
+        if let Some(dir) = run_dir(runs) {
+            if ready(&dir) {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                return dir;
+            }
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the run ended before it could be killed: {status}");
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the run never reached the point to kill it at"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn phase_of(dir: &Path) -> Option<RunPhase> {
+    load_run(dir).ok().map(|r| r.state.phase)
+}
+
+fn turns_of(dir: &Path, phase: Phase) -> usize {
+    read_turns(dir)
+        .map(|t| t.items.iter().filter(|t| t.phase == phase).count())
+        .unwrap_or(0)
+}
+
+/// Resumes the run in `dir` with the plain sim and checks what every kill
+/// must leave true: the run ends `done`; no completed draft was asked for
+/// again (each member drafted round 1 once over all processes); the master
+/// planned once; run.json's totals are the sum over turns.jsonl; the
+/// master-memory note is there exactly once.
+fn resume_and_check(runs: &Path, dir: &Path) {
+    let id = dir.file_name().unwrap().to_str().unwrap().to_string();
+    let out = Command::new(BIN)
+        .args(["resume", &id, "--model", "sim", "--runs-dir"])
+        .arg(runs)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "resume failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = load_run(dir).unwrap();
+    assert_eq!(after.state.phase, RunPhase::Finished);
+    assert_eq!(after.state.status, RunStatus::Done);
+    let expected: BTreeMap<String, usize> = MEMBERS.iter().map(|m| (m.to_string(), 1)).collect();
+    assert_eq!(draft_calls(dir, 1), expected, "drafts asked for once each");
+    assert_eq!(turns_of(dir, Phase::Plan), 1, "the master planned once");
+
+    let turns = read_turns(dir).unwrap();
+    let mut from_turns: BTreeMap<String, u64> = BTreeMap::new();
+    for t in &turns.items {
+        *from_turns.entry(t.agent.clone()).or_default() += t.usage.total();
+    }
+    let saved: BTreeMap<String, u64> = after
+        .state
+        .usage_by_agent
+        .iter()
+        .map(|(a, u)| (a.clone(), u.total()))
+        .collect();
+    assert_eq!(saved, from_turns, "run.json totals per agent = turns.jsonl");
+    assert_eq!(
+        after.state.usage.total(),
+        from_turns.values().sum::<u64>(),
+        "run.json total = turns.jsonl"
+    );
+
+    let memory: Vec<PathBuf> = std::fs::read_dir(runs.join("memory"))
+        .expect("a memory folder")
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(memory.len(), 1, "{memory:?}");
+    let text = std::fs::read_to_string(&memory[0]).unwrap();
+    let heading = format!("## run {id}");
+    assert_eq!(
+        text.lines().filter(|l| *l == heading).count(),
+        1,
+        "one memory note: {text}"
+    );
+}
+
+/// Starts a run (memory on, one member at a time) whose calls of `phase`
+/// take 2 s, kills it once `ready`, resumes it, checks the result, then
+/// runs the caller's own `checks` on the run directory.
+fn kill_and_resume(phase: &str, ready: impl Fn(&Path) -> bool, checks: impl Fn(&Path)) {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let child = spawn_quiet(
+        Command::new(BIN)
+            .args(["run", "Plan a garden party", "--parallel", "1", "--model"])
+            .arg(format!("sim:latency=2s,latency_phases={phase}"))
+            .arg("--runs-dir")
+            .arg(&runs),
+    );
+    let dir = kill_when(child, &runs, ready);
+    resume_and_check(&runs, &dir);
+    checks(&dir);
+}
+
+#[test]
+fn kill_9_during_planning_then_resume() {
+    kill_and_resume("plan", |dir| phase_of(dir) == Some(RunPhase::Plan), |_| {});
+}
+
+#[test]
+fn kill_9_mid_round_then_resume() {
+    kill_and_resume("draft", |dir| drafted(dir).len() >= 2, |_| {});
+}
+
+#[test]
+fn kill_9_during_the_challenge_then_resume() {
+    // Killed after one challenger answered: that call's tokens must still
+    // be in run.json (issue 8: usage lost in non-member phases).
+    kill_and_resume(
+        "challenge",
+        |dir| turns_of(dir, Phase::Challenge) >= 1,
+        |dir| assert!(turns_of(dir, Phase::Challenge) >= 3, "the phase ran again"),
+    );
+}
+
+#[test]
+fn kill_9_during_review_then_resume() {
+    kill_and_resume(
+        "review",
+        |dir| phase_of(dir) == Some(RunPhase::Review),
+        |_| {},
+    );
+}
+
+#[test]
+fn kill_9_after_the_final_checkpoint_keeps_the_memory_note() {
+    // Held in the memory step: run.json already says finished. The resume
+    // asks for the note and nothing else.
+    kill_and_resume(
+        "memory",
+        |dir| phase_of(dir) == Some(RunPhase::Finished),
+        |dir| {
+            assert_eq!(turns_of(dir, Phase::Review), 1);
+            assert_eq!(turns_of(dir, Phase::Memory), 1);
+        },
+    );
+}
+
+// ---- issue 8 finding 4, issue 9 item 4: one process owns a run ----------
+
+#[test]
+fn two_resumes_at_once_one_proceeds_and_the_other_is_refused_while_the_run_lists_as_running() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let dir = kill_when(
+        spawn_quiet(
+            Command::new(BIN)
+                .args([
+                    "run",
+                    "Plan a tea tasting",
+                    "--parallel",
+                    "1",
+                    "--no-memory",
+                ])
+                .args([
+                    "--model",
+                    "sim:latency=1s,latency_phases=draft",
+                    "--runs-dir",
+                ])
+                .arg(&runs),
+        ),
+        &runs,
+        |dir| !drafted(dir).is_empty(),
+    );
+    let id = dir.file_name().unwrap().to_str().unwrap().to_string();
+
+    // The first resume is slow: it holds the run while the checks below run.
+    let mut first = Command::new(BIN)
+        .args([
+            "resume",
+            &id,
+            "--model",
+            "sim:latency=1s,latency_phases=draft",
+        ])
+        .arg("--runs-dir")
+        .arg(&runs)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = first.id();
+    let started = Instant::now();
+    while std::fs::read_to_string(dir.join("run.lock")).unwrap_or_default() != pid.to_string() {
+        assert!(started.elapsed() < Duration::from_secs(60), "never locked");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    let listed = Command::new(BIN)
+        .args(["runs", "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    let line = listed.lines().find(|l| l.starts_with(&id)).unwrap();
+    assert!(line.contains("  running  "), "{line}");
+    assert!(!line.contains("interrupted"), "{line}");
+
+    let shown = Command::new(BIN)
+        .args(["show", &id, "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+    assert!(
+        shown.contains(&format!(
+            "(no answer yet: running now in boardroom pid {pid})"
+        )),
+        "{shown}"
+    );
+    assert!(!shown.contains("boardroom resume"), "{shown}");
+
+    let second = Command::new(BIN)
+        .args(["resume", &id, "--model", "sim", "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&second.stderr),
+        format!("error: run {id}: in use by another boardroom (pid {pid})\n")
+    );
+
+    // The library takes the same lock.
+    let saved = load_run(&dir).unwrap();
+    let err = boardroom::Runtime::new(saved.team.to_team().unwrap(), boardroom::Sim::new())
+        .resume(&dir)
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("run directory: run {id}: in use by another boardroom (pid {pid})")
+    );
+
+    let status = first.wait().unwrap();
+    assert!(status.success());
+    let expected: BTreeMap<String, usize> = MEMBERS.iter().map(|m| (m.to_string(), 1)).collect();
+    assert_eq!(draft_calls(&dir, 1), expected, "no member ran twice");
+    assert_eq!(load_run(&dir).unwrap().state.status, RunStatus::Done);
+    let listed = Command::new(BIN)
+        .args(["runs", "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(listed.contains("  done  "), "{listed}");
+}
+
+// ---- issue 8 finding 8: a resumed round shows members the same board ----
+
+#[test]
+fn members_of_a_resumed_round_get_the_prompts_of_an_uninterrupted_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let task = "Write a short guide to brewing green tea";
+    let dir = run_and_kill_mid_round(&runs, task, &[]);
+    let id = dir.file_name().unwrap().to_str().unwrap().to_string();
+    let out = Command::new(BIN)
+        .args(["resume", &id, "--model", "sim", "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+
+    let plain_runs = tmp.path().join("plain");
+    let plain = Command::new(BIN)
+        .args(["run", task, "--model", "sim", "--no-memory", "--runs-dir"])
+        .arg(&plain_runs)
+        .output()
+        .unwrap();
+    assert!(plain.status.success());
+    let plain_dir = run_dir(&plain_runs).unwrap();
+
+    let prompts = |dir: &Path| -> BTreeMap<String, Vec<boardroom::Message>> {
+        read_turns(dir)
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|t| t.phase == Phase::Draft && t.round == 1)
+            .map(|t| (t.agent, t.messages))
+            .collect()
+    };
+    let resumed = prompts(&dir);
+    let uninterrupted = prompts(&plain_dir);
+    assert_eq!(resumed.len(), MEMBERS.len());
+    for (member, messages) in &uninterrupted {
+        assert_eq!(
+            resumed.get(member),
+            Some(messages),
+            "{member}'s round-1 prompt differs after the resume"
+        );
+    }
 }

@@ -173,3 +173,103 @@ fn without_a_workspace_the_tools_refuse() {
         "workspace: this run has no workspace directory"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn workspace_write_never_writes_through_a_symbolic_link() {
+    // Issue 8: the write opens folder by folder without following links,
+    // so even a link that points inside the workspace is refused (a link
+    // is what a race would swap in).
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join("real")).unwrap();
+    std::fs::write(ws.join("inside.txt"), "ok").unwrap();
+    symlink(ws.join("real"), ws.join("link")).unwrap();
+    symlink(ws.join("inside.txt"), ws.join("alias")).unwrap();
+    let ctx = ToolContext::new("writer").with_workspace(&ws);
+    assert_eq!(
+        call(
+            "workspace_write",
+            json!({"path": "link/new.txt", "content": "x"}),
+            &ctx
+        )
+        .unwrap_err(),
+        "workspace: path 'link/new.txt' refused: it goes through a symbolic link"
+    );
+    assert_eq!(
+        call(
+            "workspace_write",
+            json!({"path": "alias", "content": "x"}),
+            &ctx
+        )
+        .unwrap_err(),
+        "workspace: path 'alias' refused: it is a symbolic link"
+    );
+    assert!(!ws.join("real/new.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.join("inside.txt")).unwrap(),
+        "ok"
+    );
+    // Real folders are still created and written through.
+    call(
+        "workspace_write",
+        json!({"path": "real/a/b.txt", "content": "deep"}),
+        &ctx,
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(ws.join("real/a/b.txt")).unwrap(),
+        "deep"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symbolic_link_swapped_in_during_writes_never_lets_one_out() {
+    // Issue 8: the path was checked, then written: a link swapped in
+    // between let the write land outside. Here a thread keeps swapping
+    // `d` between a folder and a link to a folder outside while the tool
+    // writes `d/f.txt` again and again.
+    use std::os::unix::fs::symlink;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(ws.join("d")).unwrap();
+    std::fs::create_dir(&outside).unwrap();
+    let stop = AtomicBool::new(false);
+    let ctx = ToolContext::new("writer").with_workspace(&ws);
+    let (mut ok, mut refused) = (0, 0);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let d = ws.join("d");
+            while !stop.load(Ordering::Relaxed) {
+                let _ = std::fs::remove_dir_all(&d);
+                let _ = symlink(&outside, &d);
+                std::thread::yield_now();
+                let _ = std::fs::remove_file(&d);
+                let _ = std::fs::create_dir(&d);
+                std::thread::yield_now();
+            }
+        });
+        for _ in 0..3000 {
+            match call(
+                "workspace_write",
+                json!({"path": "d/f.txt", "content": "x"}),
+                &ctx,
+            ) {
+                Ok(_) => ok += 1,
+                Err(_) => refused += 1,
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    let escaped: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
+    assert!(
+        escaped.is_empty(),
+        "{} files landed outside ({ok} writes, {refused} refused)",
+        escaped.len()
+    );
+    assert!(ok + refused == 3000);
+}

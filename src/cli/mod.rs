@@ -187,6 +187,11 @@ pub(crate) fn drive_and_report(
             eprintln!("error: {e}");
             EXIT_BAD_INPUT
         }
+        // Another boardroom works on the run: say so plainly, as bad input.
+        Err(RunError::Store(e @ boardroom::StoreError::InUse { .. })) => {
+            eprintln!("error: {e}");
+            EXIT_BAD_INPUT
+        }
         Err(e) => {
             eprintln!("error: {e}");
             EXIT_FAILED

@@ -94,6 +94,14 @@ impl Human {
                 assignments,
                 threads,
             } => self.line(format!("round {round} · {assignments} assignments on {threads} threads")),
+            EventKind::Rerun {
+                round,
+                members,
+                reason,
+            } => self.line(format!(
+                "round {round} · running again ({reason}): {}",
+                members.join(", ")
+            )),
             EventKind::TaskAssigned { round, member, task } => {
                 let text = format!("r{round} {member}: {}", one_line(&task, 60));
                 if self.live {

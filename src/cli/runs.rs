@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use boardroom::{
     MasterMemory, RunPhase, RunRecord, RunStatus, Runtime, StoreError, list_runs, load_run,
+    run_holder,
 };
 
 use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
@@ -93,14 +94,38 @@ pub(crate) fn prepare(
     runtime
 }
 
+/// Text saved from models (and folder names) as it may be shown on a
+/// terminal: newlines and tabs stay, every other control character (the
+/// ESC of an escape sequence, a carriage return, a bell, C1 controls) is
+/// written as a visible `\u{..}` escape instead of being obeyed.
+pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 pub(crate) fn saved_note(runs_dir: &Path, run_id: &str) {
     eprintln!("saved in {}", runs_dir.join(run_id).display());
 }
 
-/// `YYYYMMDD-HHMMSS-...` → `YYYY-MM-DD HH:MM:SS`.
+/// `YYYYMMDD-HHMMSS-...` → `YYYY-MM-DD HH:MM:SS`; `-` for a folder
+/// name of another shape (any characters: never a slice inside one).
 fn time_of(id: &str) -> String {
     let b = id.as_bytes();
-    if b.len() >= 15 && b[8] == b'-' && id.is_char_boundary(15) {
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    if b.len() >= 15 && b[8] == b'-' && digits(0..8) && digits(9..15) {
         format!(
             "{}-{}-{} {}:{}:{}",
             &id[0..4],
@@ -115,7 +140,13 @@ fn time_of(id: &str) -> String {
     }
 }
 
-fn status_of(r: &RunRecord) -> &'static str {
+/// How a run stands: `running` while a process holds its directory's
+/// lock (whatever its last snapshot says), else what `run.json` says, with
+/// `interrupted` for a run that stopped mid-way without a word.
+fn status_of(r: &RunRecord, dir: &Path) -> &'static str {
+    if run_holder(dir).is_some() {
+        return "running";
+    }
     match (r.state.status, r.state.phase) {
         (RunStatus::Running, RunPhase::Finished) => "finished",
         (RunStatus::Running, _) => "interrupted",
@@ -138,14 +169,19 @@ pub(crate) fn list(args: &RunsArgs) -> u8 {
         match run.record {
             Ok(r) => println!(
                 "{}  {}  {:<11}  {:>2} rounds  {:>7} tokens  {}",
-                run.id,
+                terminal_safe(&run.id),
                 time_of(&run.id),
-                status_of(&r),
+                status_of(&r, &run.path),
                 r.state.round,
                 r.state.usage.total(),
-                super::one_line(&r.state.task, 60)
+                terminal_safe(&super::one_line(&r.state.task, 60))
             ),
-            Err(e) => println!("{}  {}  unreadable: {e}", run.id, time_of(&run.id)),
+            Err(e) => println!(
+                "{}  {}  unreadable: {}",
+                terminal_safe(&run.id),
+                time_of(&run.id),
+                terminal_safe(&e.to_string())
+            ),
         }
     }
     EXIT_OK
@@ -202,15 +238,23 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
             return EXIT_FAILED;
         }
     };
-    if record.state.phase == RunPhase::Finished {
+    if let Some(pid) = run_holder(&dir) {
+        let by = pid.map_or_else(String::new, |pid| format!(" (pid {pid})"));
+        eprintln!(
+            "error: run {}: in use by another boardroom{by}",
+            record.state.run_id
+        );
+        return EXIT_BAD_INPUT;
+    }
+    if record.state.phase == RunPhase::Finished && !memory_owed(&record, &dir, args.no_memory) {
         eprintln!(
             "run {} is already finished ({})",
             record.state.run_id,
-            status_of(&record)
+            status_of(&record, &dir)
         );
         println!(
             "{}",
-            record.state.answer.as_deref().unwrap_or("").trim_end()
+            terminal_safe(record.state.answer.as_deref().unwrap_or("").trim_end())
         );
         return EXIT_OK;
     }
@@ -249,6 +293,16 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
     let no_memory = args.no_memory || !record.settings.memory;
     runtime = prepare(runtime, &runs_dir, no_memory, spec);
     super::drive_and_report(runtime, rx, args.json, &runs_dir, |rt| rt.resume(&dir))
+}
+
+/// Whether a finished run still owes the team its memory note: it was
+/// killed after its last phase, before the note was written.
+fn memory_owed(record: &RunRecord, dir: &Path, no_memory: bool) -> bool {
+    if no_memory || !record.settings.memory || record.state.answer.is_none() {
+        return false;
+    }
+    let runs_dir = dir.parent().unwrap_or(Path::new("."));
+    !MasterMemory::for_team(runs_dir, &record.team.name).remembers(&record.state.run_id)
 }
 
 pub(crate) fn memory(args: &MemoryArgs) -> u8 {
@@ -290,7 +344,7 @@ pub(crate) fn memory(args: &MemoryArgs) -> u8 {
         }
         Ok(text) => {
             eprintln!("{}", memory.path().display());
-            print!("{text}");
+            print!("{}", terminal_safe(&text));
             EXIT_OK
         }
         Err(e) => {

@@ -1,27 +1,31 @@
-//! Run ids: sortable by time, unique enough for one machine.
+//! Run ids: sortable by time, and collision-free.
+//!
+//! A run id is the UTC time to the millisecond, then the rest of a
+//! UUIDv7 (its 74 random and counter bits, in hex): two runs started in
+//! the same millisecond, in one process or in two, never get one id, and
+//! ids of one process sort in the order they were made.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
-
-static COUNTER: AtomicU32 = AtomicU32::new(0);
-
-/// `YYYYMMDD-HHMMSS-mmm-xxxx`: UTC time to the millisecond, then four hex
-/// digits from the process id and a counter.
+/// `YYYYMMDD-HHMMSS-mmm-xxxxxxxxxxxxxxxxxxxx`.
 pub(crate) fn new_run_id() -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = now.as_secs();
+    let uuid = uuid::Uuid::now_v7();
+    let bytes = uuid.as_bytes();
+    // The first 48 bits of a UUIDv7 are the Unix time in milliseconds.
+    let ms = bytes[..6]
+        .iter()
+        .fold(0u64, |acc, b| (acc << 8) | u64::from(*b));
+    let secs = ms / 1000;
     let (y, m, d) = civil_from_days((secs / 86_400) as i64);
     let rem = secs % 86_400;
-    let salt = (std::process::id() ^ COUNTER.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9E37))
-        & 0xffff;
+    let mut tail = String::with_capacity(20);
+    for b in &bytes[6..] {
+        tail.push_str(&format!("{b:02x}"));
+    }
     format!(
-        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}-{:03}-{salt:04x}",
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}-{:03}-{tail}",
         rem / 3600,
         (rem / 60) % 60,
         rem % 60,
-        now.subsec_millis()
+        ms % 1000
     )
 }
 
@@ -51,10 +55,20 @@ mod tests {
     }
 
     #[test]
-    fn ids_sort_by_time_and_differ() {
-        let a = new_run_id();
-        let b = new_run_id();
-        assert_ne!(a, b);
-        assert_eq!(a.len(), "20260101-000000-000-abcd".len());
+    fn ids_sort_by_time_and_never_collide() {
+        // Issue 8: 16 random bits let two runs of one millisecond share an id.
+        let ids: Vec<String> = (0..20_000).map(|_| new_run_id()).collect();
+        let mut sorted = ids.clone();
+        sorted.sort();
+        assert_eq!(sorted, ids, "ids of one process sort in the order made");
+        sorted.dedup();
+        assert_eq!(sorted.len(), ids.len());
+        assert_eq!(ids[0].len(), "20260101-000000-000-".len() + 20);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let (y, _, _) = civil_from_days((now / 86_400) as i64);
+        assert!(ids[0].starts_with(&y.to_string()), "{}", ids[0]);
     }
 }

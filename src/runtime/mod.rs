@@ -213,7 +213,7 @@ impl Runtime {
             return Err(RunError::EmptyTask);
         }
         let state = RunState::new(id::new_run_id(), task.trim().to_string());
-        self.drive(state)
+        self.drive_in(state, persist::Opening::New)
     }
 
     /// Continues a run from a snapshot of its state.
@@ -222,11 +222,6 @@ impl Runtime {
     ///
     /// As [`Runtime::run`].
     pub fn drive(&self, state: RunState) -> Result<RunOutcome, RunError> {
-        let run_id = state.run_id.clone();
-        let result = run::Run::start(self, state)?.drive();
-        if let Err(e) = &result {
-            persist::mark_failed(self, &run_id, e);
-        }
-        result
+        self.drive_in(state, persist::Opening::Either)
     }
 }

@@ -27,6 +27,18 @@ use crate::store::{
     TeamSnapshot, write_atomic, write_replace,
 };
 
+/// How a run comes to its directory.
+#[derive(Debug)]
+pub(crate) enum Opening {
+    /// A new run: the directory must not exist yet.
+    New,
+    /// A resume of a directory whose lock the resume took before it read
+    /// the run.
+    Resume(std::sync::Arc<store::RunLock>),
+    /// [`Runtime::drive`] from a caller's snapshot: either.
+    Either,
+}
+
 /// What a run keeps for persistence.
 #[derive(Debug, Default)]
 pub(crate) struct Persist {
@@ -42,7 +54,11 @@ pub(crate) struct Persist {
 impl Persist {
     /// Opens (or reopens, on resume) the run directory and writes a first
     /// snapshot when there is none.
-    pub(crate) fn open(rt: &Runtime, state: &RunState) -> Result<Persist, RunError> {
+    pub(crate) fn open(
+        rt: &Runtime,
+        state: &RunState,
+        opening: Opening,
+    ) -> Result<Persist, RunError> {
         let Some(runs_dir) = &rt.runs_dir else {
             return Ok(Persist {
                 created_ms: now_ms(),
@@ -50,7 +66,13 @@ impl Persist {
             });
         };
         let path = runs_dir.join(&state.run_id);
-        let dir = RunDir::open(&path).map_err(RunError::Store)?;
+        let dir = match opening {
+            Opening::New => RunDir::create(&path),
+            Opening::Resume(lock) => RunDir::open_locked(&path, lock),
+            Opening::Either if path.is_dir() => RunDir::open(&path),
+            Opening::Either => RunDir::create(&path),
+        }
+        .map_err(RunError::Store)?;
         let previous = store::load_run(&path).ok();
         let turns = store::read_turns(&path).map_err(RunError::Store)?;
         for w in &turns.warnings {
@@ -69,12 +91,19 @@ impl Persist {
         Ok(persist)
     }
 
+    /// The run directory's lock, to hold until the run's last word is
+    /// written.
+    pub(crate) fn lock(&self) -> Option<std::sync::Arc<store::RunLock>> {
+        self.dir.as_ref().map(RunDir::lock)
+    }
+
     fn record(&self, rt: &Runtime, state: RunState) -> RunRecord {
         RunRecord {
             version: RUN_FORMAT_VERSION,
             created_ms: self.created_ms,
             saved_ms: now_ms(),
             team: TeamSnapshot::of(&rt.team),
+            journal_len: Some(self.dir.as_ref().map_or(0, RunDir::journal_len)),
             settings: RunSettings {
                 model: rt.model.name(),
                 model_spec: rt.model_spec.as_deref().map(crate::model::redact_url),
@@ -187,16 +216,26 @@ impl Run<'_> {
     }
 }
 
-/// The last snapshot of a run, with the journal of the members phase it
-/// was cut off in replayed on top.
-pub(crate) fn replay(dir: &Path, mut state: RunState) -> Result<RunState, StoreError> {
-    if state.phase != RunPhase::Members {
+/// The last snapshot of a run, with the journal records written after it
+/// (from byte `journal_len`) replayed on top: for a members phase, the
+/// entries, modules and usage of the drafts that landed (they are not
+/// asked for again); for any other phase, which simply runs again, the
+/// usage of the calls that finished before the cut, so that the totals
+/// always equal the sum over `turns.jsonl`. A snapshot without
+/// `journal_len` (an older file) replays a members phase only.
+pub(crate) fn replay(
+    dir: &Path,
+    mut state: RunState,
+    journal_len: Option<u64>,
+) -> Result<RunState, StoreError> {
+    if journal_len.is_none() && state.phase != RunPhase::Members {
         return Ok(state);
     }
-    let journal = store::read_journal(dir)?;
+    let journal = store::read_journal(dir, journal_len.unwrap_or(0))?;
     for w in &journal.warnings {
         log::warn!("{}: {w}", dir.display());
     }
+    let members = state.phase == RunPhase::Members;
     // Entries are numbered under the board's lock but journaled after it,
     // so members that land together can be journaled out of order: keep
     // every entry the snapshot lacks, then restore the board's order.
@@ -207,7 +246,11 @@ pub(crate) fn replay(dir: &Path, mut state: RunState) -> Result<RunState, StoreE
                 round,
                 phase,
                 entry,
-            } if round == state.round && phase == state.phase && !on_board.contains(&entry.seq) => {
+            } if members
+                && round == state.round
+                && phase == state.phase
+                && !on_board.contains(&entry.seq) =>
+            {
                 on_board.insert(entry.seq);
                 state.board.push(entry);
             }
@@ -215,7 +258,7 @@ pub(crate) fn replay(dir: &Path, mut state: RunState) -> Result<RunState, StoreE
                 round,
                 phase,
                 module,
-            } if round == state.round && phase == state.phase => {
+            } if members && round == state.round && phase == state.phase => {
                 match state.plan.get_mut(&module.task_id) {
                     Some(m) => *m = module,
                     None => state.plan.tasks.push(module),
@@ -235,6 +278,82 @@ pub(crate) fn replay(dir: &Path, mut state: RunState) -> Result<RunState, StoreE
     }
     state.board.sort_by_key(|e| e.seq);
     Ok(state)
+}
+
+/// Whether a call's error means the assignment was never answered (the
+/// model was not reached, or refused for a while): no connection, a
+/// timeout, HTTP 408, 429 or 5xx after the retries.
+pub(crate) fn is_transport(e: &crate::model::ModelError) -> bool {
+    use crate::model::ModelError;
+    match e {
+        ModelError::Transport { .. } => true,
+        ModelError::Http { status, .. } => matches!(status, 408 | 429) || *status >= 500,
+        _ => false,
+    }
+}
+
+/// The assignments of the current round still to run, and among them the
+/// ones that ran before and failed on the transport (to run again). An
+/// assignment is done once the board holds its draft, or an error that
+/// was not a transport failure (a model that answered badly would again).
+pub(crate) fn still_to_do(
+    state: &RunState,
+    board: &[Entry],
+) -> (
+    Vec<crate::protocol::Assignment>,
+    Vec<crate::protocol::Assignment>,
+) {
+    let round = state.round;
+    let mut todo = Vec::new();
+    let mut again = Vec::new();
+    for a in &state.assignments {
+        let of: Vec<&Entry> = board
+            .iter()
+            .filter(|e| {
+                e.round == round
+                    && e.author == a.member
+                    && e.task.as_deref() == Some(a.task.as_str())
+            })
+            .collect();
+        let done = of
+            .iter()
+            .any(|e| e.kind == EntryKind::Draft || (e.kind == EntryKind::Error && !e.transport));
+        if done {
+            continue;
+        }
+        if of.iter().any(|e| e.kind == EntryKind::Error && e.transport) {
+            again.push(a.clone());
+        }
+        todo.push(a.clone());
+    }
+    (todo, again)
+}
+
+/// A run that failed after its round's members failed on the transport
+/// goes back to that round's members phase on resume: the failed
+/// assignments run again, instead of the run answering from a board with
+/// no drafts. Returns whether it went back.
+fn back_to_failed_members(state: &mut RunState) -> bool {
+    let after_members = matches!(
+        state.phase,
+        RunPhase::Challenge | RunPhase::Review | RunPhase::Final
+    );
+    if !after_members || state.round == 0 || state.assignments.is_empty() {
+        return false;
+    }
+    let (_, again) = still_to_do(state, &state.board);
+    if again.is_empty() {
+        return false;
+    }
+    log::info!(
+        "run {}: round {} runs again for {} assignment(s) that failed on the transport",
+        state.run_id,
+        state.round,
+        again.len()
+    );
+    state.phase = RunPhase::Members;
+    state.answer = None;
+    true
 }
 
 impl Runtime {
@@ -295,6 +414,18 @@ impl Runtime {
     /// ```
     pub fn resume(&self, run_dir: impl AsRef<Path>) -> Result<RunOutcome, RunError> {
         let dir = run_dir.as_ref();
+        // The lock first, then the state: what is read is what no other
+        // process can change any more.
+        let lock = match store::RunLock::acquire(dir) {
+            Ok(lock) => std::sync::Arc::new(lock),
+            // No directory at all: say the run is not there.
+            Err(StoreError::Io { .. }) if !dir.join(store::RUN_FILE).is_file() => {
+                return Err(RunError::Store(StoreError::NotFound {
+                    run: dir.join(store::RUN_FILE).display().to_string(),
+                }));
+            }
+            Err(e) => return Err(RunError::Store(e)),
+        };
         let record = store::load_run(dir).map_err(RunError::Store)?;
         if dir.file_name().and_then(|n| n.to_str()) != Some(record.state.run_id.as_str()) {
             return Err(RunError::Store(StoreError::Corrupt {
@@ -305,28 +436,58 @@ impl Runtime {
                 ),
             }));
         }
-        let mut state = replay(dir, record.state).map_err(RunError::Store)?;
+        let mut state = replay(dir, record.state, record.journal_len).map_err(RunError::Store)?;
         if matches!(state.status, RunStatus::Cancelled | RunStatus::Failed)
             && state.phase != RunPhase::Finished
         {
+            back_to_failed_members(&mut state);
             state.status = RunStatus::Running;
             state.error = None;
         }
         let mut rt = self.clone();
         rt.runs_dir = Some(dir.parent().map_or_else(PathBuf::new, Path::to_path_buf));
-        rt.drive(state)
+        rt.drive_in(state, Opening::Resume(lock))
+    }
+
+    /// Runs `state` in its directory, holding the directory's lock until
+    /// the outcome is saved. A panic that escapes the driver still marks
+    /// the run failed (never left `running`) before it goes on unwinding.
+    pub(crate) fn drive_in(
+        &self,
+        state: RunState,
+        opening: Opening,
+    ) -> Result<RunOutcome, RunError> {
+        let run_id = state.run_id.clone();
+        let run = Run::start(self, state, opening)?;
+        let _lock = run.persist.lock();
+        let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.drive())) {
+            Ok(result) => result,
+            Err(panic) => {
+                let message = super::tool_loop::panic_text(panic.as_ref());
+                mark_failed_with(self, &run_id, format!("the run panicked: {message}"));
+                std::panic::resume_unwind(panic);
+            }
+        };
+        if let Err(e) = &result {
+            mark_failed(self, &run_id, e);
+        }
+        result
     }
 }
 
 /// Marks a saved run as failed when the loop stopped with an error.
 pub(crate) fn mark_failed(rt: &Runtime, run_id: &str, error: &RunError) {
+    mark_failed_with(rt, run_id, error.to_string());
+}
+
+fn mark_failed_with(rt: &Runtime, run_id: &str, error: String) {
     let Some(runs_dir) = &rt.runs_dir else { return };
     let dir = runs_dir.join(run_id);
     let Ok(mut record) = store::load_run(&dir) else {
         return;
     };
     record.state.status = RunStatus::Failed;
-    record.state.error = Some(error.to_string());
+    record.state.error = Some(error);
     record.saved_ms = now_ms();
     if let Ok(json) = serde_json::to_vec_pretty(&record) {
         if let Err(e) = write_atomic(&dir.join(store::RUN_FILE), &json) {
@@ -348,6 +509,7 @@ mod tests {
             kind: EntryKind::Draft,
             task: Some("t".into()),
             text: format!("draft {seq}"),
+            transport: false,
         }
     }
 
@@ -382,13 +544,13 @@ mod tests {
             entry: entry(3, "analyst"),
         })
         .unwrap();
-        let replayed = replay(tmp.path(), state.clone()).unwrap();
+        let replayed = replay(tmp.path(), state.clone(), None).unwrap();
         let seqs: Vec<u64> = replayed.board.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, vec![1, 2]);
         assert_eq!(replayed.plan.tasks[0].status, ModuleStatus::PendingReview);
 
         state.phase = RunPhase::Review;
-        assert_eq!(replay(tmp.path(), state.clone()).unwrap(), state);
+        assert_eq!(replay(tmp.path(), state.clone(), None).unwrap(), state);
     }
 
     #[test]
@@ -408,7 +570,7 @@ mod tests {
             })
             .unwrap();
         }
-        let replayed = replay(tmp.path(), state).unwrap();
+        let replayed = replay(tmp.path(), state, None).unwrap();
         let board: Vec<(u64, &str)> = replayed
             .board
             .iter()
@@ -441,9 +603,69 @@ mod tests {
             })
             .unwrap();
         }
-        let replayed = replay(tmp.path(), state).unwrap();
+        let replayed = replay(tmp.path(), state, None).unwrap();
         assert_eq!(replayed.usage.total(), 32);
         assert_eq!(replayed.usage_by_agent["critic"].prompt_tokens, 20);
         assert!(!replayed.usage_by_agent.contains_key("master"));
+    }
+
+    #[test]
+    fn replay_counts_usage_of_any_cut_off_phase_after_the_snapshot_only() {
+        // Issue 8: a kill in a non-member phase lost the usage of the calls
+        // that finished before it; usage journaled before the snapshot is
+        // already in it and must not count twice.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::open(tmp.path()).unwrap();
+        let mut state = RunState::new("r".into(), "task".into());
+        state.round = 1;
+        state.phase = RunPhase::Finished;
+        let usage = |n| crate::model::Usage {
+            prompt_tokens: n,
+            completion_tokens: 0,
+        };
+        let record = |n| JournalRecord::Usage {
+            round: 1,
+            phase: RunPhase::Finished,
+            agent: "master".into(),
+            usage: usage(n),
+        };
+        dir.append_journal(&record(100)).unwrap();
+        let snapshot_at = dir.journal_len();
+        dir.append_journal(&record(7)).unwrap();
+        let replayed = replay(tmp.path(), state.clone(), Some(snapshot_at)).unwrap();
+        assert_eq!(replayed.usage.total(), 7);
+        assert_eq!(replayed.usage_by_agent["master"].total(), 7);
+        // An old run.json without the offset: only a members phase replays.
+        assert_eq!(replay(tmp.path(), state.clone(), None).unwrap(), state);
+    }
+
+    #[test]
+    fn only_assignments_that_failed_on_the_transport_run_again() {
+        let mut state = RunState::new("r".into(), "task".into());
+        state.round = 1;
+        state.phase = RunPhase::Final;
+        for m in ["a", "b", "c", "d"] {
+            state.assignments.push(crate::protocol::Assignment {
+                member: m.into(),
+                task: "t".into(),
+            });
+        }
+        let mut e = |seq, author: &str, kind, transport| {
+            let mut x = entry(seq, author);
+            x.kind = kind;
+            x.transport = transport;
+            state.board.push(x);
+        };
+        e(1, "a", EntryKind::Draft, false);
+        e(2, "b", EntryKind::Error, false);
+        e(3, "c", EntryKind::Error, true);
+        let (todo, again) = still_to_do(&state, &state.board);
+        let names = |v: &[crate::protocol::Assignment]| -> Vec<String> {
+            v.iter().map(|a| a.member.clone()).collect()
+        };
+        assert_eq!(names(&todo), ["c", "d"]);
+        assert_eq!(names(&again), ["c"]);
+        assert!(back_to_failed_members(&mut state));
+        assert_eq!(state.phase, RunPhase::Members);
     }
 }

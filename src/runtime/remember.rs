@@ -24,7 +24,7 @@ impl Run<'_> {
         if !matches!(
             self.state.status,
             RunStatus::Done | RunStatus::RoundLimit | RunStatus::BudgetExhausted
-        ) || self.persist.tracker.lock().remembered()
+        ) || memory.remembers(&self.state.run_id)
         {
             return;
         }

@@ -41,7 +41,11 @@ pub(crate) struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
-    pub(crate) fn start(rt: &'a Runtime, mut state: RunState) -> Result<Self, RunError> {
+    pub(crate) fn start(
+        rt: &'a Runtime,
+        mut state: RunState,
+        opening: super::persist::Opening,
+    ) -> Result<Self, RunError> {
         let models = models::resolve_agents(&rt.team, &rt.model)
             .map_err(|(agent, source)| RunError::Model { agent, source })?;
         let board = SharedBoard::from_entries(std::mem::take(&mut state.board));
@@ -50,7 +54,7 @@ impl<'a> Run<'a> {
         // Tools first: a bad grant or a dead MCP server is bad input, and
         // should not leave a run directory behind.
         let tools = super::tool_loop::registry(rt).map_err(RunError::Tools)?;
-        let persist = super::persist::Persist::open(rt, &state)?;
+        let persist = super::persist::Persist::open(rt, &state, opening)?;
         Ok(Run {
             rt,
             team: &rt.team,
@@ -155,22 +159,19 @@ impl<'a> Run<'a> {
     fn members(&mut self) -> Result<(), RunError> {
         let round = self.state.round;
         // On resume, members whose drafts for this round are on the board
-        // are not called again.
-        let done = self.board.snapshot();
-        let todo: Vec<Assignment> = self
-            .state
-            .assignments
-            .iter()
-            .filter(|a| {
-                !done.iter().any(|e| {
-                    e.round == round
-                        && e.author == a.member
-                        && e.task.as_deref() == Some(a.task.as_str())
-                        && matches!(e.kind, EntryKind::Draft | EntryKind::Error)
-                })
-            })
-            .cloned()
-            .collect();
+        // are not called again; those that failed on the transport are.
+        let (todo, again) = super::persist::still_to_do(&self.state, &self.board.snapshot());
+        if !again.is_empty() {
+            self.emit(
+                &self.team.master().name,
+                None,
+                EventKind::Rerun {
+                    round,
+                    members: again.iter().map(|a| a.member.clone()).collect(),
+                    reason: "their last attempt failed on the transport".into(),
+                },
+            );
+        }
         let threads = threads_for(todo.len(), self.rt.parallel_cap());
         self.status(RoomStatus::Working);
         self.emit(
@@ -182,7 +183,10 @@ impl<'a> Run<'a> {
                 threads,
             },
         );
-        let snapshot = self.board.snapshot();
+        // The board as it stood when the round started, resumed or not: no
+        // member sees a draft of its own round.
+        let mut snapshot = self.board.snapshot();
+        snapshot.retain(|e| e.round < round);
         let results = run_parallel("member", threads, todo.clone(), |a| {
             self.member_turn(round, &a, &snapshot)
         })
@@ -230,13 +234,15 @@ impl<'a> Run<'a> {
                 self.add_entry(round, &a.member, EntryKind::Error, Some(&a.task), msg);
             }
             Err(e) => {
-                self.add_entry(
+                let text = format!("{} failed: {e}", a.member);
+                let new = NewEntry {
                     round,
-                    &a.member,
-                    EntryKind::Error,
-                    Some(&a.task),
-                    format!("{} failed: {e}", a.member),
-                );
+                    author: a.member.clone(),
+                    kind: EntryKind::Error,
+                    task: Some(a.task.clone()),
+                    text,
+                };
+                self.add_new_entry(new, super::persist::is_transport(&e));
             }
         }
     }
@@ -547,13 +553,24 @@ impl<'a> Run<'a> {
         task: Option<&str>,
         text: String,
     ) -> Entry {
-        let entry = self.board.add(NewEntry {
-            round,
-            author: author.to_string(),
-            kind,
-            task: task.map(str::to_string),
-            text,
-        });
+        self.add_new_entry(
+            NewEntry {
+                round,
+                author: author.to_string(),
+                kind,
+                task: task.map(str::to_string),
+                text,
+            },
+            false,
+        )
+    }
+
+    /// Adds an entry (marked as a transport failure when `transport`),
+    /// saves it and announces it.
+    fn add_new_entry(&self, new: NewEntry, transport: bool) -> Entry {
+        let (round, kind, author) = (new.round, new.kind, new.author.clone());
+        let author = author.as_str();
+        let entry = self.board.add_marked(new, transport);
         self.on_entry(&entry);
         let parent = self.team.agent(author).and_then(|a| self.parent_of(a));
         self.emit(

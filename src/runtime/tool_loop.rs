@@ -54,7 +54,7 @@ impl Run<'_> {
     ) -> Result<ChatResponse, ModelError> {
         let granted = self.tools.granted(agent).unwrap_or_default();
         if granted.is_empty() {
-            let response = model.chat(request, on_delta)?;
+            let response = chat(agent, model, request, on_delta)?;
             self.add_usage(&agent.name, response.usage);
             return Ok(response);
         }
@@ -71,7 +71,7 @@ impl Run<'_> {
                      calls. Answer now, in text, with what you have."
                 )));
             }
-            let mut response = model.chat(request, on_delta)?;
+            let mut response = chat(agent, model, request, on_delta)?;
             self.add_usage(&agent.name, response.usage);
             usage.add(response.usage);
             retries += response.retries;
@@ -120,7 +120,20 @@ impl Run<'_> {
         calls: &[ToolCall],
     ) -> Vec<String> {
         if calls.len() == 1 {
-            return vec![self.run_tool(agent, request, granted, &calls[0])];
+            // Caught here as on the threads below: a tool's panic is its
+            // result, never the run's end.
+            let call = &calls[0];
+            let one = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.run_tool(agent, request, granted, call)
+            }));
+            return vec![one.unwrap_or_else(|panic| {
+                log::warn!(
+                    "tool '{}' panicked: {}",
+                    call.name,
+                    panic_text(panic.as_ref())
+                );
+                format!("error: tool '{}' panicked", call.name)
+            })];
         }
         std::thread::scope(|s| {
             let handles: Vec<_> = calls
@@ -230,6 +243,41 @@ impl Run<'_> {
             ctx = ctx.with_workspace(dir);
         }
         tool.call(args, &ctx)
+    }
+}
+
+/// One model call. A panic inside the model (a provider bug) in the
+/// master's calls is caught here and becomes an error of the call, so the
+/// run fails cleanly (and says so in `run.json`); members' panics are
+/// caught at the pool boundary, where they become `error` entries.
+fn chat(
+    agent: &AgentSpec,
+    model: &SharedModel,
+    request: &ChatRequest,
+    on_delta: &mut dyn FnMut(&str),
+) -> Result<ChatResponse, ModelError> {
+    if agent.role == crate::team::AgentRole::Member {
+        return model.chat(request, on_delta);
+    }
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        model.chat(request, on_delta)
+    }))
+    .unwrap_or_else(|panic| {
+        Err(ModelError::BadResponse {
+            model: model.name(),
+            detail: format!("the call panicked: {}", panic_text(panic.as_ref())),
+        })
+    })
+}
+
+/// The message of a panic's payload.
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-text payload".into()
     }
 }
 

@@ -67,8 +67,6 @@ pub(crate) struct TurnTracker {
     last_master: Option<String>,
     /// (round, phase, agent, turn id) of members' turns.
     member_turns: Vec<(u32, Phase, String, String)>,
-    /// Whether the master already gave its memory note.
-    remembered: bool,
 }
 
 impl TurnTracker {
@@ -78,10 +76,6 @@ impl TurnTracker {
             t.observe(turn);
         }
         t
-    }
-
-    pub(crate) fn remembered(&self) -> bool {
-        self.remembered
     }
 
     fn next_id(&mut self) -> String {
@@ -127,9 +121,6 @@ impl TurnTracker {
                 .parse()
                 .unwrap_or(self.count + 1),
         );
-        if turn.phase == Phase::Memory && turn.error.is_none() {
-            self.remembered = true;
-        }
         if turn.role == AgentRole::Master {
             self.last_master = Some(turn.turn_id.clone());
         } else {

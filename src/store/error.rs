@@ -36,6 +36,19 @@ pub enum StoreError {
         /// The run id or path that was asked for.
         run: String,
     },
+    /// Another process (or another run in this one) holds the run
+    /// directory's lock: it is running that run now.
+    InUse {
+        /// The run id.
+        run: String,
+        /// The pid written in the lock file by its holder, when readable.
+        pid: Option<u32>,
+    },
+    /// A new run's directory already exists: run ids are never reused.
+    Exists {
+        /// The directory.
+        path: PathBuf,
+    },
 }
 
 impl StoreError {
@@ -62,6 +75,20 @@ impl fmt::Display for StoreError {
                 path.display()
             ),
             StoreError::NotFound { run } => write!(f, "run '{run}': not found"),
+            StoreError::InUse {
+                run,
+                pid: Some(pid),
+            } => {
+                write!(f, "run {run}: in use by another boardroom (pid {pid})")
+            }
+            StoreError::InUse { run, pid: None } => {
+                write!(f, "run {run}: in use by another boardroom")
+            }
+            StoreError::Exists { path } => write!(
+                f,
+                "{}: already exists; a new run never reuses a directory",
+                path.display()
+            ),
         }
     }
 }

@@ -6,6 +6,7 @@
 //!   events.jsonl    every event, one JSON object a line, appended and flushed
 //!   turns.jsonl     every model call (a Turn record a line)
 //!   journal.jsonl   board entries and work modules as they land mid-phase
+//!   run.lock        the OS lock of the process working on the run, and its pid
 //!   workspace/      plan.json, report.md, files the agents write
 //! ```
 //!
@@ -13,14 +14,17 @@
 //! warning, a `run.json` from a newer version is an error that says so.
 
 mod error;
+mod lock;
 mod read;
 mod record;
 mod write;
 
 pub use error::StoreError;
+pub use lock::run_holder;
 pub use read::{Lines, RunListing, list_runs, load_run, read_events, read_turns};
 pub use record::{RUN_FORMAT_VERSION, RunRecord, RunSettings, TeamSnapshot};
 
+pub(crate) use lock::RunLock;
 pub(crate) use read::read_journal;
 pub(crate) use record::JournalRecord;
 pub(crate) use write::{RunDir, write_atomic, write_replace};

@@ -76,16 +76,24 @@ pub fn read_turns(dir: &Path) -> Result<Lines<Turn>, StoreError> {
     read_lines(&dir.join(TURNS_FILE))
 }
 
-pub(crate) fn read_journal(dir: &Path) -> Result<Lines<JournalRecord>, StoreError> {
-    read_lines(&dir.join(JOURNAL_FILE))
+/// The journal's records from byte `from` on (where the last snapshot
+/// left it).
+pub(crate) fn read_journal(dir: &Path, from: u64) -> Result<Lines<JournalRecord>, StoreError> {
+    read_lines_from(&dir.join(JOURNAL_FILE), from)
 }
 
 fn read_lines<T: DeserializeOwned>(path: &Path) -> Result<Lines<T>, StoreError> {
-    let bytes = match std::fs::read(path) {
+    read_lines_from(path, 0)
+}
+
+fn read_lines_from<T: DeserializeOwned>(path: &Path, from: u64) -> Result<Lines<T>, StoreError> {
+    let mut bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(StoreError::io(path, e)),
     };
+    let from = usize::try_from(from).unwrap_or(usize::MAX).min(bytes.len());
+    bytes.drain(..from);
     let text = String::from_utf8_lossy(&bytes);
     let name = path
         .file_name()

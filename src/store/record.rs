@@ -26,6 +26,11 @@ pub struct RunRecord {
     pub team: TeamSnapshot,
     /// The settings the run was started with.
     pub settings: RunSettings,
+    /// The length of `journal.jsonl` when this snapshot was written: a
+    /// resume replays only the records after it (absent in files written
+    /// before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal_len: Option<u64>,
     /// Task, round, phase, board, plan, usage, status, answer.
     #[serde(flatten)]
     pub state: RunState,

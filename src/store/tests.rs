@@ -13,6 +13,7 @@ fn record(id: &str) -> RunRecord {
         saved_ms: 2,
         team: TeamSnapshot::of(&team),
         settings: RunSettings::default(),
+        journal_len: None,
         state: RunState::new(id.into(), "a task".into()),
     }
 }
@@ -132,4 +133,55 @@ fn listing_reports_broken_runs_and_skips_other_dirs() {
             .contains("not valid json")
     );
     assert!(list_runs(&tmp.path().join("missing")).unwrap().is_empty());
+}
+
+#[test]
+fn a_new_run_never_reuses_a_folder_and_holds_its_lock() {
+    // Issue 8: a second run with the same id wrote into the first's folder.
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("runs").join("20260101-000000-000-aaaa");
+    let first = RunDir::create(&path).unwrap();
+    assert_eq!(
+        RunDir::create(&path).unwrap_err().to_string(),
+        format!(
+            "{}: already exists; a new run never reuses a directory",
+            path.display()
+        )
+    );
+    assert_eq!(
+        RunDir::open(&path).unwrap_err().to_string(),
+        format!(
+            "run 20260101-000000-000-aaaa: in use by another boardroom (pid {})",
+            std::process::id()
+        )
+    );
+    drop(first);
+    assert!(RunDir::open(&path).is_ok(), "the lock went with its holder");
+}
+
+#[test]
+fn temp_files_are_unique_per_writer_and_never_left_behind() {
+    // Issue 8: two writers shared `.run.json.tmp` and clobbered each other.
+    let tmp = tempfile::tempdir().unwrap();
+    let target = tmp.path().join("run.json");
+    std::thread::scope(|s| {
+        for i in 0..8 {
+            let target = &target;
+            s.spawn(move || {
+                for _ in 0..50 {
+                    write_atomic(target, format!("{{\"writer\": {i}}}").as_bytes()).unwrap();
+                }
+            });
+        }
+    });
+    let text = std::fs::read_to_string(&target).unwrap();
+    assert!(
+        serde_json::from_str::<serde_json::Value>(&text).is_ok(),
+        "{text}"
+    );
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("run.json")]);
 }

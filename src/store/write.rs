@@ -3,17 +3,21 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 use serde::Serialize;
 
-use super::{EVENTS_FILE, JOURNAL_FILE, StoreError, TURNS_FILE, WORKSPACE_DIR};
+use super::{EVENTS_FILE, JOURNAL_FILE, RunLock, StoreError, TURNS_FILE, WORKSPACE_DIR};
 
-/// An open run directory. The logs are appended from any thread, one
-/// whole line per `write` under a short lock.
+/// An open run directory, locked for this process while it lives. The
+/// logs are appended from any thread, one whole line per `write` under a
+/// short lock.
 #[derive(Debug)]
 pub(crate) struct RunDir {
     path: PathBuf,
+    lock: Arc<RunLock>,
     events: Mutex<File>,
     turns: Mutex<File>,
     journal: Mutex<File>,
@@ -40,8 +44,35 @@ fn end_with_newline(path: &Path) -> Result<(), StoreError> {
 }
 
 impl RunDir {
-    /// Creates (or opens again, to resume) the run directory at `path`.
+    /// Creates the directory of a new run at `path` (its parents as
+    /// needed) and locks it. An existing directory is never reused.
+    pub(crate) fn create(path: &Path) -> Result<Self, StoreError> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| StoreError::io(parent, e))?;
+        }
+        match std::fs::create_dir(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(StoreError::Exists {
+                    path: path.to_path_buf(),
+                });
+            }
+            Err(e) => return Err(StoreError::io(path, e)),
+        }
+        Self::open(path)
+    }
+
+    /// Opens an existing run directory again (to resume it) and locks it.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::InUse`] when another process (or run) holds it.
     pub(crate) fn open(path: &Path) -> Result<Self, StoreError> {
+        Self::open_locked(path, Arc::new(RunLock::acquire(path)?))
+    }
+
+    /// Opens an existing run directory whose lock the caller holds.
+    pub(crate) fn open_locked(path: &Path, lock: Arc<RunLock>) -> Result<Self, StoreError> {
         let workspace = path.join(WORKSPACE_DIR);
         std::fs::create_dir_all(&workspace).map_err(|e| StoreError::io(&workspace, e))?;
         for name in [EVENTS_FILE, TURNS_FILE, JOURNAL_FILE] {
@@ -49,10 +80,24 @@ impl RunDir {
         }
         Ok(RunDir {
             path: path.to_path_buf(),
+            lock,
             events: Mutex::new(open_append(&path.join(EVENTS_FILE))?),
             turns: Mutex::new(open_append(&path.join(TURNS_FILE))?),
             journal: Mutex::new(open_append(&path.join(JOURNAL_FILE))?),
         })
+    }
+
+    /// The directory's lock, to hold past the `RunDir` itself (to write
+    /// the last word on a failed run).
+    pub(crate) fn lock(&self) -> Arc<RunLock> {
+        Arc::clone(&self.lock)
+    }
+
+    /// The journal's length in bytes: where the records after a snapshot
+    /// start.
+    pub(crate) fn journal_len(&self) -> u64 {
+        let f = self.journal.lock();
+        f.metadata().map_or(0, |m| m.len())
     }
 
     /// The directory.
@@ -110,13 +155,22 @@ fn replace(path: &Path, bytes: &[u8], durable: bool) -> Result<(), StoreError> {
     let name = path
         .file_name()
         .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{name}.tmp"));
+    // Unique per writer: two writers never share (and clobber) a temp file.
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let tmp = dir.join(format!(
+        ".{name}.{}-{}.tmp",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
     let mut f = File::create(&tmp).map_err(|e| StoreError::io(&tmp, e))?;
-    f.write_all(bytes)
-        .and_then(|()| if durable { f.sync_all() } else { Ok(()) })
-        .map_err(|e| StoreError::io(&tmp, e))?;
+    let written = f
+        .write_all(bytes)
+        .and_then(|()| if durable { f.sync_all() } else { Ok(()) });
     drop(f);
-    std::fs::rename(&tmp, path).map_err(|e| StoreError::io(path, e))?;
+    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(StoreError::io(path, e));
+    }
     // Make the rename itself durable. Not every platform can open a
     // directory; the rename is still atomic there.
     if durable {

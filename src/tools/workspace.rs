@@ -166,32 +166,90 @@ impl Tool for WorkspaceWrite {
         let content = str_arg(self.name(), &args, "content")?;
         let append = args.get("append").and_then(Value::as_bool).unwrap_or(false);
         let root = workspace(ctx)?;
+        // The check first, for a clear message; then the write itself,
+        // which cannot be raced out of the workspace (`open_no_follow`).
         let path = resolve(root, rel)?;
-        if path.is_dir() {
-            return Err(ToolError::BadArguments {
-                tool: self.name().into(),
-                detail: format!("'{rel}' is a directory"),
-            });
-        }
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(io(rel))?;
-        }
-        if append {
+        let mut file = open_no_follow(root, rel, append, self.name())?;
+        {
             use std::io::Write as _;
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .map_err(io(rel))?;
-            f.write_all(content.as_bytes()).map_err(io(rel))?;
-        } else {
-            std::fs::write(&path, content).map_err(io(rel))?;
+            file.write_all(content.as_bytes()).map_err(io(rel))?;
         }
-        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
         let shown = display_rel(root, &path, rel);
         ctx.file_written(&shown, size);
         Ok(format!("wrote {} bytes to {shown}", content.len()))
     }
+}
+
+/// Opens `rel` for writing inside `root` the race-free way: directory by
+/// directory, each opened relative to the one before (`openat`), never
+/// through a symbolic link, and inside a capability-based directory handle
+/// (`cap-std`) that cannot resolve a path outside the workspace even if a
+/// link is swapped in between two steps. Missing folders are created.
+fn open_no_follow(
+    root: &Path,
+    rel: &str,
+    append: bool,
+    tool: &str,
+) -> Result<cap_std::fs::File, ToolError> {
+    use cap_std::fs::{Dir, OpenOptions};
+    let escape = |e: std::io::Error| {
+        // cap-std refuses a path that would leave the directory handle.
+        if e.kind() == std::io::ErrorKind::PermissionDenied && e.to_string().contains("outside") {
+            refuse(rel, "it leads out of the workspace through a symbolic link")
+        } else {
+            ToolError::Io {
+                path: PathBuf::from(rel),
+                source: e,
+            }
+        }
+    };
+    let parts: Vec<&std::ffi::OsStr> = Path::new(rel)
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(part) => Some(part),
+            _ => None,
+        })
+        .collect();
+    let Some((name, dirs)) = parts.split_last() else {
+        return Err(ToolError::BadArguments {
+            tool: tool.into(),
+            detail: format!("'{rel}' is a directory"),
+        });
+    };
+    let mut dir = Dir::open_ambient_dir(root, cap_std::ambient_authority()).map_err(escape)?;
+    let is_link = |dir: &Dir, part: &std::ffi::OsStr| {
+        dir.symlink_metadata(part)
+            .is_ok_and(|m| m.file_type().is_symlink())
+    };
+    for part in dirs {
+        if is_link(&dir, part) {
+            return Err(refuse(rel, "it goes through a symbolic link"));
+        }
+        match dir.create_dir(part) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(escape(e)),
+        }
+        dir = dir.open_dir(part).map_err(escape)?;
+    }
+    if is_link(&dir, name) {
+        return Err(refuse(rel, "it is a symbolic link"));
+    }
+    if dir.symlink_metadata(name).is_ok_and(|m| m.is_dir()) {
+        return Err(ToolError::BadArguments {
+            tool: tool.into(),
+            detail: format!("'{rel}' is a directory"),
+        });
+    }
+    let mut options = OpenOptions::new();
+    options.write(true).create(true);
+    if append {
+        options.append(true);
+    } else {
+        options.truncate(true);
+    }
+    dir.open_with(name, &options).map_err(escape)
 }
 
 /// The path relative to the workspace, with `/` separators.

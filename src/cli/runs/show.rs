@@ -4,11 +4,19 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use boardroom::{Lines, Phase, RunPhase, Turn, load_run, read_events, read_turns};
+use boardroom::{Lines, Phase, RunPhase, Turn, load_run, read_events, read_turns, run_holder};
 
 use super::super::one_line;
 use super::super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
-use super::{ShowArgs, find_run, status_of, time_of};
+use super::{ShowArgs, find_run, status_of, terminal_safe, time_of};
+
+/// `println!` with the control characters of model text (terminal escape
+/// sequences, carriage returns, bells) made visible instead of obeyed.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        println!("{}", terminal_safe(&format!($($arg)*)))
+    };
+}
 
 fn warn_all<T>(lines: &Lines<T>) {
     for w in &lines.warnings {
@@ -48,7 +56,7 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
     });
     warn_all(&turns);
     let s = &record.state;
-    println!(
+    out!(
         "run {} · {} · team '{}' · model {} · {} · {} round(s) · {} tokens ({} prompt, {} completion)",
         s.run_id,
         time_of(&s.run_id),
@@ -58,26 +66,33 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
             .model_spec
             .as_deref()
             .unwrap_or(&record.settings.model),
-        status_of(&record),
+        status_of(&record, &dir),
         s.round,
         s.usage.total(),
         s.usage.prompt_tokens,
         s.usage.completion_tokens,
     );
-    println!(
+    out!(
         "{} board entries · {} work modules · {} turns · {} events",
         s.board.len(),
         s.plan.tasks.len(),
         turns.items.len(),
         events.items.len()
     );
-    println!("task: {}", s.task.trim());
+    out!("task: {}", s.task.trim());
     if let Some(e) = &s.error {
-        println!("error: {e}");
+        out!("error: {e}");
     }
+    let holder = run_holder(&dir);
     match &s.answer {
-        Some(a) if s.phase == RunPhase::Finished => println!("\n{}", a.trim_end()),
-        _ => println!(
+        Some(a) if s.phase == RunPhase::Finished => out!("\n{}", a.trim_end()),
+        _ if holder.is_some() => out!(
+            "\n(no answer yet: running now{})",
+            holder
+                .flatten()
+                .map_or_else(String::new, |pid| format!(" in boardroom pid {pid}"))
+        ),
+        _ => out!(
             "\n(no answer yet: stopped before phase '{}'; `boardroom resume {}` continues it)",
             serde_json::to_value(s.phase)
                 .ok()
@@ -87,13 +102,13 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
         ),
     }
     if args.board {
-        println!("\n== board");
+        out!("\n== board");
         for e in &s.board {
             let task = e
                 .task
                 .as_deref()
                 .map(|t| format!(" · task: {}", one_line(t, 60)));
-            println!(
+            out!(
                 "#{} round {} · {} · {}{}",
                 e.seq,
                 e.round,
@@ -102,14 +117,14 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
                 task.unwrap_or_default()
             );
             for line in e.text.trim_end().lines() {
-                println!("    {line}");
+                out!("    {line}");
             }
         }
     }
     if args.plan {
-        println!("\n== plan");
+        out!("\n== plan");
         for m in &s.plan.tasks {
-            println!(
+            out!(
                 "{} {:<14} {:<12} {} ({} archived messages)",
                 m.task_id,
                 m.status.as_str(),
@@ -120,16 +135,16 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
         }
     }
     if args.turns {
-        println!("\n== turns");
+        out!("\n== turns");
         for t in &turns.items {
-            println!("{}", turn_line(t, true));
+            out!("{}", turn_line(t, true));
         }
     }
     if args.tree {
-        println!("\n== call graph");
+        out!("\n== call graph");
         print!(
             "{}",
-            tree(
+            terminal_safe(&tree(
                 &record
                     .team
                     .agents
@@ -137,7 +152,7 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
                     .map(|a| a.name.clone())
                     .unwrap_or_default(),
                 &turns.items
-            )
+            ))
         );
     }
     EXIT_OK

@@ -1,0 +1,312 @@
+//! Issue 8: faults that must leave a saved run truthful and resumable — a
+//! server outage mid-round (finding 9) and panics in the master's calls
+//! and in a single tool call (finding 11).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use boardroom::{
+    AgentSpec, ChatModel, ChatRequest, ChatResponse, EntryKind, ModelError, OpenAi, Phase,
+    RunStatus, Runtime, Scripted, Sim, Team, TeamConfig, Tool, ToolCall, ToolContext, ToolError,
+    load_run, read_events, read_turns,
+};
+use serde_json::{Value, json};
+
+/// The sim, except that once `outage` is armed, every call after the
+/// master's plan goes to a real OpenAI-compatible client aimed at a
+/// loopback port nobody listens on: a real transport error.
+struct Outage {
+    sim: Sim,
+    dead: OpenAi,
+    down: AtomicBool,
+    arm_after_plan: bool,
+}
+
+impl Outage {
+    fn new(arm_after_plan: bool) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dead = OpenAi::builder(format!("http://127.0.0.1:{port}/v1"), "m")
+            .sleep_with(|_| {})
+            .build()
+            .unwrap();
+        Outage {
+            sim: Sim::new(),
+            dead,
+            down: AtomicBool::new(false),
+            arm_after_plan,
+        }
+    }
+}
+
+impl ChatModel for Outage {
+    fn name(&self) -> String {
+        "outage".into()
+    }
+
+    fn chat(
+        &self,
+        req: &ChatRequest,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<ChatResponse, ModelError> {
+        if self.down.load(Ordering::SeqCst) {
+            return self.dead.chat(req, on_delta);
+        }
+        let answer = self.sim.chat(req, on_delta);
+        if req.phase == Phase::Plan && self.arm_after_plan {
+            self.down.store(true, Ordering::SeqCst);
+        }
+        answer
+    }
+}
+
+#[test]
+fn a_run_failed_by_a_server_outage_reruns_the_failed_assignments_on_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let failed = Runtime::new(Team::builtin().unwrap(), Outage::new(true))
+        .runs_dir(&runs)
+        .run("Plan a garden party");
+    assert!(
+        failed.is_err(),
+        "the master cannot answer either: {failed:?}"
+    );
+    let dir = std::fs::read_dir(&runs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let saved = load_run(&dir).unwrap();
+    assert_eq!(saved.state.status, RunStatus::Failed);
+    let member_errors: Vec<_> = saved
+        .state
+        .board
+        .iter()
+        .filter(|e| e.kind == EntryKind::Error && e.task.is_some())
+        .collect();
+    assert_eq!(member_errors.len(), 4, "{:?}", saved.state.board);
+    assert!(
+        member_errors.iter().all(|e| e.transport),
+        "member errors are marked as transport failures"
+    );
+
+    // The server is back: resume runs the four assignments again.
+    let resumed = Runtime::new(saved.team.to_team().unwrap(), Outage::new(false))
+        .resume(&dir)
+        .unwrap();
+    assert_eq!(resumed.status, RunStatus::Done);
+    let drafts: Vec<&str> = resumed
+        .board
+        .iter()
+        .filter(|e| e.round == 1 && e.kind == EntryKind::Draft)
+        .map(|e| e.author.as_str())
+        .collect();
+    assert_eq!(drafts.len(), 4, "{drafts:?}");
+    for m in ["analyst", "critic", "researcher", "writer"] {
+        assert!(
+            resumed.answer.contains(&format!("From {m}")),
+            "{}",
+            resumed.answer
+        );
+    }
+
+    let turns = read_turns(&dir).unwrap().items;
+    let mut drafts_by: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for t in turns.iter().filter(|t| t.phase == Phase::Draft) {
+        let n = drafts_by.entry(t.agent.clone()).or_default();
+        if t.error.is_some() {
+            n.0 += 1
+        } else {
+            n.1 += 1
+        }
+    }
+    let once_each: BTreeMap<String, (usize, usize)> = ["analyst", "critic", "researcher", "writer"]
+        .iter()
+        .map(|m| (m.to_string(), (1, 1)))
+        .collect();
+    assert_eq!(
+        drafts_by, once_each,
+        "one failed call, then one draft, each"
+    );
+    assert_eq!(turns.iter().filter(|t| t.phase == Phase::Plan).count(), 1);
+
+    // And it says so.
+    let events = read_events(&dir).unwrap().items;
+    let rerun = events
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .find(|v| v["type"] == "rerun")
+        .expect("a rerun event");
+    assert_eq!(rerun["round"], 1);
+    assert_eq!(
+        rerun["members"],
+        json!(["analyst", "critic", "researcher", "writer"])
+    );
+}
+
+/// The sim, with a master whose review panics.
+struct PanickyReview(Sim);
+
+impl ChatModel for PanickyReview {
+    fn name(&self) -> String {
+        "panicky".into()
+    }
+
+    fn chat(
+        &self,
+        req: &ChatRequest,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<ChatResponse, ModelError> {
+        if req.phase == Phase::Review {
+            panic!("review bug");
+        }
+        self.0.chat(req, on_delta)
+    }
+}
+
+#[test]
+fn a_panic_in_a_master_call_is_an_error_and_run_json_never_says_running() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let result = std::panic::catch_unwind(|| {
+        Runtime::new(Team::builtin().unwrap(), PanickyReview(Sim::new()))
+            .runs_dir(&runs)
+            .run("Plan a picnic")
+    });
+    let outcome = result.expect("the panic does not escape Runtime::run");
+    let dir = std::fs::read_dir(&runs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let saved = load_run(&dir).unwrap();
+    assert_ne!(saved.state.status, RunStatus::Running);
+    // The review's failure goes on the board, and the master's final answer
+    // (which does not panic) still ends the run.
+    let outcome = outcome.unwrap();
+    assert_eq!(outcome.status, RunStatus::Done);
+    let review_error = outcome
+        .board
+        .iter()
+        .find(|e| e.kind == EntryKind::Error && e.author == "master")
+        .expect("the review's panic is an error entry");
+    assert!(
+        review_error.text.contains("the call panicked: review bug"),
+        "{}",
+        review_error.text
+    );
+}
+
+/// The sim, with a master that panics on every call.
+struct PanickyMaster;
+
+impl ChatModel for PanickyMaster {
+    fn name(&self) -> String {
+        "panicky".into()
+    }
+
+    fn chat(&self, _: &ChatRequest, _: &mut dyn FnMut(&str)) -> Result<ChatResponse, ModelError> {
+        panic!("plan bug");
+    }
+}
+
+#[test]
+fn a_panic_in_the_masters_plan_fails_the_run_cleanly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let result = std::panic::catch_unwind(|| {
+        Runtime::new(Team::builtin().unwrap(), PanickyMaster)
+            .runs_dir(&runs)
+            .run("Plan a picnic")
+    });
+    let err = result
+        .expect("the panic does not escape Runtime::run")
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("the call panicked: plan bug"),
+        "{err}"
+    );
+    let dir = std::fs::read_dir(&runs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let saved = load_run(&dir).unwrap();
+    assert_eq!(saved.state.status, RunStatus::Failed);
+    assert!(
+        saved
+            .state
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("plan bug"),
+        "{:?}",
+        saved.state.error
+    );
+}
+
+/// A tool that panics.
+#[derive(Debug)]
+struct Boom;
+
+impl Tool for Boom {
+    fn name(&self) -> &str {
+        "boom"
+    }
+    fn description(&self) -> &str {
+        "Panics"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    fn call(&self, _: Value, _: &ToolContext<'_>) -> Result<String, ToolError> {
+        panic!("tool bug");
+    }
+}
+
+#[test]
+fn a_panic_in_a_single_tool_call_is_its_result() {
+    let team = Team::new(
+        "tools",
+        TeamConfig::default(),
+        vec![
+            AgentSpec::master("lead", "You lead."),
+            AgentSpec::member("writer", "Writes", "You write.").with_tools(["boom"]),
+        ],
+    )
+    .unwrap();
+    let model = Scripted::new()
+        .reply("lead", "ASSIGN:writer:Try the tool")
+        .respond(
+            "writer",
+            ChatResponse {
+                tool_calls: vec![ToolCall {
+                    id: "c1".into(),
+                    name: "boom".into(),
+                    arguments: "{}".into(),
+                }],
+                finish: boardroom::FinishReason::ToolCalls,
+                ..ChatResponse::default()
+            },
+        )
+        .reply("writer", "The tool broke.")
+        .reply("lead", "DONE\nok");
+    let run = Runtime::new(team, model.clone())
+        .tool(Boom)
+        .run("Try it")
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Done);
+    let last = model
+        .requests()
+        .into_iter()
+        .rfind(|r| r.agent == "writer")
+        .unwrap();
+    let result = last.messages.last().unwrap();
+    assert_eq!(result.content, "error: tool 'boom' panicked");
+}
