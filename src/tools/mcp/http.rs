@@ -38,7 +38,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one GET of the listening stream stays open before it is
 /// reconnected (with `Last-Event-ID`); also the longest a shutdown waits
 /// for a server that ignores the DELETE.
-const LISTEN_WINDOW: Duration = Duration::from_secs(10);
+const LISTEN_WINDOW: Duration = Duration::from_secs(5);
+/// How long the server may take to answer the GET with its headers.
+const LISTEN_HEADERS: Duration = Duration::from_secs(5);
 /// Reconnections of a stream that ended before the response.
 const RESUMES: u32 = 5;
 /// The wait before reconnecting when the server gave no `retry:`.
@@ -166,14 +168,17 @@ impl Http {
         self.inner.post(msg, session, expect, timeout)
     }
 
-    /// Starts the listener thread that keeps the GET stream open.
+    /// Opens the GET stream (its first connection here, so that it is
+    /// open before the first request) and starts the listener thread that
+    /// reads it and keeps it open.
     pub(crate) fn listen(&self, session: &Arc<Session>) -> Result<(), McpError> {
+        let first = self.inner.open_stream(None);
         let (tx, rx) = bounded::<()>(0);
         let inner = Arc::clone(&self.inner);
         let session = Arc::clone(session);
         let handle = std::thread::Builder::new()
             .name(format!("mcp-{}-listen", self.inner.server))
-            .spawn(move || inner.listen(&session, &rx))
+            .spawn(move || inner.listen(first, &session, &rx))
             .map_err(|e| McpError::Spawn {
                 command: self.inner.shown_url.clone(),
                 detail: format!("cannot start a thread: {e}"),
@@ -221,6 +226,26 @@ impl Http {
 }
 
 impl Inner {
+    /// One GET of the listening stream.
+    fn open_stream(
+        &self,
+        last_id: Option<&str>,
+    ) -> Result<ureq::http::Response<ureq::Body>, ureq::Error> {
+        let mut req = self.with_session(
+            self.agent
+                .get(&self.url)
+                .config()
+                .timeout_global(Some(LISTEN_WINDOW))
+                .timeout_recv_response(Some(LISTEN_HEADERS))
+                .build()
+                .header("Accept", "text/event-stream"),
+        );
+        if let Some(id) = last_id {
+            req = req.header("Last-Event-ID", id);
+        }
+        req.call()
+    }
+
     /// `text` with every configured secret replaced by `***`.
     fn mask(&self, text: &str) -> String {
         let mut out = text.to_string();
@@ -518,7 +543,12 @@ impl Inner {
     /// The listener thread: keeps a GET stream open for messages the server
     /// sends on its own, reconnecting with `Last-Event-ID`, until `stop`
     /// is dropped.
-    fn listen(&self, session: &Session, stop: &Receiver<()>) {
+    fn listen(
+        &self,
+        first: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+        session: &Session,
+        stop: &Receiver<()>,
+    ) {
         let mut last_id: Option<String> = None;
         let mut retry: Option<Duration> = None;
         let mut failures = 0;
@@ -528,22 +558,16 @@ impl Inner {
                 Err(RecvTimeoutError::Disconnected) | Ok(())
             )
         };
+        let mut next = Some(first);
         loop {
             if matches!(stop.try_recv(), Err(TryRecvError::Disconnected)) || !session.is_alive() {
                 return;
             }
-            let mut req = self.with_session(
-                self.agent
-                    .get(&self.url)
-                    .config()
-                    .timeout_global(Some(LISTEN_WINDOW))
-                    .build()
-                    .header("Accept", "text/event-stream"),
-            );
-            if let Some(id) = &last_id {
-                req = req.header("Last-Event-ID", id);
-            }
-            match req.call() {
+            let opened = match next.take() {
+                Some(r) => r,
+                None => self.open_stream(last_id.as_deref()),
+            };
+            match opened {
                 Ok(r) if r.status().as_u16() == 200 => {
                     failures = 0;
                     let reader = BufReader::new(r.into_body().into_reader());
