@@ -85,14 +85,14 @@ impl McpClient {
             info: Mutex::new((String::new(), String::new())),
             reinit: Mutex::new(()),
         };
-        client.initialize()?;
-        if let Transport::Http(h) = &client.transport {
-            h.listen(&client.session)?;
-        }
+        client.initialize(true)?;
         Ok(client)
     }
 
-    fn initialize(&self) -> Result<(), McpError> {
+    /// The handshake; the first one over HTTP also opens the GET stream
+    /// (before `notifications/initialized`, so that what the server sends
+    /// on its own right after it is not lost).
+    fn initialize(&self, first: bool) -> Result<(), McpError> {
         let init = self.request_once(
             "initialize",
             json!({
@@ -122,6 +122,9 @@ impl McpClient {
         }
         if let Transport::Http(h) = &self.transport {
             h.set_protocol(&version);
+            if first {
+                h.listen(&self.session)?;
+            }
         }
         *self.info.lock() = (version, server_name);
         self.notify("notifications/initialized", None)
@@ -181,7 +184,7 @@ impl McpClient {
             _ => None,
         };
         match self.request_once(method, params.clone(), timeout) {
-            Err(McpError::Http { status: 404, .. }) if generation.is_some() => {
+            Err(e) if generation.is_some() && session_expired(&e) => {
                 self.reinitialize(generation.unwrap_or(0))?;
                 self.request_once(method, params, timeout)
             }
@@ -204,7 +207,7 @@ impl McpClient {
             self.name
         );
         h.reset();
-        self.initialize()
+        self.initialize(false)
     }
 
     fn request_once(
@@ -329,6 +332,20 @@ impl McpClient {
 impl Drop for McpClient {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// Whether an HTTP error says the server no longer knows the session: 404
+/// as the spec says, or a 400 that says so (what the reference servers
+/// answer for a session id they do not know, e.g. after a restart).
+fn session_expired(e: &McpError) -> bool {
+    match e {
+        McpError::Http { status: 404, .. } => true,
+        McpError::Http {
+            status: 400,
+            detail,
+        } => detail.to_ascii_lowercase().contains("session"),
+        _ => false,
     }
 }
 
