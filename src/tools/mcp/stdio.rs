@@ -21,6 +21,8 @@ use super::lines::{Line, MAX_LINE, read_line, skip_line};
 use super::session::Session;
 use super::{McpError, McpServerConfig};
 
+/// How long the end of a session waits for the rest of its stderr.
+const STDERR_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 /// Bytes of one stderr line read (the rest is skipped, unread into memory).
 const STDERR_READ: usize = 64 * 1024;
 
@@ -67,6 +69,9 @@ impl Stdio {
             return Err(spawn_err("no pipes to the child".into()));
         };
         let stdin = Arc::new(Mutex::new(Some(stdin)));
+        // Dropped when the stderr thread ends: the reader waits for it
+        // (briefly) so that a dying server's last words are in the error.
+        let (err_done_tx, err_done) = crossbeam_channel::bounded::<()>(0);
         let transport = Stdio {
             stdin: Arc::clone(&stdin),
             child: Mutex::new(Some(child)),
@@ -78,14 +83,17 @@ impl Stdio {
             let server = name.to_string();
             std::thread::Builder::new()
                 .name(format!("mcp-{name}-reader"))
-                .spawn(move || read_loop(&server, stdout, &session, &stdin))
+                .spawn(move || read_loop(&server, stdout, &session, &stdin, &err_done))
         };
         let errlog = {
             let session = Arc::clone(session);
             let server = name.to_string();
             std::thread::Builder::new()
                 .name(format!("mcp-{name}-stderr"))
-                .spawn(move || stderr_loop(&server, stderr, &session))
+                .spawn(move || {
+                    stderr_loop(&server, stderr, &session);
+                    drop(err_done_tx);
+                })
         };
         for t in [reader, errlog] {
             match t {
@@ -151,6 +159,7 @@ fn read_loop(
     stdout: std::process::ChildStdout,
     session: &Session,
     stdin: &Mutex<Option<ChildStdin>>,
+    stderr_done: &crossbeam_channel::Receiver<()>,
 ) {
     let mut reader = BufReader::new(stdout);
     let mut line = Vec::new();
@@ -189,6 +198,9 @@ fn read_loop(
     // Drop the pipe first: a server blocked writing the rest of an endless
     // line gets EPIPE instead of waiting for us.
     drop(reader);
+    if why.is_none() {
+        let _ = stderr_done.recv_timeout(STDERR_GRACE);
+    }
     session.end(why);
     log::debug!("mcp '{server}': output closed");
 }
