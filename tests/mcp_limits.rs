@@ -69,7 +69,7 @@ fn endless_lines_on_stdout_and_stderr_are_capped() {
         "sh",
         [
             "-c",
-            "head -c 50000000 /dev/zero | tr '\\0' x >&2; echo >&2; echo last words >&2; exit 3",
+            "head -c 200000000 /dev/zero | tr '\\0' x >&2; echo >&2; echo last words >&2; exit 3",
         ],
     );
     let err = start("dies", dies).unwrap_err().to_string();
@@ -81,7 +81,7 @@ fn endless_lines_on_stdout_and_stderr_are_capped() {
     );
     assert!(err.len() < 2000, "the error kept {} bytes", err.len());
 
-    // Keeping any of these lines whole would take 300 MB or more.
+    // Keeping any of these lines whole would take 200 MB or more.
     let peak = peak_mib();
     assert!(peak < 150, "peak memory {peak} MiB");
 }
