@@ -207,3 +207,59 @@ fn an_endless_event_line_is_an_error_not_a_buffer() {
          stream (the limit); the session is closed"
     );
 }
+
+/// A scripted server whose `tools/call` is `reply`.
+fn calls_answered_with(reply: impl Fn() -> Reply + Send + Sync + 'static) -> Server {
+    Server::start(move |req: &Request| {
+        let id = &req.body["id"];
+        match req.body["method"].as_str().unwrap_or("") {
+            "initialize" => json_reply(
+                id,
+                json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                       "serverInfo": {"name": "odd"}}),
+            ),
+            "tools/list" => json_reply(id, json!({"tools": [{"name": "t"}]})),
+            "tools/call" => reply(),
+            "" if req.body.is_null() => Reply::status(405, ""),
+            _ => Reply::status(202, ""),
+        }
+    })
+}
+
+#[test]
+fn a_server_that_never_answers_a_call_times_out() {
+    let server = calls_answered_with(|| {
+        Reply::Delayed(
+            std::time::Duration::from_secs(3),
+            Box::new(Reply::status(200, "{}")),
+        )
+    });
+    let mut config = McpServerConfig::http(url(&server));
+    config.timeout = Some(0.5);
+    let pool = pool(config).unwrap();
+    let err = pool.call("remote", "t", json!({})).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "mcp server 'remote': tools/call: no answer within 0.5s"
+    );
+}
+
+#[test]
+fn a_flood_of_notifications_without_an_answer_ends_the_call() {
+    let flood: Vec<String> = (0..5000)
+        .map(|i| {
+            format!(
+                "data: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"data\":{i}}}}}\n\n"
+            )
+        })
+        .collect();
+    let server = calls_answered_with(move || Reply::Sse(flood.clone()));
+    let pool = pool(McpServerConfig::http(url(&server))).unwrap();
+    let err = pool.call("remote", "t", json!({})).unwrap_err().to_string();
+    assert!(
+        err.ends_with("tools/call: the server closed the stream before answering"),
+        "{err}"
+    );
+    // Only the last thousand notifications are kept.
+    assert_eq!(pool.notifications("remote").len(), 1000);
+}

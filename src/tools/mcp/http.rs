@@ -360,7 +360,17 @@ impl Inner {
         let outcome = if kind.starts_with("text/event-stream") {
             let reader = BufReader::new(response.into_body().into_reader());
             let mut events = SseReader::new(reader, MAX_LINE);
-            self.read_stream(&mut events, session, expect, method)?
+            self.read_stream(&mut events, session, expect, method)
+                .map_err(|e| match e {
+                    // The stream broke because the call's time was up.
+                    McpError::Unreachable { .. } if Instant::now() >= deadline => {
+                        McpError::Timeout {
+                            method: method.to_string(),
+                            after: timeout,
+                        }
+                    }
+                    other => other,
+                })?
         } else if kind.starts_with("application/json") {
             let text = response
                 .into_body()
