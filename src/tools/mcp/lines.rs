@@ -9,14 +9,14 @@ pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
 
 /// What [`read_line`] found.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Line {
+pub(crate) enum Read {
     /// A whole line is in the buffer (without its `\n` or `\r\n`).
     Line,
     /// The line passed the cap; the buffer holds its first `cap` bytes and
     /// the rest of the line was not read.
     TooLong,
     /// The end of the input, with no bytes of an unfinished line (a last
-    /// line without `\n` comes back as [`Line::Line`] first).
+    /// line without `\n` comes back as [`Read::Line`] first).
     Eof,
 }
 
@@ -29,7 +29,7 @@ pub(crate) fn read_line(
     reader: &mut impl BufRead,
     buf: &mut Vec<u8>,
     cap: usize,
-) -> io::Result<Line> {
+) -> io::Result<Read> {
     buf.clear();
     loop {
         let available = match reader.fill_buf() {
@@ -39,9 +39,9 @@ pub(crate) fn read_line(
         };
         if available.is_empty() {
             return Ok(if buf.is_empty() {
-                Line::Eof
+                Read::Eof
             } else {
-                Line::Line
+                Read::Line
             });
         }
         let (chunk, found) = match available.iter().position(|&b| b == b'\n') {
@@ -53,7 +53,7 @@ pub(crate) fn read_line(
             buf.extend_from_slice(&chunk[..room]);
             let used = room;
             reader.consume(used);
-            return Ok(Line::TooLong);
+            return Ok(Read::TooLong);
         }
         buf.extend_from_slice(chunk);
         let used = found.unwrap_or(chunk.len());
@@ -62,7 +62,7 @@ pub(crate) fn read_line(
             if buf.last() == Some(&b'\r') {
                 buf.pop();
             }
-            return Ok(Line::Line);
+            return Ok(Read::Line);
         }
     }
 }
@@ -103,23 +103,23 @@ mod tests {
     fn lines_up_to_the_cap() {
         let mut r = io::BufReader::with_capacity(4, &b"ab\r\ncdefgh\nij\nlast"[..]);
         let mut buf = Vec::new();
-        assert_eq!(read_line(&mut r, &mut buf, 5).unwrap(), Line::Line);
+        assert_eq!(read_line(&mut r, &mut buf, 5).unwrap(), Read::Line);
         assert_eq!(buf, b"ab");
-        assert_eq!(read_line(&mut r, &mut buf, 5).unwrap(), Line::TooLong);
+        assert_eq!(read_line(&mut r, &mut buf, 5).unwrap(), Read::TooLong);
         assert_eq!(buf, b"cdefg");
         assert!(skip_line(&mut r).unwrap());
-        assert_eq!(read_line(&mut r, &mut buf, 5).unwrap(), Line::Line);
+        assert_eq!(read_line(&mut r, &mut buf, 5).unwrap(), Read::Line);
         assert_eq!(buf, b"ij");
-        assert_eq!(read_line(&mut r, &mut buf, 5).unwrap(), Line::Line);
+        assert_eq!(read_line(&mut r, &mut buf, 5).unwrap(), Read::Line);
         assert_eq!(buf, b"last");
-        assert_eq!(read_line(&mut r, &mut buf, 5).unwrap(), Line::Eof);
+        assert_eq!(read_line(&mut r, &mut buf, 5).unwrap(), Read::Eof);
     }
 
     #[test]
     fn an_endless_line_stops_at_the_cap() {
         let mut r = io::BufReader::new(io::repeat(b'x'));
         let mut buf = Vec::new();
-        assert_eq!(read_line(&mut r, &mut buf, 1 << 20).unwrap(), Line::TooLong);
+        assert_eq!(read_line(&mut r, &mut buf, 1 << 20).unwrap(), Read::TooLong);
         assert_eq!(buf.len(), 1 << 20);
     }
 }

@@ -9,7 +9,7 @@
 use std::io::{self, BufRead};
 use std::time::Duration;
 
-use super::lines::{Line, read_line};
+use super::lines::{Read, read_line};
 
 /// One event: its data lines joined with `\n`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -58,11 +58,11 @@ impl<R: BufRead> SseReader<R> {
         let mut has_data = false;
         loop {
             match read_line(&mut self.reader, &mut self.line, self.cap).map_err(SseError::Io)? {
-                Line::TooLong => return Err(SseError::TooLong(self.cap)),
+                Read::TooLong => return Err(SseError::TooLong(self.cap)),
                 // An event not closed by a blank line at the end of the
                 // stream is dropped, as the SSE spec says.
-                Line::Eof => return Ok(None),
-                Line::Line => {}
+                Read::Eof => return Ok(None),
+                Read::Line => {}
             }
             if self.line.is_empty() {
                 match data.take() {

@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use super::lines::{Line, MAX_LINE, read_line, skip_line};
+use super::lines::{MAX_LINE, Read, read_line, skip_line};
 use super::session::Session;
 use super::{McpError, McpServerConfig};
 
@@ -166,9 +166,9 @@ fn read_loop(
     let mut why = None;
     loop {
         match read_line(&mut reader, &mut line, MAX_LINE) {
-            Ok(Line::Line) => {}
-            Ok(Line::Eof) | Err(_) => break,
-            Ok(Line::TooLong) => {
+            Ok(Read::Line) => {}
+            Ok(Read::Eof) | Err(_) => break,
+            Ok(Read::TooLong) => {
                 log::warn!(
                     "mcp '{server}': the server wrote a line of more than {} MiB to stdout",
                     MAX_LINE >> 20
@@ -212,9 +212,9 @@ fn stderr_loop(server: &str, stderr: std::process::ChildStderr, session: &Sessio
     let mut line = Vec::new();
     loop {
         let more = match read_line(&mut reader, &mut line, STDERR_READ) {
-            Ok(Line::Line) => true,
-            Ok(Line::TooLong) => matches!(skip_line(&mut reader), Ok(true)),
-            Ok(Line::Eof) | Err(_) => break,
+            Ok(Read::Line) => true,
+            Ok(Read::TooLong) => matches!(skip_line(&mut reader), Ok(true)),
+            Ok(Read::Eof) | Err(_) => break,
         };
         let text = String::from_utf8_lossy(&line);
         let shown: String = text.chars().take(500).collect();
