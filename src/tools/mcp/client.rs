@@ -23,6 +23,10 @@ use super::{McpError, McpServerConfig, PROTOCOL_VERSION};
 
 /// How long `initialize` may take (a cold `node` start on a busy machine).
 const INIT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a notification POST may take (HTTP).
+const NOTIFY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the cancellation of a timed-out request may take (HTTP).
+const CANCEL_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The text of a `tools/call` result and whether the server flagged it as
 /// an error.
@@ -251,22 +255,34 @@ impl McpClient {
         }
     }
 
+    /// Tells the server a request timed out (over HTTP, waiting at most
+    /// [`CANCEL_TIMEOUT`] for a server that may be hanging).
     fn cancel(&self, id: u64) {
-        let _ = self.notify(
+        let _ = self.send_notification(
             "notifications/cancelled",
             Some(json!({"requestId": id, "reason": "timeout"})),
+            CANCEL_TIMEOUT,
         );
     }
 
     /// Sends a notification (no answer expected).
     pub(crate) fn notify(&self, method: &str, params: Option<Value>) -> Result<(), McpError> {
+        self.send_notification(method, params, NOTIFY_TIMEOUT)
+    }
+
+    fn send_notification(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> Result<(), McpError> {
         let mut msg = json!({"jsonrpc": "2.0", "method": method});
         if let Some(p) = params {
             msg["params"] = p;
         }
         match &self.transport {
             Transport::Stdio(s) => s.send(&msg).map_err(|_| self.session.closed()),
-            Transport::Http(h) => h.post(&msg, &self.session, None, INIT_TIMEOUT),
+            Transport::Http(h) => h.post(&msg, &self.session, None, timeout),
         }
     }
 

@@ -135,8 +135,7 @@ impl fmt::Display for McpError {
             McpError::Unreachable { url, detail } => write!(f, "cannot reach {url}: {detail}"),
             McpError::LineTooLong { stream, limit } => write!(
                 f,
-                "the server wrote a line of more than {} MiB to {stream} (the limit); \
-                 the session is closed",
+                "the server wrote a line of more than {} MiB to {stream} (the limit)",
                 limit >> 20
             ),
             McpError::Config { detail } => write!(f, "{detail}"),
