@@ -263,3 +263,21 @@ fn a_flood_of_notifications_without_an_answer_ends_the_call() {
     // Only the last thousand notifications are kept.
     assert_eq!(pool.notifications("remote").len(), 1000);
 }
+
+#[test]
+fn a_token_the_server_echoes_in_an_error_is_masked() {
+    let var = "BOARDROOM_TEST_MCP_ECHOED_TOKEN";
+    set_env(var, "echoed-secret-4242");
+    let server = Server::start(|req: &Request| {
+        let auth = req.header("authorization").unwrap_or("").to_string();
+        Reply::status(401, &format!("{{\"error\":\"bad credentials: {auth}\"}}"))
+    });
+    let config = McpServerConfig::http(url(&server))
+        .header("Authorization", format!("Bearer ${{{var}}}"))
+        .header("X-Client", "boardroom-tests");
+    let err = pool(config).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "mcp server 'remote': http status 401: {\"error\":\"bad credentials: ***\"}"
+    );
+}

@@ -89,14 +89,14 @@ impl McpClient {
             info: Mutex::new((String::new(), String::new())),
             reinit: Mutex::new(()),
         };
-        client.initialize(true)?;
+        client.initialize()?;
         Ok(client)
     }
 
-    /// The handshake; the first one over HTTP also opens the GET stream
-    /// (before `notifications/initialized`, so that what the server sends
-    /// on its own right after it is not lost).
-    fn initialize(&self, first: bool) -> Result<(), McpError> {
+    /// The handshake; over HTTP it also opens the GET stream (before
+    /// `notifications/initialized`, so that what the server sends on its
+    /// own right after it is not lost), unless one is still running.
+    fn initialize(&self) -> Result<(), McpError> {
         let init = self.request_once(
             "initialize",
             json!({
@@ -126,9 +126,7 @@ impl McpClient {
         }
         if let Transport::Http(h) = &self.transport {
             h.set_protocol(&version);
-            if first {
-                h.listen(&self.session)?;
-            }
+            h.listen(&self.session)?;
         }
         *self.info.lock() = (version, server_name);
         self.notify("notifications/initialized", None)
@@ -211,7 +209,7 @@ impl McpClient {
             self.name
         );
         h.reset();
-        self.initialize(false)
+        self.initialize()
     }
 
     fn request_once(

@@ -98,18 +98,23 @@ impl Http {
         let url = expand_env(&template).map_err(|e| bad(format!("url: {e}")))?;
         let mut headers = Vec::new();
         let mut secrets = Vec::new();
-        for (key, value) in &config.headers {
-            let value = expand_env(value).map_err(|e| bad(format!("header '{key}': {e}")))?;
-            if let Some(token) = value.strip_prefix("Bearer ").map(str::trim) {
-                secrets.push(token.to_string());
+        for (key, template) in &config.headers {
+            let value = expand_env(template).map_err(|e| bad(format!("header '{key}': {e}")))?;
+            // What a value holds is only known for `${VAR}`s and the usual
+            // credential headers; masking every value would also hide
+            // harmless words like a client name in error texts.
+            if template.contains("${") || is_credential(key) {
+                if let Some((_scheme, token)) = value.split_once(' ') {
+                    secrets.push(token.trim().to_string());
+                }
+                secrets.push(value.clone());
             }
-            secrets.push(value.clone());
             headers.push((key.clone(), value));
         }
         if url != template {
             secrets.push(url.clone());
         }
-        secrets.retain(|s| s.len() >= 4);
+        secrets.retain(|s| s.len() >= 6);
         // Longest first, so that a whole value is masked before a part.
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         let agent = ureq::Agent::config_builder()
@@ -171,7 +176,23 @@ impl Http {
     /// Opens the GET stream (its first connection here, so that it is
     /// open before the first request) and starts the listener thread that
     /// reads it and keeps it open.
+    ///
+    /// Called again after a re-initialization: a listener that gave up (the
+    /// old session was gone) is started again; a running one is kept.
     pub(crate) fn listen(&self, session: &Arc<Session>) -> Result<(), McpError> {
+        {
+            let mut running = self.listener.lock();
+            match running.take() {
+                Some(h) if !h.is_finished() => {
+                    *running = Some(h);
+                    return Ok(());
+                }
+                Some(h) => {
+                    let _ = h.join();
+                }
+                None => {}
+            }
+        }
         let first = self.inner.open_stream(None);
         let (tx, rx) = bounded::<()>(0);
         let inner = Arc::clone(&self.inner);
@@ -223,6 +244,14 @@ impl Http {
             let _ = h.join();
         }
     }
+}
+
+/// Whether a header usually carries a credential.
+fn is_credential(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["authorization", "token", "key", "secret", "cookie", "password", "auth"]
+        .iter()
+        .any(|w| name.contains(w))
 }
 
 impl Inner {
