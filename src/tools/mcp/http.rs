@@ -249,7 +249,7 @@ impl Http {
 /// Whether a header usually carries a credential.
 fn is_credential(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
-    ["authorization", "token", "key", "secret", "cookie", "password", "auth"]
+    ["auth", "token", "key", "secret", "cookie", "passw"]
         .iter()
         .any(|w| name.contains(w))
 }
