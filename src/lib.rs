@@ -78,5 +78,6 @@ pub use team::{
     AgentRole, AgentSpec, EndpointConfig, ModelConfig, Process, Team, TeamConfig, TeamError,
 };
 pub use tools::{
-    McpError, McpPool, McpServerConfig, McpToolInfo, Tool, ToolContext, ToolError, ToolRegistry,
+    Elicitation, McpError, McpPool, McpServerConfig, McpToolInfo, Tool, ToolContext, ToolError,
+    ToolRegistry,
 };

@@ -104,8 +104,15 @@ impl TeamSnapshot {
         for (name, server) in &mut config.mcp_servers {
             let fresh = live.as_ref().and_then(|t| t.config().mcp_servers.get(name));
             match fresh {
-                Some(fresh) => server.env = fresh.env.clone(),
-                None => server.env.retain(|_, v| v != REDACTED),
+                Some(fresh) => {
+                    server.env = fresh.env.clone();
+                    server.headers = fresh.headers.clone();
+                    server.url = fresh.url.clone();
+                }
+                None => {
+                    server.env.retain(|_, v| v != REDACTED);
+                    server.headers.retain(|_, v| v != REDACTED);
+                }
             }
         }
         Team::validate(
@@ -121,13 +128,15 @@ impl TeamSnapshot {
 const REDACTED: &str = "***";
 
 /// The team's settings as `run.json` may hold them: MCP servers' `env`
-/// values (where tokens live) and credentials in model URLs are redacted.
+/// and `headers` values (where tokens live) and credentials in model and
+/// MCP URLs are redacted.
 fn without_secrets(config: &TeamConfig) -> TeamConfig {
     let mut config = config.clone();
     for server in config.mcp_servers.values_mut() {
-        for value in server.env.values_mut() {
+        for value in server.env.values_mut().chain(server.headers.values_mut()) {
             *value = REDACTED.to_string();
         }
+        server.url = server.url.as_deref().map(crate::model::redact_url);
     }
     for model in config.models.values_mut() {
         match model {

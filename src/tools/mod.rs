@@ -26,7 +26,7 @@ use crate::plan::Plan;
 use crate::team::{AgentSpec, Team, TeamError};
 
 pub use error::ToolError;
-pub use mcp::{McpError, McpPool, McpServerConfig, McpToolInfo};
+pub use mcp::{Elicitation, McpError, McpPool, McpServerConfig, McpToolInfo};
 
 /// Something an agent can do: a name, a description, a JSON schema of its
 /// arguments and a blocking call.
@@ -239,24 +239,46 @@ impl ToolRegistry {
 
     /// Adds the tools of every server of a started pool, as `server.tool`.
     ///
+    /// The registry asks the pool for a server's tools each time an agent's
+    /// tools are looked up, so a server that announces
+    /// `notifications/tools/list_changed` has its new list before the next
+    /// agent turn.
+    ///
     /// # Errors
     ///
     /// [`ToolError::Mcp`] when a server's tools cannot be listed.
     pub fn add_mcp(&mut self, pool: McpPool) -> Result<(), ToolError> {
-        let pool = Arc::new(pool);
-        let servers: Vec<String> = pool.servers().map(str::to_string).collect();
-        for server in servers {
-            for info in pool.tools(&server)? {
-                let full_name = format!("{server}.{}", info.name);
-                self.add(Arc::new(McpTool {
-                    full_name,
-                    info,
-                    pool: Arc::clone(&pool),
-                }));
-            }
+        for server in pool.servers() {
+            pool.tools(server)?;
         }
-        self.mcp = Some(pool);
+        self.mcp = Some(Arc::new(pool));
         Ok(())
+    }
+
+    /// The tools of one MCP server, as the pool knows them now.
+    fn mcp_tools(&self, server: &str) -> Vec<Arc<dyn Tool>> {
+        let Some(pool) = &self.mcp else {
+            return Vec::new();
+        };
+        if !pool.servers().any(|s| s == server) {
+            return Vec::new();
+        }
+        let infos = pool.tools(server).unwrap_or_else(|e| {
+            log::warn!("{e}");
+            Vec::new()
+        });
+        let mut tools: Vec<Arc<dyn Tool>> = infos
+            .into_iter()
+            .map(|info| {
+                Arc::new(McpTool {
+                    full_name: format!("{server}.{}", info.name),
+                    info,
+                    pool: Arc::clone(pool),
+                }) as Arc<dyn Tool>
+            })
+            .collect();
+        tools.sort_by(|a, b| a.name().cmp(b.name()));
+        tools
     }
 
     /// The MCP pool, if servers were started.
@@ -265,13 +287,21 @@ impl ToolRegistry {
     }
 
     /// The tool with this name.
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.get(name)
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.expand(name).into_iter().next()
     }
 
-    /// Every tool name, sorted.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.tools.keys().map(String::as_str)
+    /// Every tool name, sorted (MCP servers' tools as the pool knows them
+    /// now).
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.tools.keys().cloned().collect();
+        if let Some(pool) = &self.mcp {
+            for server in pool.servers() {
+                names.extend(self.mcp_tools(server).iter().map(|t| t.name().to_string()));
+            }
+        }
+        names.sort();
+        names
     }
 
     /// The tools `agent` is granted, in the order of its `tools:` list
@@ -301,14 +331,26 @@ impl ToolRegistry {
     fn expand(&self, grant: &str) -> Vec<Arc<dyn Tool>> {
         if let Some(server) = grant.strip_suffix(".*") {
             let prefix = format!("{server}.");
-            return self
+            let mut found: Vec<Arc<dyn Tool>> = self
                 .tools
                 .iter()
                 .filter(|(n, _)| n.starts_with(&prefix))
                 .map(|(_, t)| Arc::clone(t))
                 .collect();
+            found.extend(self.mcp_tools(server));
+            return found;
         }
-        self.tools.get(grant).into_iter().cloned().collect()
+        if let Some(t) = self.tools.get(grant) {
+            return vec![Arc::clone(t)];
+        }
+        match grant.split_once('.') {
+            Some((server, _)) => self
+                .mcp_tools(server)
+                .into_iter()
+                .filter(|t| t.name() == grant)
+                .collect(),
+            None => Vec::new(),
+        }
     }
 
     /// Checks every agent's `tools:` list against the registry.

@@ -8,7 +8,8 @@ use crate::protocol::closest;
 use crate::team::{Team, TeamError};
 
 pub(super) fn check(registry: &ToolRegistry, team: &Team) -> Result<(), TeamError> {
-    let names: Vec<&str> = registry.names().collect();
+    let all = registry.names();
+    let names: Vec<&str> = all.iter().map(String::as_str).collect();
     let servers: Vec<&str> = team
         .config()
         .mcp_servers

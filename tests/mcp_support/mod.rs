@@ -82,3 +82,91 @@ pub fn children() -> Vec<u32> {
     }
     out
 }
+
+/// `server-everything` over Streamable HTTP (`streamableHttp`, port from
+/// `PORT`), a child of the test that can be killed and started again on
+/// the same port. Killed and reaped on drop.
+pub struct HttpEverything {
+    port: u16,
+    child: parking_lot::Mutex<Option<std::process::Child>>,
+    log: PathBuf,
+}
+
+impl HttpEverything {
+    /// Starts it on a free loopback port and waits (bounded) until it
+    /// accepts connections.
+    pub fn start() -> HttpEverything {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let log = std::env::temp_dir().join(format!("boardroom-everything-{port}.log"));
+        let server = HttpEverything {
+            port,
+            child: parking_lot::Mutex::new(None),
+            log,
+        };
+        server.revive();
+        server
+    }
+
+    /// The MCP endpoint.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.lock().as_ref().map(|c| c.id()).expect("running")
+    }
+
+    /// What it wrote (stdout and stderr).
+    pub fn output(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Kills it (SIGKILL) and reaps it.
+    pub fn kill(&self) {
+        if let Some(mut c) = self.child.lock().take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts it (again) on its port; waits up to 60 s for it to listen.
+    pub fn revive(&self) {
+        let script = server_script("server-everything");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .unwrap();
+        let child = std::process::Command::new("node")
+            .arg(script)
+            .arg("streamableHttp")
+            .env("PORT", self.port.to_string())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start node server-everything streamableHttp");
+        *self.child.lock() = Some(child);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                std::time::Instant::now() < until,
+                "server-everything did not listen on port {}: {}",
+                self.port,
+                self.output()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for HttpEverything {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}

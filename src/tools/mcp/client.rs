@@ -1,58 +1,32 @@
-//! One MCP server process and its session: newline-delimited JSON-RPC 2.0
-//! over the child's stdin/stdout.
+//! One MCP session, over either transport: stdio (a server process) or
+//! Streamable HTTP (a URL).
 //!
-//! One reader thread per process reads every line the server writes and
-//! routes it: a response goes to the caller waiting for its id (over a
-//! crossbeam channel), a notification is recorded, a request from the
-//! server gets an answer (`ping`) or a "method not found" error. Callers on
-//! any number of threads share the session; each blocks only on its own
-//! channel, with a timeout. Nothing holds a lock while waiting.
+//! Callers on any number of threads share the session; requests are
+//! multiplexed by id and each caller blocks only on its own channel, with
+//! a timeout. Over stdio a reader thread routes the answers; over HTTP the
+//! calling thread reads its own answer (and whatever the server sends with
+//! it). Nothing holds a lock while waiting.
 
-use std::collections::{HashMap, VecDeque};
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::thread::JoinHandle;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Sender, bounded};
+use crossbeam_channel::bounded;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
+use super::http::Http;
+use super::session::Session;
+use super::stdio::Stdio;
 use super::{McpError, McpServerConfig, PROTOCOL_VERSION};
 
 /// How long `initialize` may take (a cold `node` start on a busy machine).
 const INIT_TIMEOUT: Duration = Duration::from_secs(60);
-/// Lines of the server's stderr kept for error messages.
-const STDERR_TAIL: usize = 5;
-
-type Reply = Result<Value, McpError>;
-
-/// What the reader thread shares with callers.
-#[derive(Default)]
-struct Shared {
-    pending: Mutex<HashMap<u64, Sender<Reply>>>,
-    alive: AtomicBool,
-    notifications: Mutex<Vec<String>>,
-    stderr: Mutex<VecDeque<String>>,
-    tools_changed: AtomicBool,
-}
-
-impl Shared {
-    fn closed(&self) -> McpError {
-        McpError::Closed {
-            stderr: self
-                .stderr
-                .lock()
-                .iter()
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(" | "),
-        }
-    }
-}
+/// How long a notification POST may take (HTTP).
+const NOTIFY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the cancellation of a timed-out request may take (HTTP).
+const CANCEL_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The text of a `tools/call` result and whether the server flagged it as
 /// an error.
@@ -62,203 +36,215 @@ pub(crate) struct CallOutput {
     pub(crate) is_error: bool,
 }
 
-/// A running server and its initialized session.
+enum Transport {
+    Stdio(Stdio),
+    Http(Http),
+}
+
+/// A server's initialized session.
 pub(crate) struct McpClient {
     name: String,
-    shared: Arc<Shared>,
-    stdin: Arc<Mutex<Option<ChildStdin>>>,
-    child: Mutex<Option<Child>>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
+    session: Arc<Session>,
+    transport: Transport,
     next_id: AtomicU64,
-    pid: u32,
-    protocol_version: String,
-    server_name: String,
+    /// The negotiated protocol version and the server's name.
+    info: Mutex<(String, String)>,
+    /// Held while a session that expired (HTTP 404) is initialized again.
+    reinit: Mutex<()>,
 }
 
 impl std::fmt::Debug for McpClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpClient")
             .field("name", &self.name)
-            .field("pid", &self.pid)
-            .field("protocol_version", &self.protocol_version)
+            .field("pid", &self.pid())
+            .field("protocol_version", &self.info.lock().0)
             .finish_non_exhaustive()
     }
 }
 
 impl McpClient {
-    /// Starts the server, runs `initialize` and sends
-    /// `notifications/initialized`.
+    /// Starts the server (stdio) or reaches it (HTTP), runs `initialize`
+    /// and sends `notifications/initialized`.
     pub(crate) fn start(
         name: &str,
         config: &McpServerConfig,
         base_dir: Option<&Path>,
     ) -> Result<McpClient, McpError> {
-        let mut cmd = Command::new(&config.command);
-        cmd.args(&config.args)
-            .envs(&config.env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        // Its own process group, so that ending it ends anything it started
-        // (`npx` runs the server as a grandchild).
-        #[cfg(unix)]
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        if let Some(cwd) = &config.cwd {
-            cmd.current_dir(base_dir.map_or_else(|| cwd.into(), |b| b.join(cwd)));
-        }
-        let spawn_err = |detail: String| McpError::Spawn {
-            command: config.command.clone(),
-            detail,
+        config
+            .check()
+            .map_err(|detail| McpError::Config { detail })?;
+        let session = Arc::new(Session::new(name, config.elicitation.unwrap_or_default()));
+        let transport = if config.url.is_some() {
+            Transport::Http(Http::new(name, config)?)
+        } else {
+            Transport::Stdio(Stdio::start(name, config, base_dir, &session)?)
         };
-        let mut child = cmd.spawn().map_err(|e| spawn_err(e.to_string()))?;
-        let pid = child.id();
-        let (Some(stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(spawn_err("no pipes to the child".into()));
-        };
-        let shared = Arc::new(Shared::default());
-        shared.alive.store(true, Ordering::SeqCst);
-        let stdin = Arc::new(Mutex::new(Some(stdin)));
-        let mut threads = Vec::new();
-        let reader = {
-            let shared = Arc::clone(&shared);
-            let stdin = Arc::clone(&stdin);
-            let server = name.to_string();
-            std::thread::Builder::new()
-                .name(format!("mcp-{name}-reader"))
-                .spawn(move || read_loop(&server, stdout, &shared, &stdin))
-        };
-        let errlog = {
-            let shared = Arc::clone(&shared);
-            let server = name.to_string();
-            std::thread::Builder::new()
-                .name(format!("mcp-{name}-stderr"))
-                .spawn(move || stderr_loop(&server, stderr, &shared))
-        };
-        let mut client = McpClient {
-            name: name.to_string(),
-            shared,
-            stdin,
-            child: Mutex::new(Some(child)),
-            threads: Mutex::new(Vec::new()),
-            next_id: AtomicU64::new(1),
-            pid,
-            protocol_version: String::new(),
-            server_name: String::new(),
-        };
-        for t in [reader, errlog] {
-            match t {
-                Ok(handle) => threads.push(handle),
-                Err(e) => {
-                    *client.threads.lock() = threads;
-                    client.shutdown();
-                    return Err(spawn_err(format!("cannot start a thread: {e}")));
-                }
-            }
-        }
-        *client.threads.lock() = threads;
         // On failure, `client` drops here and its Drop ends the process.
-        let init = client.request(
+        let client = McpClient {
+            name: name.to_string(),
+            session,
+            transport,
+            next_id: AtomicU64::new(1),
+            info: Mutex::new((String::new(), String::new())),
+            reinit: Mutex::new(()),
+        };
+        client.initialize()?;
+        Ok(client)
+    }
+
+    /// The handshake; over HTTP it also opens the GET stream (before
+    /// `notifications/initialized`, so that what the server sends on its
+    /// own right after it is not lost), unless one is still running.
+    fn initialize(&self) -> Result<(), McpError> {
+        let init = self.request_once(
             "initialize",
             json!({
                 "protocolVersion": PROTOCOL_VERSION,
-                "capabilities": {},
+                "capabilities": self.session.capabilities(),
                 "clientInfo": {"name": "boardroom", "version": env!("CARGO_PKG_VERSION")},
             }),
             INIT_TIMEOUT,
         )?;
-        client.protocol_version = init
+        let version = init
             .get("protocolVersion")
             .and_then(Value::as_str)
             .ok_or_else(|| McpError::Protocol {
                 detail: "initialize result has no protocolVersion".into(),
             })?
             .to_string();
-        client.server_name = init
+        let server_name = init
             .pointer("/serverInfo/name")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        if client.protocol_version != PROTOCOL_VERSION {
+        if version != PROTOCOL_VERSION {
             log::info!(
-                "mcp '{name}': server speaks protocol {} (asked for {PROTOCOL_VERSION})",
-                client.protocol_version
+                "mcp '{}': server speaks protocol {version} (asked for {PROTOCOL_VERSION})",
+                self.name
             );
         }
-        client.notify("notifications/initialized", None)?;
-        Ok(client)
+        if let Transport::Http(h) = &self.transport {
+            h.set_protocol(&version);
+            h.listen(&self.session)?;
+        }
+        *self.info.lock() = (version, server_name);
+        self.notify("notifications/initialized", None)
     }
 
-    /// The server process id.
-    pub(crate) fn pid(&self) -> u32 {
-        self.pid
+    /// The server process id (stdio servers).
+    pub(crate) fn pid(&self) -> Option<u32> {
+        match &self.transport {
+            Transport::Stdio(s) => Some(s.pid()),
+            Transport::Http(_) => None,
+        }
+    }
+
+    /// Whether the server is reached over HTTP.
+    pub(crate) fn is_http(&self) -> bool {
+        matches!(self.transport, Transport::Http(_))
     }
 
     /// The protocol version the server chose.
-    pub(crate) fn protocol_version(&self) -> &str {
-        &self.protocol_version
+    pub(crate) fn protocol_version(&self) -> String {
+        self.info.lock().0.clone()
     }
 
     /// The name the server gave in `serverInfo`.
-    pub(crate) fn server_name(&self) -> &str {
-        &self.server_name
+    pub(crate) fn server_name(&self) -> String {
+        self.info.lock().1.clone()
     }
 
-    /// Whether the process is still there (its output is open).
+    /// Whether the session is usable (the process's output is open; the
+    /// URL answered last time).
     pub(crate) fn is_alive(&self) -> bool {
-        self.shared.alive.load(Ordering::SeqCst)
+        self.session.is_alive()
     }
 
     /// Methods of every notification received so far, in order.
     pub(crate) fn notifications(&self) -> Vec<String> {
-        self.shared.notifications.lock().clone()
+        self.session.notifications()
     }
 
     /// Whether `notifications/tools/list_changed` arrived since the last
     /// call to this (which clears it).
     pub(crate) fn take_tools_changed(&self) -> bool {
-        self.shared.tools_changed.swap(false, Ordering::SeqCst)
+        self.session.take_tools_changed()
     }
 
-    /// Sends a request and blocks until its response or the timeout.
+    /// Sends a request and blocks until its response or the timeout. Over
+    /// HTTP, a session the server no longer knows (404) is initialized
+    /// again, once, and the request sent again.
     pub(crate) fn request(
         &self,
         method: &str,
         params: Value,
         timeout: Duration,
     ) -> Result<Value, McpError> {
+        let generation = match &self.transport {
+            Transport::Http(h) if h.has_session() => Some(h.generation()),
+            _ => None,
+        };
+        match self.request_once(method, params.clone(), timeout) {
+            Err(e) if generation.is_some() && session_expired(&e) => {
+                self.reinitialize(generation.unwrap_or(0))?;
+                self.request_once(method, params, timeout)
+            }
+            other => other,
+        }
+    }
+
+    /// Initializes an expired HTTP session again, unless another caller
+    /// already did.
+    fn reinitialize(&self, generation: u64) -> Result<(), McpError> {
+        let Transport::Http(h) = &self.transport else {
+            return Ok(());
+        };
+        let _one = self.reinit.lock();
+        if h.generation() != generation {
+            return Ok(());
+        }
+        log::info!(
+            "mcp '{}': the server forgot the session (http 404); initializing again",
+            self.name
+        );
+        h.reset();
+        self.initialize()
+    }
+
+    fn request_once(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, McpError> {
+        let deadline = Instant::now() + timeout;
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = bounded(1);
-        self.shared.pending.lock().insert(id, tx);
-        // The reader marks the session dead before it fails the pending
-        // calls: a caller that registered too late sees the flag here.
-        if !self.is_alive() {
-            self.shared.pending.lock().remove(&id);
-            return Err(self.shared.closed());
+        if !self.session.wait_for(id, tx) {
+            return Err(self.session.closed());
         }
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        if let Err(e) = self.send(&msg) {
-            self.shared.pending.lock().remove(&id);
-            return Err(e);
+        let sent = match &self.transport {
+            Transport::Stdio(s) => s.send(&msg).map_err(|_| self.session.closed()),
+            Transport::Http(h) => h.post(&msg, &self.session, Some(id), timeout),
+        };
+        if let Err(e) = sent {
+            self.session.forget(id);
+            if let McpError::Timeout { .. } = e {
+                self.cancel(id);
+            }
+            if let (Transport::Http(_), McpError::Unreachable { .. }) = (&self.transport, &e) {
+                // The pool initializes a new session for the next call.
+                self.session.end(Some(e.clone()));
+            }
+            return Err(named(e, method));
         }
-        match rx.recv_timeout(timeout) {
-            Ok(reply) => reply.map_err(|e| match e {
-                McpError::Rpc { code, message, .. } => McpError::Rpc {
-                    method: method.to_string(),
-                    code,
-                    message,
-                },
-                other => other,
-            }),
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(reply) => reply.map_err(|e| named(e, method)),
             Err(_) => {
-                self.shared.pending.lock().remove(&id);
-                let _ = self.notify(
-                    "notifications/cancelled",
-                    Some(json!({"requestId": id, "reason": "timeout"})),
-                );
+                self.session.forget(id);
+                self.cancel(id);
                 Err(McpError::Timeout {
                     method: method.to_string(),
                     after: timeout,
@@ -267,17 +253,35 @@ impl McpClient {
         }
     }
 
+    /// Tells the server a request timed out (over HTTP, waiting at most
+    /// [`CANCEL_TIMEOUT`] for a server that may be hanging).
+    fn cancel(&self, id: u64) {
+        let _ = self.send_notification(
+            "notifications/cancelled",
+            Some(json!({"requestId": id, "reason": "timeout"})),
+            CANCEL_TIMEOUT,
+        );
+    }
+
     /// Sends a notification (no answer expected).
     pub(crate) fn notify(&self, method: &str, params: Option<Value>) -> Result<(), McpError> {
+        self.send_notification(method, params, NOTIFY_TIMEOUT)
+    }
+
+    fn send_notification(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> Result<(), McpError> {
         let mut msg = json!({"jsonrpc": "2.0", "method": method});
         if let Some(p) = params {
             msg["params"] = p;
         }
-        self.send(&msg)
-    }
-
-    fn send(&self, msg: &Value) -> Result<(), McpError> {
-        write_line(&self.stdin, msg).map_err(|_| self.shared.closed())
+        match &self.transport {
+            Transport::Stdio(s) => s.send(&msg).map_err(|_| self.session.closed()),
+            Transport::Http(h) => h.post(&msg, &self.session, None, timeout),
+        }
     }
 
     /// Every tool the server offers, following `nextCursor` pages.
@@ -326,25 +330,15 @@ impl McpClient {
         })
     }
 
-    /// Ends the process and joins the threads. Idempotent.
+    /// Ends the session: the process (stdio), or DELETE (HTTP); joins the
+    /// threads. Idempotent.
     pub(crate) fn shutdown(&self) {
-        // Closing stdin lets a well-behaved server (and anything it spawned)
-        // see end of input; the kill makes sure.
-        self.stdin.lock().take();
-        if let Some(mut child) = self.child.lock().take() {
-            // The group first, while the unreaped leader keeps its id taken.
-            #[cfg(unix)]
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", self.pid)])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let threads = std::mem::take(&mut *self.threads.lock());
-        for t in threads {
-            let _ = t.join();
+        match &self.transport {
+            Transport::Stdio(s) => s.shutdown(),
+            Transport::Http(h) => {
+                h.shutdown();
+                self.session.end(None);
+            }
         }
     }
 }
@@ -355,97 +349,33 @@ impl Drop for McpClient {
     }
 }
 
-fn write_line(stdin: &Mutex<Option<ChildStdin>>, msg: &Value) -> std::io::Result<()> {
-    let mut line = msg.to_string();
-    line.push('\n');
-    let mut guard = stdin.lock();
-    let pipe = guard
-        .as_mut()
-        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::BrokenPipe))?;
-    pipe.write_all(line.as_bytes())?;
-    pipe.flush()
+/// Whether an HTTP error says the server no longer knows the session: 404
+/// as the spec says, or a 400 that says so (what the reference servers
+/// answer for a session id they do not know, e.g. after a restart).
+fn session_expired(e: &McpError) -> bool {
+    match e {
+        McpError::Http { status: 404, .. } => true,
+        McpError::Http {
+            status: 400,
+            detail,
+        } => detail.to_ascii_lowercase().contains("session"),
+        _ => false,
+    }
 }
 
-/// Reads the server's output until it closes, routing each message.
-fn read_loop(
-    server: &str,
-    stdout: std::process::ChildStdout,
-    shared: &Shared,
-    stdin: &Mutex<Option<ChildStdin>>,
-) {
-    let reader = BufReader::new(stdout);
-    for line in reader.lines() {
-        let Ok(line) = line else { break };
-        if line.trim().is_empty() {
-            continue;
-        }
-        let msg: Value = match serde_json::from_str(&line) {
-            Ok(v) => v,
-            Err(e) => {
-                log::debug!("mcp '{server}': not JSON-RPC ({e}): {line}");
-                continue;
-            }
-        };
-        let method = msg.get("method").and_then(Value::as_str);
-        let id = msg.get("id").filter(|v| !v.is_null());
-        match (method, id) {
-            (Some(method), None) => {
-                log::debug!("mcp '{server}': notification {method}");
-                if method == "notifications/tools/list_changed" {
-                    shared.tools_changed.store(true, Ordering::SeqCst);
-                }
-                shared.notifications.lock().push(method.to_string());
-            }
-            (Some(method), Some(id)) => {
-                let reply = if method == "ping" {
-                    json!({"jsonrpc": "2.0", "id": id, "result": {}})
-                } else {
-                    json!({"jsonrpc": "2.0", "id": id,
-                           "error": {"code": -32601, "message": format!("method not found: {method}")}})
-                };
-                let _ = write_line(stdin, &reply);
-            }
-            (None, Some(id)) => {
-                let Some(id) = id.as_u64() else { continue };
-                let reply = match (msg.get("result"), msg.get("error")) {
-                    (_, Some(err)) => Err(McpError::Rpc {
-                        method: String::new(),
-                        code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
-                        message: err
-                            .get("message")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_string(),
-                    }),
-                    (Some(result), None) => Ok(result.clone()),
-                    (None, None) => Err(McpError::Protocol {
-                        detail: "a response with neither result nor error".into(),
-                    }),
-                };
-                if let Some(tx) = shared.pending.lock().remove(&id) {
-                    let _ = tx.send(reply);
-                }
-            }
-            (None, None) => log::debug!("mcp '{server}': stray message: {line}"),
-        }
-    }
-    shared.alive.store(false, Ordering::SeqCst);
-    let waiting: Vec<Sender<Reply>> = shared.pending.lock().drain().map(|(_, tx)| tx).collect();
-    for tx in waiting {
-        let _ = tx.send(Err(shared.closed()));
-    }
-    log::debug!("mcp '{server}': output closed");
-}
-
-fn stderr_loop(server: &str, stderr: std::process::ChildStderr, shared: &Shared) {
-    for line in BufReader::new(stderr).lines() {
-        let Ok(line) = line else { break };
-        log::debug!("mcp '{server}' stderr: {line}");
-        let mut tail = shared.stderr.lock();
-        if tail.len() == STDERR_TAIL {
-            tail.pop_front();
-        }
-        tail.push_back(line);
+/// Puts the method into an error that came back without it.
+fn named(e: McpError, method: &str) -> McpError {
+    match e {
+        McpError::Rpc { code, message, .. } => McpError::Rpc {
+            method: method.to_string(),
+            code,
+            message,
+        },
+        McpError::Timeout { after, .. } => McpError::Timeout {
+            method: method.to_string(),
+            after,
+        },
+        other => other,
     }
 }
 

@@ -1,5 +1,9 @@
 //! Server settings in the `mcpServers` format MCP clients share:
-//! `{"mcpServers": {"name": {"command": "...", "args": [...], "env": {...}}}}`.
+//! `{"mcpServers": {"name": {"command": "...", "args": [...], "env": {...}}}}`
+//! for a server started over stdio, or
+//! `{"mcpServers": {"name": {"url": "http://.../mcp", "headers": {...}}}}`
+//! for one reached over Streamable HTTP (`${VAR}` in a header value or the
+//! url is filled from the environment when the server is opened).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -8,11 +12,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::team::TeamError;
 
-/// How to start one MCP server.
+/// How to start (stdio) or reach (Streamable HTTP) one MCP server.
+///
+/// Exactly one of `command` and `url` is set.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerConfig {
-    /// The program to run.
+    /// The program to run (stdio servers).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub command: String,
     /// Its arguments.
     #[serde(default)]
@@ -26,6 +33,34 @@ pub struct McpServerConfig {
     /// Seconds a tool call may take (default 60).
     #[serde(default)]
     pub timeout: Option<f64>,
+    /// The server's URL (Streamable HTTP servers); `${VAR}` is filled from
+    /// the environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// HTTP headers sent with every request (Streamable HTTP servers), e.g.
+    /// `Authorization: Bearer ${TOKEN}`; `${VAR}` is filled from the
+    /// environment and the values are never saved or logged.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// How to answer a server's `elicitation/create` request: `reject`
+    /// (the default: a "not supported" error) or `accept_defaults` (accept
+    /// with the defaults the server's schema gives; decline when a required
+    /// field has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elicitation: Option<Elicitation>,
+}
+
+/// How a client without a user answers a server's request for input.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Elicitation {
+    /// Answer with a "not supported" error (the capability is not declared).
+    #[default]
+    Reject,
+    /// Accept with the defaults of the requested schema; decline when a
+    /// required field has no default.
+    AcceptDefaults,
 }
 
 impl McpServerConfig {
@@ -41,6 +76,72 @@ impl McpServerConfig {
             ..McpServerConfig::default()
         }
     }
+
+    /// A server reached over Streamable HTTP at `url`.
+    pub fn http(url: impl Into<String>) -> Self {
+        McpServerConfig {
+            url: Some(url.into()),
+            ..McpServerConfig::default()
+        }
+    }
+
+    /// Adds an HTTP header (`${VAR}` is filled from the environment).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.insert(name.into(), value.into());
+        self
+    }
+
+    /// Checks that exactly one transport is configured, and the settings
+    /// that only one of them takes.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        match (&self.url, self.command.is_empty()) {
+            (None, true) => Err("set 'command' (a stdio server) or 'url' (Streamable HTTP)".into()),
+            (Some(_), false) => Err("set either 'command' or 'url', not both".into()),
+            (Some(url), true) => {
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(format!(
+                        "url '{}' must start with http:// or https://",
+                        crate::model::redact_url(url)
+                    ));
+                }
+                if !self.args.is_empty() || !self.env.is_empty() || self.cwd.is_some() {
+                    return Err("'args', 'env' and 'cwd' are for stdio servers, not 'url'".into());
+                }
+                Ok(())
+            }
+            (None, false) => {
+                if !self.headers.is_empty() {
+                    return Err("'headers' are for 'url' servers, not 'command'".into());
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Fills every `${VAR}` in `text` from the environment.
+///
+/// # Errors
+///
+/// The name of a variable that is not set (or not UTF-8), or a `${` with no
+/// closing `}`.
+pub(crate) fn expand_env(text: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| "'${' without a closing '}'".to_string())?;
+        let name = &after[..end];
+        let value =
+            std::env::var(name).map_err(|_| format!("environment variable '{name}' is not set"))?;
+        out.push_str(&value);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 #[derive(Deserialize)]
@@ -109,8 +210,62 @@ mod tests {
         assert_eq!(servers["fs"].args, ["x.js", "/tmp"]);
         assert_eq!(servers["fs"].env["A"], "1");
 
+        std::fs::write(
+            &path,
+            r#"{"mcpServers": {"remote": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${T}"}}}}"#,
+        )
+        .unwrap();
+        let servers = load_mcp_json(&path).unwrap();
+        assert_eq!(
+            servers["remote"].url.as_deref(),
+            Some("http://127.0.0.1:9/mcp")
+        );
+        assert_eq!(servers["remote"].headers["Authorization"], "Bearer ${T}");
+        assert_eq!(servers["remote"].check(), Ok(()));
+
         std::fs::write(&path, "{\"mcpServers\": {\"fs\": {\"comand\": \"node\"}}}").unwrap();
         let err = load_mcp_json(&path).unwrap_err().to_string();
         assert!(err.contains("mcp.json:1: unknown field 'comand'"), "{err}");
+    }
+
+    #[test]
+    fn one_transport_per_server() {
+        let none = McpServerConfig::default();
+        assert_eq!(
+            none.check().unwrap_err(),
+            "set 'command' (a stdio server) or 'url' (Streamable HTTP)"
+        );
+        let mut both = McpServerConfig::http("http://h/mcp");
+        both.command = "node".into();
+        assert_eq!(
+            both.check().unwrap_err(),
+            "set either 'command' or 'url', not both"
+        );
+        let ftp = McpServerConfig::http("ftp://h/mcp");
+        assert_eq!(
+            ftp.check().unwrap_err(),
+            "url 'ftp://h/mcp' must start with http:// or https://"
+        );
+        let stdio = McpServerConfig::new("node", ["x"]).header("A", "b");
+        assert_eq!(
+            stdio.check().unwrap_err(),
+            "'headers' are for 'url' servers, not 'command'"
+        );
+    }
+
+    #[test]
+    fn variables_come_from_the_environment() {
+        // PATH is set in every test environment.
+        let path = std::env::var("PATH").unwrap();
+        assert_eq!(expand_env("a ${PATH} b").unwrap(), format!("a {path} b"));
+        assert_eq!(expand_env("no vars").unwrap(), "no vars");
+        assert_eq!(
+            expand_env("Bearer ${BOARDROOM_SURELY_UNSET_VAR}").unwrap_err(),
+            "environment variable 'BOARDROOM_SURELY_UNSET_VAR' is not set"
+        );
+        assert_eq!(
+            expand_env("x ${OPEN").unwrap_err(),
+            "'${' without a closing '}'"
+        );
     }
 }

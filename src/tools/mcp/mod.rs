@@ -1,17 +1,25 @@
-//! MCP over stdio: the client (one process, newline-delimited JSON-RPC 2.0,
-//! one reader thread that hands each response to the caller waiting for
-//! its id) and the pool (one shared session per configured server,
+//! MCP clients: the client (one session per server, over stdio — a
+//! process, newline-delimited JSON-RPC 2.0, one reader thread — or over
+//! Streamable HTTP — POSTs answered with JSON or event streams, a GET
+//! stream for what the server sends on its own), the session state both
+//! share (callers waiting for their response by id, answers to server
+//! requests) and the pool (one shared session per configured server,
 //! restarted once if it dies, every process ended when the pool drops).
 
 mod client;
 mod config;
+mod http;
+mod lines;
 mod pool;
+mod session;
+mod sse;
+mod stdio;
 
 use std::fmt;
 use std::time::Duration;
 
-pub use config::McpServerConfig;
 pub(crate) use config::load_mcp_json;
+pub use config::{Elicitation, McpServerConfig};
 pub use pool::{McpPool, McpToolInfo};
 
 /// The protocol version the client asks for; it accepts what the server
@@ -63,6 +71,33 @@ pub enum McpError {
         /// How many times it was restarted.
         restarts: u32,
     },
+    /// The server answered an HTTP request with an error status.
+    Http {
+        /// The status.
+        status: u16,
+        /// The start of the body (secrets masked).
+        detail: String,
+    },
+    /// The server's URL could not be reached (after the retries).
+    Unreachable {
+        /// The URL as configured (`${VAR}`s not filled).
+        url: String,
+        /// The cause.
+        detail: String,
+    },
+    /// The server wrote a line (or an HTTP body) longer than the cap.
+    LineTooLong {
+        /// Where: `stdout`, `the event stream`, `the http body`.
+        stream: &'static str,
+        /// The cap in bytes.
+        limit: usize,
+    },
+    /// The server's settings are wrong (a `${VAR}` that is not set, both
+    /// or neither of `command` and `url`, ...).
+    Config {
+        /// What is wrong.
+        detail: String,
+    },
     /// No server with this name is configured.
     UnknownServer {
         /// The name.
@@ -93,6 +128,17 @@ impl fmt::Display for McpError {
                 f,
                 "the server died again after {restarts} restart(s); not restarting it"
             ),
+            McpError::Http { status, detail } if detail.is_empty() => {
+                write!(f, "http status {status}")
+            }
+            McpError::Http { status, detail } => write!(f, "http status {status}: {detail}"),
+            McpError::Unreachable { url, detail } => write!(f, "cannot reach {url}: {detail}"),
+            McpError::LineTooLong { stream, limit } => write!(
+                f,
+                "the server wrote a line of more than {} MiB to {stream} (the limit)",
+                limit >> 20
+            ),
+            McpError::Config { detail } => write!(f, "{detail}"),
             McpError::UnknownServer { name } => write!(f, "no mcp server '{name}' is configured"),
         }
     }

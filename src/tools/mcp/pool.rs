@@ -3,7 +3,8 @@
 //! Every thread of a run calls through the same session (requests are
 //! multiplexed by id). A server that dies is restarted once: the call that
 //! found it dead returns an error, the calls after it go to the new
-//! process; a second death is final. Dropping the pool (or
+//! process (over HTTP: a URL that stopped answering gets a new session,
+//! initialized by the next call); a second death is final. Dropping the pool (or
 //! [`McpPool::shutdown`]) kills and reaps every server process.
 
 use std::collections::BTreeMap;
@@ -164,17 +165,29 @@ impl McpPool {
         self.servers.keys().map(String::as_str)
     }
 
-    /// The tools of one server (listed again if it announced a change).
+    /// The tools of one server (listed again if it announced a change
+    /// with `notifications/tools/list_changed`; the last list when that
+    /// fails).
     ///
     /// # Errors
     ///
-    /// [`ToolError::Mcp`] for an unknown server or a failed list.
+    /// [`ToolError::Mcp`] for an unknown server.
     pub fn tools(&self, server: &str) -> Result<Vec<McpToolInfo>, ToolError> {
         let s = self.server(server)?;
         let client = s.session.lock().clone();
         if let Some(client) = client.filter(|c| c.is_alive() && c.take_tools_changed()) {
-            let tools = list(server, &client, s.timeout)?;
-            *s.tools.lock() = tools;
+            // One refresh at a time; the others take the list it leaves.
+            let _one = s.restart_lock.lock();
+            match list(server, &client, s.timeout) {
+                Ok(tools) => {
+                    log::info!(
+                        "mcp '{server}': the tool list changed: {} tools",
+                        tools.len()
+                    );
+                    *s.tools.lock() = tools;
+                }
+                Err(e) => log::warn!("{e}: keeping the last tool list"),
+            }
         }
         Ok(s.tools.lock().clone())
     }
@@ -198,8 +211,10 @@ impl McpPool {
                 tool: format!("{server}.{tool}"),
                 detail: text,
             }),
-            Err(e @ McpError::Closed { .. }) => {
-                log::warn!("mcp '{server}': the server died during a call to {tool}");
+            Err(e @ (McpError::Closed { .. } | McpError::LineTooLong { .. }))
+                if !client.is_http() =>
+            {
+                log::warn!("mcp '{server}': the server died during a call to {tool}: {e}");
                 if let Err(again) = self.restart(server, s, Some(&client)) {
                     log::warn!("mcp '{server}': {again}");
                 }
@@ -256,10 +271,10 @@ impl McpPool {
         Ok(client)
     }
 
-    /// The process id of a server's current session.
+    /// The process id of a server's current session (stdio servers).
     pub fn pid(&self, server: &str) -> Option<u32> {
         let s = self.servers.get(server)?;
-        s.session.lock().as_ref().map(|c| c.pid())
+        s.session.lock().as_ref().and_then(|c| c.pid())
     }
 
     /// How many times a server was restarted.
@@ -285,10 +300,7 @@ impl McpPool {
             .servers
             .get(server)
             .and_then(|s| s.session.lock().clone())?;
-        Some((
-            client.protocol_version().to_string(),
-            client.server_name().to_string(),
-        ))
+        Some((client.protocol_version(), client.server_name()))
     }
 
     /// Ends every server process and waits for it. Calls after this fail.

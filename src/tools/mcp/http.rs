@@ -1,0 +1,654 @@
+//! The Streamable HTTP transport (MCP spec 2025-06-18 and 2025-11-25,
+//! "Transports"), blocking, over ureq.
+//!
+//! Every message is POSTed to the server's URL with
+//! `Accept: application/json, text/event-stream`; the answer is a JSON body
+//! or an event stream that may carry notifications and server requests
+//! before the response. The calling thread reads it and hands each message
+//! to the [`Session`]. A stream that ends before the response, after the
+//! server gave its events ids, is resumed with a GET and `Last-Event-ID`
+//! after the server's `retry:` delay. The `Mcp-Session-Id` the server hands
+//! out at `initialize` and the negotiated `MCP-Protocol-Version` go on
+//! every later request. One listener thread keeps the optional GET stream
+//! open for messages the server sends on its own (a server that does not
+//! offer one answers 405 and the thread ends). Shutting down sends DELETE.
+
+use std::io::BufReader;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, bounded};
+use parking_lot::{Mutex, RwLock};
+use serde_json::Value;
+
+use super::config::expand_env;
+use super::lines::MAX_LINE;
+use super::session::Session;
+use super::sse::{SseError, SseReader};
+use super::{McpError, McpServerConfig};
+
+/// Attempts of one POST when the server cannot be reached or answers
+/// 429/502/503/504 (the message was not taken).
+const ATTEMPTS: u32 = 3;
+/// The first wait between attempts (doubled each time).
+const BACKOFF: Duration = Duration::from_millis(250);
+/// How long connecting may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one GET of the listening stream stays open before it is
+/// reconnected (with `Last-Event-ID`); also the longest a shutdown waits
+/// for a server that ignores the DELETE.
+const LISTEN_WINDOW: Duration = Duration::from_secs(5);
+/// How long the server may take to answer the GET with its headers.
+const LISTEN_HEADERS: Duration = Duration::from_secs(5);
+/// Reconnections of a stream that ended before the response.
+const RESUMES: u32 = 5;
+/// The wait before reconnecting when the server gave no `retry:`.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// The longest `retry:` honoured.
+const MAX_RETRY: Duration = Duration::from_secs(30);
+/// Failed listening connections in a row after which the listener stops.
+const LISTEN_FAILURES: u32 = 3;
+/// Bytes of an error body read.
+const ERROR_BODY: u64 = 64 * 1024;
+
+/// The session's HTTP state.
+#[derive(Debug, Default)]
+struct State {
+    session_id: Option<String>,
+    protocol: Option<String>,
+    /// Bumped whenever a new session id is taken (re-initialization).
+    generation: u64,
+}
+
+#[derive(Debug)]
+struct Inner {
+    server: String,
+    url: String,
+    /// The url as configured (`${VAR}` not filled), for messages.
+    shown_url: String,
+    headers: Vec<(String, String)>,
+    secrets: Vec<String>,
+    agent: ureq::Agent,
+    state: RwLock<State>,
+}
+
+/// A session with a Streamable HTTP server.
+#[derive(Debug)]
+pub(crate) struct Http {
+    inner: Arc<Inner>,
+    stop: Mutex<Option<Sender<()>>>,
+    listener: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What came back for one POST.
+enum Outcome {
+    /// Handled (the response, if one was expected, was delivered).
+    Done,
+    /// The stream ended before the response; resume from this event id.
+    Resume(String, Option<Duration>),
+}
+
+impl Http {
+    /// Reads the url and headers (filling `${VAR}`s); nothing is sent yet.
+    pub(crate) fn new(name: &str, config: &McpServerConfig) -> Result<Http, McpError> {
+        let template = config.url.clone().unwrap_or_default();
+        let shown_url = crate::model::redact_url(&template);
+        let bad = |detail: String| McpError::Config { detail };
+        let url = expand_env(&template).map_err(|e| bad(format!("url: {e}")))?;
+        let mut headers = Vec::new();
+        let mut secrets = Vec::new();
+        for (key, template) in &config.headers {
+            let value = expand_env(template).map_err(|e| bad(format!("header '{key}': {e}")))?;
+            // What a value holds is only known for `${VAR}`s and the usual
+            // credential headers; masking every value would also hide
+            // harmless words like a client name in error texts.
+            if template.contains("${") || is_credential(key) {
+                if let Some((_scheme, token)) = value.split_once(' ') {
+                    secrets.push(token.trim().to_string());
+                }
+                secrets.push(value.clone());
+            }
+            headers.push((key.clone(), value));
+        }
+        if url != template {
+            secrets.push(url.clone());
+        }
+        secrets.retain(|s| s.len() >= 6);
+        // Longest first, so that a whole value is masked before a part.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(CONNECT_TIMEOUT))
+            .max_idle_connections_per_host(32)
+            .build()
+            .into();
+        Ok(Http {
+            inner: Arc::new(Inner {
+                server: name.to_string(),
+                url,
+                shown_url,
+                headers,
+                secrets,
+                agent,
+                state: RwLock::new(State::default()),
+            }),
+            stop: Mutex::new(None),
+            listener: Mutex::new(None),
+        })
+    }
+
+    /// The session generation (changes when a new session id is taken).
+    pub(crate) fn generation(&self) -> u64 {
+        self.inner.state.read().generation
+    }
+
+    /// Forgets the session id and protocol version, before initializing
+    /// again.
+    pub(crate) fn reset(&self) {
+        let mut s = self.inner.state.write();
+        s.session_id = None;
+        s.protocol = None;
+    }
+
+    /// Whether the server gave a session id.
+    pub(crate) fn has_session(&self) -> bool {
+        self.inner.state.read().session_id.is_some()
+    }
+
+    /// Sends `MCP-Protocol-Version: version` from now on.
+    pub(crate) fn set_protocol(&self, version: &str) {
+        self.inner.state.write().protocol = Some(version.to_string());
+    }
+
+    /// POSTs a message and reads what comes back, routing every message to
+    /// `session`; for a request, until its response arrived (`expect`).
+    pub(crate) fn post(
+        &self,
+        msg: &Value,
+        session: &Session,
+        expect: Option<u64>,
+        timeout: Duration,
+    ) -> Result<(), McpError> {
+        self.inner.post(msg, session, expect, timeout)
+    }
+
+    /// Opens the GET stream (its first connection here, so that it is
+    /// open before the first request) and starts the listener thread that
+    /// reads it and keeps it open.
+    ///
+    /// Called again after a re-initialization: a listener that gave up (the
+    /// old session was gone) is started again; a running one is kept.
+    pub(crate) fn listen(&self, session: &Arc<Session>) -> Result<(), McpError> {
+        {
+            let mut running = self.listener.lock();
+            match running.take() {
+                Some(h) if !h.is_finished() => {
+                    *running = Some(h);
+                    return Ok(());
+                }
+                Some(h) => {
+                    let _ = h.join();
+                }
+                None => {}
+            }
+        }
+        let first = self.inner.open_stream(None);
+        let (tx, rx) = bounded::<()>(0);
+        let inner = Arc::clone(&self.inner);
+        let session = Arc::clone(session);
+        let handle = std::thread::Builder::new()
+            .name(format!("mcp-{}-listen", self.inner.server))
+            .spawn(move || inner.listen(first, &session, &rx))
+            .map_err(|e| McpError::Spawn {
+                command: self.inner.shown_url.clone(),
+                detail: format!("cannot start a thread: {e}"),
+            })?;
+        *self.stop.lock() = Some(tx);
+        *self.listener.lock() = Some(handle);
+        Ok(())
+    }
+
+    /// Ends the session: DELETE (so the server closes its streams), then
+    /// joins the listener. Idempotent.
+    pub(crate) fn shutdown(&self) {
+        let stop = self.stop.lock().take();
+        drop(stop);
+        let id = self.inner.state.write().session_id.take();
+        if let Some(id) = id {
+            let mut req = self
+                .inner
+                .agent
+                .delete(&self.inner.url)
+                .config()
+                .timeout_global(Some(Duration::from_secs(2)))
+                .build()
+                .header("Mcp-Session-Id", &id);
+            for (k, v) in &self.inner.headers {
+                req = req.header(k, v);
+            }
+            match req.call() {
+                Ok(r) => log::debug!(
+                    "mcp '{}': DELETE of the session: http {}",
+                    self.inner.server,
+                    r.status().as_u16()
+                ),
+                Err(e) => log::debug!(
+                    "mcp '{}': DELETE of the session: {}",
+                    self.inner.server,
+                    self.inner.mask(&e.to_string())
+                ),
+            }
+        }
+        if let Some(h) = self.listener.lock().take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Whether a header usually carries a credential.
+fn is_credential(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["auth", "token", "key", "secret", "cookie", "passw"]
+        .iter()
+        .any(|w| name.contains(w))
+}
+
+impl Inner {
+    /// One GET of the listening stream.
+    fn open_stream(
+        &self,
+        last_id: Option<&str>,
+    ) -> Result<ureq::http::Response<ureq::Body>, ureq::Error> {
+        let mut req = self.with_session(
+            self.agent
+                .get(&self.url)
+                .config()
+                .timeout_global(Some(LISTEN_WINDOW))
+                .timeout_recv_response(Some(LISTEN_HEADERS))
+                .build()
+                .header("Accept", "text/event-stream"),
+        );
+        if let Some(id) = last_id {
+            req = req.header("Last-Event-ID", id);
+        }
+        req.call()
+    }
+
+    /// `text` with every configured secret replaced by `***`.
+    fn mask(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for s in &self.secrets {
+            out = out.replace(s.as_str(), "***");
+        }
+        out
+    }
+
+    fn unreachable(&self, detail: &str) -> McpError {
+        McpError::Unreachable {
+            url: self.shown_url.clone(),
+            detail: self.mask(detail),
+        }
+    }
+
+    /// The headers of every request but the first: session and version.
+    fn with_session<B>(&self, mut req: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        for (k, v) in &self.headers {
+            req = req.header(k, v);
+        }
+        let s = self.state.read();
+        if let Some(id) = &s.session_id {
+            req = req.header("Mcp-Session-Id", id);
+        }
+        if let Some(v) = &s.protocol {
+            req = req.header("MCP-Protocol-Version", v);
+        }
+        req
+    }
+
+    fn post(
+        &self,
+        msg: &Value,
+        session: &Session,
+        expect: Option<u64>,
+        timeout: Duration,
+    ) -> Result<(), McpError> {
+        let deadline = Instant::now() + timeout;
+        let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+        let body = msg.to_string();
+        let mut attempt = 0;
+        let response = loop {
+            attempt += 1;
+            let left = deadline.saturating_duration_since(Instant::now());
+            let req = self.with_session(
+                self.agent
+                    .post(&self.url)
+                    .config()
+                    .timeout_global(Some(left.max(Duration::from_millis(1))))
+                    .build()
+                    .header("Content-Type", "application/json")
+                    .header("Accept", "application/json, text/event-stream"),
+            );
+            let retry_reason = match req.send(&body) {
+                Ok(r) if matches!(r.status().as_u16(), 429 | 502 | 503 | 504) => {
+                    format!("http status {}", r.status().as_u16())
+                }
+                Ok(r) => break r,
+                Err(ureq::Error::Timeout(_)) => {
+                    return Err(McpError::Timeout {
+                        method: method.to_string(),
+                        after: timeout,
+                    });
+                }
+                Err(e @ (ureq::Error::ConnectionFailed | ureq::Error::HostNotFound)) => {
+                    e.to_string()
+                }
+                Err(ureq::Error::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    e.to_string()
+                }
+                Err(e) => return Err(self.unreachable(&e.to_string())),
+            };
+            let wait = BACKOFF * 2u32.pow(attempt - 1);
+            if attempt >= ATTEMPTS || Instant::now() + wait >= deadline {
+                return Err(self.unreachable(&format!("{retry_reason} after {attempt} attempts")));
+            }
+            log::debug!(
+                "mcp '{}': {method}: {retry_reason}; trying again in {wait:?}",
+                self.server
+            );
+            std::thread::sleep(wait);
+        };
+        let status = response.status().as_u16();
+        if method == "initialize" && (200..300).contains(&status) {
+            let id = response
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let mut s = self.state.write();
+            s.session_id = id;
+            s.generation += 1;
+        }
+        if !(200..300).contains(&status) {
+            let mut response = response;
+            let text = response
+                .body_mut()
+                .with_config()
+                .limit(ERROR_BODY)
+                .read_to_string()
+                .unwrap_or_default();
+            let detail: String = self.mask(text.trim()).chars().take(300).collect();
+            return Err(McpError::Http { status, detail });
+        }
+        let kind = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        let outcome = if kind.starts_with("text/event-stream") {
+            let reader = BufReader::new(response.into_body().into_reader());
+            let mut events = SseReader::new(reader, MAX_LINE);
+            self.read_stream(&mut events, session, expect, method)
+                .map_err(|e| match e {
+                    // The stream broke because the call's time was up.
+                    McpError::Unreachable { .. } if Instant::now() >= deadline => {
+                        McpError::Timeout {
+                            method: method.to_string(),
+                            after: timeout,
+                        }
+                    }
+                    other => other,
+                })?
+        } else if kind.starts_with("application/json") {
+            let text = response
+                .into_body()
+                .with_config()
+                .limit(MAX_LINE as u64)
+                .read_to_string()
+                .map_err(|e| self.read_error(method, timeout, &e))?;
+            self.route_json(&text, session)?;
+            Outcome::Done
+        } else if status == 202 || status == 204 || expect.is_none() {
+            Outcome::Done
+        } else {
+            return Err(McpError::Protocol {
+                detail: format!("{method}: the server answered with content type '{kind}'"),
+            });
+        };
+        match outcome {
+            Outcome::Done => Ok(()),
+            Outcome::Resume(last_id, retry) => {
+                self.resume(session, expect, method, last_id, retry, deadline, timeout)
+            }
+        }
+    }
+
+    fn read_error(&self, method: &str, timeout: Duration, e: &ureq::Error) -> McpError {
+        match e {
+            ureq::Error::Timeout(_) => McpError::Timeout {
+                method: method.to_string(),
+                after: timeout,
+            },
+            ureq::Error::BodyExceedsLimit(_) => McpError::LineTooLong {
+                stream: "the http body",
+                limit: MAX_LINE,
+            },
+            other => self.unreachable(&format!("reading the answer: {other}")),
+        }
+    }
+
+    /// Routes a JSON body: one message or a batch.
+    fn route_json(&self, text: &str, session: &Session) -> Result<(), McpError> {
+        if text.trim().is_empty() {
+            return Ok(());
+        }
+        let value: Value = serde_json::from_str(text).map_err(|e| McpError::Protocol {
+            detail: format!("the server's answer is not JSON: {e}"),
+        })?;
+        let messages = match value {
+            Value::Array(items) => items,
+            one => vec![one],
+        };
+        for m in &messages {
+            self.route(m, session);
+        }
+        Ok(())
+    }
+
+    /// Hands one message to the session and sends back any answer it
+    /// gives; returns the id of the response it delivered.
+    fn route(&self, msg: &Value, session: &Session) -> Option<u64> {
+        let (reply, delivered) = session.handle(msg);
+        if let Some(reply) = reply {
+            if let Err(e) = self.post(&reply, session, None, Duration::from_secs(30)) {
+                log::warn!("mcp '{}': answering a server request: {e}", self.server);
+            }
+        }
+        delivered
+    }
+
+    /// Reads an event stream until the expected response (or its end).
+    fn read_stream<R: std::io::BufRead>(
+        &self,
+        events: &mut SseReader<R>,
+        session: &Session,
+        expect: Option<u64>,
+        method: &str,
+    ) -> Result<Outcome, McpError> {
+        loop {
+            let end = events.next_event();
+            match end {
+                Ok(Some(ref event)) => {
+                    if event.data.trim().is_empty() {
+                        continue; // a priming event: only its id matters
+                    }
+                    let msg: Value = match serde_json::from_str(&event.data) {
+                        Ok(v) => v,
+                        Err(e) => {
+                            log::debug!("mcp '{}': an event that is not JSON ({e})", self.server);
+                            continue;
+                        }
+                    };
+                    let delivered = self.route(&msg, session);
+                    if expect.is_some() && delivered == expect {
+                        return Ok(Outcome::Done);
+                    }
+                }
+                Ok(None) | Err(SseError::Io(_))
+                    if expect.is_none_or(|id| !session.is_waiting(id)) =>
+                {
+                    return Ok(Outcome::Done);
+                }
+                Ok(None) | Err(SseError::Io(_)) => {
+                    if let Err(SseError::Io(e)) = &end {
+                        log::debug!("mcp '{}': {method}: the stream broke: {e}", self.server);
+                    }
+                    return match events.last_id.take() {
+                        Some(id) => Ok(Outcome::Resume(id, events.retry)),
+                        None => Err(self.unreachable(&format!(
+                            "{method}: the server closed the stream before answering"
+                        ))),
+                    };
+                }
+                Err(SseError::TooLong(limit)) => {
+                    return Err(McpError::LineTooLong {
+                        stream: "the event stream",
+                        limit,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Polls for the rest of a cut stream: GET with `Last-Event-ID` after
+    /// the server's `retry:` delay, a bounded number of times.
+    #[allow(clippy::too_many_arguments)]
+    fn resume(
+        &self,
+        session: &Session,
+        expect: Option<u64>,
+        method: &str,
+        mut last_id: String,
+        mut retry: Option<Duration>,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<(), McpError> {
+        for _ in 0..RESUMES {
+            let wait = retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY);
+            if Instant::now() + wait >= deadline {
+                break;
+            }
+            std::thread::sleep(wait);
+            let left = deadline.saturating_duration_since(Instant::now());
+            let req = self.with_session(
+                self.agent
+                    .get(&self.url)
+                    .config()
+                    .timeout_global(Some(left.max(Duration::from_millis(1))))
+                    .build()
+                    .header("Accept", "text/event-stream")
+                    .header("Last-Event-ID", &last_id),
+            );
+            let response = match req.call() {
+                Ok(r) if r.status().as_u16() == 200 => r,
+                Ok(r) => {
+                    return Err(McpError::Http {
+                        status: r.status().as_u16(),
+                        detail: format!("{method}: resuming the stream with a GET"),
+                    });
+                }
+                Err(ureq::Error::Timeout(_)) => break,
+                Err(e) => return Err(self.unreachable(&e.to_string())),
+            };
+            let reader = BufReader::new(response.into_body().into_reader());
+            let mut events = SseReader::new(reader, MAX_LINE);
+            events.last_id = Some(last_id.clone());
+            events.retry = retry;
+            match self.read_stream(&mut events, session, expect, method)? {
+                Outcome::Done => return Ok(()),
+                Outcome::Resume(id, r) => {
+                    last_id = id;
+                    retry = r;
+                }
+            }
+        }
+        Err(McpError::Timeout {
+            method: method.to_string(),
+            after: timeout,
+        })
+    }
+
+    /// The listener thread: keeps a GET stream open for messages the server
+    /// sends on its own, reconnecting with `Last-Event-ID`, until `stop`
+    /// is dropped.
+    fn listen(
+        &self,
+        first: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+        session: &Session,
+        stop: &Receiver<()>,
+    ) {
+        let mut last_id: Option<String> = None;
+        let mut retry: Option<Duration> = None;
+        let mut failures = 0;
+        let stopped = |wait: Duration| {
+            matches!(
+                stop.recv_timeout(wait),
+                Err(RecvTimeoutError::Disconnected) | Ok(())
+            )
+        };
+        let mut next = Some(first);
+        loop {
+            if matches!(stop.try_recv(), Err(TryRecvError::Disconnected)) || !session.is_alive() {
+                return;
+            }
+            let opened = match next.take() {
+                Some(r) => r,
+                None => self.open_stream(last_id.as_deref()),
+            };
+            match opened {
+                Ok(r) if r.status().as_u16() == 200 => {
+                    failures = 0;
+                    let reader = BufReader::new(r.into_body().into_reader());
+                    let mut events = SseReader::new(reader, MAX_LINE);
+                    events.last_id = last_id.take();
+                    events.retry = retry;
+                    if let Err(e) = self.read_stream(&mut events, session, None, "GET") {
+                        log::warn!("mcp '{}': the listening stream: {e}", self.server);
+                        return;
+                    }
+                    last_id = events.last_id;
+                    retry = events.retry;
+                }
+                Ok(r) if r.status().as_u16() == 405 => {
+                    log::debug!("mcp '{}': the server offers no GET stream", self.server);
+                    return;
+                }
+                Ok(r) => {
+                    failures += 1;
+                    log::debug!(
+                        "mcp '{}': GET stream: http {}",
+                        self.server,
+                        r.status().as_u16()
+                    );
+                }
+                Err(ureq::Error::Timeout(_)) => continue,
+                Err(e) => {
+                    failures += 1;
+                    log::debug!(
+                        "mcp '{}': GET stream: {}",
+                        self.server,
+                        self.mask(&e.to_string())
+                    );
+                }
+            }
+            if failures >= LISTEN_FAILURES {
+                log::debug!("mcp '{}': giving up the GET stream", self.server);
+                return;
+            }
+            if stopped(retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)) {
+                return;
+            }
+        }
+    }
+}

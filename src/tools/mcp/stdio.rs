@@ -1,0 +1,227 @@
+//! The stdio transport: one server process, newline-delimited JSON-RPC 2.0
+//! over its stdin/stdout.
+//!
+//! One reader thread per process reads every line the server writes and
+//! hands it to the [`Session`] (a response goes to the caller waiting for
+//! its id); the answers to server requests are written back from there.
+//! A second thread drains stderr, keeping only a short tail for error
+//! messages. A line longer than [`MAX_LINE`] ends the session with an
+//! error instead of growing a buffer without end.
+
+use std::io::{BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio as Pipe};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use super::lines::{MAX_LINE, Read, read_line, skip_line};
+use super::session::Session;
+use super::{McpError, McpServerConfig};
+
+/// How long the end of a session waits for the rest of its stderr.
+const STDERR_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+/// Bytes of one stderr line read (the rest is skipped, unread into memory).
+const STDERR_READ: usize = 64 * 1024;
+
+/// A running server process.
+pub(crate) struct Stdio {
+    stdin: Arc<Mutex<Option<ChildStdin>>>,
+    child: Mutex<Option<Child>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    pid: u32,
+}
+
+impl Stdio {
+    /// Starts the process and its reader threads.
+    pub(crate) fn start(
+        name: &str,
+        config: &McpServerConfig,
+        base_dir: Option<&Path>,
+        session: &Arc<Session>,
+    ) -> Result<Stdio, McpError> {
+        let mut cmd = Command::new(&config.command);
+        cmd.args(&config.args)
+            .envs(&config.env)
+            .stdin(Pipe::piped())
+            .stdout(Pipe::piped())
+            .stderr(Pipe::piped());
+        // Its own process group, so that ending it ends anything it started
+        // (`npx` runs the server as a grandchild).
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        if let Some(cwd) = &config.cwd {
+            cmd.current_dir(base_dir.map_or_else(|| cwd.into(), |b| b.join(cwd)));
+        }
+        let spawn_err = |detail: String| McpError::Spawn {
+            command: config.command.clone(),
+            detail,
+        };
+        let mut child = cmd.spawn().map_err(|e| spawn_err(e.to_string()))?;
+        let pid = child.id();
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(spawn_err("no pipes to the child".into()));
+        };
+        let stdin = Arc::new(Mutex::new(Some(stdin)));
+        // Dropped when the stderr thread ends: the reader waits for it
+        // (briefly) so that a dying server's last words are in the error.
+        let (err_done_tx, err_done) = crossbeam_channel::bounded::<()>(0);
+        let transport = Stdio {
+            stdin: Arc::clone(&stdin),
+            child: Mutex::new(Some(child)),
+            threads: Mutex::new(Vec::new()),
+            pid,
+        };
+        let reader = {
+            let session = Arc::clone(session);
+            let server = name.to_string();
+            std::thread::Builder::new()
+                .name(format!("mcp-{name}-reader"))
+                .spawn(move || read_loop(&server, stdout, &session, &stdin, &err_done))
+        };
+        let errlog = {
+            let session = Arc::clone(session);
+            let server = name.to_string();
+            std::thread::Builder::new()
+                .name(format!("mcp-{name}-stderr"))
+                .spawn(move || {
+                    stderr_loop(&server, stderr, &session);
+                    drop(err_done_tx);
+                })
+        };
+        for t in [reader, errlog] {
+            match t {
+                Ok(handle) => transport.threads.lock().push(handle),
+                Err(e) => {
+                    transport.shutdown();
+                    return Err(spawn_err(format!("cannot start a thread: {e}")));
+                }
+            }
+        }
+        Ok(transport)
+    }
+
+    /// The process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Writes one message as a line.
+    pub(crate) fn send(&self, msg: &Value) -> std::io::Result<()> {
+        write_line(&self.stdin, msg)
+    }
+
+    /// Ends the process (and its process group) and joins the threads.
+    /// Idempotent.
+    pub(crate) fn shutdown(&self) {
+        // Closing stdin lets a well-behaved server (and anything it spawned)
+        // see end of input; the kill makes sure.
+        self.stdin.lock().take();
+        if let Some(mut child) = self.child.lock().take() {
+            // The group first, while the unreaped leader keeps its id taken.
+            #[cfg(unix)]
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", self.pid)])
+                .stdout(Pipe::null())
+                .stderr(Pipe::null())
+                .status();
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let threads = std::mem::take(&mut *self.threads.lock());
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+}
+
+fn write_line(stdin: &Mutex<Option<ChildStdin>>, msg: &Value) -> std::io::Result<()> {
+    let mut line = msg.to_string();
+    line.push('\n');
+    let mut guard = stdin.lock();
+    let pipe = guard
+        .as_mut()
+        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::BrokenPipe))?;
+    pipe.write_all(line.as_bytes())?;
+    pipe.flush()
+}
+
+/// Reads the server's output until it closes (or writes a line past the
+/// cap), routing each message.
+fn read_loop(
+    server: &str,
+    stdout: std::process::ChildStdout,
+    session: &Session,
+    stdin: &Mutex<Option<ChildStdin>>,
+    stderr_done: &crossbeam_channel::Receiver<()>,
+) {
+    let mut reader = BufReader::new(stdout);
+    let mut line = Vec::new();
+    let mut why = None;
+    loop {
+        match read_line(&mut reader, &mut line, MAX_LINE) {
+            Ok(Read::Line) => {}
+            Ok(Read::Eof) | Err(_) => break,
+            Ok(Read::TooLong) => {
+                log::warn!(
+                    "mcp '{server}': the server wrote a line of more than {} MiB to stdout",
+                    MAX_LINE >> 20
+                );
+                why = Some(McpError::LineTooLong {
+                    stream: "stdout",
+                    limit: MAX_LINE,
+                });
+                break;
+            }
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let msg: Value = match serde_json::from_slice(&line) {
+            Ok(v) => v,
+            Err(e) => {
+                let shown: String = String::from_utf8_lossy(&line).chars().take(200).collect();
+                log::debug!("mcp '{server}': not JSON-RPC ({e}): {shown}");
+                continue;
+            }
+        };
+        if let (Some(reply), _) = session.handle(&msg) {
+            let _ = write_line(stdin, &reply);
+        }
+    }
+    // Drop the pipe first: a server blocked writing the rest of an endless
+    // line gets EPIPE instead of waiting for us.
+    drop(reader);
+    if why.is_none() {
+        let _ = stderr_done.recv_timeout(STDERR_GRACE);
+    }
+    session.end(why);
+    log::debug!("mcp '{server}': output closed");
+}
+
+/// Drains stderr: every line is logged (cut) and the last few are kept for
+/// error messages; a line past [`STDERR_READ`] is skipped, not stored.
+fn stderr_loop(server: &str, stderr: std::process::ChildStderr, session: &Session) {
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        let more = match read_line(&mut reader, &mut line, STDERR_READ) {
+            Ok(Read::Line) => true,
+            Ok(Read::TooLong) => matches!(skip_line(&mut reader), Ok(true)),
+            Ok(Read::Eof) | Err(_) => break,
+        };
+        let text = String::from_utf8_lossy(&line);
+        let shown: String = text.chars().take(500).collect();
+        log::debug!("mcp '{server}' stderr: {shown}");
+        session.stderr_line(&text);
+        if !more {
+            break;
+        }
+    }
+}
