@@ -83,8 +83,8 @@ impl McpPool {
             })?;
             let timeout = config
                 .timeout
-                .filter(|t| t.is_finite() && *t > 0.0)
-                .map_or(DEFAULT_CALL_TIMEOUT, Duration::from_secs_f64);
+                .and_then(|t| crate::model::duration::MCP_TIMEOUT.from_secs("timeout", t).ok())
+                .unwrap_or(DEFAULT_CALL_TIMEOUT);
             pool.servers.insert(
                 name.clone(),
                 Server {
