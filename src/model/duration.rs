@@ -171,7 +171,7 @@ impl<'de> serde::de::Visitor<'de> for SecsVisitor {
 }
 
 /// `0`, `1ms`, `2s`, `24h`: the shortest exact form.
-fn human(d: Duration) -> String {
+pub(crate) fn human(d: Duration) -> String {
     let ms = d.as_millis();
     if ms == 0 {
         "0".into()
