@@ -214,10 +214,7 @@ impl TeamConfig {
     /// A [`TeamError`] naming the file and line of an unknown key or a bad
     /// value.
     pub fn load(path: &Path) -> Result<Self, TeamError> {
-        let text = std::fs::read_to_string(path).map_err(|source| TeamError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = super::read_text(path).map_err(|why| TeamError::in_file(path, why))?;
         let config: TeamConfig = read_checked(path, &text, 1, TEAM_KEYS)?;
         if config.max_rounds == Some(0) {
             let line = super::yaml::key_line(&text, 1, "max_rounds").unwrap_or(1);
