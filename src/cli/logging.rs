@@ -1,8 +1,9 @@
 //! Logging: `env_logger` as `RUST_LOG` asks, behind a guard that no filter
 //! text can get past. `ureq_proto` logs the raw bytes of every request at
 //! trace level (the `Authorization` header with the API key included), so
-//! its debug and trace records are dropped, and `ureq`'s trace records with
-//! them (proxy targets may carry credentials). A directive for a
+//! its debug and trace records are dropped. (`ureq` itself logs requests
+//! with sensitive headers redacted, and only addresses at trace.) A
+//! directive for a
 //! submodule (`ureq_proto::util=trace`) would outrank a module filter in
 //! `env_logger`: the guard looks at each record's target instead.
 
@@ -30,7 +31,7 @@ fn unsafe_record(target: &str, level: Level) -> bool {
                 .strip_prefix(name)
                 .is_some_and(|rest| rest.starts_with("::"))
     };
-    (in_crate("ureq_proto") && level >= Level::Debug) || (in_crate("ureq") && level >= Level::Trace)
+    in_crate("ureq_proto") && level >= Level::Debug
 }
 
 impl Log for Guard {
@@ -58,7 +59,6 @@ mod tests {
         assert!(unsafe_record("ureq_proto", Level::Trace));
         assert!(unsafe_record("ureq_proto::util", Level::Trace));
         assert!(unsafe_record("ureq_proto::client", Level::Debug));
-        assert!(unsafe_record("ureq::unversioned::transport", Level::Trace));
         assert!(!unsafe_record("ureq::run", Level::Debug));
         assert!(!unsafe_record("ureq_protocol_of_mine", Level::Trace));
         assert!(!unsafe_record("boardroom", Level::Trace));
