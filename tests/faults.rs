@@ -109,7 +109,7 @@ fn finding1_a_key_echoed_in_an_error_body_is_masked_before_it_is_cut() {
 /// bytes, and a directive for a submodule outranks a module filter.
 #[test]
 fn finding1_no_log_setting_prints_the_key() {
-    let key = "sk-boardroom-log-test-7f3a9c1e5b";
+    let key = "sk-Qz8yX4wM0oK3nJ9iG5hE7fT2bR1uV6cL";
     let server = Server::start(|req| Reply::answer(req, "DONE\nHello."));
     let url = server.base_url();
     for filter in [
@@ -128,8 +128,13 @@ fn finding1_no_log_setting_prints_the_key() {
         );
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{filter}: {stderr}");
-        assert!(!stderr.contains("log-test"), "{filter} leaked the key");
-        assert!(!stderr.contains("Authorization"), "{filter}: {stderr}");
+        // ureq_proto dumps bytes as 16-byte rows: look for any 8
+        // characters of the key, and for any record of that module.
+        for start in 0..key.len() - 8 {
+            let piece = &key[start..start + 8];
+            assert!(!stderr.contains(piece), "{filter} leaked {piece}");
+        }
+        assert!(!stderr.contains("ureq_proto"), "{filter}: {stderr}");
         if filter == "trace" || filter == "TRACE" {
             assert!(stderr.contains("TRACE"), "{filter}: logging was on");
         }
