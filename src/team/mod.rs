@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) use config::MAX_IN_FLIGHT;
 pub use config::{EndpointConfig, ModelConfig, Process, TeamConfig};
 pub use error::TeamError;
 

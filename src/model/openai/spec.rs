@@ -51,8 +51,16 @@ fn apply_options(mut b: OpenAiBuilder, options: &str) -> Result<OpenAiBuilder, S
             "stream" => b.stream(parse_bool(value)?),
             "max_in_flight" => b.max_in_flight(
                 value
+                    .trim()
                     .parse()
-                    .map_err(|_| format!("max_in_flight: '{value}' is not a number"))?,
+                    .ok()
+                    .filter(|n| (1..=crate::team::MAX_IN_FLIGHT).contains(n))
+                    .ok_or_else(|| {
+                        format!(
+                            "max_in_flight: '{value}' is out of range (allowed 1 to {})",
+                            crate::team::MAX_IN_FLIGHT
+                        )
+                    })?,
             ),
             "timeout" => b.timeout(CALL_TIMEOUT.parse("timeout", value)?),
             "key_env" if !value.is_empty() => b.api_key_env(value),
