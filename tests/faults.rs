@@ -216,7 +216,10 @@ fn finding2_huge_timeouts_in_team_yaml_fail_check_and_run_at_their_line() {
         let out = boardroom(&["check"], dir.path(), &[]);
         assert_eq!(out.status.code(), Some(2));
         assert_eq!(
-            text(&out.stderr).trim_end().replace(&prefix, "").replace("./", ""),
+            text(&out.stderr)
+                .trim_end()
+                .replace(&prefix, "")
+                .replace("./", ""),
             want
         );
         let out = boardroom(&["run", "x", "--team", "."], dir.path(), &[]);
@@ -481,9 +484,8 @@ fn finding10_bad_specs_are_refused_before_a_run_directory_exists() {
     let out = boardroom(&["run", "x", "--model", "http://[::1"], dir.path(), &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr).starts_with(
-            "error: model spec 'http://[::1': the base url is not a valid url: "
-        ),
+        text(&out.stderr)
+            .starts_with("error: model spec 'http://[::1': the base url is not a valid url: "),
         "{}",
         text(&out.stderr)
     );
@@ -532,7 +534,10 @@ fn finding10_check_resolves_every_model_and_names_file_and_line() {
         let prefix = format!("{}/", dir.path().display());
         assert_eq!(out.status.code(), Some(2), "{want}");
         assert_eq!(
-            text(&out.stderr).trim_end().replace(&prefix, "").replace("./", ""),
+            text(&out.stderr)
+                .trim_end()
+                .replace(&prefix, "")
+                .replace("./", ""),
             want
         );
     }
@@ -551,7 +556,10 @@ fn finding10_bom_is_accepted_and_bad_souls_are_named() {
     assert_eq!(out.status.code(), Some(2));
     let prefix = format!("{}/", dir.path().display());
     assert_eq!(
-        text(&out.stderr).trim_end().replace(&prefix, "").replace("./", ""),
+        text(&out.stderr)
+            .trim_end()
+            .replace(&prefix, "")
+            .replace("./", ""),
         "agents/writer.md:2: the soul for 'writer', souls/writer.md, is not UTF-8 text \
          (a bad byte at line 1, byte offset 10): save it as UTF-8"
     );
@@ -560,7 +568,11 @@ fn finding10_bom_is_accepted_and_bad_souls_are_named() {
     let out = boardroom(&["check"], dir.path(), &[]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
-        text(&out.stderr).trim_end().replace(&prefix, "").replace(&format!("{}/", dir.path().display()), "").replace("./", ""),
+        text(&out.stderr)
+            .trim_end()
+            .replace(&prefix, "")
+            .replace(&format!("{}/", dir.path().display()), "")
+            .replace("./", ""),
         "agents/writer.md:2: the soul for 'writer', souls/writer.md, is a directory, not a file"
     );
 }
@@ -599,7 +611,14 @@ fn finding10_the_task_comes_from_a_file_or_stdin() {
     }
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(server.seen().last().unwrap().all_text().contains("The task from stdin"));
+    assert!(
+        server
+            .seen()
+            .last()
+            .unwrap()
+            .all_text()
+            .contains("The task from stdin")
+    );
 
     let out = boardroom(
         &["run", "--task-file", "missing.md", "--model", "sim"],
@@ -616,7 +635,8 @@ fn finding10_the_task_comes_from_a_file_or_stdin() {
 #[test]
 fn finding10_a_retry_after_past_the_deadline_says_so() {
     let server = Server::start(|_| {
-        Reply::status(429, r#"{"error":{"message":"slow down"}}"#).with_header("Retry-After", "3600")
+        Reply::status(429, r#"{"error":{"message":"slow down"}}"#)
+            .with_header("Retry-After", "3600")
     });
     let dir = tempfile::tempdir().unwrap();
     let url = server.base_url();

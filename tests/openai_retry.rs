@@ -187,7 +187,10 @@ fn dropped_connections_are_retried() {
 #[test]
 fn a_slow_attempt_ends_at_the_call_deadline() {
     let server = Server::start(|req| {
-        Reply::Delayed(Duration::from_millis(1500), Box::new(Reply::answer(req, "late")))
+        Reply::Delayed(
+            Duration::from_millis(1500),
+            Box::new(Reply::answer(req, "late")),
+        )
     });
     let m = OpenAi::builder(server.base_url(), "test-model")
         .label("default")

@@ -217,21 +217,29 @@ fn front_matter() -> impl Strategy<Value = Vec<u8>> {
         prop::collection::vec(any::<u8>(), 0..4),
     )
         .prop_map(|(bom, lines, close, junk)| {
-            let mut out = if bom { b"\xEF\xBB\xBF".to_vec() } else { Vec::new() };
-            out.extend_from_slice(format!("---\n{}\n{close}\nnotes\n", lines.join("\n")).as_bytes());
+            let mut out = if bom {
+                b"\xEF\xBB\xBF".to_vec()
+            } else {
+                Vec::new()
+            };
+            out.extend_from_slice(
+                format!("---\n{}\n{close}\nnotes\n", lines.join("\n")).as_bytes(),
+            );
             out.extend_from_slice(&junk);
             out
         })
 }
 
 fn team_yaml() -> impl Strategy<Value = Vec<u8>> {
-    let endpoint_key = prop_oneof![
-        "(base_url|model|api_key_env|timeout|max_in_flight|stream|timout)",
-    ];
+    let endpoint_key =
+        prop_oneof!["(base_url|model|api_key_env|timeout|max_in_flight|stream|timout)",];
     let model = prop_oneof![
         yaml_value().prop_map(|v| format!("  default: {v}")),
         prop::collection::vec((endpoint_key, yaml_value()), 0..4).prop_map(|kv| {
-            let body: Vec<String> = kv.into_iter().map(|(k, v)| format!("    {k}: {v}")).collect();
+            let body: Vec<String> = kv
+                .into_iter()
+                .map(|(k, v)| format!("    {k}: {v}"))
+                .collect();
             format!("  gpt:\n{}", body.join("\n"))
         }),
     ];
@@ -242,9 +250,8 @@ fn team_yaml() -> impl Strategy<Value = Vec<u8>> {
             yaml_value()
         )
             .prop_map(|(k, v)| format!("{k}: {v}")),
-        (yaml_value(), yaml_value()).prop_map(|(t, c)| format!(
-            "mcpServers:\n  fs:\n    command: {c}\n    timeout: {t}"
-        )),
+        (yaml_value(), yaml_value())
+            .prop_map(|(t, c)| format!("mcpServers:\n  fs:\n    command: {c}\n    timeout: {t}")),
         "\\PC{0,20}",
     ];
     prop::collection::vec(top, 0..4).prop_map(|parts| parts.join("\n").into_bytes())

@@ -40,7 +40,7 @@ impl DurationRange {
 
     /// A number of seconds (as YAML gives it) checked against the range.
     /// `what` names the setting in the message.
-    pub(crate) fn from_secs(&self, what: &str, secs: f64) -> Result<Duration, String> {
+    pub(crate) fn check_secs_f64(&self, what: &str, secs: f64) -> Result<Duration, String> {
         let shown = if secs.is_nan() {
             ".nan".to_string()
         } else if secs.is_infinite() {
@@ -89,9 +89,8 @@ impl DurationRange {
         } else {
             format!("{what}: ")
         };
-        let ok = secs.is_finite()
-            && secs >= self.min.as_secs_f64()
-            && secs <= self.max.as_secs_f64();
+        let ok =
+            secs.is_finite() && secs >= self.min.as_secs_f64() && secs <= self.max.as_secs_f64();
         if !ok {
             return Err(format!(
                 "{what}{shown} is out of range (allowed {})",
@@ -157,7 +156,7 @@ impl<'de> serde::de::Visitor<'de> for SecsVisitor {
     }
 
     fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
-        self.0.from_secs("", v).map_err(E::custom)?;
+        self.0.check_secs_f64("", v).map_err(E::custom)?;
         Ok(Some(v))
     }
 
@@ -212,18 +211,23 @@ mod tests {
         assert!(r.parse("timeout", "NaN").is_err());
         assert!(r.parse("timeout", "-1s").is_err());
         assert_eq!(
-            SIM_LATENCY.parse("latency", "20000000000000000000").unwrap_err(),
+            SIM_LATENCY
+                .parse("latency", "20000000000000000000")
+                .unwrap_err(),
             "latency: 20000000000000000000 is out of range (allowed 0 to 1h)"
         );
         assert_eq!(SIM_LATENCY.parse("latency", "0"), Ok(Duration::ZERO));
         assert_eq!(
-            r.from_secs("timeout", f64::NAN).unwrap_err(),
+            r.check_secs_f64("timeout", f64::NAN).unwrap_err(),
             "timeout: .nan seconds is out of range (allowed 1ms to 24h)"
         );
         assert_eq!(
-            r.from_secs("timeout", 1e300).unwrap_err(),
+            r.check_secs_f64("timeout", 1e300).unwrap_err(),
             "timeout: 1e300 seconds is out of range (allowed 1ms to 24h)"
         );
-        assert_eq!(r.from_secs("timeout", 2.5), Ok(Duration::from_millis(2500)));
+        assert_eq!(
+            r.check_secs_f64("timeout", 2.5),
+            Ok(Duration::from_millis(2500))
+        );
     }
 }

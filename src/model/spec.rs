@@ -5,9 +5,9 @@
 //! - `openai:gpt-4o-mini`, `http://127.0.0.1:8080/v1#model`, `https://...`
 //!   (an OpenAI-compatible endpoint; see [`OpenAi`](super::OpenAi))
 
+use super::{Phase, SharedModel, Sim, SimOptions};
 use std::fmt;
 use std::sync::Arc;
-use super::{Phase, SharedModel, Sim, SimOptions};
 
 /// A model spec that could not be understood.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -163,7 +163,9 @@ impl Reply {
 
     /// A stream cut inside the first event, before any text.
     pub fn cut_inside_event() -> Reply {
-        Reply::Sse(vec!["data: {\"choices\":[{\"index\":0,\"delta\":{\"con".into()])
+        Reply::Sse(vec![
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"con".into(),
+        ])
     }
 
     /// A stream that ends cleanly between events, without `[DONE]`.

@@ -198,9 +198,10 @@ impl OpenAiBuilder {
         if let Err(e) = format!("{base}/chat/completions").parse::<ureq::http::Uri>() {
             return Err(err(format!("the base url is not a valid url: {e}")));
         }
-        if base.split_once("://").is_none_or(|(_, rest)| {
-            rest.split(['/', '?', '#']).next().is_none_or(str::is_empty)
-        }) {
+        if base
+            .split_once("://")
+            .is_none_or(|(_, rest)| rest.split(['/', '?', '#']).next().is_none_or(str::is_empty))
+        {
             return Err(err("the base url has no host".into()));
         }
         if self.model.trim().is_empty() {
@@ -588,8 +589,7 @@ impl OpenAi {
             asked.as_secs_f64().ceil() as u64,
             crate::model::duration::human(self.inner.timeout)
         );
-        if let ModelError::Http { detail, .. } | ModelError::Transport { detail, .. } = &mut error
-        {
+        if let ModelError::Http { detail, .. } | ModelError::Transport { detail, .. } = &mut error {
             *detail = if detail.is_empty() {
                 note
             } else {

@@ -54,7 +54,11 @@ impl RetryPolicy {
     /// The wait before the attempt after `attempt` (1-based) failed, or
     /// `None` when the attempts are used up. The caller checks the wait
     /// against the time left before the call's deadline.
-    pub(crate) fn next_wait(&self, attempt: u32, retry_after: Option<Duration>) -> Option<Duration> {
+    pub(crate) fn next_wait(
+        &self,
+        attempt: u32,
+        retry_after: Option<Duration>,
+    ) -> Option<Duration> {
         if attempt >= self.max_attempts.max(1) {
             return None;
         }

@@ -95,7 +95,7 @@ pub(crate) fn from_endpoint(name: &str, cfg: &EndpointConfig) -> Result<OpenAi, 
         .api_key_env(cfg.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY"));
     if let Some(t) = cfg.timeout {
         let t = CALL_TIMEOUT
-            .from_secs("timeout", t)
+            .check_secs_f64("timeout", t)
             .map_err(|detail| ModelSpecError {
                 spec: name.to_string(),
                 detail,

@@ -193,8 +193,12 @@ pub(crate) fn not_json(content_type: &str, body: &str, e: &serde_json::Error) ->
         ""
     };
     let looks_html = content_type.contains("html")
-        || start.get(..5).is_some_and(|s| s.eq_ignore_ascii_case("<!doc"))
-        || start.get(..5).is_some_and(|s| s.eq_ignore_ascii_case("<html"));
+        || start
+            .get(..5)
+            .is_some_and(|s| s.eq_ignore_ascii_case("<!doc"))
+        || start
+            .get(..5)
+            .is_some_and(|s| s.eq_ignore_ascii_case("<html"));
     if looks_html {
         let ct = if content_type.is_empty() {
             "no content-type"

@@ -83,7 +83,11 @@ impl McpPool {
             })?;
             let timeout = config
                 .timeout
-                .and_then(|t| crate::model::duration::MCP_TIMEOUT.from_secs("timeout", t).ok())
+                .and_then(|t| {
+                    crate::model::duration::MCP_TIMEOUT
+                        .check_secs_f64("timeout", t)
+                        .ok()
+                })
                 .unwrap_or(DEFAULT_CALL_TIMEOUT);
             pool.servers.insert(
                 name.clone(),
