@@ -90,4 +90,14 @@ mod tests {
         assert!(peak.load(Ordering::SeqCst) <= 3);
         assert_eq!(*limit.in_use.lock(), 0);
     }
+
+    #[test]
+    fn acquire_until_gives_up_at_the_deadline() {
+        let limit = Limit::new(1);
+        let held = limit.acquire();
+        let soon = std::time::Instant::now() + std::time::Duration::from_millis(20);
+        assert!(limit.acquire_until(soon).is_none());
+        drop(held);
+        assert!(limit.acquire_until(soon).is_some());
+    }
 }

@@ -677,6 +677,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_key_and_any_long_prefix_of_it_are_masked() {
+        let key = "sk-abcdefghijklmnop";
+        assert_eq!(mask_key("say sk-abcdefghijklmnop now", key), "say *** now");
+        // A server that echoes a cut key: 8 characters or more are masked.
+        assert_eq!(mask_key("got sk-abcde…", key), "got ***…");
+        assert_eq!(mask_key("got sk-abcd", key), "got sk-abcd");
+        assert_eq!(mask_key("twice sk-abcdefgh sk-abcdefghij", key), "twice *** ***");
+        assert_eq!(mask_key("é sk-abcdefghijklmnopé", key), "é ***é");
+        assert_eq!(mask_key("anything", ""), "anything");
+    }
+
+    #[test]
     fn key_and_credentials_never_print() {
         let m = OpenAi::builder("http://user:pw@127.0.0.1:9/v1", "m")
             .api_key("sk-secret-123")
