@@ -333,9 +333,9 @@ pub(crate) fn mask_key(text: &str, key: &str) -> String {
             i += 1;
         }
     }
-    // Only whole ASCII-free runs of the key were taken out, and a key
-    // prefix that starts at a char boundary ends at one unless the key
-    // itself is cut inside a character: lossy keeps that case printable.
+    // A match can end inside a multi-byte character only where the key
+    // and the text share that character's first bytes: lossy keeps that
+    // rare case printable.
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
@@ -683,7 +683,10 @@ mod tests {
         // A server that echoes a cut key: 8 characters or more are masked.
         assert_eq!(mask_key("got sk-abcde…", key), "got ***…");
         assert_eq!(mask_key("got sk-abcd", key), "got sk-abcd");
-        assert_eq!(mask_key("twice sk-abcdefgh sk-abcdefghij", key), "twice *** ***");
+        assert_eq!(
+            mask_key("twice sk-abcdefgh sk-abcdefghij", key),
+            "twice *** ***"
+        );
         assert_eq!(mask_key("é sk-abcdefghijklmnopé", key), "é ***é");
         assert_eq!(mask_key("anything", ""), "anything");
     }
