@@ -92,7 +92,6 @@ impl Katan {
                 max_attempts: 8,
                 base_delay: Duration::from_millis(50),
                 max_delay: Duration::from_millis(500),
-                max_total: Duration::from_secs(60),
             })
             .build()
             .unwrap()

@@ -27,7 +27,6 @@ fn model(server: &Server, stream: bool) -> (OpenAi, Arc<Mutex<Vec<Duration>>>) {
             max_attempts: 4,
             base_delay: Duration::from_millis(200),
             max_delay: Duration::from_secs(2),
-            max_total: Duration::from_secs(60),
         })
         .sleep_with(move |d| s.lock().push(d))
         .build()
@@ -182,23 +181,30 @@ fn dropped_connections_are_retried() {
     assert_eq!(server.requests(), 2);
 }
 
+/// Issue 8, finding 5: one deadline per call. A server that holds the
+/// first attempt past the deadline ends the call at the deadline, with no
+/// second attempt and a message that says which setting to change.
 #[test]
-fn timeouts_are_retried() {
+fn a_slow_attempt_ends_at_the_call_deadline() {
     let server = Server::start(|req| {
-        if req.index == 0 {
-            Reply::Delayed(Duration::from_secs(1), Box::new(Reply::answer(req, "late")))
-        } else {
-            Reply::answer(req, "fine")
-        }
+        Reply::Delayed(
+            Duration::from_millis(1500),
+            Box::new(Reply::answer(req, "late")),
+        )
     });
     let m = OpenAi::builder(server.base_url(), "test-model")
-        .timeout(Duration::from_millis(200))
+        .label("default")
+        .timeout(Duration::from_millis(300))
         .sleep_with(|_| {})
         .build()
         .unwrap();
-    let r = m.chat(&request(), &mut |_| {}).unwrap();
-    assert_eq!(r.text, "fine");
-    assert_eq!(r.retries, 1);
+    let e = m.chat(&request(), &mut |_| {}).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "model 'default': no complete answer within the call deadline of 300ms (every attempt \
+         and wait included; change it with timeout= in the model spec or timeout: in team.yaml)"
+    );
+    assert_eq!(server.requests(), 1);
 }
 
 #[test]

@@ -34,8 +34,13 @@ pub(crate) enum Command {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct RunArgs {
-    /// The task.
-    pub(crate) task: String,
+    /// The task (`-`: read it from stdin).
+    #[arg(required_unless_present = "task_file", conflicts_with = "task_file")]
+    pub(crate) task: Option<String>,
+    /// Read the task from this file (`-`: from stdin), for tasks too long
+    /// for the command line.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) task_file: Option<PathBuf>,
     /// The team directory (default: ./ if it has agents/, else the built-in team).
     #[arg(long)]
     pub(crate) team: Option<PathBuf>,
@@ -44,14 +49,14 @@ pub(crate) struct RunArgs {
     /// `default`, else `openai` when OPENAI_BASE_URL is set, else `sim`).
     #[arg(long, env = "BOARDROOM_MODEL")]
     pub(crate) model: Option<String>,
-    /// Rounds of members before the master must answer.
-    #[arg(long)]
+    /// Rounds of members before the master must answer (at least 1).
+    #[arg(long, value_parser = at_least_one::<u32>)]
     pub(crate) rounds: Option<u32>,
-    /// Members that run at once.
-    #[arg(long)]
+    /// Members that run at once (at least 1).
+    #[arg(long, value_parser = at_least_one::<usize>)]
     pub(crate) parallel: Option<usize>,
-    /// End the run with the best answer so far once it has used this many tokens.
-    #[arg(long = "max-tokens", value_name = "N")]
+    /// End the run with the best answer so far once it has used this many tokens (at least 1).
+    #[arg(long = "max-tokens", value_name = "N", value_parser = at_least_one::<u64>)]
     pub(crate) max_tokens: Option<u64>,
     /// How the master and challengers write decisions: `line` (default) or `json`.
     #[arg(long, value_name = "line|json")]
@@ -65,4 +70,20 @@ pub(crate) struct RunArgs {
     /// Neither use nor update the master's memory of earlier runs.
     #[arg(long)]
     pub(crate) no_memory: bool,
+}
+
+/// A whole number of at least 1: clap reports an error with the flag's
+/// name and exit code 2.
+fn at_least_one<T>(value: &str) -> Result<T, String>
+where
+    T: std::str::FromStr + TryFrom<u64>,
+{
+    let n: u64 = value
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{value}' is not a whole number (allowed 1 or more)"))?;
+    if n == 0 {
+        return Err("0 is not allowed (allowed 1 or more)".into());
+    }
+    T::try_from(n).map_err(|_| format!("{n} is too large"))
 }

@@ -2,6 +2,7 @@
 //! events, map errors to exit codes. No orchestration lives here.
 
 mod args;
+mod logging;
 mod render;
 mod runs;
 
@@ -21,14 +22,8 @@ const EXIT_FAILED: u8 = 1;
 const EXIT_BAD_INPUT: u8 = 2;
 
 pub(crate) fn main() -> ExitCode {
-    let mut logger =
-        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"));
-    // ureq-proto traces the raw request bytes, API key included: never
-    // below debug, whatever RUST_LOG says.
-    if std::env::var("RUST_LOG").is_ok_and(|v| v.to_ascii_lowercase().contains("trace")) {
-        logger.filter_module("ureq_proto", log::LevelFilter::Debug);
-    }
-    logger.init();
+    // The API key must never reach the log, whatever RUST_LOG says.
+    logging::init();
     quiet_panics();
     let cli = Cli::parse();
     let code = match cli.command {
@@ -116,8 +111,21 @@ fn run(args: RunArgs) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
-    if args.task.trim().is_empty() {
+    let task = match read_task(args.task.as_deref(), args.task_file.as_deref()) {
+        Ok(task) => task,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    if task.trim().is_empty() {
         eprintln!("error: the task is empty");
+        return EXIT_BAD_INPUT;
+    }
+    // Every model an agent can use is built now, before a run directory
+    // exists: a bad spec is bad input, not a failed run.
+    if let Err(e) = team.check_models() {
+        eprintln!("error: {e}");
         return EXIT_BAD_INPUT;
     }
     let (tx, rx) = crossbeam_channel::unbounded();
@@ -140,8 +148,49 @@ fn run(args: RunArgs) -> u8 {
         args.no_memory,
         args.model.as_deref(),
     );
-    let task = args.task;
     drive_and_report(runtime, rx, args.json, &args.runs_dir, |rt| rt.run(&task))
+}
+
+/// The task from the argument, `--task-file PATH`, or stdin (`-`).
+fn read_task(arg: Option<&str>, file: Option<&Path>) -> Result<String, String> {
+    /// A task larger than this is a mistake (it would not fit a prompt).
+    const MAX_TASK: u64 = 64 * 1024 * 1024;
+    use std::io::Read as _;
+    let from_stdin = |what: &str| {
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .lock()
+            .take(MAX_TASK + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| format!("{what}: reading stdin: {e}"))?;
+        if buf.len() as u64 > MAX_TASK {
+            return Err(format!("{what}: the task on stdin is larger than 64 MiB"));
+        }
+        String::from_utf8(buf).map_err(|_| format!("{what}: the task on stdin is not UTF-8 text"))
+    };
+    match (arg, file) {
+        (Some("-"), _) => from_stdin("task '-'"),
+        (Some(task), _) => Ok(task.to_string()),
+        (None, Some(path)) if path == Path::new("-") => from_stdin("--task-file -"),
+        (None, Some(path)) => {
+            let shown = path.display();
+            let meta = std::fs::metadata(path).map_err(|e| format!("--task-file {shown}: {e}"))?;
+            if meta.is_dir() {
+                return Err(format!("--task-file {shown}: is a directory, not a file"));
+            }
+            if meta.len() > MAX_TASK {
+                return Err(format!("--task-file {shown}: larger than 64 MiB"));
+            }
+            let bytes = std::fs::read(path).map_err(|e| format!("--task-file {shown}: {e}"))?;
+            String::from_utf8(bytes).map_err(|e| {
+                format!(
+                    "--task-file {shown}: not UTF-8 text (bad byte at offset {})",
+                    e.utf8_error().valid_up_to()
+                )
+            })
+        }
+        (None, None) => Err("no task: give it as an argument or with --task-file PATH".into()),
+    }
 }
 
 /// Runs `go` while the renderer thread shows the events from `rx`, then
@@ -218,6 +267,10 @@ fn check(dir: Option<&Path>) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
+    if let Err(e) = team.check_models() {
+        eprintln!("{e}");
+        return EXIT_BAD_INPUT;
+    }
     // Starts the MCP servers the agents use, to list their tools; they end
     // when `tools` drops at the end of this function.
     let tools = match boardroom::ToolRegistry::for_team(&team) {

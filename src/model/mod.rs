@@ -7,6 +7,7 @@
 //! Providers: [`Sim`] (offline, deterministic), [`Scripted`] (exact replies
 //! for tests) and [`OpenAi`] (any OpenAI-compatible HTTP server).
 
+pub(crate) mod duration;
 mod error;
 mod openai;
 mod scripted;

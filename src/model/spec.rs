@@ -5,11 +5,9 @@
 //! - `openai:gpt-4o-mini`, `http://127.0.0.1:8080/v1#model`, `https://...`
 //!   (an OpenAI-compatible endpoint; see [`OpenAi`](super::OpenAi))
 
+use super::{Phase, SharedModel, Sim, SimOptions};
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
-
-use super::{Phase, SharedModel, Sim, SimOptions};
 
 /// A model spec that could not be understood.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +62,7 @@ pub(crate) fn parse_sim_options(options: &str) -> Result<SimOptions, String> {
     for part in options.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (key, value) = part.split_once('=').unwrap_or((part, ""));
         match key {
-            "latency" => o.latency = parse_duration(value)?,
+            "latency" => o.latency = super::duration::SIM_LATENCY.parse("latency", value)?,
             "latency_phases" => {
                 for p in value.split('+') {
                     o.latency_phases.push(parse_phase(p)?);
@@ -115,27 +113,10 @@ fn parse_phase(p: &str) -> Result<Phase, String> {
         .map_err(|_| format!("unknown phase '{p}'"))
 }
 
-/// `50ms`, `1.5s`, `2` (seconds).
-pub(crate) fn parse_duration(value: &str) -> Result<Duration, String> {
-    let v = value.trim();
-    let (num, scale) = if let Some(n) = v.strip_suffix("ms") {
-        (n, 0.001)
-    } else if let Some(n) = v.strip_suffix('s') {
-        (n, 1.0)
-    } else {
-        (v, 1.0)
-    };
-    num.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|x| x.is_finite() && *x >= 0.0)
-        .map(|x| Duration::from_secs_f64(x * scale))
-        .ok_or_else(|| format!("'{value}' is not a duration (try 50ms or 1.5s)"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn sim_specs() {

@@ -46,6 +46,38 @@ AGREE
 Challenge only what you can justify; do not challenge style. If nothing matters
 enough, write AGREE.";
 
+/// The most of one entry's text that other agents' prompts show (64 KiB):
+/// a runaway answer must not multiply into every later prompt. The entry
+/// itself keeps its whole text (on the board, in run.json, in the answer).
+pub(crate) const MAX_ENTRY_IN_PROMPT: usize = 64 * 1024;
+
+/// The board for a prompt, each entry's text cut at [`MAX_ENTRY_IN_PROMPT`].
+fn board_context(board: &[Entry]) -> String {
+    if board.iter().all(|e| e.text.len() <= MAX_ENTRY_IN_PROMPT) {
+        return render_context(board);
+    }
+    let cut: Vec<Entry> = board
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            if e.text.len() > MAX_ENTRY_IN_PROMPT {
+                let mut end = MAX_ENTRY_IN_PROMPT;
+                while !e.text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                let total = e.text.len();
+                e.text.truncate(end);
+                let _ = write!(
+                    e.text,
+                    "\n[cut: this entry is {total} bytes; the first {end} are shown]"
+                );
+            }
+            e
+        })
+        .collect();
+    render_context(&cut)
+}
+
 fn soul_block(agent: &AgentSpec) -> String {
     let mut s = agent.soul.trim().to_string();
     if !agent.notes.trim().is_empty() {
@@ -118,7 +150,7 @@ pub(crate) fn review(
     let mut ask = format!(
         "{}\n\nRound {round} of at most {max_rounds} is over. This is the board:\n\n{}\n\n",
         task_block(task),
-        render_context(board)
+        board_context(board)
     );
     push_feedback(&mut ask, feedback);
     if round >= max_rounds {
@@ -141,7 +173,7 @@ pub(crate) fn final_answer(team: &Team, memory: &str, task: &str, board: &[Entry
             "{}\n\nThe work is over. This is the board:\n\n{}\n\nWrite the complete final answer for \
              the user now, from the best of the board. Write only the answer, with no directives.",
             task_block(task),
-            render_context(board)
+            board_context(board)
         )),
     ]
 }
@@ -169,7 +201,7 @@ pub(crate) fn draft(
 ) -> Vec<Message> {
     let mut ask = task_block(task);
     if !board.is_empty() {
-        let _ = write!(ask, "\n\nThe board so far:\n\n{}", render_context(board));
+        let _ = write!(ask, "\n\nThe board so far:\n\n{}", board_context(board));
     }
     let _ = write!(
         ask,
@@ -194,7 +226,7 @@ pub(crate) fn challenge(
         Message::user(format!(
             "{}\n\nThe board after round {round}:\n\n{}\n\nReply CHALLENGE:<...> or AGREE.",
             task_block(task),
-            render_context(board)
+            board_context(board)
         )),
     ]
 }

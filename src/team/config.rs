@@ -32,13 +32,120 @@ pub enum Process {
 
 /// A model named in `team.yaml`: either a spec string (`sim`,
 /// `sim:latency=50ms`, ...) or a table of settings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum ModelConfig {
     /// A model spec, as `--model` takes it.
     Spec(String),
     /// Settings for an OpenAI-compatible endpoint.
     Endpoint(EndpointConfig),
+}
+
+/// A string is a spec, a mapping is an endpoint. Written by hand (not
+/// `untagged`) so that a bad value inside the mapping is reported as itself,
+/// at its own line, instead of "did not match any variant".
+impl<'de> Deserialize<'de> for ModelConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ModelConfig;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a model spec string or a mapping of endpoint settings")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ModelConfig, E> {
+                Ok(ModelConfig::Spec(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<ModelConfig, A::Error> {
+                // Key by key, so that an error inside a value keeps its
+                // path (`models.gpt.timeout`) and line.
+                let mut c = EndpointConfig::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "base_url" => c.base_url = map.next_value()?,
+                        "model" => c.model = map.next_value()?,
+                        "api_key_env" => c.api_key_env = map.next_value()?,
+                        "timeout" => c.timeout = map.next_value::<CallTimeout>()?.0,
+                        "max_in_flight" => c.max_in_flight = map.next_value::<MaxInFlight>()?.0,
+                        "stream" => c.stream = map.next_value()?,
+                        other => {
+                            return Err(serde::de::Error::unknown_field(other, ENDPOINT_KEYS));
+                        }
+                    }
+                }
+                Ok(ModelConfig::Endpoint(c))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// Keys of an endpoint in `models`.
+const ENDPOINT_KEYS: &[&str] = &[
+    "base_url",
+    "model",
+    "api_key_env",
+    "timeout",
+    "max_in_flight",
+    "stream",
+];
+
+struct CallTimeout(Option<f64>);
+
+impl<'de> Deserialize<'de> for CallTimeout {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        crate::model::duration::de_call_timeout(d).map(CallTimeout)
+    }
+}
+
+struct MaxInFlight(Option<usize>);
+
+impl<'de> Deserialize<'de> for MaxInFlight {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        de_max_in_flight(d).map(MaxInFlight)
+    }
+}
+
+/// Requests in flight to one endpoint: at least 1, at most this.
+pub(crate) const MAX_IN_FLIGHT: usize = 4096;
+
+fn de_max_in_flight<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    /// Checks inside the deserializer's call, so the error has its line.
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Option<usize>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "a number from 1 to {MAX_IN_FLIGHT}")
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_i64(self)
+        }
+        fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Self::Value, E> {
+            match usize::try_from(n) {
+                Ok(n) if (1..=MAX_IN_FLIGHT).contains(&n) => Ok(Some(n)),
+                _ => Err(E::custom(format!(
+                    "{n} is out of range (allowed 1 to {MAX_IN_FLIGHT})"
+                ))),
+            }
+        }
+        fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Self::Value, E> {
+            match usize::try_from(n) {
+                Ok(n) if (1..=MAX_IN_FLIGHT).contains(&n) => Ok(Some(n)),
+                _ => Err(E::custom(format!(
+                    "{n} is out of range (allowed 1 to {MAX_IN_FLIGHT})"
+                ))),
+            }
+        }
+    }
+    d.deserialize_option(V)
 }
 
 /// Settings of an OpenAI-compatible endpoint in `team.yaml`.
@@ -54,11 +161,12 @@ pub struct EndpointConfig {
     /// The environment variable that holds the API key.
     #[serde(default)]
     pub api_key_env: Option<String>,
-    /// Per-call timeout in seconds.
-    #[serde(default)]
+    /// The deadline of one model call in seconds, every retry and wait
+    /// included (default 300; allowed 0.001 to 86400).
+    #[serde(default, deserialize_with = "crate::model::duration::de_call_timeout")]
     pub timeout: Option<f64>,
-    /// Requests in flight at once to this endpoint.
-    #[serde(default)]
+    /// Requests in flight at once to this endpoint (1 to 4096).
+    #[serde(default, deserialize_with = "de_max_in_flight")]
     pub max_in_flight: Option<usize>,
     /// Whether to stream answers over SSE (default true).
     #[serde(default)]
@@ -106,10 +214,7 @@ impl TeamConfig {
     /// A [`TeamError`] naming the file and line of an unknown key or a bad
     /// value.
     pub fn load(path: &Path) -> Result<Self, TeamError> {
-        let text = std::fs::read_to_string(path).map_err(|source| TeamError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = super::read_text(path).map_err(|why| TeamError::in_file(path, why))?;
         let config: TeamConfig = read_checked(path, &text, 1, TEAM_KEYS)?;
         if config.max_rounds == Some(0) {
             let line = super::yaml::key_line(&text, 1, "max_rounds").unwrap_or(1);

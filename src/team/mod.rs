@@ -5,6 +5,7 @@
 //! an optional `team.yaml`. Every mistake is reported with its file and
 //! line.
 
+mod check;
 mod config;
 mod error;
 mod yaml;
@@ -14,6 +15,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) use config::MAX_IN_FLIGHT;
 pub use config::{EndpointConfig, ModelConfig, Process, TeamConfig};
 pub use error::TeamError;
 
@@ -356,6 +358,8 @@ fn check_name(name: &str) -> Result<(), String> {
 /// Splits `---` front matter from the rest; returns (yaml, first yaml line,
 /// notes).
 fn split_front_matter(path: &Path, text: &str) -> Result<(String, usize, String), TeamError> {
+    // A UTF-8 byte order mark (some Windows editors write one) is not text.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut lines = text.lines();
     match lines.next() {
         Some(l) if l.trim_end() == "---" => {}
@@ -382,20 +386,42 @@ fn split_front_matter(path: &Path, text: &str) -> Result<(String, usize, String)
     ))
 }
 
-fn load_agent(path: &Path, souls: &Path) -> Result<AgentSpec, TeamError> {
-    let text = std::fs::read_to_string(path).map_err(|source| TeamError::Io {
-        path: path.to_path_buf(),
-        source,
+/// Reads a team file as text, saying plainly when it is a directory or
+/// not UTF-8. A leading byte order mark is dropped.
+pub(crate) fn read_text(path: &Path) -> Result<String, String> {
+    if path.is_dir() {
+        return Err("is a directory, not a file".into());
+    }
+    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "not found".to_string(),
+        _ => e.to_string(),
     })?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        format!("is not UTF-8 text (a bad byte at line {line}, byte offset {at}): save it as UTF-8")
+    })?;
+    Ok(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => text,
+    })
+}
+
+fn load_agent(path: &Path, souls: &Path) -> Result<AgentSpec, TeamError> {
+    let text = read_text(path).map_err(|why| TeamError::in_file(path, why))?;
     parse_agent(path, &text, |name| {
         let soul_path = souls.join(format!("{name}.md"));
-        match std::fs::read_to_string(&soul_path) {
+        match read_text(&soul_path) {
             Ok(s) if s.trim().is_empty() => {
                 Err(format!("the soul {} is empty", soul_path.display()))
             }
             Ok(s) => Ok(s),
-            Err(_) => Err(format!(
+            Err(why) if why == "not found" => Err(format!(
                 "no soul for '{name}': {} not found",
+                soul_path.display()
+            )),
+            Err(why) => Err(format!(
+                "the soul for '{name}', {}, {why}",
                 soul_path.display()
             )),
         }

@@ -191,3 +191,35 @@ fn the_shipped_team_loads_from_disk_and_built_in() {
     };
     assert_eq!(names(&team), names(&builtin));
 }
+
+/// Issue 8, finding 10: bad values in `models` are reported as themselves,
+/// at their file and line, not as "did not match any variant".
+#[test]
+fn bad_model_settings_name_the_value_file_and_line() {
+    let cases = [
+        (
+            "models:\n  gpt:\n    base_url: http://127.0.0.1:1/v1\n    max_in_flight: -1\n",
+            "team.yaml:4: models.gpt.max_in_flight: -1 is out of range (allowed 1 to 4096)",
+        ),
+        (
+            "models:\n  gpt:\n    timeout: 1e300\n",
+            "team.yaml:3: models.gpt.timeout: 1e300 seconds is out of range (allowed 1ms to 24h)",
+        ),
+        (
+            "models:\n  gpt:\n    timeout: .nan\n",
+            "team.yaml:3: models.gpt.timeout: .nan seconds is out of range (allowed 1ms to 24h)",
+        ),
+        (
+            "models:\n  gpt:\n    timeout: 0\n",
+            "team.yaml:3: models.gpt.timeout: 0 seconds is out of range (allowed 1ms to 24h)",
+        ),
+        (
+            "mcpServers:\n  fs:\n    command: cat\n    timeout: 1e300\n",
+            "team.yaml:4: mcpServers.fs.timeout: 1e300 seconds is out of range (allowed 1ms to 24h)",
+        ),
+    ];
+    for (yaml, want) in cases {
+        let dir = team_dir(&[("master", MASTER, Some("You lead."))], Some(yaml));
+        assert_eq!(rel(dir.path(), &err_text(dir.path())), want, "{yaml}");
+    }
+}

@@ -3,6 +3,12 @@
 //! that scripts each answer (status, headers, body, delay, SSE chunks, or a
 //! dropped connection), and counters of requests and of requests in
 //! progress at once. Every thread is joined when the server drops.
+//!
+//! It injects faults too (issue 8): hang after accept, hang mid-stream, a
+//! stream cut inside an event or cleanly, an endless stream, a huge
+//! streamed answer, a huge single SSE line, an HTML 200, and any status
+//! with any headers (a 401 that echoes the key, a 429 with a huge
+//! `Retry-After`). A hang lasts until the client goes or the server drops.
 
 #![allow(dead_code)] // each test file uses a different part
 
@@ -70,6 +76,17 @@ pub enum Reply {
     Delayed(Duration, Box<Reply>),
     /// Close the connection without answering.
     Drop,
+    /// Read the request and never answer (until the server drops).
+    Hang,
+    /// Stream these pieces, then hang with the connection open.
+    SseThenHang(Vec<String>),
+    /// Stream text chunks without end (until the client goes).
+    EndlessSse,
+    /// A streamed answer of `bytes` bytes of text in 64 KiB chunks, then
+    /// `[DONE]`.
+    HugeSse { bytes: usize },
+    /// One SSE `data:` line of `bytes` bytes of text, then `[DONE]`.
+    HugeLine { bytes: usize },
 }
 
 impl Reply {
@@ -133,6 +150,31 @@ impl Reply {
         ));
         out.push("data: [DONE]\n\n".into());
         Reply::Sse(out)
+    }
+
+    /// `200 text/html`: what a web server answers at a wrong base URL.
+    pub fn html() -> Reply {
+        Reply::status(
+            200,
+            "<!DOCTYPE html>\n<html><head><title>Welcome</title></head><body>It works!</body></html>",
+        )
+        .with_header("Content-Type", "text/html; charset=utf-8")
+    }
+
+    /// A stream cut inside the first event, before any text.
+    pub fn cut_inside_event() -> Reply {
+        Reply::Sse(vec![
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"con".into(),
+        ])
+    }
+
+    /// A stream that ends cleanly between events, without `[DONE]`.
+    pub fn cut_cleanly(pieces: &[&str]) -> Reply {
+        let Reply::Sse(mut all) = Reply::stream(pieces) else {
+            unreachable!()
+        };
+        all.truncate(pieces.len());
+        Reply::Sse(all)
     }
 
     /// A completion in whichever form the request asked for.
@@ -259,7 +301,7 @@ fn serve(stream: TcpStream, s: &Shared) {
         // Counted as in progress from arrival until the answer starts: the
         // client holds its slot over a longer span than that, so this never
         // overcounts the client's concurrency.
-        let keep = write_reply(&mut out, reply, Some(&s.now));
+        let keep = write_reply(&mut out, reply, Some(&s.now), &s.stop);
         if !keep {
             let _ = out.shutdown(Shutdown::Both);
             return;
@@ -343,10 +385,15 @@ fn read_line_patiently(reader: &mut BufReader<TcpStream>, buf: &mut String) -> b
 }
 
 /// Writes a reply; returns whether the connection stays open.
-fn write_reply(out: &mut TcpStream, reply: Reply, now: Option<&AtomicUsize>) -> bool {
+fn write_reply(
+    out: &mut TcpStream,
+    reply: Reply,
+    now: Option<&AtomicUsize>,
+    stop: &AtomicBool,
+) -> bool {
     if let Reply::Delayed(d, inner) = reply {
         std::thread::sleep(d);
-        return write_reply(out, *inner, now);
+        return write_reply(out, *inner, now, stop);
     }
     if let Some(now) = now {
         now.fetch_sub(1, Ordering::SeqCst);
@@ -354,16 +401,26 @@ fn write_reply(out: &mut TcpStream, reply: Reply, now: Option<&AtomicUsize>) -> 
     match reply {
         Reply::Delayed(..) => unreachable!("handled above"),
         Reply::Drop => false,
+        Reply::Hang => {
+            hang(out, stop);
+            false
+        }
         Reply::Plain {
             status,
             headers,
             body,
         } => {
             let mut head = format!(
-                "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+                "HTTP/1.1 {status} {}\r\nContent-Length: {}\r\n",
                 reason(status),
                 body.len()
             );
+            if !headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+            {
+                head.push_str("Content-Type: application/json\r\n");
+            }
             for (n, v) in headers {
                 head.push_str(&format!("{n}: {v}\r\n"));
             }
@@ -376,10 +433,10 @@ fn write_reply(out: &mut TcpStream, reply: Reply, now: Option<&AtomicUsize>) -> 
             out,
             Reply::SseBytes(pieces.into_iter().map(String::into_bytes).collect()),
             None,
+            stop,
         ),
         Reply::SseBytes(pieces) => {
-            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n";
-            if out.write_all(head.as_bytes()).is_err() {
+            if !sse_head(out) {
                 return false;
             }
             for p in pieces {
@@ -390,6 +447,100 @@ fn write_reply(out: &mut TcpStream, reply: Reply, now: Option<&AtomicUsize>) -> 
                 std::thread::sleep(Duration::from_millis(2));
             }
             false
+        }
+        Reply::SseThenHang(pieces) => {
+            if !sse_head(out) {
+                return false;
+            }
+            for p in pieces {
+                if out.write_all(p.as_bytes()).is_err() || out.flush().is_err() {
+                    return false;
+                }
+            }
+            hang(out, stop);
+            false
+        }
+        Reply::EndlessSse => {
+            if !sse_head(out) {
+                return false;
+            }
+            let chunk = text_event("more ");
+            while !stop.load(Ordering::SeqCst) {
+                if out.write_all(chunk.as_bytes()).is_err() || out.flush().is_err() {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            false
+        }
+        Reply::HugeSse { bytes } => {
+            if !sse_head(out) {
+                return false;
+            }
+            let chunk = text_event(&"x".repeat(64 * 1024));
+            let mut sent = 0;
+            while sent < bytes {
+                if stop.load(Ordering::SeqCst) || out.write_all(chunk.as_bytes()).is_err() {
+                    return false;
+                }
+                sent += 64 * 1024;
+            }
+            let _ = out.write_all(b"data: [DONE]\n\n");
+            let _ = out.flush();
+            false
+        }
+        Reply::HugeLine { bytes } => {
+            if !sse_head(out) {
+                return false;
+            }
+            let head = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"";
+            if out.write_all(head.as_bytes()).is_err() {
+                return false;
+            }
+            let piece = vec![b'y'; 64 * 1024];
+            let mut sent = 0;
+            while sent < bytes {
+                if stop.load(Ordering::SeqCst) || out.write_all(&piece).is_err() {
+                    return false;
+                }
+                sent += piece.len();
+            }
+            let _ = out.write_all(b"\"}}]}\n\ndata: [DONE]\n\n");
+            let _ = out.flush();
+            false
+        }
+    }
+}
+
+/// The head of a `text/event-stream` answer.
+fn sse_head(out: &mut TcpStream) -> bool {
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n";
+    out.write_all(head.as_bytes()).is_ok() && out.flush().is_ok()
+}
+
+/// One streamed chunk carrying `text`.
+fn text_event(text: &str) -> String {
+    format!(
+        "data: {}\n\n",
+        serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
+    )
+}
+
+/// Keeps the connection open, answering nothing, until the client closes
+/// it or the server stops.
+fn hang(out: &mut TcpStream, stop: &AtomicBool) {
+    let _ = out.set_read_timeout(Some(Duration::from_millis(20)));
+    let mut buf = [0u8; 1024];
+    while !stop.load(Ordering::SeqCst) {
+        match out.read(&mut buf) {
+            Ok(0) => return, // the client went
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return,
         }
     }
 }

@@ -43,6 +43,20 @@ impl Limit {
     }
 }
 
+impl Limit {
+    /// As [`Limit::acquire`], but gives up at `deadline` (`None`).
+    pub(crate) fn acquire_until(&self, deadline: std::time::Instant) -> Option<Permit<'_>> {
+        let mut in_use = self.in_use.lock();
+        while *in_use >= self.max {
+            if self.freed.wait_until(&mut in_use, deadline).timed_out() && *in_use >= self.max {
+                return None;
+            }
+        }
+        *in_use += 1;
+        Some(Permit { limit: self })
+    }
+}
+
 impl Drop for Permit<'_> {
     fn drop(&mut self) {
         *self.limit.in_use.lock() -= 1;
@@ -75,5 +89,15 @@ mod tests {
         });
         assert!(peak.load(Ordering::SeqCst) <= 3);
         assert_eq!(*limit.in_use.lock(), 0);
+    }
+
+    #[test]
+    fn acquire_until_gives_up_at_the_deadline() {
+        let limit = Limit::new(1);
+        let held = limit.acquire();
+        let soon = std::time::Instant::now() + std::time::Duration::from_millis(20);
+        assert!(limit.acquire_until(soon).is_none());
+        drop(held);
+        assert!(limit.acquire_until(soon).is_some());
     }
 }

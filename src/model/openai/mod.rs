@@ -3,9 +3,12 @@
 //! vLLM, LM Studio and anything else that speaks the same JSON.
 //!
 //! Around every call: the endpoint's in-flight limit (shared by every agent
-//! that uses this model), and the transport retry (429 with `Retry-After`,
-//! 5xx, timeouts, resets; exponential backoff with full jitter). The API
-//! key is kept in a wrapper that never prints it.
+//! that uses this model), the transport retry (429 with `Retry-After`,
+//! 5xx, timeouts, resets; exponential backoff with full jitter), and one
+//! deadline for the whole call that every attempt and wait counts against
+//! (each attempt's socket timeouts are what is left of it). The API key is
+//! kept in a wrapper that never prints it, and masked in anything a server
+//! echoes back before that is shortened.
 
 mod limit;
 mod retry;
@@ -64,6 +67,7 @@ struct Inner {
     key: Option<ApiKey>,
     key_env: String,
     stream: bool,
+    timeout: Duration,
     agent: ureq::Agent,
     limit: Limit,
     retry: RetryPolicy,
@@ -137,16 +141,20 @@ impl OpenAiBuilder {
         self
     }
 
-    /// The timeout of one attempt, answer included (default 120 s).
+    /// The deadline of one call (default 300 s): every attempt, the answer
+    /// and every wait between attempts count against it, and an attempt's
+    /// socket timeouts are what is left of it. The clock starts when the
+    /// call first holds an in-flight slot (waiting behind other calls to
+    /// the same endpoint is bounded by their deadlines).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
-    /// Requests in flight at once through this model (default 8); more
-    /// callers wait for a slot.
+    /// Requests in flight at once through this model (default 8, at least
+    /// 1, at most 4096); more callers wait for a slot.
     pub fn max_in_flight(mut self, n: usize) -> Self {
-        self.max_in_flight = n.max(1);
+        self.max_in_flight = n.clamp(1, 4096);
         self
     }
 
@@ -174,7 +182,8 @@ impl OpenAiBuilder {
     /// # Errors
     ///
     /// A [`ModelSpecError`](crate::ModelSpecError) when the base URL is not
-    /// `http://` or `https://`, or the model name is empty.
+    /// an `http://` or `https://` URL, the model name is empty, or the
+    /// timeout is out of range (1 ms to 24 h).
     pub fn build(self) -> Result<OpenAi, crate::ModelSpecError> {
         let err = |detail: String| crate::ModelSpecError {
             spec: redact_url(&self.base_url),
@@ -186,13 +195,30 @@ impl OpenAiBuilder {
                 "the base url must start with http:// or https://".into()
             ));
         }
+        if let Err(e) = format!("{base}/chat/completions").parse::<ureq::http::Uri>() {
+            return Err(err(format!("the base url is not a valid url: {e}")));
+        }
+        if base
+            .split_once("://")
+            .is_none_or(|(_, rest)| rest.split(['/', '?', '#']).next().is_none_or(str::is_empty))
+        {
+            return Err(err("the base url has no host".into()));
+        }
         if self.model.trim().is_empty() {
             return Err(err("no model name (add #MODEL to the url)".into()));
         }
+        let timeout = crate::model::duration::CALL_TIMEOUT;
+        if self.timeout < timeout.min || self.timeout > timeout.max {
+            return Err(err(format!(
+                "timeout: {} is out of range (allowed {})",
+                crate::model::duration::human(self.timeout),
+                timeout.describe()
+            )));
+        }
+        // Timeouts are set per attempt, from the time left before the
+        // call's deadline.
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_global(Some(self.timeout))
-            .timeout_connect(Some(self.timeout.min(Duration::from_secs(10))))
             .max_idle_connections_per_host(self.max_in_flight.max(3))
             .build();
         Ok(OpenAi {
@@ -205,6 +231,7 @@ impl OpenAiBuilder {
                 key: self.key,
                 key_env: self.key_env,
                 stream: self.stream,
+                timeout: self.timeout,
                 agent: config.into(),
                 limit: Limit::new(self.max_in_flight),
                 retry: self.retry,
@@ -226,7 +253,7 @@ impl OpenAi {
             model: model.into(),
             key: None,
             key_env: String::new(),
-            timeout: Duration::from_secs(120),
+            timeout: Duration::from_secs(300),
             max_in_flight: 8,
             stream: true,
             retry: RetryPolicy::default(),
@@ -278,6 +305,40 @@ pub(crate) fn redact_url(url: &str) -> String {
     }
 }
 
+/// The shortest piece of the key that is masked where it appears.
+const KEY_PREFIX_MASKED: usize = 8;
+
+/// `text` with the key, and any piece of it of 8 characters or more from
+/// its start (a server may echo a cut key), replaced by `***`.
+pub(crate) fn mask_key(text: &str, key: &str) -> String {
+    let key = key.as_bytes();
+    if key.is_empty() {
+        return text.to_string();
+    }
+    let probe = &key[..key.len().min(KEY_PREFIX_MASKED)];
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i..].starts_with(probe) {
+            let len = bytes[i..]
+                .iter()
+                .zip(key)
+                .take_while(|(a, b)| a == b)
+                .count();
+            out.extend_from_slice(b"***");
+            i += len;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    // A match can end inside a multi-byte character only where the key
+    // and the text share that character's first bytes: lossy keeps that
+    // rare case printable.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
 /// Why one attempt failed.
 enum Failure {
     /// Worth another attempt (after `retry_after`, if the server said).
@@ -301,26 +362,33 @@ impl ChatModel for OpenAi {
     ) -> Result<ChatResponse, ModelError> {
         let i = &self.inner;
         let body = wire::request_body(&i.model, request, i.stream).to_string();
-        let mut spent = Duration::ZERO;
+        // The deadline starts once the call holds its first slot: waiting
+        // behind other calls is bounded by their own deadlines.
+        let mut first_slot = Some(i.limit.acquire());
+        let deadline = Instant::now() + i.timeout;
         let mut attempt = 0u32;
         loop {
             attempt += 1;
             let mut delivered = false;
-            let started = Instant::now();
             let outcome = {
-                let _slot = i.limit.acquire();
+                let slot = match first_slot.take() {
+                    Some(slot) => Some(slot),
+                    None => i.limit.acquire_until(deadline),
+                };
+                let Some(_slot) = slot else {
+                    return Err(self.past_deadline(attempt - 1));
+                };
                 log::debug!(
                     "{}: POST {} for {} (attempt {attempt})",
                     i.label,
                     redact_url(&i.url),
                     request.agent
                 );
-                self.attempt(&body, request, &mut |d: &str| {
+                self.attempt(&body, request, deadline, &mut |d: &str| {
                     delivered = true;
                     on_delta(d);
                 })
             };
-            spent += started.elapsed();
             let (error, retry_after) = match outcome {
                 Ok(mut response) => {
                     response.retries = attempt - 1;
@@ -329,15 +397,25 @@ impl ChatModel for OpenAi {
                 Err(Failure::Fatal(e)) => return Err(with_attempts(e, attempt)),
                 Err(Failure::Retry { error, retry_after }) => (error, retry_after),
             };
+            if Instant::now() >= deadline {
+                return Err(self.past_deadline(attempt));
+            }
             // Text already shown cannot be taken back: no retry mid-answer.
             let wait = if delivered {
                 None
             } else {
-                i.retry.next_wait(attempt, retry_after, spent)
+                i.retry.next_wait(attempt, retry_after)
             };
             let Some(wait) = wait else {
                 return Err(with_attempts(error, attempt));
             };
+            if Instant::now() + wait >= deadline {
+                let error = match retry_after {
+                    Some(asked) => self.over_deadline(error, asked),
+                    None => error,
+                };
+                return Err(with_attempts(error, attempt));
+            }
             log::info!(
                 "{}: {error}; retrying in {} ms (attempt {} of {})",
                 i.label,
@@ -347,7 +425,6 @@ impl ChatModel for OpenAi {
             );
             i.waits.lock().push(wait);
             (i.sleep)(wait);
-            spent += wait;
         }
     }
 }
@@ -366,12 +443,20 @@ impl OpenAi {
         &self,
         body: &str,
         request: &ChatRequest,
+        deadline: Instant,
         on_delta: &mut dyn FnMut(&str),
     ) -> Result<ChatResponse, Failure> {
         let i = &self.inner;
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1));
         let mut req = i
             .agent
             .post(&i.url)
+            .config()
+            .timeout_global(Some(left))
+            .timeout_connect(Some(left.min(Duration::from_secs(10))))
+            .build()
             .header("Content-Type", "application/json");
         if i.stream {
             req = req.header("Accept", "text/event-stream");
@@ -395,29 +480,40 @@ impl OpenAi {
                 .limit(64 * 1024)
                 .read_to_string()
                 .unwrap_or_default();
-            let error = self.http_error(status, &wire::error_detail(&text));
+            // Mask the key first, then shorten: a cut must never leave a
+            // piece of the key that the mask no longer recognises.
+            let error = self.http_error(status, &wire::error_detail(&self.redact(&text)));
             return Err(if retry::retryable_status(status) {
                 Failure::Retry { error, retry_after }
             } else {
                 Failure::Fatal(error)
             });
         }
-        let is_sse = response
+        let content_type = response
             .headers()
             .get("content-type")
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.contains("text/event-stream"));
+            .unwrap_or("")
+            .to_string();
+        let is_sse = content_type.contains("text/event-stream");
         if is_sse {
             return self.read_stream(response.into_body().into_reader(), request, on_delta);
         }
         let text = response
             .body_mut()
             .with_config()
-            .limit(32 * 1024 * 1024)
+            .limit(wire::MAX_ANSWER_BYTES)
             .read_to_string()
-            .map_err(|e| self.transport(&format!("reading the answer: {e}"), true))?;
-        let json: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| Failure::Fatal(self.bad(format!("not json: {e}"))))?;
+            .map_err(|e| match e {
+                ureq::Error::BodyExceedsLimit(_) => Failure::Fatal(self.bad(format!(
+                    "the answer is larger than {} MiB",
+                    wire::MAX_ANSWER_BYTES >> 20
+                ))),
+                e => self.transport(&format!("reading the answer: {e}"), true),
+            })?;
+        let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            Failure::Fatal(self.bad(wire::not_json(&content_type, &self.redact(&text), &e)))
+        })?;
         let answer =
             wire::parse_response(request, &json).map_err(|e| Failure::Fatal(self.bad(e)))?;
         if !answer.text.is_empty() {
@@ -443,11 +539,21 @@ impl OpenAi {
                 decoder.finish()
             } else {
                 decoder.push(&buf[..n])
-            };
+            }
+            .map_err(|e| Failure::Fatal(self.bad(e)))?;
             for data in events {
-                let delta = state
-                    .apply(&data)
-                    .map_err(|e| Failure::Fatal(self.bad(self.redact(&e))))?;
+                let delta = match state.apply(&data) {
+                    Ok(delta) => delta,
+                    // The connection ended inside an event: a cut, not a
+                    // bad answer (retried where no text was shown yet).
+                    Err(wire::StreamError::Chunk(e)) if n == 0 => {
+                        return Err(self.transport(
+                            &format!("the stream was cut inside an event ({e})"),
+                            true,
+                        ));
+                    }
+                    Err(e) => return Err(Failure::Fatal(self.bad(self.redact(&e.to_string())))),
+                };
                 if let Some(delta) = delta {
                     on_delta(&delta);
                 }
@@ -462,10 +568,41 @@ impl OpenAi {
         Ok(state.finish(request))
     }
 
+    /// The call ran out of time.
+    fn past_deadline(&self, attempts: u32) -> ModelError {
+        ModelError::Transport {
+            model: self.inner.label.clone(),
+            detail: format!(
+                "no complete answer within the call deadline of {} (every attempt and wait \
+                 included; change it with timeout= in the model spec or timeout: in team.yaml)",
+                crate::model::duration::human(self.inner.timeout)
+            ),
+            attempts: attempts.max(1),
+        }
+    }
+
+    /// The server asked for a wait (`Retry-After`) that would end past the
+    /// call's deadline: say so instead of failing without a reason.
+    fn over_deadline(&self, mut error: ModelError, asked: Duration) -> ModelError {
+        let note = format!(
+            "the server asked to wait {} s (Retry-After), which is over the call deadline of {}",
+            asked.as_secs_f64().ceil() as u64,
+            crate::model::duration::human(self.inner.timeout)
+        );
+        if let ModelError::Http { detail, .. } | ModelError::Transport { detail, .. } = &mut error {
+            *detail = if detail.is_empty() {
+                note
+            } else {
+                format!("{note} (server said: {detail})")
+            };
+        }
+        error
+    }
+
     fn redact(&self, text: &str) -> String {
         match &self.inner.key {
-            Some(key) if !key.0.is_empty() => text.replace(&key.0, "***"),
-            _ => text.to_string(),
+            Some(key) => mask_key(text, &key.0),
+            None => text.to_string(),
         }
     }
 
@@ -538,6 +675,21 @@ fn retryable_error(e: &ureq::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_key_and_any_long_prefix_of_it_are_masked() {
+        let key = "sk-abcdefghijklmnop";
+        assert_eq!(mask_key("say sk-abcdefghijklmnop now", key), "say *** now");
+        // A server that echoes a cut key: 8 characters or more are masked.
+        assert_eq!(mask_key("got sk-abcde…", key), "got ***…");
+        assert_eq!(mask_key("got sk-abcd", key), "got sk-abcd");
+        assert_eq!(
+            mask_key("twice sk-abcdefgh sk-abcdefghij", key),
+            "twice *** ***"
+        );
+        assert_eq!(mask_key("é sk-abcdefghijklmnopé", key), "é ***é");
+        assert_eq!(mask_key("anything", ""), "anything");
+    }
 
     #[test]
     fn key_and_credentials_never_print() {

@@ -10,8 +10,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// The wait before attempt `n + 1` is a random duration in
 /// `0..=min(max_delay, base_delay * 2^(n-1))` ("full jitter"), unless the
 /// server sent `Retry-After`, which is honoured as given. The call gives up
-/// after `max_attempts` attempts, or when the next wait would take the time
-/// spent past `max_total`.
+/// after `max_attempts` attempts, or when the next wait would end past the
+/// call's deadline ([`OpenAiBuilder::timeout`](crate::OpenAiBuilder::timeout),
+/// default 300 s, which every attempt and wait counts against).
 ///
 /// # Examples
 ///
@@ -31,8 +32,6 @@ pub struct RetryPolicy {
     pub base_delay: Duration,
     /// The largest backoff ceiling.
     pub max_delay: Duration,
-    /// The longest a call may take, waits included, before it gives up.
-    pub max_total: Duration,
 }
 
 impl Default for RetryPolicy {
@@ -41,7 +40,6 @@ impl Default for RetryPolicy {
             max_attempts: 5,
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(30),
-            max_total: Duration::from_secs(300),
         }
     }
 }
@@ -54,12 +52,12 @@ pub(crate) fn retryable_status(status: u16) -> bool {
 
 impl RetryPolicy {
     /// The wait before the attempt after `attempt` (1-based) failed, or
-    /// `None` to give up. `spent` is the time the call has taken so far.
+    /// `None` when the attempts are used up. The caller checks the wait
+    /// against the time left before the call's deadline.
     pub(crate) fn next_wait(
         &self,
         attempt: u32,
         retry_after: Option<Duration>,
-        spent: Duration,
     ) -> Option<Duration> {
         if attempt >= self.max_attempts.max(1) {
             return None;
@@ -72,7 +70,7 @@ impl RetryPolicy {
                 jitter(ceiling)
             }
         };
-        (spent.saturating_add(wait) <= self.max_total).then_some(wait)
+        Some(wait)
     }
 }
 
@@ -183,17 +181,15 @@ mod tests {
             max_attempts: 4,
             base_delay: Duration::from_millis(100),
             max_delay: Duration::from_millis(300),
-            max_total: Duration::from_secs(10),
         };
         for _ in 0..200 {
-            assert!(p.next_wait(1, None, Duration::ZERO).unwrap() <= Duration::from_millis(100));
-            assert!(p.next_wait(2, None, Duration::ZERO).unwrap() <= Duration::from_millis(200));
-            assert!(p.next_wait(3, None, Duration::ZERO).unwrap() <= Duration::from_millis(300));
+            assert!(p.next_wait(1, None).unwrap() <= Duration::from_millis(100));
+            assert!(p.next_wait(2, None).unwrap() <= Duration::from_millis(200));
+            assert!(p.next_wait(3, None).unwrap() <= Duration::from_millis(300));
         }
-        assert_eq!(p.next_wait(4, None, Duration::ZERO), None);
+        assert_eq!(p.next_wait(4, None), None);
         let after = Some(Duration::from_secs(2));
-        assert_eq!(p.next_wait(1, after, Duration::ZERO), after);
-        assert_eq!(p.next_wait(1, after, Duration::from_secs(9)), None);
+        assert_eq!(p.next_wait(1, after), after);
         assert!(retryable_status(429) && retryable_status(503) && !retryable_status(401));
     }
 }

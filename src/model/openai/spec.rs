@@ -6,11 +6,9 @@
 //! - options after a comma: `openai:gpt-4o-mini,stream=false,max_in_flight=4,
 //!   timeout=30s,key_env=MY_KEY`.
 
-use std::time::Duration;
-
 use super::{OpenAi, OpenAiBuilder, env_base_url, redact_url};
 use crate::model::ModelSpecError;
-use crate::model::spec::parse_duration;
+use crate::model::duration::CALL_TIMEOUT;
 use crate::team::EndpointConfig;
 
 /// Builds the model a spec names (`openai:...`, `http://...`, `https://...`).
@@ -53,10 +51,18 @@ fn apply_options(mut b: OpenAiBuilder, options: &str) -> Result<OpenAiBuilder, S
             "stream" => b.stream(parse_bool(value)?),
             "max_in_flight" => b.max_in_flight(
                 value
+                    .trim()
                     .parse()
-                    .map_err(|_| format!("max_in_flight: '{value}' is not a number"))?,
+                    .ok()
+                    .filter(|n| (1..=crate::team::MAX_IN_FLIGHT).contains(n))
+                    .ok_or_else(|| {
+                        format!(
+                            "max_in_flight: '{value}' is out of range (allowed 1 to {})",
+                            crate::team::MAX_IN_FLIGHT
+                        )
+                    })?,
             ),
-            "timeout" => b.timeout(parse_duration(value)?),
+            "timeout" => b.timeout(CALL_TIMEOUT.parse("timeout", value)?),
             "key_env" if !value.is_empty() => b.api_key_env(value),
             _ => {
                 return Err(format!(
@@ -88,13 +94,13 @@ pub(crate) fn from_endpoint(name: &str, cfg: &EndpointConfig) -> Result<OpenAi, 
         .label(name)
         .api_key_env(cfg.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY"));
     if let Some(t) = cfg.timeout {
-        if !(t.is_finite() && t > 0.0) {
-            return Err(ModelSpecError {
+        let t = CALL_TIMEOUT
+            .check_secs_f64("timeout", t)
+            .map_err(|detail| ModelSpecError {
                 spec: name.to_string(),
-                detail: format!("timeout {t} must be a positive number of seconds"),
-            });
-        }
-        b = b.timeout(Duration::from_secs_f64(t));
+                detail,
+            })?;
+        b = b.timeout(t);
     }
     if let Some(n) = cfg.max_in_flight {
         b = b.max_in_flight(n);

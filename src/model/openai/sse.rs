@@ -2,60 +2,105 @@
 //! character may be split across reads, events end at a blank line, and
 //! only `data:` fields matter here (several join with a newline).
 
-/// Turns a byte stream into the data of each complete event.
+/// The largest event taken from a stream (32 MiB, as an answer): a line
+/// or an event that grows past it is an error, not an allocation.
+pub(crate) const MAX_EVENT_BYTES: usize = 32 * 1024 * 1024;
+
+/// Turns a byte stream into the data of each complete event. Every byte is
+/// looked at a bounded number of times however long its line: decoding is
+/// linear in the stream's length.
 #[derive(Debug, Default)]
 pub(crate) struct SseDecoder {
-    /// Bytes of an unfinished line.
+    /// Bytes of an unfinished line (never holds a newline).
     pending: Vec<u8>,
     /// `data:` lines of the event being read.
     data: Vec<String>,
+    /// Bytes held in `data`.
+    data_len: usize,
+    /// Bytes scanned for line ends so far (to prove linearity in tests).
+    scanned: u64,
 }
 
 impl SseDecoder {
     /// Feeds the next bytes; returns the data of every event they complete.
-    pub(crate) fn push(&mut self, bytes: &[u8]) -> Vec<String> {
+    ///
+    /// # Errors
+    ///
+    /// A line or an event larger than [`MAX_EVENT_BYTES`].
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<Vec<String>, String> {
         let mut out = Vec::new();
-        self.pending.extend_from_slice(bytes);
-        while let Some(pos) = self.pending.iter().position(|&b| b == b'\n') {
-            let mut line: Vec<u8> = self.pending.drain(..=pos).collect();
-            line.pop();
+        let mut rest = bytes;
+        // Only the new bytes are searched: `pending` holds no newline.
+        while let Some(pos) = rest.iter().position(|&b| b == b'\n') {
+            self.scanned += pos as u64 + 1;
+            let mut line = std::mem::take(&mut self.pending);
+            line.extend_from_slice(&rest[..pos]);
             if line.last() == Some(&b'\r') {
                 line.pop();
             }
-            self.line(&String::from_utf8_lossy(&line), &mut out);
+            self.line(&String::from_utf8_lossy(&line), &mut out)?;
+            rest = &rest[pos + 1..];
         }
-        out
+        self.scanned += rest.len() as u64;
+        self.pending.extend_from_slice(rest);
+        if self.pending.len() + self.data_len > MAX_EVENT_BYTES {
+            return Err(too_large());
+        }
+        Ok(out)
     }
 
     /// The end of the stream: the last event, if it was not closed by a
     /// blank line.
-    pub(crate) fn finish(&mut self) -> Vec<String> {
+    ///
+    /// # Errors
+    ///
+    /// As [`SseDecoder::push`].
+    pub(crate) fn finish(&mut self) -> Result<Vec<String>, String> {
         let mut out = Vec::new();
         if !self.pending.is_empty() {
             let line = String::from_utf8_lossy(&std::mem::take(&mut self.pending)).into_owned();
-            self.line(line.trim_end_matches('\r'), &mut out);
+            self.line(line.trim_end_matches('\r'), &mut out)?;
         }
-        self.line("", &mut out);
-        out
+        self.line("", &mut out)?;
+        Ok(out)
     }
 
-    fn line(&mut self, line: &str, out: &mut Vec<String>) {
+    /// Bytes looked at so far.
+    #[cfg(test)]
+    pub(crate) fn scanned(&self) -> u64 {
+        self.scanned
+    }
+
+    fn line(&mut self, line: &str, out: &mut Vec<String>) -> Result<(), String> {
         if line.is_empty() {
             if !self.data.is_empty() {
                 out.push(self.data.join("\n"));
                 self.data.clear();
+                self.data_len = 0;
             }
-            return;
+            return Ok(());
         }
         if line.starts_with(':') {
-            return; // a comment (keep-alive)
+            return Ok(()); // a comment (keep-alive)
         }
         let (field, value) = line.split_once(':').unwrap_or((line, ""));
         if field == "data" {
-            self.data
-                .push(value.strip_prefix(' ').unwrap_or(value).to_string());
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            self.data_len += value.len() + 1;
+            if self.data_len > MAX_EVENT_BYTES {
+                return Err(too_large());
+            }
+            self.data.push(value.to_string());
         }
+        Ok(())
     }
+}
+
+fn too_large() -> String {
+    format!(
+        "a server-sent event larger than {} MiB",
+        MAX_EVENT_BYTES >> 20
+    )
 }
 
 #[cfg(test)]
@@ -72,9 +117,9 @@ mod tests {
             let mut d = SseDecoder::default();
             let mut got = Vec::new();
             for chunk in bytes.chunks(size) {
-                got.extend(d.push(chunk));
+                got.extend(d.push(chunk).unwrap());
             }
-            got.extend(d.finish());
+            got.extend(d.finish().unwrap());
             assert_eq!(got, want, "chunk size {size}");
         }
     }
@@ -82,7 +127,44 @@ mod tests {
     #[test]
     fn unterminated_last_event() {
         let mut d = SseDecoder::default();
-        assert!(d.push(b"data: tail").is_empty());
-        assert_eq!(d.finish(), vec!["tail"]);
+        assert!(d.push(b"data: tail").unwrap().is_empty());
+        assert_eq!(d.finish().unwrap(), vec!["tail"]);
+    }
+
+    /// Issue 8, finding 7: one 16 MiB line in 8 KiB reads is decoded by
+    /// looking at each byte once (the old decoder rescanned the whole
+    /// pending line on every read: quadratic), and a line past the cap is
+    /// an error, not an allocation.
+    #[test]
+    fn a_huge_line_is_linear_and_capped() {
+        let mut d = SseDecoder::default();
+        let line_len = 16 * 1024 * 1024;
+        let mut fed = 0u64;
+        let head = b"data: \"";
+        fed += head.len() as u64;
+        d.push(head).unwrap();
+        let chunk = vec![b'x'; 8192];
+        for _ in 0..line_len / chunk.len() {
+            assert!(d.push(&chunk).unwrap().is_empty());
+            fed += chunk.len() as u64;
+        }
+        let got = d.push(b"\"\n\n").unwrap();
+        fed += 3;
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].len(), line_len + 2);
+        assert_eq!(d.scanned(), fed, "every byte looked at once");
+
+        let mut d = SseDecoder::default();
+        let mut err = None;
+        for _ in 0..(MAX_EVENT_BYTES / chunk.len() + 2) {
+            if let Err(e) = d.push(&chunk) {
+                err = Some(e);
+                break;
+            }
+        }
+        assert_eq!(
+            err.as_deref(),
+            Some("a server-sent event larger than 32 MiB")
+        );
     }
 }

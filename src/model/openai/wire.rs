@@ -155,6 +155,65 @@ fn str_at(v: &Value, path: &[&str]) -> String {
         .to_string()
 }
 
+/// The largest answer taken from a server, streamed or not (32 MiB): its
+/// text and tool-call arguments together, or one whole response body.
+pub(crate) const MAX_ANSWER_BYTES: u64 = 32 * 1024 * 1024;
+
+/// Why a streamed event could not be applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StreamError {
+    /// The event's data is not a JSON chunk (a cut connection, where the
+    /// stream ended inside it).
+    Chunk(String),
+    /// The server said something is wrong, or the answer is too large.
+    Answer(String),
+}
+
+impl std::fmt::Display for StreamError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StreamError::Chunk(e) => write!(f, "bad stream chunk: {e}"),
+            StreamError::Answer(e) => f.write_str(e),
+        }
+    }
+}
+
+/// A body that is not JSON, described for a person: HTML gets its own
+/// words (a wrong base URL usually), and the first bytes are shown.
+pub(crate) fn not_json(content_type: &str, body: &str, e: &serde_json::Error) -> String {
+    let start: String = body
+        .trim_start()
+        .chars()
+        .take(120)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let more = if body.trim_start().chars().count() > 120 {
+        "…"
+    } else {
+        ""
+    };
+    let looks_html = content_type.contains("html")
+        || start
+            .get(..5)
+            .is_some_and(|s| s.eq_ignore_ascii_case("<!doc"))
+        || start
+            .get(..5)
+            .is_some_and(|s| s.eq_ignore_ascii_case("<html"));
+    if looks_html {
+        let ct = if content_type.is_empty() {
+            "no content-type"
+        } else {
+            content_type
+        };
+        format!(
+            "the server answered HTML ({ct}), not JSON: is the base url the API's \
+             (it usually ends in /v1)? it began: {start}{more}"
+        )
+    } else {
+        format!("not json ({e}); it began: {start}{more}")
+    }
+}
+
 /// Tool calls one streamed reply may hold.
 const MAX_STREAMED_TOOL_CALLS: u64 = 128;
 
@@ -165,21 +224,26 @@ pub(crate) struct StreamState {
     calls: Vec<ToolCall>,
     usage: Option<Usage>,
     finish: Option<FinishReason>,
+    /// Bytes of text and tool-call arguments so far.
+    size: u64,
     /// Whether `[DONE]` (or a final chunk) arrived.
     pub(crate) done: bool,
 }
 
 impl StreamState {
     /// Applies one event's data; returns the text delta it carried.
-    pub(crate) fn apply(&mut self, data: &str) -> Result<Option<String>, String> {
+    pub(crate) fn apply(&mut self, data: &str) -> Result<Option<String>, StreamError> {
         if data.trim() == "[DONE]" {
             self.done = true;
             return Ok(None);
         }
         let chunk: Value =
-            serde_json::from_str(data).map_err(|e| format!("bad stream chunk: {e}"))?;
+            serde_json::from_str(data).map_err(|e| StreamError::Chunk(e.to_string()))?;
         if let Some(err) = chunk.get("error") {
-            return Err(format!("error in stream: {}", short(err)));
+            return Err(StreamError::Answer(format!(
+                "error in stream: {}",
+                short(err)
+            )));
         }
         if let Some(u) = chunk.get("usage").and_then(usage) {
             self.usage = Some(u);
@@ -202,9 +266,9 @@ impl StreamState {
             let index = c.get("index").and_then(Value::as_u64).unwrap_or(0);
             // The index comes from the server: never let it size our memory.
             if index >= MAX_STREAMED_TOOL_CALLS {
-                return Err(format!(
+                return Err(StreamError::Answer(format!(
                     "tool call index {index} in stream (at most {MAX_STREAMED_TOOL_CALLS} calls a reply)"
-                ));
+                )));
             }
             let index = index as usize;
             while self.calls.len() <= index {
@@ -214,19 +278,33 @@ impl StreamState {
                     arguments: String::new(),
                 });
             }
+            let args = str_at(c, &["function", "arguments"]);
+            self.grow(args.len())?;
             let call = &mut self.calls[index];
             call.id.push_str(&str_at(c, &["id"]));
             call.name.push_str(&str_at(c, &["function", "name"]));
-            call.arguments
-                .push_str(&str_at(c, &["function", "arguments"]));
+            call.arguments.push_str(&args);
         }
         match delta.get("content").and_then(Value::as_str) {
             Some(text) if !text.is_empty() => {
+                self.grow(text.len())?;
                 self.text.push_str(text);
                 Ok(Some(text.to_string()))
             }
             _ => Ok(None),
         }
+    }
+
+    /// Counts `n` more bytes of answer against [`MAX_ANSWER_BYTES`].
+    fn grow(&mut self, n: usize) -> Result<(), StreamError> {
+        self.size = self.size.saturating_add(n as u64);
+        if self.size > MAX_ANSWER_BYTES {
+            return Err(StreamError::Answer(format!(
+                "the streamed answer is larger than {} MiB",
+                MAX_ANSWER_BYTES >> 20
+            )));
+        }
+        Ok(())
     }
 
     /// The complete answer.
@@ -356,7 +434,7 @@ mod tests {
         let mut s = StreamState::default();
         let chunk = r#"{"choices":[{"delta":{"tool_calls":[{"index":4000000000,"function":{"name":"x"}}]}}]}"#;
         assert_eq!(
-            s.apply(chunk).unwrap_err(),
+            s.apply(chunk).unwrap_err().to_string(),
             "tool call index 4000000000 in stream (at most 128 calls a reply)"
         );
     }

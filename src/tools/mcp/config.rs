@@ -30,8 +30,8 @@ pub struct McpServerConfig {
     /// The working directory (relative paths: from the team directory).
     #[serde(default)]
     pub cwd: Option<String>,
-    /// Seconds a tool call may take (default 60).
-    #[serde(default)]
+    /// Seconds a tool call may take (default 60; allowed 0.001 to 86400).
+    #[serde(default, deserialize_with = "crate::model::duration::de_mcp_timeout")]
     pub timeout: Option<f64>,
     /// The server's URL (Streamable HTTP servers); `${VAR}` is filled from
     /// the environment.

@@ -84,8 +84,12 @@ impl McpPool {
             })?;
             let timeout = config
                 .timeout
-                .filter(|t| t.is_finite() && *t > 0.0)
-                .map_or(DEFAULT_CALL_TIMEOUT, Duration::from_secs_f64);
+                .and_then(|t| {
+                    crate::model::duration::MCP_TIMEOUT
+                        .check_secs_f64("timeout", t)
+                        .ok()
+                })
+                .unwrap_or(DEFAULT_CALL_TIMEOUT);
             pool.servers.insert(
                 name.clone(),
                 Server {

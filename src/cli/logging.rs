@@ -1,0 +1,66 @@
+//! Logging: `env_logger` as `RUST_LOG` asks, behind a guard that no filter
+//! text can get past. `ureq_proto` logs the raw bytes of every request at
+//! trace level (the `Authorization` header with the API key included), so
+//! its debug and trace records are dropped. (`ureq` itself logs requests
+//! with sensitive headers redacted, and only addresses at trace.) A
+//! directive for a
+//! submodule (`ureq_proto::util=trace`) would outrank a module filter in
+//! `env_logger`: the guard looks at each record's target instead.
+
+use log::{Level, Log, Metadata, Record};
+
+/// Sets up the global logger (default level `warn`).
+pub(crate) fn init() {
+    let inner =
+        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).build();
+    let max = inner.filter();
+    if log::set_boxed_logger(Box::new(Guard { inner })).is_ok() {
+        log::set_max_level(max);
+    }
+}
+
+struct Guard {
+    inner: env_logger::Logger,
+}
+
+/// Whether records of `target` at `level` may hold request bytes.
+fn unsafe_record(target: &str, level: Level) -> bool {
+    let in_crate = |name: &str| {
+        target == name
+            || target
+                .strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with("::"))
+    };
+    in_crate("ureq_proto") && level >= Level::Debug
+}
+
+impl Log for Guard {
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        !unsafe_record(metadata.target(), metadata.level()) && self.inner.enabled(metadata)
+    }
+
+    fn log(&self, record: &Record<'_>) {
+        if !unsafe_record(record.target(), record.level()) {
+            self.inner.log(record);
+        }
+    }
+
+    fn flush(&self) {
+        self.inner.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_bytes_never_pass() {
+        assert!(unsafe_record("ureq_proto", Level::Trace));
+        assert!(unsafe_record("ureq_proto::util", Level::Trace));
+        assert!(unsafe_record("ureq_proto::client", Level::Debug));
+        assert!(!unsafe_record("ureq::run", Level::Debug));
+        assert!(!unsafe_record("ureq_protocol_of_mine", Level::Trace));
+        assert!(!unsafe_record("boardroom", Level::Trace));
+    }
+}

@@ -1,0 +1,119 @@
+//! `check_models`: every model an agent can use is built (no network), so
+//! that a bad spec or endpoint is reported at its file and line before a
+//! run starts, by `boardroom check` as by `boardroom run`.
+
+use std::path::{Path, PathBuf};
+
+use super::{ModelConfig, Team, TeamError, yaml};
+
+impl Team {
+    /// Builds every model in `team.yaml`'s `models` and every model an
+    /// agent names with `model:` (a name from `models` or a spec).
+    ///
+    /// # Errors
+    ///
+    /// A [`TeamError`] naming the file and line of the first model that
+    /// cannot be built, and why.
+    pub fn check_models(&self) -> Result<(), TeamError> {
+        let team_yaml = self.dir().map(|d| d.join("team.yaml"));
+        for (name, cfg) in &self.config().models {
+            if let Err(e) = self.model(name) {
+                let detail = match cfg {
+                    ModelConfig::Spec(_) => e.to_string(),
+                    ModelConfig::Endpoint(_) => e.detail,
+                };
+                return Err(at_model(team_yaml.as_deref(), name, detail));
+            }
+        }
+        for agent in self.agents() {
+            let Some(model) = agent.model.as_deref() else {
+                continue;
+            };
+            if model == "default" || self.config().models.contains_key(model) {
+                continue;
+            }
+            if let Err(e) = self.model(model) {
+                let mut detail = e.to_string();
+                if !model.contains([':', ',']) {
+                    let known: Vec<&str> =
+                        self.config().models.keys().map(String::as_str).collect();
+                    detail.push_str(&if known.is_empty() {
+                        " (no models are named in team.yaml)".to_string()
+                    } else {
+                        format!(" (models named in team.yaml: {})", known.join(", "))
+                    });
+                }
+                let path = agent
+                    .source
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from(format!("agent '{}'", agent.name)));
+                let line = agent_model_line(&path).unwrap_or(1);
+                return Err(TeamError::at(path, line, format!("model: {detail}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `team.yaml:LINE: models.NAME: detail`, at the line of `NAME:`.
+fn at_model(team_yaml: Option<&Path>, name: &str, detail: String) -> TeamError {
+    let message = format!("models.{name}: {detail}");
+    match team_yaml {
+        Some(path) => {
+            let line = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|text| nested_key_line(&text, "models", name));
+            match line {
+                Some(line) => TeamError::at(path, line, message),
+                None => TeamError::in_file(path, message),
+            }
+        }
+        None => TeamError::in_file("team config", message),
+    }
+}
+
+/// The line of the `model:` key in an agent file's front matter.
+fn agent_model_line(path: &Path) -> Option<usize> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let mut lines = text.lines();
+    if lines.next()?.trim_end() != "---" {
+        return None;
+    }
+    let front: Vec<&str> = lines.take_while(|l| l.trim_end() != "---").collect();
+    yaml::key_line(&front.join("\n"), 2, "model")
+}
+
+/// The 1-based line of `child:` directly under top-level `parent:`.
+pub(crate) fn nested_key_line(text: &str, parent: &str, child: &str) -> Option<usize> {
+    let parent_line = yaml::key_line(text, 1, parent)?;
+    let mut indent = None;
+    for (i, line) in text.lines().enumerate().skip(parent_line) {
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        let this = line.len() - line.trim_start().len();
+        if this == 0 {
+            return None; // the next top-level key
+        }
+        if *indent.get_or_insert(this) != this {
+            continue;
+        }
+        let key = line.trim_start().split(':').next()?.trim();
+        if key.trim_matches(['"', '\'']) == child {
+            return Some(i + 1);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn nested_lines() {
+        let y = "name: x\nmodels:\n  fast: sim\n  # c\n  'gpt':\n    base_url: ftp://x\nmax_rounds: 2\n";
+        assert_eq!(super::nested_key_line(y, "models", "fast"), Some(3));
+        assert_eq!(super::nested_key_line(y, "models", "gpt"), Some(5));
+        assert_eq!(super::nested_key_line(y, "models", "base_url"), None);
+    }
+}
