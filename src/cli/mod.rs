@@ -2,6 +2,7 @@
 //! events, map errors to exit codes. No orchestration lives here.
 
 mod args;
+mod observe;
 mod render;
 mod runs;
 
@@ -38,6 +39,8 @@ pub(crate) fn main() -> ExitCode {
         Command::Show(args) => runs::show(&args),
         Command::Resume(args) => runs::resume(&args),
         Command::Memory(args) => runs::memory(&args),
+        Command::View(args) => observe::view(&args),
+        Command::Export(args) => observe::export(&args),
     };
     ExitCode::from(code)
 }
@@ -140,8 +143,20 @@ fn run(args: RunArgs) -> u8 {
         args.no_memory,
         args.model.as_deref(),
     );
+    let mut observers = match observe::Observers::start(
+        args.view,
+        args.otlp.as_deref(),
+        args.otlp_content,
+        &args.runs_dir,
+    ) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let rx = observers.tee(rx);
     let task = args.task;
-    drive_and_report(runtime, rx, args.json, &args.runs_dir, |rt| rt.run(&task))
+    let code = drive_and_report(runtime, rx, args.json, &args.runs_dir, |rt| rt.run(&task));
+    observers.finish();
+    code
 }
 
 /// Runs `go` while the renderer thread shows the events from `rx`, then
