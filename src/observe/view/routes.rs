@@ -259,6 +259,7 @@ fn stream(mut w: Box<dyn Write + Send>, dir: &Path, skip: u64, stop: &AtomicBool
     let mut line_no = 0u64;
     let mut finished = false;
     let mut last_write = Instant::now();
+    let mut quiet_over = 0u32;
     while !stop.load(Ordering::Relaxed) && started.elapsed() < STREAM_FOR {
         let mut out = String::new();
         if let Ok(mut f) = std::fs::File::open(&path) {
@@ -286,7 +287,15 @@ fn stream(mut w: Box<dyn Write + Send>, dir: &Path, skip: u64, stop: &AtomicBool
             }
         }
         let idle = out.is_empty();
-        if idle && (finished || !running(dir)) {
+        // run.json says the run is over before its last events land (the
+        // master's memory note comes first): only a long quiet after it
+        // ends a stream that never saw run_finished (a run that crashed).
+        quiet_over = if idle && !finished && over(dir) {
+            quiet_over + 1
+        } else {
+            0
+        };
+        if idle && (finished || quiet_over > QUIET_POLLS) {
             out.push_str("event: end\ndata: {}\n\n");
         } else if idle && last_write.elapsed() > Duration::from_secs(5) {
             out.push_str(": ping\n\n");
@@ -309,8 +318,13 @@ fn stream(mut w: Box<dyn Write + Send>, dir: &Path, skip: u64, stop: &AtomicBool
     }
 }
 
-/// Whether `run.json` says the run is still going (a run killed midway
-/// also says so: its stream stays open until [`STREAM_FOR`]).
-fn running(dir: &Path) -> bool {
-    crate::store::load_run(dir).is_ok_and(|r| r.state.status == RunStatus::Running)
+/// Polls of quiet after `run.json` says the run is over before a stream
+/// without `run_finished` ends (about 10 s).
+const QUIET_POLLS: u32 = 66;
+
+/// Whether `run.json` says the run ended. A run killed midway says it is
+/// still running: its stream stays open until [`STREAM_FOR`] and the
+/// browser reconnects.
+fn over(dir: &Path) -> bool {
+    crate::store::load_run(dir).is_ok_and(|r| r.state.status != RunStatus::Running)
 }
