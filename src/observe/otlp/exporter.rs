@@ -213,14 +213,18 @@ fn build_loop(
     stats.closing.store(true, Ordering::Relaxed);
 }
 
+/// How long the sender waits for more spans to join a batch.
+const GATHER: Duration = Duration::from_millis(100);
+
 fn send_loop(spans: &Receiver<Span>, post: &Poster, batch: usize, stats: &Stats) {
     let mut closing_since: Option<Instant> = None;
     loop {
         let Ok(first) = spans.recv() else { return };
         let mut chunk = vec![first];
         // Gather what comes within a moment, up to a batch.
+        let until = Instant::now() + GATHER;
         while chunk.len() < batch {
-            match spans.recv_timeout(Duration::from_millis(50)) {
+            match spans.recv_deadline(until) {
                 Ok(s) => chunk.push(s),
                 Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
             }
