@@ -46,6 +46,16 @@ fn finished_run(dir: &Path) -> String {
         .run_id
 }
 
+/// A child process killed and reaped when dropped, even when a test fails.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn get(url: &str) -> (u16, String) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -72,13 +82,24 @@ fn a_finished_runs_page_draws_every_agent_the_board_and_keeps_model_text_inert()
         nodes,
         vec![
             ("critic@1".to_string(), "done".to_string()),
-            ("master".to_string(), "done".to_string()),
+            ("master@0".to_string(), "done".to_string()),
+            ("master@1".to_string(), "done".to_string()),
             ("writer@1".to_string(), "done".to_string()),
         ]
     );
-    // One edge master -> member per member of round 1.
-    let edges = browser.eval("return document.querySelectorAll('#graph path.edge').length");
-    assert_eq!(edges, 2);
+    // The plan calls each member of round 1; each feeds the review.
+    let edges = browser.eval(
+        "return [...document.querySelectorAll('#graph path.edge')].map(p => p.classList[1] + ':' + p.dataset.from + '>' + p.dataset.to).sort()",
+    );
+    assert_eq!(
+        edges,
+        serde_json::json!([
+            "board:critic@1>master@1",
+            "board:writer@1>master@1",
+            "call:master@0>critic@1",
+            "call:master@0>writer@1"
+        ])
+    );
     assert_eq!(
         browser.eval("return document.querySelector('#graph g[data-agent=critic]').dataset.role"),
         "member challenger"
@@ -139,23 +160,25 @@ fn a_finished_runs_page_draws_every_agent_the_board_and_keeps_model_text_inert()
 fn a_live_runs_page_fills_in_as_members_finish() {
     let tmp = tempfile::tempdir().unwrap();
     let browser = Browser::start();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args([
-            "run",
-            "--view",
-            "Plan a picnic",
-            "--model",
-            "sim:latency=1500ms",
-        ])
-        .arg("--runs-dir")
-        .arg(tmp.path())
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Killed(
+        Command::new(env!("CARGO_BIN_EXE_boardroom"))
+            .args([
+                "run",
+                "--view",
+                "Plan a picnic",
+                "--model",
+                "sim:latency=1500ms",
+            ])
+            .arg("--runs-dir")
+            .arg(tmp.path())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     // `view: http://127.0.0.1:PORT/runs/ID` once the run has its id.
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut lines = BufReader::new(child.0.stderr.take().unwrap()).lines();
     let url = loop {
         let line = lines
             .next()
@@ -189,7 +212,7 @@ fn a_live_runs_page_fills_in_as_members_finish() {
         );
     }
     assert!(
-        last.contains(&("master".to_string(), "done".to_string())),
+        last.contains(&("master@1".to_string(), "done".to_string())),
         "{last:?}"
     );
     // While the run worked, the page showed members that were not done yet,
@@ -207,8 +230,7 @@ fn a_live_runs_page_fills_in_as_members_finish() {
     );
 
     drop(browser);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    drop(child); // `run --view` serves until stopped
     let rest = drain.join().unwrap().join("\n");
     assert!(rest.contains("still serving"), "{rest}");
 }

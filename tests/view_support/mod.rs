@@ -134,11 +134,12 @@ impl Browser {
         }
     }
 
-    /// The status of every node of the call graph: `agent@round` → status.
+    /// The status of every node of the call graph: `agent@round` → status
+    /// (the master has a node per round it decides in: 0 the plan, r the review).
     pub fn nodes(&self) -> Vec<(String, String)> {
         let v = self.eval(
             "return [...document.querySelectorAll('#graph g.node')].map(g => \
-             [g.dataset.agent + (g.dataset.round ? '@' + g.dataset.round : ''), g.dataset.status]);",
+             [g.dataset.agent + '@' + g.dataset.round, g.dataset.status]);",
         );
         v.as_array()
             .unwrap()
