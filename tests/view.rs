@@ -215,19 +215,15 @@ fn a_live_runs_page_fills_in_as_members_finish() {
         last.contains(&("master@1".to_string(), "done".to_string())),
         "{last:?}"
     );
-    // While the run worked, the page showed members that were not done yet,
-    // and it changed several times.
+    // While the run worked, the page showed members that were not done yet
+    // (all of them are at the end): their statuses changed live.
     let unfinished = seen
         .iter()
         .flatten()
-        .filter(|(k, s)| k.contains('@') && s != "done")
+        .filter(|(k, s)| !k.starts_with("master@") && s != "done")
         .count();
     assert!(unfinished > 0, "never saw a member at work: {seen:?}");
-    assert!(
-        seen.len() >= 3,
-        "the page changed only {} times",
-        seen.len()
-    );
+    assert!(seen.len() >= 2, "the page never changed: {seen:?}");
 
     drop(browser);
     drop(child); // `run --view` serves until stopped
