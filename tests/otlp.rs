@@ -10,7 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use boardroom::{EventKind, OtlpConfig, OtlpExporter, RunStatus, Runtime, Sim, SimOptions, Team};
+use boardroom::{
+    EventKind, OtlpConfig, OtlpExporter, RunStatus, Runtime, Sim, SimOptions, Team, read_turns,
+};
 use parking_lot::Mutex;
 
 /// A run of the built-in team on the sim model (each call taking
@@ -116,23 +118,46 @@ impl Drop for Hanging {
 #[test]
 fn a_collector_that_hangs_never_holds_up_the_run() {
     let collector = Hanging::start();
+    // A request may take 30 s: were the run waiting on the exporter, it
+    // could not end before the first one timed out.
     let config = OtlpConfig::new(&format!("http://127.0.0.1:{}", collector.port))
         .unwrap()
-        .timeout(Duration::from_secs(1))
+        .timeout(Duration::from_secs(30))
         .queue_capacity(2);
     let exporter = OtlpExporter::start(config).unwrap();
-    // Calls take 150 ms each: the exporter sends its first spans while the
-    // run works, and the collector holds that request, answering nothing.
-    let calls = run_with(&exporter, Duration::from_millis(150));
-    assert!(calls >= 6);
-    // The run is over, and it ended while the collector held a request.
+    let tmp = tempfile::tempdir().unwrap();
+    // The exporter is the run's event subscriber; calls take 150 ms each,
+    // so the exporter sends its first spans while the run works.
+    let sim = Sim::with_options(SimOptions {
+        latency: Duration::from_millis(150),
+        ..SimOptions::default()
+    });
+    let outcome = Runtime::new(Team::builtin().unwrap(), sim)
+        .runs_dir(tmp.path())
+        .events(exporter.events())
+        .run("Plan a picnic")
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Done);
+    // The run is over while the collector holds a request it never answered:
+    // nothing delivered, no request failed yet, only the full queue dropped.
     assert!(collector.accepted.load(Ordering::SeqCst) >= 1);
-    let report = exporter.finish();
-    assert_eq!(report.exported, 0, "{report:?}");
-    // The queue holds 2: the rest were dropped while the request hung, and
-    // what the request held was dropped when it timed out.
-    assert!(report.dropped > calls as u64, "{report:?}");
+    let during = exporter.report();
+    assert_eq!(during.exported, 0, "{during:?}");
+    assert!(during.dropped > 0, "{during:?}");
+    assert_eq!(
+        during.first_error.as_deref(),
+        Some("the export queue is full (collector too slow)")
+    );
+    // The collector goes away: the request in flight fails, what is left
+    // is dropped, and everything is counted.
     drop(collector);
+    let report = exporter.finish();
+    let calls = read_turns(&tmp.path().join(&outcome.run_id))
+        .unwrap()
+        .items
+        .len();
+    assert_eq!(report.exported, 0, "{report:?}");
+    assert!(report.dropped > calls as u64, "{report:?}");
 }
 
 /// A collector that records each request (headers, body) and answers 200.

@@ -154,6 +154,11 @@ impl OtlpExporter {
             .unwrap_or_else(|| crossbeam_channel::unbounded().0)
     }
 
+    /// What was delivered and dropped so far (the run may still be going).
+    pub fn report(&self) -> ExportReport {
+        report(&self.stats, &self.endpoint)
+    }
+
     /// Waits for the spans in flight once every event sender is dropped,
     /// and says what was delivered. When the collector has failed,
     /// what is still queued is dropped rather than waited for; a slow
