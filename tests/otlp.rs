@@ -160,10 +160,13 @@ fn a_collector_that_hangs_never_holds_up_the_run() {
     assert!(report.dropped > calls as u64, "{report:?}");
 }
 
-/// A collector that records each request (headers, body) and answers 200.
+/// One request: headers (names lowercased), path, body.
+type Recorded = (Vec<(String, String)>, String, Vec<u8>);
+
+/// A collector that records each request and answers 200.
 struct Recorder {
     port: u16,
-    requests: Arc<Mutex<Vec<(Vec<(String, String)>, String, Vec<u8>)>>>,
+    requests: Arc<Mutex<Vec<Recorded>>>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }

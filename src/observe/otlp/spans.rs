@@ -129,14 +129,13 @@ impl SpanBuilder {
         self.end_ms = self.end_ms.max(e.time_ms);
         let mut out = Vec::new();
         match &e.kind {
+            // A resumed run starts again: the first start names the run.
             EventKind::RunStarted {
                 task, team, model, ..
-            } => {
-                if self.team.is_empty() {
-                    self.team = team.clone();
-                    self.model = model.clone();
-                    self.task = task.clone();
-                }
+            } if self.team.is_empty() => {
+                self.team = team.clone();
+                self.model = model.clone();
+                self.task = task.clone();
             }
             EventKind::AgentDelta { round, phase, .. }
             | EventKind::AgentMessage { round, phase, .. } => {

@@ -44,7 +44,7 @@ fn attr<'a>(s: &'a Span, key: &str) -> Option<&'a Value> {
 
 #[test]
 fn spans_follow_the_call_graph_and_carry_errors() {
-    let events = vec![
+    let events = [
         ev(
             "master",
             None,
