@@ -275,6 +275,23 @@ fn unknown_runs_and_paths_outside_the_runs_dir_are_404() {
     ] {
         assert_eq!(get(&format!("{base}runs/{id}/{path}")).0, 404, "{path}");
     }
+    // A page elsewhere that rebinds its own DNS name to 127.0.0.1 cannot
+    // read the runs: only requests naming this address are served.
+    let raw = |host: &str| {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(view.addr()).unwrap();
+        write!(
+            s,
+            "GET /runs/{id}/state.json HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    };
+    let port = view.addr().port();
+    assert!(raw(&format!("evil.example:{port}")).starts_with("HTTP/1.1 421"));
+    assert!(raw(&format!("localhost:{port}")).starts_with("HTTP/1.1 200"));
     view.stop();
 }
 

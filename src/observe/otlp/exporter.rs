@@ -60,6 +60,8 @@ struct Stats {
     first_error: Mutex<Option<String>>,
     /// Set once no more spans will come: the sender stops retrying.
     closing: AtomicBool,
+    /// Set when a request to the collector failed.
+    post_failed: AtomicBool,
 }
 
 impl Stats {
@@ -236,10 +238,9 @@ fn send_loop(spans: &Receiver<Span>, post: &Poster, batch: usize, stats: &Stats)
         }
         if stats.closing.load(Ordering::Relaxed) {
             let since = *closing_since.get_or_insert_with(Instant::now);
-            // Shutting down: after a failure, or once a request's time is
-            // spent, what is left is dropped instead of waited for.
-            let failed = stats.first_error.lock().is_some();
-            if failed || since.elapsed() > post.timeout {
+            // Shutting down: after a failed request, or once a request's
+            // time is spent, what is left is dropped instead of waited for.
+            if stats.post_failed.load(Ordering::Relaxed) || since.elapsed() > post.timeout {
                 stats.drop_spans(chunk.len(), || "shut down before delivery".into());
                 continue;
             }
@@ -248,7 +249,10 @@ fn send_loop(spans: &Receiver<Span>, post: &Poster, batch: usize, stats: &Stats)
             Ok(n) => {
                 stats.exported.fetch_add(n as u64, Ordering::Relaxed);
             }
-            Err((n, why)) => stats.drop_spans(n, || why),
+            Err((n, why)) => {
+                stats.post_failed.store(true, Ordering::Relaxed);
+                stats.drop_spans(n, || why);
+            }
         }
     }
 }

@@ -116,21 +116,35 @@ impl ViewServer {
         let server = tiny_http::Server::from_listener(listener, None)
             .map_err(|e| bind(std::io::Error::other(e.to_string())))?;
         let server = Arc::new(server);
+        // On loopback, only requests that name it (not a DNS name a web
+        // page rebound to 127.0.0.1) are served.
+        let hosts: Option<Arc<[String]>> = addr.ip().is_loopback().then(|| {
+            let port = addr.port();
+            vec![
+                format!("127.0.0.1:{port}"),
+                format!("localhost:{port}"),
+                format!("[::1]:{port}"),
+            ]
+            .into()
+        });
         let stop = Arc::new(AtomicBool::new(false));
         let runs_dir: Arc<PathBuf> = Arc::new(runs_dir.as_ref().to_path_buf());
         let mut workers = Vec::with_capacity(WORKERS);
         for i in 0..WORKERS {
-            let (srv, halt, runs_dir) = (
+            let (srv, halt, runs_dir, hosts) = (
                 Arc::clone(&server),
                 Arc::clone(&stop),
                 Arc::clone(&runs_dir),
+                hosts.clone(),
             );
             let worker = std::thread::Builder::new()
                 .name(format!("boardroom-view-{i}"))
                 .spawn(move || {
                     while !halt.load(Ordering::Relaxed) {
                         match srv.recv_timeout(Duration::from_millis(200)) {
-                            Ok(Some(request)) => routes::handle(request, &runs_dir, &halt),
+                            Ok(Some(request)) => {
+                                routes::handle(request, &runs_dir, &halt, hosts.as_deref());
+                            }
                             Ok(None) => {}
                             Err(e) => {
                                 log::debug!("view: {e}");
@@ -184,8 +198,14 @@ impl ViewServer {
     }
 
     /// Stops serving: open event streams end within a moment, every
-    /// worker is joined.
-    pub fn stop(mut self) {
+    /// worker is joined. Dropping the server does the same.
+    pub fn stop(self) {
+        drop(self);
+    }
+}
+
+impl Drop for ViewServer {
+    fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         self.server.unblock();
         for w in self.workers.drain(..) {

@@ -21,7 +21,26 @@ pub(super) const STREAM_FOR: Duration = Duration::from_secs(30);
 /// How often an idle stream looks at the file again.
 const POLL: Duration = Duration::from_millis(150);
 
-pub(super) fn handle(request: Request, runs_dir: &Path, stop: &AtomicBool) {
+pub(super) fn handle(
+    request: Request,
+    runs_dir: &Path,
+    stop: &AtomicBool,
+    hosts: Option<&[String]>,
+) {
+    if let Some(hosts) = hosts {
+        let host = request
+            .headers()
+            .iter()
+            .find(|h| h.field.equiv("Host"))
+            .map(|h| h.value.as_str().to_ascii_lowercase());
+        if !host.is_some_and(|h| hosts.contains(&h)) {
+            let _ = request.respond(html(
+                421,
+                "<h1>421</h1><p>This server answers to its own address only.</p>".into(),
+            ));
+            return;
+        }
+    }
     let url = request.url().to_string();
     let path = url.split(['?', '#']).next().unwrap_or("").to_string();
     let get = matches!(
