@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::board::EntryKind;
-use crate::model::{Phase, Usage};
+use crate::model::{FinishReason, Phase, Usage};
 
 /// What the room is doing, as a status light.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -199,6 +199,15 @@ pub enum EventKind {
         latency_ms: u64,
         /// Why it failed, if it did.
         error: Option<String>,
+        /// The model's name, as the agent's model reports it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        /// Why the model stopped (when the call succeeded).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        finish_reason: Option<FinishReason>,
+        /// Transport retries inside the call.
+        #[serde(default)]
+        retries: u32,
     },
     /// An agent asked for a tool call.
     ToolCall {

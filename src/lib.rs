@@ -48,6 +48,7 @@ mod board;
 mod event;
 mod memory;
 mod model;
+mod observe;
 mod plan;
 mod protocol;
 mod runtime;
@@ -64,6 +65,8 @@ pub use model::{
     Scripted, ScriptedReply, SharedModel, Sim, SimOptions, SimStats, SimToolCall, ToolCall,
     ToolSpec, Usage, resolve_model,
 };
+pub use observe::otlp::{ExportReport, OtlpConfig, OtlpError, OtlpExporter, export_run};
+pub use observe::view::{ViewError, ViewServer};
 pub use plan::{ModuleStatus, Plan, WorkModule};
 pub use protocol::{
     Assignment, Decision, MasterReply, Protocol, ProtocolError, Verdict, parse_master,

@@ -30,6 +30,10 @@ pub(crate) enum Command {
     Resume(super::runs::ResumeArgs),
     /// Show or clear the master's memory of earlier runs.
     Memory(super::runs::MemoryArgs),
+    /// Serve a web page that draws runs (call graph, board, plan, turns), live.
+    View(super::observe::ViewArgs),
+    /// Send a saved run's trace to an OpenTelemetry collector (OTLP/HTTP).
+    Export(super::observe::ExportArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -70,6 +74,17 @@ pub(crate) struct RunArgs {
     /// Neither use nor update the master's memory of earlier runs.
     #[arg(long)]
     pub(crate) no_memory: bool,
+    /// Serve the run's live page on 127.0.0.1 (a free port; the URL is
+    /// printed) and keep serving after the run until Ctrl-C.
+    #[arg(long)]
+    pub(crate) view: bool,
+    /// Send the run's trace to this OTLP/HTTP collector (default:
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT).
+    #[arg(long, value_name = "URL")]
+    pub(crate) otlp: Option<String>,
+    /// Put prompts, answers and tool arguments and results into the spans.
+    #[arg(long)]
+    pub(crate) otlp_content: bool,
 }
 
 /// A whole number of at least 1: clap reports an error with the flag's

@@ -3,6 +3,7 @@
 
 mod args;
 mod logging;
+mod observe;
 mod render;
 mod runs;
 
@@ -33,6 +34,8 @@ pub(crate) fn main() -> ExitCode {
         Command::Show(args) => runs::show(&args),
         Command::Resume(args) => runs::resume(&args),
         Command::Memory(args) => runs::memory(&args),
+        Command::View(args) => observe::view(&args),
+        Command::Export(args) => observe::export(&args),
     };
     ExitCode::from(code)
 }
@@ -148,7 +151,19 @@ fn run(args: RunArgs) -> u8 {
         args.no_memory,
         args.model.as_deref(),
     );
-    drive_and_report(runtime, rx, args.json, &args.runs_dir, |rt| rt.run(&task))
+    let mut observers = match observe::Observers::start(
+        args.view,
+        args.otlp.as_deref(),
+        args.otlp_content,
+        &args.runs_dir,
+    ) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let rx = observers.tee(rx);
+    let code = drive_and_report(runtime, rx, args.json, &args.runs_dir, |rt| rt.run(&task));
+    observers.finish();
+    code
 }
 
 /// The task from the argument, `--task-file PATH`, or stdin (`-`).

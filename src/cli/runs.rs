@@ -188,7 +188,7 @@ pub(crate) fn list(args: &RunsArgs) -> u8 {
 }
 
 /// The run directory for an id, a unique prefix, `last`, or a path.
-fn find_run(runs_dir: &Path, run: &str) -> Result<PathBuf, String> {
+pub(crate) fn find_run(runs_dir: &Path, run: &str) -> Result<PathBuf, String> {
     let as_path = Path::new(run);
     if as_path.join("run.json").is_file() {
         return Ok(as_path.to_path_buf());

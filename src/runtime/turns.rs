@@ -193,6 +193,9 @@ impl Run<'_> {
                 usage: turn.usage,
                 latency_ms: turn.latency_ms,
                 error: turn.error,
+                model: Some(self.model_for(&agent.name).name()),
+                finish_reason: result.as_ref().ok().map(|r| r.finish),
+                retries: turn.retries,
             },
         );
     }

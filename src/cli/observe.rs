@@ -1,0 +1,263 @@
+//! `boardroom view`, `boardroom export`, and what `run --view` and
+//! `run --otlp` add to a run: the web view and the trace exporter, both
+//! fed from the run's event stream next to the renderer.
+
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+
+use boardroom::{Event, EventKind, OtlpConfig, OtlpExporter, ViewServer, list_runs};
+use crossbeam_channel::Receiver;
+
+use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
+
+/// Loopback: what the view binds unless `--host` says otherwise.
+const LOOPBACK: &str = "127.0.0.1";
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ViewArgs {
+    /// The run to open (its id, a unique prefix, `last`, or its directory);
+    /// without it, the page lists the runs.
+    run: Option<String>,
+    /// The port (0: a free one).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// The address to listen on (default 127.0.0.1, this machine only).
+    #[arg(long)]
+    host: Option<String>,
+    /// Where runs are saved.
+    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value = "runs")]
+    runs_dir: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ExportArgs {
+    /// The run (its id, a unique prefix, `last`, or its directory).
+    run: String,
+    /// The OTLP/HTTP collector (default: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+    /// else OTEL_EXPORTER_OTLP_ENDPOINT).
+    #[arg(long, value_name = "URL")]
+    otlp: Option<String>,
+    /// Put prompts, answers and tool arguments and results into the spans.
+    #[arg(long)]
+    otlp_content: bool,
+    /// Where runs are saved.
+    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value = "runs")]
+    runs_dir: PathBuf,
+}
+
+/// Starts the view server, saying where it listens.
+fn serve(runs_dir: &Path, host: Option<&str>, port: u16) -> Result<ViewServer, u8> {
+    let bind = host.unwrap_or(LOOPBACK);
+    match ViewServer::start(runs_dir, bind, port) {
+        Ok(v) => {
+            if host.is_some_and(|h| !is_loopback(h)) {
+                eprintln!(
+                    "view: listening on {} as asked by --host: anyone who can reach it can read these runs",
+                    v.addr()
+                );
+            }
+            Ok(v)
+        }
+        Err(e) => {
+            eprintln!("error: view: {e}");
+            Err(EXIT_BAD_INPUT)
+        }
+    }
+}
+
+fn is_loopback(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+pub(crate) fn view(args: &ViewArgs) -> u8 {
+    let (runs_dir, run_id) = match &args.run {
+        Some(run) => match super::runs::find_run(&args.runs_dir, run) {
+            Ok(dir) => {
+                let id = dir
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let parent = dir
+                    .parent()
+                    .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+                (parent, Some(id))
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_BAD_INPUT;
+            }
+        },
+        None => (args.runs_dir.clone(), None),
+    };
+    if run_id.is_none() && list_runs(&runs_dir).is_ok_and(|r| r.is_empty()) {
+        eprintln!(
+            "no runs in {} yet: start one with `boardroom run --view \"TASK\"`",
+            runs_dir.display()
+        );
+        return EXIT_OK;
+    }
+    let server = match serve(&runs_dir, args.host.as_deref(), args.port) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let url = run_id.map_or_else(|| server.url(), |id| server.run_url(&id));
+    println!("{url}");
+    eprintln!("view: serving {} (Ctrl-C to stop)", runs_dir.display());
+    server.wait();
+    EXIT_OK
+}
+
+pub(crate) fn export(args: &ExportArgs) -> u8 {
+    let config = match OtlpConfig::from_env(args.otlp.as_deref()) {
+        Ok(Some(c)) => c.content(args.otlp_content),
+        Ok(None) => {
+            eprintln!(
+                "error: export: no collector: give --otlp URL or set OTEL_EXPORTER_OTLP_ENDPOINT"
+            );
+            return EXIT_BAD_INPUT;
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let dir = match super::runs::find_run(&args.runs_dir, &args.run) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    match boardroom::export_run(&dir, &config) {
+        Ok(report) if report.dropped == 0 => {
+            println!(
+                "exported {} spans of {} to {}",
+                report.exported,
+                dir.display(),
+                report.endpoint
+            );
+            EXIT_OK
+        }
+        Ok(report) => {
+            eprintln!("error: {report}");
+            EXIT_FAILED
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            EXIT_FAILED
+        }
+    }
+}
+
+/// What `run --view` / `run --otlp` add to a run.
+#[derive(Debug, Default)]
+pub(crate) struct Observers {
+    view: Option<ViewServer>,
+    exporter: Option<OtlpExporter>,
+    tee: Option<JoinHandle<Option<String>>>,
+}
+
+impl Observers {
+    /// Starts the view and the exporter the flags (and the OTEL_
+    /// variables) ask for; an exit code when they cannot be had.
+    pub(crate) fn start(
+        view: bool,
+        otlp: Option<&str>,
+        otlp_content: bool,
+        runs_dir: &Path,
+    ) -> Result<Self, u8> {
+        let config = match OtlpConfig::from_env(otlp) {
+            Ok(c) => c.map(|c| c.content(otlp_content)),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Err(EXIT_BAD_INPUT);
+            }
+        };
+        let exporter = match config {
+            Some(c) => match OtlpExporter::start_with_turns(c, Some(runs_dir.to_path_buf())) {
+                Ok(x) => Some(x),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return Err(EXIT_FAILED);
+                }
+            },
+            None => None,
+        };
+        let view = if view {
+            std::fs::create_dir_all(runs_dir).ok();
+            let v = serve(runs_dir, None, 0)?;
+            eprintln!("view: {}", v.url());
+            Some(v)
+        } else {
+            None
+        };
+        Ok(Observers {
+            view,
+            exporter,
+            tee: None,
+        })
+    }
+
+    /// The stream the renderer should read: `rx` itself, or a copy that a
+    /// tee thread forwards while it hands each event to the exporter too
+    /// and says the run's page once the run has an id.
+    pub(crate) fn tee(&mut self, rx: Receiver<Event>) -> Receiver<Event> {
+        if self.view.is_none() && self.exporter.is_none() {
+            return rx;
+        }
+        let (out_tx, out_rx) = crossbeam_channel::unbounded();
+        let to_exporter = self.exporter.as_ref().map(OtlpExporter::events);
+        let run_url = self.view.as_ref().map(|v| v.run_url(""));
+        let tee = std::thread::Builder::new()
+            .name("boardroom-tee".into())
+            .spawn(move || {
+                let mut run_id = None;
+                for event in rx {
+                    if run_id.is_none() {
+                        if let (Some(url), EventKind::RunStarted { .. }) = (&run_url, &event.kind) {
+                            eprintln!("view: {url}{}", event.run_id);
+                        }
+                        run_id = Some(event.run_id.clone());
+                    }
+                    if let Some(x) = &to_exporter {
+                        let _ = x.send(event.clone());
+                    }
+                    let _ = out_tx.send(event);
+                }
+                run_id
+            });
+        match tee {
+            Ok(t) => {
+                self.tee = Some(t);
+                out_rx
+            }
+            Err(e) => {
+                eprintln!(
+                    "warning: cannot start the event tee ({e}); no view or traces for this run"
+                );
+                self.exporter = None;
+                out_rx
+            }
+        }
+    }
+
+    /// After the run: waits for the exporter (one warning when spans were
+    /// dropped), then keeps the view up until Ctrl-C.
+    pub(crate) fn finish(mut self) {
+        let run_id = self.tee.take().and_then(|t| t.join().ok()).flatten();
+        if let Some(x) = self.exporter.take() {
+            let report = x.finish();
+            if report.dropped > 0 {
+                eprintln!("warning: {report}");
+            }
+        }
+        if let Some(v) = self.view.take() {
+            let url = run_id.map_or_else(|| v.url(), |id| v.run_url(&id));
+            eprintln!("view: the run is over; still serving {url} (Ctrl-C to stop)");
+            v.wait();
+        }
+    }
+}

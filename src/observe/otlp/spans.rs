@@ -1,0 +1,522 @@
+//! Events (and, for content, Turn records) → OTLP spans following the
+//! OpenTelemetry GenAI semantic conventions.
+//!
+//! ```text
+//! invoke_workflow {team}                 the run (root)
+//! ├─ invoke_agent master                 plan, round 0
+//! │  ├─ chat {model}                     each model call of that turn
+//! │  ├─ invoke_agent writer              a member's draft, set to work by that plan
+//! │  │  ├─ chat {model}
+//! │  │  └─ execute_tool workspace_write
+//! │  └─ invoke_agent critic              a challenge of that round
+//! └─ invoke_agent master                 review of round 1, parent of round 2 ...
+//! ```
+//!
+//! An agent turn is an agent's work in one (round, phase); its parent is
+//! the latest turn of the agent that set it to work (the event's
+//! `parent`), else the root. Span ids are derived from the run id and the
+//! turn, so exporting a saved run twice gives the same ids.
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use crate::event::{Event, EventKind, RunStatus};
+use crate::model::{FinishReason, Message, Phase, Role};
+use crate::runtime::Turn;
+
+use super::proto::{KeyValue, SPAN_KIND_CLIENT, SPAN_KIND_INTERNAL, STATUS_ERROR, Span, Status};
+
+type SpanId = [u8; 8];
+
+/// One agent's work in one (round, phase), open until it is over.
+#[derive(Debug)]
+struct AgentTurn {
+    agent: String,
+    round: u32,
+    phase: Phase,
+    id: SpanId,
+    parent: SpanId,
+    start_ms: u64,
+    end_ms: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+    error: Option<String>,
+}
+
+#[derive(Debug)]
+struct OpenTool {
+    agent: String,
+    round: u32,
+    phase: Phase,
+    tool: String,
+    arguments: String,
+    start_ms: u64,
+}
+
+/// Turns a run's events into spans, as they come.
+#[derive(Debug)]
+pub(crate) struct SpanBuilder {
+    content: bool,
+    run_id: Option<String>,
+    trace_id: [u8; 16],
+    root_id: SpanId,
+    team: String,
+    model: String,
+    task: String,
+    start_ms: Option<u64>,
+    end_ms: u64,
+    finished: Option<(RunStatus, u32, u64, u64)>,
+    open: Vec<AgentTurn>,
+    /// The latest agent-turn span of each agent.
+    latest: HashMap<String, SpanId>,
+    tools: HashMap<String, OpenTool>,
+    /// Turn records by id, for prompt and answer text (content only).
+    turns: HashMap<String, Turn>,
+    serial: u64,
+    done: bool,
+}
+
+impl SpanBuilder {
+    pub(crate) fn new(content: bool) -> Self {
+        SpanBuilder {
+            content,
+            run_id: None,
+            trace_id: [0; 16],
+            root_id: [0; 8],
+            team: String::new(),
+            model: String::new(),
+            task: String::new(),
+            start_ms: None,
+            end_ms: 0,
+            finished: None,
+            open: Vec::new(),
+            latest: HashMap::new(),
+            tools: HashMap::new(),
+            turns: HashMap::new(),
+            serial: 0,
+            done: false,
+        }
+    }
+
+    /// Whether prompt and answer text go into the spans.
+    pub(crate) fn content(&self) -> bool {
+        self.content
+    }
+
+    /// The run id, once the first event said it.
+    pub(crate) fn run_id(&self) -> Option<&str> {
+        self.run_id.as_deref()
+    }
+
+    /// Makes a Turn record's messages and answer available to its chat span.
+    pub(crate) fn add_turn(&mut self, turn: Turn) {
+        if self.content {
+            self.turns.insert(turn.turn_id.clone(), turn);
+        }
+    }
+
+    /// Takes one event; returns the spans it completed.
+    pub(crate) fn push(&mut self, e: &Event) -> Vec<Span> {
+        if self.done {
+            return Vec::new();
+        }
+        if self.run_id.is_none() {
+            self.run_id = Some(e.run_id.clone());
+            self.trace_id = trace_id(&e.run_id);
+            self.root_id = span_id(&e.run_id, "root");
+        }
+        self.start_ms = Some(self.start_ms.map_or(e.time_ms, |s| s.min(e.time_ms)));
+        self.end_ms = self.end_ms.max(e.time_ms);
+        let mut out = Vec::new();
+        match &e.kind {
+            // A resumed run starts again: the first start names the run.
+            EventKind::RunStarted {
+                task, team, model, ..
+            } if self.team.is_empty() => {
+                self.team = team.clone();
+                self.model = model.clone();
+                self.task = task.clone();
+            }
+            EventKind::AgentDelta { round, phase, .. }
+            | EventKind::AgentMessage { round, phase, .. } => {
+                self.turn_of(e, *round, *phase, &mut out);
+            }
+            EventKind::TurnCompleted {
+                turn_id,
+                round,
+                phase,
+                usage,
+                latency_ms,
+                error,
+                model,
+                finish_reason,
+                retries,
+                ..
+            } => {
+                let start = e.time_ms.saturating_sub(*latency_ms);
+                let i = self.turn_of(e, *round, *phase, &mut out);
+                let t = &mut self.open[i];
+                t.start_ms = t.start_ms.min(start);
+                t.input_tokens += usage.prompt_tokens;
+                t.output_tokens += usage.completion_tokens;
+                let parent = t.id;
+                let model = model.clone().unwrap_or_else(|| self.model.clone());
+                let mut attrs = vec![
+                    KeyValue::str("gen_ai.operation.name", "chat"),
+                    KeyValue::str("gen_ai.request.model", model.clone()),
+                    KeyValue::str("gen_ai.response.model", model.clone()),
+                    KeyValue::str("gen_ai.agent.name", e.agent.clone()),
+                    KeyValue::int("gen_ai.usage.input_tokens", to_i64(usage.prompt_tokens)),
+                    KeyValue::int(
+                        "gen_ai.usage.output_tokens",
+                        to_i64(usage.completion_tokens),
+                    ),
+                    KeyValue::str("boardroom.turn.id", turn_id.clone()),
+                    KeyValue::str("boardroom.phase", phase.as_str()),
+                    KeyValue::int("boardroom.round", i64::from(*round)),
+                    KeyValue::int("boardroom.retries", i64::from(*retries)),
+                ];
+                if let Some(reason) = finish_reason {
+                    attrs.push(KeyValue::strs(
+                        "gen_ai.response.finish_reasons",
+                        &[finish_name(*reason).to_string()],
+                    ));
+                }
+                if let Some(turn) = self.turns.get(turn_id) {
+                    attrs.push(KeyValue::str(
+                        "gen_ai.input.messages",
+                        messages_json(&turn.messages),
+                    ));
+                    if let Some(answer) = &turn.answer {
+                        attrs.push(KeyValue::str(
+                            "gen_ai.output.messages",
+                            messages_json(&[Message::assistant(answer.clone())]),
+                        ));
+                    }
+                }
+                if error.is_some() {
+                    attrs.push(KeyValue::str("error.type", "model_error"));
+                }
+                let id = span_id(self.run_key(), &format!("chat/{turn_id}"));
+                out.push(self.span(
+                    id,
+                    parent,
+                    format!("chat {model}"),
+                    SPAN_KIND_CLIENT,
+                    (start, e.time_ms),
+                    attrs,
+                    error.clone(),
+                ));
+            }
+            EventKind::ToolCall {
+                round,
+                phase,
+                id,
+                tool,
+                arguments,
+            } => {
+                self.turn_of(e, *round, *phase, &mut out);
+                self.tools.insert(
+                    id.clone(),
+                    OpenTool {
+                        agent: e.agent.clone(),
+                        round: *round,
+                        phase: *phase,
+                        tool: tool.clone(),
+                        arguments: arguments.clone(),
+                        start_ms: e.time_ms,
+                    },
+                );
+            }
+            EventKind::ToolResult {
+                id, is_error, text, ..
+            } => {
+                if let Some(call) = self.tools.remove(id) {
+                    let error = is_error.then(|| text.clone());
+                    out.push(self.tool_span(id, call, e.time_ms, Some(text), error));
+                }
+            }
+            EventKind::Error { round, message } => {
+                if let Some(t) = self
+                    .open
+                    .iter_mut()
+                    .rev()
+                    .find(|t| t.agent == e.agent && t.round == *round)
+                {
+                    t.error = Some(message.clone());
+                }
+            }
+            EventKind::ReviewDecision { .. } => {
+                // The master read the board: the round's members are done.
+                let (members, keep): (Vec<_>, Vec<_>) =
+                    self.open.drain(..).partition(|t| e.agent != t.agent);
+                self.open = keep;
+                for t in members {
+                    out.push(self.agent_span(t));
+                }
+            }
+            EventKind::RunFinished {
+                status,
+                rounds,
+                usage,
+                ..
+            } => {
+                self.finished = Some((
+                    *status,
+                    *rounds,
+                    usage.prompt_tokens,
+                    usage.completion_tokens,
+                ));
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// Closes what is still open and the root; nothing after this.
+    pub(crate) fn finish(&mut self) -> Vec<Span> {
+        let mut out = Vec::new();
+        if self.done || self.run_id.is_none() {
+            return out;
+        }
+        self.done = true;
+        let tools: Vec<(String, OpenTool)> = self.tools.drain().collect();
+        for (id, call) in tools {
+            let end = call.start_ms;
+            out.push(self.tool_span(&id, call, end, None, Some("no result".into())));
+        }
+        let open: Vec<AgentTurn> = self.open.drain(..).collect();
+        for t in open {
+            out.push(self.agent_span(t));
+        }
+        let mut attrs = vec![
+            KeyValue::str("gen_ai.operation.name", "invoke_workflow"),
+            KeyValue::str("gen_ai.agent.name", self.team.clone()),
+            KeyValue::str("boardroom.run.id", self.run_key().to_string()),
+            KeyValue::str("boardroom.team", self.team.clone()),
+        ];
+        if self.content {
+            attrs.push(KeyValue::str("boardroom.task", self.task.clone()));
+        }
+        let error = match self.finished {
+            Some((status, rounds, input, output)) => {
+                attrs.push(KeyValue::str("boardroom.status", status.as_str()));
+                attrs.push(KeyValue::int("boardroom.rounds", i64::from(rounds)));
+                attrs.push(KeyValue::int("gen_ai.usage.input_tokens", to_i64(input)));
+                attrs.push(KeyValue::int("gen_ai.usage.output_tokens", to_i64(output)));
+                (status == RunStatus::Failed).then(|| "the run failed".to_string())
+            }
+            None => Some("the run did not finish".to_string()),
+        };
+        let name = format!("invoke_workflow {}", self.team);
+        let times = (self.start_ms.unwrap_or(0), self.end_ms);
+        out.push(self.span(
+            self.root_id,
+            [0; 8],
+            name,
+            SPAN_KIND_INTERNAL,
+            times,
+            attrs,
+            error,
+        ));
+        out
+    }
+
+    fn run_key(&self) -> &str {
+        self.run_id.as_deref().unwrap_or("")
+    }
+
+    /// The open turn of this event's agent in (round, phase), opened now
+    /// if it is new; an agent's earlier turn closes when it starts another.
+    fn turn_of(&mut self, e: &Event, round: u32, phase: Phase, out: &mut Vec<Span>) -> usize {
+        if let Some(i) = self
+            .open
+            .iter()
+            .position(|t| t.agent == e.agent && t.round == round && t.phase == phase)
+        {
+            let t = &mut self.open[i];
+            t.end_ms = t.end_ms.max(e.time_ms);
+            return i;
+        }
+        while let Some(i) = self.open.iter().position(|t| t.agent == e.agent) {
+            let t = self.open.remove(i);
+            out.push(self.agent_span(t));
+        }
+        let parent = e
+            .parent
+            .as_ref()
+            .and_then(|p| self.latest.get(p).copied())
+            .unwrap_or(self.root_id);
+        self.serial += 1;
+        let key = format!(
+            "agent/{}/{round}/{}/{}",
+            e.agent,
+            phase.as_str(),
+            self.serial
+        );
+        let id = span_id(self.run_key(), &key);
+        self.latest.insert(e.agent.clone(), id);
+        self.open.push(AgentTurn {
+            agent: e.agent.clone(),
+            round,
+            phase,
+            id,
+            parent,
+            start_ms: e.time_ms,
+            end_ms: e.time_ms,
+            input_tokens: 0,
+            output_tokens: 0,
+            error: None,
+        });
+        self.open.len() - 1
+    }
+
+    fn agent_span(&self, t: AgentTurn) -> Span {
+        let attrs = vec![
+            KeyValue::str("gen_ai.operation.name", "invoke_agent"),
+            KeyValue::str("gen_ai.agent.name", t.agent.clone()),
+            KeyValue::str("boardroom.phase", t.phase.as_str()),
+            KeyValue::int("boardroom.round", i64::from(t.round)),
+            KeyValue::int("gen_ai.usage.input_tokens", to_i64(t.input_tokens)),
+            KeyValue::int("gen_ai.usage.output_tokens", to_i64(t.output_tokens)),
+        ];
+        self.span(
+            t.id,
+            t.parent,
+            format!("invoke_agent {}", t.agent),
+            SPAN_KIND_INTERNAL,
+            (t.start_ms, t.end_ms),
+            attrs,
+            t.error,
+        )
+    }
+
+    fn tool_span(
+        &mut self,
+        call_id: &str,
+        call: OpenTool,
+        end_ms: u64,
+        result: Option<&String>,
+        error: Option<String>,
+    ) -> Span {
+        let parent = self
+            .open
+            .iter_mut()
+            .find(|t| t.agent == call.agent && t.round == call.round && t.phase == call.phase)
+            .map(|t| {
+                t.end_ms = t.end_ms.max(end_ms);
+                t.id
+            })
+            .or_else(|| self.latest.get(&call.agent).copied())
+            .unwrap_or(self.root_id);
+        let mut attrs = vec![
+            KeyValue::str("gen_ai.operation.name", "execute_tool"),
+            KeyValue::str("gen_ai.tool.name", call.tool.clone()),
+            KeyValue::str("gen_ai.tool.call.id", call_id.to_string()),
+            KeyValue::str("gen_ai.agent.name", call.agent.clone()),
+        ];
+        if self.content {
+            attrs.push(KeyValue::str("gen_ai.tool.call.arguments", call.arguments));
+            if let Some(r) = result {
+                attrs.push(KeyValue::str("gen_ai.tool.call.result", r.clone()));
+            }
+        }
+        self.serial += 1;
+        let id = span_id(self.run_key(), &format!("tool/{call_id}/{}", self.serial));
+        self.span(
+            id,
+            parent,
+            format!("execute_tool {}", call.tool),
+            SPAN_KIND_INTERNAL,
+            (call.start_ms, end_ms),
+            attrs,
+            error,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn span(
+        &self,
+        id: SpanId,
+        parent: SpanId,
+        name: String,
+        kind: i32,
+        (start_ms, end_ms): (u64, u64),
+        attributes: Vec<KeyValue>,
+        error: Option<String>,
+    ) -> Span {
+        Span {
+            trace_id: self.trace_id.to_vec(),
+            span_id: id.to_vec(),
+            parent_span_id: if parent == [0; 8] {
+                Vec::new()
+            } else {
+                parent.to_vec()
+            },
+            name,
+            kind,
+            start_time_unix_nano: start_ms.saturating_mul(1_000_000),
+            end_time_unix_nano: end_ms.max(start_ms).saturating_mul(1_000_000),
+            attributes,
+            status: error.map(|message| Status {
+                message,
+                code: STATUS_ERROR,
+            }),
+        }
+    }
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn finish_name(reason: FinishReason) -> &'static str {
+    match reason {
+        FinishReason::Stop => "stop",
+        FinishReason::Length => "length",
+        FinishReason::ToolCalls => "tool_call",
+        FinishReason::Other => "other",
+    }
+}
+
+/// Messages in the GenAI conventions' JSON shape: role and text parts.
+fn messages_json(messages: &[Message]) -> String {
+    let list: Vec<serde_json::Value> = messages
+        .iter()
+        .map(|m| {
+            let role = match m.role {
+                Role::System => "system",
+                Role::User => "user",
+                Role::Assistant => "assistant",
+                Role::Tool => "tool",
+            };
+            serde_json::json!({
+                "role": role,
+                "parts": [{"type": "text", "content": m.content}],
+            })
+        })
+        .collect();
+    serde_json::Value::Array(list).to_string()
+}
+
+fn hash(run_id: &str, key: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    run_id.hash(&mut h);
+    key.hash(&mut h);
+    h.finish()
+}
+
+fn trace_id(run_id: &str) -> [u8; 16] {
+    let mut id = [0; 16];
+    id[..8].copy_from_slice(&hash(run_id, "trace-1").to_be_bytes());
+    id[8..].copy_from_slice(&hash(run_id, "trace-2").to_be_bytes());
+    if id == [0; 16] {
+        id[15] = 1;
+    }
+    id
+}
+
+fn span_id(run_id: &str, key: &str) -> SpanId {
+    let h = hash(run_id, key).max(1);
+    h.to_be_bytes()
+}

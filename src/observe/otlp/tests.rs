@@ -1,0 +1,186 @@
+//! The span tree a stream of events makes, without a collector.
+
+use super::proto::{STATUS_ERROR, Span, Value};
+use super::spans::SpanBuilder;
+use crate::event::{Event, EventKind, RunStatus};
+use crate::model::{Phase, Usage};
+
+fn ev(agent: &str, parent: Option<&str>, time_ms: u64, kind: EventKind) -> Event {
+    Event {
+        run_id: "r1".into(),
+        agent: agent.into(),
+        parent: parent.map(str::to_string),
+        time_ms,
+        kind,
+    }
+}
+
+fn turn(id: &str, round: u32, phase: Phase, error: Option<&str>) -> EventKind {
+    EventKind::TurnCompleted {
+        turn_id: id.into(),
+        round,
+        phase,
+        parents: vec![],
+        usage: Usage {
+            prompt_tokens: 10,
+            completion_tokens: 5,
+        },
+        latency_ms: 40,
+        error: error.map(str::to_string),
+        // As in an events.jsonl written before these fields existed.
+        model: None,
+        finish_reason: None,
+        retries: 0,
+    }
+}
+
+fn attr<'a>(s: &'a Span, key: &str) -> Option<&'a Value> {
+    s.attributes
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| kv.value.as_ref())
+        .and_then(|v| v.value.as_ref())
+}
+
+#[test]
+fn spans_follow_the_call_graph_and_carry_errors() {
+    let events = [
+        ev(
+            "master",
+            None,
+            1000,
+            EventKind::RunStarted {
+                task: "t".into(),
+                team: "owls".into(),
+                model: "sim".into(),
+                members: 1,
+                max_rounds: 2,
+            },
+        ),
+        ev("master", None, 1100, turn("t0001", 0, Phase::Plan, None)),
+        ev(
+            "master",
+            None,
+            1101,
+            EventKind::ReviewDecision {
+                round: 0,
+                decision: "assign".into(),
+                assignments: 1,
+                rejected: vec![],
+            },
+        ),
+        ev(
+            "writer",
+            Some("master"),
+            1200,
+            EventKind::ToolCall {
+                round: 1,
+                phase: Phase::Draft,
+                id: "c1".into(),
+                tool: "workspace_read".into(),
+                arguments: "{}".into(),
+            },
+        ),
+        ev(
+            "writer",
+            Some("master"),
+            1210,
+            EventKind::ToolResult {
+                round: 1,
+                id: "c1".into(),
+                tool: "workspace_read".into(),
+                is_error: true,
+                text: "no such file".into(),
+            },
+        ),
+        ev(
+            "writer",
+            Some("master"),
+            1300,
+            turn("t0002", 1, Phase::Draft, Some("timed out")),
+        ),
+        ev(
+            "writer",
+            Some("master"),
+            1301,
+            EventKind::Error {
+                round: 1,
+                message: "writer: timed out".into(),
+            },
+        ),
+        ev(
+            "master",
+            None,
+            1400,
+            EventKind::RunFinished {
+                status: RunStatus::Failed,
+                answer: String::new(),
+                rounds: 1,
+                usage: Usage::default(),
+            },
+        ),
+    ];
+    let mut b = SpanBuilder::new(false);
+    let mut spans: Vec<Span> = events.iter().flat_map(|e| b.push(e)).collect();
+    spans.extend(b.finish());
+    assert!(b.finish().is_empty(), "finish twice sends nothing twice");
+    let find = |name: &str| {
+        spans
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+    let root = find("invoke_workflow owls");
+    let master = find("invoke_agent master");
+    let writer = find("invoke_agent writer");
+    let tool = find("execute_tool workspace_read");
+    assert!(root.parent_span_id.is_empty());
+    assert_eq!(master.parent_span_id, root.span_id);
+    assert_eq!(writer.parent_span_id, master.span_id);
+    assert_eq!(tool.parent_span_id, writer.span_id);
+    let chats: Vec<&Span> = spans.iter().filter(|s| s.name == "chat sim").collect();
+    assert_eq!(chats.len(), 2, "the model's name comes from run_started");
+    assert_eq!(chats[0].parent_span_id, master.span_id);
+    assert_eq!(chats[0].start_time_unix_nano, 1_060_000_000);
+    assert_eq!(chats[0].end_time_unix_nano, 1_100_000_000);
+    assert_eq!(chats[1].status.as_ref().unwrap().code, STATUS_ERROR);
+    assert_eq!(writer.status.as_ref().unwrap().message, "writer: timed out");
+    assert_eq!(tool.status.as_ref().unwrap().message, "no such file");
+    assert_eq!(root.status.as_ref().unwrap().message, "the run failed");
+    assert_eq!(
+        attr(writer, "gen_ai.usage.input_tokens"),
+        Some(&Value::Int(10))
+    );
+    assert!(
+        attr(tool, "gen_ai.tool.call.arguments").is_none(),
+        "no content"
+    );
+    assert!(spans.iter().all(|s| s.trace_id == root.trace_id));
+    let mut ids: Vec<&Vec<u8>> = spans.iter().map(|s| &s.span_id).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), spans.len(), "span ids are unique");
+}
+
+#[test]
+fn a_run_that_never_finished_still_closes_its_spans() {
+    let mut b = SpanBuilder::new(true);
+    let mut spans = b.push(&ev(
+        "writer",
+        Some("master"),
+        5,
+        EventKind::AgentDelta {
+            round: 1,
+            phase: Phase::Draft,
+            delta: "x".into(),
+        },
+    ));
+    spans.extend(b.finish());
+    assert_eq!(spans.len(), 2);
+    let root = spans.last().unwrap();
+    assert_eq!(
+        root.status.as_ref().unwrap().message,
+        "the run did not finish"
+    );
+    assert_eq!(spans[0].parent_span_id, root.span_id);
+}

@@ -1,0 +1,215 @@
+//! `boardroom view`: a small web server that draws runs in a browser.
+//!
+//! ```text
+//! GET /                      the runs, newest first, each linked
+//! GET /runs/<id>             the run's page (one self-contained HTML file)
+//! GET /runs/<id>/state.json  run.json, board entries from the journal, turns, plan
+//! GET /runs/<id>/events      events.jsonl as server-sent events, tailed live
+//! anything else              404
+//! ```
+//!
+//! Run ids are looked up among the directories [`list_runs`] finds, never
+//! joined onto a path as given, so no URL reaches outside the runs
+//! directory. The server is `tiny_http` on a few named worker threads,
+//! all joined by [`ViewServer::stop`]; it binds where it is told
+//! (loopback unless the caller asks otherwise).
+//!
+//! [`list_runs`]: crate::list_runs
+
+mod routes;
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Worker threads: each serves one request at a time, and a live page
+/// holds one for its event stream (at most [`routes::STREAM_FOR`]).
+const WORKERS: usize = 16;
+
+/// Why the view could not start.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ViewError {
+    /// The address is taken, not local, or not allowed.
+    Bind {
+        /// `host:port` as asked.
+        addr: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// A worker thread could not be spawned.
+    Thread(std::io::Error),
+}
+
+impl std::fmt::Display for ViewError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ViewError::Bind { addr, source } if source.kind() == std::io::ErrorKind::AddrInUse => {
+                write!(
+                    f,
+                    "cannot listen on {addr}: the port is in use (choose another with --port, or --port 0 for a free one)"
+                )
+            }
+            ViewError::Bind { addr, source } => write!(f, "cannot listen on {addr}: {source}"),
+            ViewError::Thread(e) => write!(f, "cannot start the view's threads: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ViewError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ViewError::Bind { source, .. } | ViewError::Thread(source) => Some(source),
+        }
+    }
+}
+
+/// A running view server.
+///
+/// # Examples
+///
+/// ```no_run
+/// let view = boardroom::ViewServer::start("runs", "127.0.0.1", 0)?;
+/// println!("open {}", view.url());
+/// view.wait();                                      // serves until the process ends
+/// # Ok::<(), boardroom::ViewError>(())
+/// ```
+pub struct ViewServer {
+    addr: SocketAddr,
+    server: Arc<tiny_http::Server>,
+    stop: Arc<AtomicBool>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for ViewServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ViewServer")
+            .field("addr", &self.addr)
+            .field("workers", &self.workers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ViewServer {
+    /// Serves the runs under `runs_dir` on `host:port` (port 0: a free one).
+    ///
+    /// # Errors
+    ///
+    /// [`ViewError::Bind`] when the address cannot be had (in use, not an
+    /// address of this machine), [`ViewError::Thread`] when the workers
+    /// cannot start.
+    pub fn start(runs_dir: impl AsRef<Path>, host: &str, port: u16) -> Result<Self, ViewError> {
+        let shown = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        let bind = |source| ViewError::Bind {
+            addr: shown.clone(),
+            source,
+        };
+        let listener = TcpListener::bind((host, port)).map_err(bind)?;
+        let addr = listener.local_addr().map_err(bind)?;
+        let server = tiny_http::Server::from_listener(listener, None)
+            .map_err(|e| bind(std::io::Error::other(e.to_string())))?;
+        let server = Arc::new(server);
+        // On loopback, only requests that name it (not a DNS name a web
+        // page rebound to 127.0.0.1) are served.
+        let hosts: Option<Arc<[String]>> = addr.ip().is_loopback().then(|| {
+            let port = addr.port();
+            vec![
+                format!("127.0.0.1:{port}"),
+                format!("localhost:{port}"),
+                format!("[::1]:{port}"),
+            ]
+            .into()
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let runs_dir: Arc<PathBuf> = Arc::new(runs_dir.as_ref().to_path_buf());
+        let mut workers = Vec::with_capacity(WORKERS);
+        for i in 0..WORKERS {
+            let (srv, halt, runs_dir, hosts) = (
+                Arc::clone(&server),
+                Arc::clone(&stop),
+                Arc::clone(&runs_dir),
+                hosts.clone(),
+            );
+            let worker = std::thread::Builder::new()
+                .name(format!("boardroom-view-{i}"))
+                .spawn(move || {
+                    while !halt.load(Ordering::Relaxed) {
+                        match srv.recv_timeout(Duration::from_millis(200)) {
+                            Ok(Some(request)) => {
+                                routes::handle(request, &runs_dir, &halt, hosts.as_deref());
+                            }
+                            Ok(None) => {}
+                            Err(e) => {
+                                log::debug!("view: {e}");
+                                break;
+                            }
+                        }
+                    }
+                });
+            match worker {
+                Ok(w) => workers.push(w),
+                Err(e) => {
+                    let partial = ViewServer {
+                        addr,
+                        server,
+                        stop,
+                        workers,
+                    };
+                    partial.stop();
+                    return Err(ViewError::Thread(e));
+                }
+            }
+        }
+        Ok(ViewServer {
+            addr,
+            server,
+            stop,
+            workers,
+        })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://host:port/`, the list of runs.
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// The page of one run.
+    pub fn run_url(&self, run_id: &str) -> String {
+        format!("http://{}/runs/{run_id}", self.addr)
+    }
+
+    /// Blocks while the server serves (until the process ends).
+    pub fn wait(mut self) {
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+
+    /// Stops serving: open event streams end within a moment, every
+    /// worker is joined. Dropping the server does the same.
+    pub fn stop(self) {
+        drop(self);
+    }
+}
+
+impl Drop for ViewServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.server.unblock();
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}

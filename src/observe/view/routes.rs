@@ -1,0 +1,349 @@
+//! The view's routes: the run list, a run's page, its state and its
+//! live event stream.
+
+use std::io::{BufRead, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use tiny_http::{Header, Request, Response};
+
+use crate::event::RunStatus;
+use crate::store::{RunListing, list_runs};
+
+/// The page of a run: HTML, CSS and JS in one file, compiled in.
+const PAGE: &str = include_str!("page.html");
+
+/// How long one event stream stays open before the browser reconnects
+/// (with `Last-Event-ID`, so nothing is sent twice or lost).
+pub(super) const STREAM_FOR: Duration = Duration::from_secs(30);
+
+/// How often an idle stream looks at the file again.
+const POLL: Duration = Duration::from_millis(150);
+
+pub(super) fn handle(
+    request: Request,
+    runs_dir: &Path,
+    stop: &AtomicBool,
+    hosts: Option<&[String]>,
+) {
+    if let Some(hosts) = hosts {
+        let host = request
+            .headers()
+            .iter()
+            .find(|h| h.field.equiv("Host"))
+            .map(|h| h.value.as_str().to_ascii_lowercase());
+        if !host.is_some_and(|h| hosts.contains(&h)) {
+            let _ = request.respond(html(
+                421,
+                "<h1>421</h1><p>This server answers to its own address only.</p>".into(),
+            ));
+            return;
+        }
+    }
+    let url = request.url().to_string();
+    let path = url.split(['?', '#']).next().unwrap_or("").to_string();
+    let get = matches!(
+        request.method(),
+        tiny_http::Method::Get | tiny_http::Method::Head
+    );
+    let parts: Vec<&str> = path.split('/').collect();
+    let result = match parts.as_slice() {
+        _ if !get => request.respond(html(
+            405,
+            "<h1>405</h1><p>Only GET is served here.</p>".into(),
+        )),
+        ["", ""] => request.respond(html(200, list_page(runs_dir))),
+        ["", "runs", id] | ["", "runs", id, ""] => match find(runs_dir, id) {
+            Some(_) => request.respond(page()),
+            None => request.respond(not_found(Some(id))),
+        },
+        ["", "runs", id, "state.json"] => match find(runs_dir, id) {
+            Some(dir) => request.respond(json(&state(&dir))),
+            None => request.respond(not_found(Some(id))),
+        },
+        ["", "runs", id, "events"] => match find(runs_dir, id) {
+            Some(dir) => {
+                let last = request
+                    .headers()
+                    .iter()
+                    .find(|h| h.field.equiv("Last-Event-ID"))
+                    .and_then(|h| h.value.as_str().trim().parse().ok())
+                    .unwrap_or(0);
+                stream(request.into_writer(), &dir, last, stop);
+                Ok(())
+            }
+            None => request.respond(not_found(Some(id))),
+        },
+        _ => request.respond(not_found(None)),
+    };
+    if let Err(e) = result {
+        log::debug!("view: {path}: {e}");
+    }
+}
+
+/// The run directory for an id that names one of the runs, else `None`.
+/// Ids are compared with the listed directory names, never joined.
+pub(super) fn find(runs_dir: &Path, id: &str) -> Option<PathBuf> {
+    let plain = !id.is_empty()
+        && !id.starts_with('.')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if !plain {
+        return None;
+    }
+    list_runs(runs_dir)
+        .ok()?
+        .into_iter()
+        .find(|r| r.id == id)
+        .map(|r| r.path)
+}
+
+fn header(name: &str, value: &str) -> Header {
+    Header::from_bytes(name.as_bytes(), value.as_bytes())
+        .unwrap_or_else(|()| Header::from_bytes(&b"X-Invalid"[..], &b"1"[..]).expect("static"))
+}
+
+fn with_common<R: Read>(r: Response<R>, content_type: &str, csp: &str) -> Response<R> {
+    r.with_header(header("Content-Type", content_type))
+        .with_header(header("Cache-Control", "no-store"))
+        .with_header(header("X-Content-Type-Options", "nosniff"))
+        .with_header(header("Referrer-Policy", "no-referrer"))
+        .with_header(header("Content-Security-Policy", csp))
+}
+
+const CSP_STATIC: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+
+fn html(code: u16, body: String) -> Response<std::io::Cursor<Vec<u8>>> {
+    let doc = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>boardroom</title>\
+         <style>body{{font:15px system-ui,sans-serif;margin:2em;color:#222}}\
+         table{{border-collapse:collapse}}td,th{{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left}}\
+         a{{color:#0b5cad}}</style></head><body>{body}</body></html>"
+    );
+    with_common(
+        Response::from_data(doc.into_bytes()).with_status_code(code),
+        "text/html; charset=utf-8",
+        CSP_STATIC,
+    )
+}
+
+fn json(value: &serde_json::Value) -> Response<std::io::Cursor<Vec<u8>>> {
+    with_common(
+        Response::from_data(value.to_string().into_bytes()),
+        "application/json",
+        "default-src 'none'",
+    )
+}
+
+fn not_found(id: Option<&str>) -> Response<std::io::Cursor<Vec<u8>>> {
+    let what = match id {
+        Some(id) => format!("No run '{}' here.", escape(id)),
+        None => "No such page.".to_string(),
+    };
+    html(
+        404,
+        format!("<h1>404</h1><p>{what}</p><p><a href=\"/\">All runs</a></p>"),
+    )
+}
+
+/// The run page, with a fresh nonce: only our own script may run.
+fn page() -> Response<std::io::Cursor<Vec<u8>>> {
+    let nonce = nonce();
+    let body = PAGE.replace("{{NONCE}}", &nonce);
+    let csp = format!(
+        "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:"
+    );
+    with_common(
+        Response::from_data(body.into_bytes()),
+        "text/html; charset=utf-8",
+        &csp,
+    )
+}
+
+fn nonce() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNT.fetch_add(1, Ordering::Relaxed));
+    h.write_u64(crate::event::now_ms());
+    format!("{:016x}", h.finish())
+}
+
+/// `<`, `>`, `&`, `"` and `'` as entities.
+pub(super) fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn list_page(runs_dir: &Path) -> String {
+    let runs: Vec<RunListing> = match list_runs(runs_dir) {
+        Ok(r) => r,
+        Err(e) => return format!("<h1>boardroom runs</h1><p>{}</p>", escape(&e.to_string())),
+    };
+    if runs.is_empty() {
+        return format!(
+            "<h1>boardroom runs</h1><p id=\"empty\">No runs in {} yet. Start one with <code>boardroom run --view \"TASK\"</code>.</p>",
+            escape(&runs_dir.display().to_string())
+        );
+    }
+    let mut rows = String::new();
+    for run in runs.iter().rev() {
+        let id = escape(&run.id);
+        let (status, rounds, tokens, task) = match &run.record {
+            Ok(r) => (
+                match r.state.status {
+                    RunStatus::Running => "running / interrupted",
+                    s => s.as_str(),
+                },
+                r.state.round.to_string(),
+                r.state.usage.total().to_string(),
+                r.state
+                    .task
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(120)
+                    .collect(),
+            ),
+            Err(e) => ("unreadable", String::new(), String::new(), e.to_string()),
+        };
+        rows.push_str(&format!(
+            "<tr class=\"run\"><td><a href=\"/runs/{id}\">{id}</a></td><td>{}</td><td>{rounds}</td><td>{tokens}</td><td>{}</td></tr>",
+            escape(status),
+            escape(&task)
+        ));
+    }
+    format!(
+        "<h1>boardroom runs</h1><table><tr><th>run</th><th>status</th><th>rounds</th><th>tokens</th><th>task</th></tr>{rows}</table>"
+    )
+}
+
+/// What the page draws a run from, besides its events: `run.json`, the
+/// board entries journaled since, the turns, and the plan.
+fn state(dir: &Path) -> serde_json::Value {
+    let read_json = |p: PathBuf| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .unwrap_or(serde_json::Value::Null)
+    };
+    let lines = |p: PathBuf| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(p)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let entries: Vec<serde_json::Value> = lines(dir.join("journal.jsonl"))
+        .into_iter()
+        .filter(|r| r["record"] == "entry")
+        .map(|r| r["entry"].clone())
+        .collect();
+    serde_json::json!({
+        "run": read_json(dir.join("run.json")),
+        "entries": entries,
+        "turns": lines(dir.join("turns.jsonl")),
+        "plan": read_json(dir.join("workspace").join("plan.json")),
+    })
+}
+
+/// `events.jsonl` as server-sent events, from line `skip` on, following
+/// the file while the run works; ends with an `end` event once the run
+/// finished, or after [`STREAM_FOR`] (the browser reconnects).
+fn stream(mut w: Box<dyn Write + Send>, dir: &Path, skip: u64, stop: &AtomicBool) {
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n\
+                X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\nretry: 1000\n\n";
+    if w.write_all(head.as_bytes())
+        .and_then(|()| w.flush())
+        .is_err()
+    {
+        return;
+    }
+    let path = dir.join("events.jsonl");
+    let started = Instant::now();
+    let mut offset = 0u64;
+    let mut line_no = 0u64;
+    let mut finished = false;
+    let mut last_write = Instant::now();
+    let mut quiet_over = 0u32;
+    while !stop.load(Ordering::Relaxed) && started.elapsed() < STREAM_FOR {
+        let mut out = String::new();
+        if let Ok(mut f) = std::fs::File::open(&path) {
+            if f.seek(SeekFrom::Start(offset)).is_ok() {
+                let mut r = std::io::BufReader::new(f);
+                let mut line = String::new();
+                while let Ok(n) = r.read_line(&mut line) {
+                    if n == 0 || !line.ends_with('\n') {
+                        break;
+                    }
+                    offset += n as u64;
+                    line_no += 1;
+                    let text = line.trim_end();
+                    if line_no > skip && !text.is_empty() {
+                        out.push_str(&format!("id: {line_no}\ndata: {text}\n\n"));
+                    }
+                    if text.contains("\"type\":\"run_finished\"") {
+                        finished = true;
+                    }
+                    line.clear();
+                    if out.len() > 256 * 1024 {
+                        break;
+                    }
+                }
+            }
+        }
+        let idle = out.is_empty();
+        // run.json says the run is over before its last events land (the
+        // master's memory note comes first): only a long quiet after it
+        // ends a stream that never saw run_finished (a run that crashed).
+        quiet_over = if idle && !finished && over(dir) {
+            quiet_over + 1
+        } else {
+            0
+        };
+        if idle && (finished || quiet_over > QUIET_POLLS) {
+            out.push_str("event: end\ndata: {}\n\n");
+        } else if idle && last_write.elapsed() > Duration::from_secs(5) {
+            out.push_str(": ping\n\n");
+        }
+        if !out.is_empty() {
+            if w.write_all(out.as_bytes())
+                .and_then(|()| w.flush())
+                .is_err()
+            {
+                return;
+            }
+            last_write = Instant::now();
+            if out.ends_with("event: end\ndata: {}\n\n") {
+                return;
+            }
+        }
+        if idle {
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+/// Polls of quiet after `run.json` says the run is over before a stream
+/// without `run_finished` ends (about 10 s).
+const QUIET_POLLS: u32 = 66;
+
+/// Whether `run.json` says the run ended. A run killed midway says it is
+/// still running: its stream stays open until [`STREAM_FOR`] and the
+/// browser reconnects.
+fn over(dir: &Path) -> bool {
+    crate::store::load_run(dir).is_ok_and(|r| r.state.status != RunStatus::Running)
+}

@@ -1,0 +1,317 @@
+//! Issue 13, traces in a real backend: Arize Phoenix (installed by
+//! scripts/setup-phoenix.sh into .venv-phoenix/) receives a run's spans
+//! over OTLP/HTTP protobuf, live from the exporter and after the fact from
+//! `boardroom export`; the test reads them back through Phoenix's REST
+//! API and checks names, parents and token counts.
+
+use std::collections::HashMap;
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use boardroom::{
+    AgentSpec, OtlpConfig, OtlpExporter, Runtime, Sim, SimOptions, SimToolCall, Team, TeamConfig,
+    read_turns,
+};
+use serde_json::Value;
+
+struct Phoenix {
+    child: Child,
+    base: String,
+    dir: tempfile::TempDir,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Phoenix {
+    fn start() -> Phoenix {
+        let exe = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-phoenix/bin/phoenix");
+        assert!(
+            exe.is_file(),
+            "{} missing: run scripts/setup-phoenix.sh",
+            exe.display()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let log = std::fs::File::create(dir.path().join("phoenix.log")).unwrap();
+        let child = Command::new(exe)
+            .arg("serve")
+            .env("PHOENIX_HOST", "127.0.0.1")
+            .env("PHOENIX_PORT", port.to_string())
+            .env("PHOENIX_GRPC_PORT", free_port().to_string())
+            .env("PHOENIX_WORKING_DIR", dir.path())
+            .env("PHOENIX_TELEMETRY_ENABLED", "false")
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let mut phoenix = Phoenix {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            dir,
+        };
+        // Phoenix takes half a minute to start on a busy machine.
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while get(&format!("{}/healthz", phoenix.base)).is_none() {
+            if let Ok(Some(status)) = phoenix.child.try_wait() {
+                panic!("phoenix exited ({status}): {}", phoenix.log());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "phoenix did not start: {}",
+                phoenix.log()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        phoenix
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("phoenix.log")).unwrap_or_default()
+    }
+
+    /// The spans of one trace, once `count` of them are in.
+    fn trace(&self, run_id: &str, count: usize) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let all = get(&format!(
+                "{}/v1/projects/default/spans?limit=1000",
+                self.base
+            ))
+            .map(|t| serde_json::from_str::<Value>(&t).unwrap())
+            .map(|v| v["data"].as_array().cloned().unwrap_or_default())
+            .unwrap_or_default();
+            let trace = all
+                .iter()
+                .find(|s| s["attributes"]["boardroom.run.id"] == run_id)
+                .map(|root| root["context"]["trace_id"].clone());
+            let spans: Vec<Value> = all
+                .into_iter()
+                .filter(|s| trace.as_ref() == Some(&s["context"]["trace_id"]))
+                .collect();
+            if spans.len() >= count {
+                return spans;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "phoenix has {} of {count} spans of {run_id}",
+                spans.len()
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+}
+
+impl Drop for Phoenix {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn get(url: &str) -> Option<String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into();
+    agent.get(url).call().ok()?.body_mut().read_to_string().ok()
+}
+
+fn team() -> Team {
+    Team::new(
+        "owls",
+        TeamConfig::default(),
+        vec![
+            AgentSpec::master("master", "You lead."),
+            AgentSpec::member("writer", "Writes", "You write.").with_tools(["workspace_write"]),
+            AgentSpec::member("critic", "Checks", "You check.").challenger(),
+        ],
+    )
+    .unwrap()
+}
+
+fn attr<'a>(span: &'a Value, key: &str) -> &'a Value {
+    &span["attributes"][key]
+}
+
+#[test]
+fn phoenix_receives_a_runs_spans_with_genai_names_parents_and_tokens() {
+    let phoenix = Phoenix::start();
+    let tmp = tempfile::tempdir().unwrap();
+
+    // Live: the exporter is the run's event subscriber.
+    let exporter = OtlpExporter::start(OtlpConfig::new(&phoenix.base).unwrap()).unwrap();
+    let sim = Sim::with_options(SimOptions {
+        tool_calls: vec![SimToolCall::new(
+            "writer",
+            "workspace_write",
+            serde_json::json!({"path": "menu.md", "content": "bread, cheese"}),
+        )],
+        ..SimOptions::default()
+    });
+    let outcome = Runtime::new(team(), sim)
+        .runs_dir(tmp.path())
+        .events(exporter.events())
+        .run("Plan a picnic")
+        .unwrap();
+    let report = exporter.finish();
+    assert_eq!(report.dropped, 0, "{report}");
+
+    let spans = phoenix.trace(&outcome.run_id, report.exported as usize);
+    assert_eq!(spans.len() as u64, report.exported);
+    let by_id: HashMap<&str, &Value> = spans
+        .iter()
+        .map(|s| (s["context"]["span_id"].as_str().unwrap(), s))
+        .collect();
+    let parent = |s: &Value| -> Option<&Value> {
+        s["parent_id"]
+            .as_str()
+            .map(|p| *by_id.get(p).expect("parent in the trace"))
+    };
+    let name = |s: Option<&Value>| s.map(|s| s["name"].as_str().unwrap().to_string());
+
+    // One root: the run.
+    let roots: Vec<&Value> = spans.iter().filter(|s| s["parent_id"].is_null()).collect();
+    assert_eq!(roots.len(), 1);
+    assert_eq!(roots[0]["name"], "invoke_workflow owls");
+    assert_eq!(attr(roots[0], "gen_ai.operation.name"), "invoke_workflow");
+    assert_eq!(attr(roots[0], "boardroom.status"), "done");
+    assert_eq!(
+        attr(roots[0], "gen_ai.usage.input_tokens"),
+        outcome.usage.prompt_tokens
+    );
+    assert_eq!(
+        attr(roots[0], "gen_ai.usage.output_tokens"),
+        outcome.usage.completion_tokens
+    );
+
+    // A chat span per model call, under its agent's turn, with its tokens.
+    let turns = read_turns(&tmp.path().join(&outcome.run_id)).unwrap().items;
+    let chats: Vec<&Value> = spans.iter().filter(|s| s["name"] == "chat sim").collect();
+    assert_eq!(chats.len(), turns.len());
+    for turn in &turns {
+        let chat = chats
+            .iter()
+            .find(|c| attr(c, "boardroom.turn.id") == turn.turn_id.as_str())
+            .unwrap_or_else(|| panic!("no chat span for {}", turn.turn_id));
+        assert_eq!(attr(chat, "gen_ai.operation.name"), "chat");
+        assert_eq!(attr(chat, "gen_ai.request.model"), "sim");
+        assert_eq!(
+            attr(chat, "gen_ai.usage.input_tokens"),
+            turn.usage.prompt_tokens
+        );
+        assert_eq!(
+            attr(chat, "gen_ai.usage.output_tokens"),
+            turn.usage.completion_tokens
+        );
+        assert!(
+            attr(chat, "gen_ai.response.finish_reasons").is_array(),
+            "{chat}"
+        );
+        assert_eq!(attr(chat, "boardroom.retries"), 0);
+        let agent_turn = parent(chat).unwrap();
+        assert_eq!(
+            name(Some(agent_turn)),
+            Some(format!("invoke_agent {}", turn.agent))
+        );
+        assert_eq!(attr(agent_turn, "boardroom.phase"), turn.phase.as_str());
+        // No prompt text without --otlp-content.
+        assert!(attr(chat, "gen_ai.input.messages").is_null());
+    }
+
+    // The call graph: master's plan under the run, members' drafts and the
+    // challenge under the plan, the review under the run.
+    let agent = |who: &str, phase: &str| -> &Value {
+        spans
+            .iter()
+            .find(|s| {
+                s["name"] == format!("invoke_agent {who}") && attr(s, "boardroom.phase") == phase
+            })
+            .unwrap_or_else(|| panic!("no invoke_agent {who} ({phase})"))
+    };
+    assert_eq!(
+        name(parent(agent("master", "plan"))),
+        Some("invoke_workflow owls".into())
+    );
+    assert_eq!(
+        name(parent(agent("master", "review"))),
+        Some("invoke_workflow owls".into())
+    );
+    for (who, phase) in [
+        ("writer", "draft"),
+        ("critic", "draft"),
+        ("critic", "challenge"),
+    ] {
+        let p = parent(agent(who, phase)).unwrap();
+        assert_eq!(p["name"], "invoke_agent master", "{who} {phase}");
+        assert_eq!(attr(p, "boardroom.phase"), "plan");
+    }
+    // The writer's tool call, under the writer's turn.
+    let tool = spans
+        .iter()
+        .find(|s| s["name"] == "execute_tool workspace_write")
+        .expect("an execute_tool span");
+    assert_eq!(attr(tool, "gen_ai.tool.name"), "workspace_write");
+    assert_eq!(name(parent(tool)), Some("invoke_agent writer".into()));
+    assert!(attr(tool, "gen_ai.tool.call.arguments").is_null());
+
+    // After the fact, from the files, with content: `boardroom export`.
+    let bin = env!("CARGO_BIN_EXE_boardroom");
+    let out = Command::new(bin)
+        .args([
+            "run",
+            "Plan a walk",
+            "--model",
+            "sim",
+            "--no-memory",
+            "--runs-dir",
+        ])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let out = Command::new(bin)
+        .args([
+            "export",
+            "last",
+            "--otlp-content",
+            "--otlp",
+            &phoenix.base,
+            "--runs-dir",
+        ])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exported: usize = stdout
+        .strip_prefix("exported ")
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let last = boardroom::list_runs(tmp.path()).unwrap().pop().unwrap();
+    let spans = phoenix.trace(&last.id, exported);
+    assert_eq!(spans.len(), exported);
+    let chat = spans.iter().find(|s| s["name"] == "chat sim").unwrap();
+    let input = attr(chat, "gen_ai.input.messages").as_str().unwrap_or("");
+    assert!(input.contains("Plan a walk"), "{chat}");
+    assert_eq!(
+        spans.iter().filter(|s| s["parent_id"].is_null()).count(),
+        1,
+        "one root"
+    );
+}

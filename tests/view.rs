@@ -1,0 +1,342 @@
+//! Issue 13, the web view: a real headless Chromium (over WebDriver) loads
+//! the page of a finished run and of a live one; the CLI's errors; no URL
+//! reaches outside the runs directory.
+
+mod view_support;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use boardroom::{AgentSpec, Runtime, Scripted, Team, TeamConfig, ViewServer};
+use view_support::Browser;
+
+const XSS: &str = "Menu: <script>document.body.setAttribute('data-pwned','script')</script>\
+<img src=x onerror=\"document.body.setAttribute('data-pwned','img')\"> and </pre><b>bold</b>";
+
+fn team() -> Team {
+    Team::new(
+        "owls",
+        TeamConfig::default(),
+        vec![
+            AgentSpec::master("master", "You lead."),
+            AgentSpec::member("writer", "Writes", "You write."),
+            AgentSpec::member("critic", "Checks", "You check.").challenger(),
+        ],
+    )
+    .unwrap()
+}
+
+/// A finished run, saved under `dir`: the writer's draft is an XSS attempt.
+fn finished_run(dir: &Path) -> String {
+    let model = Scripted::new()
+        .reply(
+            "master",
+            "ASSIGN:writer:Write the menu\nASSIGN:critic:List the risks",
+        )
+        .reply("writer", XSS)
+        .reply("critic", "Rain. Ants.")
+        .reply("critic", "AGREE")
+        .reply("master", "DONE\nA picnic with a menu.");
+    Runtime::new(team(), model)
+        .runs_dir(dir)
+        .run("Plan a picnic")
+        .unwrap()
+        .run_id
+}
+
+/// A child process killed and reaped when dropped, even when a test fails.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn get(url: &str) -> (u16, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into();
+    let mut resp = agent.get(url).call().unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.body_mut().read_to_string().unwrap_or_default())
+}
+
+#[test]
+fn a_finished_runs_page_draws_every_agent_the_board_and_keeps_model_text_inert() {
+    let tmp = tempfile::tempdir().unwrap();
+    let id = finished_run(tmp.path());
+    let view = ViewServer::start(tmp.path(), "127.0.0.1", 0).unwrap();
+    let browser = Browser::start();
+    browser.open(&view.run_url(&id));
+    browser.wait_for("return document.body.dataset.phase === 'finished'", 20);
+
+    let mut nodes = browser.nodes();
+    nodes.sort();
+    assert_eq!(
+        nodes,
+        vec![
+            ("critic@1".to_string(), "done".to_string()),
+            ("master@0".to_string(), "done".to_string()),
+            ("master@1".to_string(), "done".to_string()),
+            ("writer@1".to_string(), "done".to_string()),
+        ]
+    );
+    // The plan calls each member of round 1; each feeds the review.
+    let edges = browser.eval(
+        "return [...document.querySelectorAll('#graph path.edge')].map(p => p.classList[1] + ':' + p.dataset.from + '>' + p.dataset.to).sort()",
+    );
+    assert_eq!(
+        edges,
+        serde_json::json!([
+            "board:critic@1>master@1",
+            "board:writer@1>master@1",
+            "call:master@0>critic@1",
+            "call:master@0>writer@1"
+        ])
+    );
+    assert_eq!(
+        browser.eval("return document.querySelector('#graph g[data-agent=critic]').dataset.role"),
+        "member challenger"
+    );
+
+    // The board shows both drafts (and the master's review), each expandable.
+    // (Members draft in parallel: either draft may come first.)
+    let authors = browser.eval(
+        "return [...document.querySelectorAll('#board details.entry')].map(d => d.dataset.author + ':' + d.dataset.kind).sort()",
+    );
+    assert_eq!(
+        authors,
+        serde_json::json!(["critic:draft", "master:review", "writer:draft"])
+    );
+    browser.eval("document.querySelector('#board details[data-author=writer] summary').click()");
+    assert_eq!(
+        browser.eval("return document.querySelector('#board details[data-author=writer]').open"),
+        true
+    );
+    // The XSS draft is text: shown as written, no element made of it, nothing ran.
+    let text = browser.eval(
+        "return document.querySelector('#board details[data-author=writer] pre').textContent",
+    );
+    assert_eq!(text, XSS);
+    assert_eq!(
+        browser.eval("return document.querySelectorAll('#board script, #board img, #board b, main img').length"),
+        0
+    );
+    assert_eq!(
+        browser.eval("return document.body.dataset.pwned || null"),
+        serde_json::Value::Null
+    );
+    // ... and in the turns, prompts and answers alike.
+    assert_eq!(
+        browser.eval("return [...document.querySelectorAll('#turns pre')].some(p => p.textContent.includes(\"<img src=x onerror\"))"),
+        true
+    );
+    // Totals and the plan.
+    assert_eq!(
+        browser.eval("return document.getElementById('status').textContent"),
+        "done"
+    );
+    assert_eq!(
+        browser.eval(
+            "return document.querySelectorAll('#plan tr.module[data-status=completed]').length"
+        ),
+        2
+    );
+    assert_eq!(
+        browser.eval("return document.querySelectorAll('#totals tr[data-agent]').length"),
+        3
+    );
+    drop(browser);
+    view.stop();
+}
+
+#[test]
+fn a_live_runs_page_fills_in_as_members_finish() {
+    let tmp = tempfile::tempdir().unwrap();
+    let browser = Browser::start();
+    let mut child = Killed(
+        Command::new(env!("CARGO_BIN_EXE_boardroom"))
+            .args([
+                "run",
+                "--view",
+                "Plan a picnic",
+                "--model",
+                "sim:latency=1500ms",
+            ])
+            .arg("--runs-dir")
+            .arg(tmp.path())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // `view: http://127.0.0.1:PORT/runs/ID` once the run has its id.
+    let mut lines = BufReader::new(child.0.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("the run ended before printing its URL")
+            .unwrap();
+        if let Some(u) = line.strip_prefix("view: ").filter(|u| u.contains("/runs/")) {
+            break u.to_string();
+        }
+    };
+    // The rest of stderr drains on a thread so the run never blocks on it.
+    let drain = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+
+    browser.open(&url);
+    let mut seen: Vec<Vec<(String, String)>> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while browser.eval("return document.body.dataset.phase") != "finished" {
+        assert!(Instant::now() < deadline, "the live page never finished");
+        let nodes = browser.nodes();
+        if seen.last() != Some(&nodes) {
+            seen.push(nodes);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let last = browser.nodes();
+    let members = ["analyst", "critic", "researcher", "writer"];
+    for m in members {
+        assert!(
+            last.contains(&(format!("{m}@1"), "done".to_string())),
+            "{m} is not done: {last:?}"
+        );
+    }
+    assert!(
+        last.contains(&("master@1".to_string(), "done".to_string())),
+        "{last:?}"
+    );
+    // While the run worked, the page showed members that were not done yet
+    // (all of them are at the end): their statuses changed live.
+    let unfinished = seen
+        .iter()
+        .flatten()
+        .filter(|(k, s)| !k.starts_with("master@") && s != "done")
+        .count();
+    assert!(unfinished > 0, "never saw a member at work: {seen:?}");
+    assert!(seen.len() >= 2, "the page never changed: {seen:?}");
+
+    drop(browser);
+    drop(child); // `run --view` serves until stopped
+    let rest = drain.join().unwrap().join("\n");
+    assert!(rest.contains("still serving"), "{rest}");
+}
+
+#[test]
+fn unknown_runs_and_paths_outside_the_runs_dir_are_404() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let id = finished_run(&runs);
+    std::fs::write(tmp.path().join("secret.txt"), "top secret").unwrap();
+    let view = ViewServer::start(&runs, "127.0.0.1", 0).unwrap();
+    let base = view.url();
+
+    let (code, list) = get(&base);
+    assert_eq!(code, 200);
+    assert!(list.contains(&format!("href=\"/runs/{id}\"")), "{list}");
+    assert_eq!(get(&view.run_url(&id)).0, 200);
+    let (code, state) = get(&format!("{}/state.json", view.run_url(&id)));
+    assert_eq!(code, 200);
+    assert!(state.contains("Rain. Ants."));
+
+    let (code, body) = get(&format!("{base}runs/no-such-run"));
+    assert_eq!(code, 404);
+    assert!(body.contains("No run 'no-such-run' here."), "{body}");
+    for path in [
+        "runs/..",
+        "runs/../secret.txt",
+        "runs/%2e%2e/secret.txt",
+        "runs/..%2fsecret.txt",
+        "secret.txt",
+        "runs/.",
+        "runs/%2e%2e%2fruns%2f",
+        "../secret.txt",
+        "runs/%3Cscript%3E",
+    ] {
+        let (code, body) = get(&format!("{base}{path}"));
+        assert_eq!(code, 404, "{path}");
+        assert!(!body.contains("top secret"), "{path}");
+        assert!(!body.contains("<script>"), "{path}");
+    }
+    for path in [
+        "events.jsonl",
+        "run.json",
+        "workspace/plan.json",
+        "state.json/../run.json",
+    ] {
+        assert_eq!(get(&format!("{base}runs/{id}/{path}")).0, 404, "{path}");
+    }
+    // A page elsewhere that rebinds its own DNS name to 127.0.0.1 cannot
+    // read the runs: only requests naming this address are served.
+    let raw = |host: &str| {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(view.addr()).unwrap();
+        write!(
+            s,
+            "GET /runs/{id}/state.json HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    };
+    let port = view.addr().port();
+    assert!(raw(&format!("evil.example:{port}")).starts_with("HTTP/1.1 421"));
+    assert!(raw(&format!("localhost:{port}")).starts_with("HTTP/1.1 200"));
+    view.stop();
+}
+
+#[test]
+fn view_says_when_the_port_is_taken_there_are_no_runs_or_the_run_is_unknown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_boardroom");
+
+    let out = Command::new(bin)
+        .args(["view", "--runs-dir"])
+        .arg(tmp.path().join("runs"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no runs in"), "{err}");
+    assert!(
+        err.contains("yet: start one with `boardroom run --view \"TASK\"`"),
+        "{err}"
+    );
+
+    let runs = tmp.path().join("runs");
+    finished_run(&runs);
+    let out = Command::new(bin)
+        .args(["view", "nope", "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("error: run 'nope': not found in"), "{err}");
+
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let out = Command::new(bin)
+        .args(["view", "last", "--port", &port.to_string(), "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.trim(),
+        format!(
+            "error: view: cannot listen on 127.0.0.1:{port}: the port is in use (choose another with --port, or --port 0 for a free one)"
+        )
+    );
+}
