@@ -69,7 +69,10 @@ pub use protocol::{
     Assignment, Decision, MasterReply, Protocol, ProtocolError, Verdict, parse_master,
     parse_master_json, parse_verdict, parse_verdict_json,
 };
-pub use runtime::{DEFAULT_MAX_ROUNDS, RunError, RunOutcome, RunPhase, RunState, Runtime, Turn};
+pub use runtime::{
+    Cancel, DEFAULT_MAX_ROUNDS, RunError, RunHandle, RunOutcome, RunPhase, RunState, Runtime, Turn,
+    parse_timeout,
+};
 pub use store::{
     Lines, RUN_FORMAT_VERSION, RunListing, RunRecord, RunSettings, StoreError, TeamSnapshot,
     list_runs, load_run, read_events, read_turns,

@@ -7,8 +7,9 @@ mod runs;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
-use boardroom::{RunError, RunStatus, Runtime, SharedModel, Team};
+use boardroom::{RunError, RunHandle, RunStatus, Runtime, SharedModel, Team};
 use clap::Parser;
 
 use args::{Cli, Command, RunArgs};
@@ -19,6 +20,13 @@ const EXIT_OK: u8 = 0;
 const EXIT_FAILED: u8 = 1;
 /// Exit code: bad input (arguments, team files, model spec).
 const EXIT_BAD_INPUT: u8 = 2;
+/// Exit code: stopped by Ctrl-C; the run is saved and resumable.
+const EXIT_STOPPED: u8 = 130;
+
+/// How long calls in flight may take to return after the first Ctrl-C
+/// before they are abandoned (the run is then resumed from its last saved
+/// phase, and the drafts that landed).
+const STOP_GRACE: Duration = Duration::from_secs(5);
 
 pub(crate) fn main() -> ExitCode {
     let mut logger =
@@ -28,7 +36,9 @@ pub(crate) fn main() -> ExitCode {
     if std::env::var("RUST_LOG").is_ok_and(|v| v.to_ascii_lowercase().contains("trace")) {
         logger.filter_module("ureq_proto", log::LevelFilter::Debug);
     }
-    logger.init();
+    let logger = logger.build();
+    log::set_max_level(logger.filter());
+    let _ = log::set_boxed_logger(Box::new(ViewLogger(logger)));
     quiet_panics();
     let cli = Cli::parse();
     let code = match cli.command {
@@ -40,6 +50,36 @@ pub(crate) fn main() -> ExitCode {
         Command::Memory(args) => runs::memory(&args),
     };
     ExitCode::from(code)
+}
+
+/// env_logger's filter and format, but while the live view is on screen a
+/// log line prints above it (whole), never through it.
+struct ViewLogger(env_logger::Logger);
+
+impl log::Log for ViewLogger {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        self.0.enabled(metadata)
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if !self.0.matches(record) {
+            return;
+        }
+        if render::is_live() {
+            render::print_above(&format!(
+                "{:<5} {}: {}",
+                record.level(),
+                record.target(),
+                record.args()
+            ));
+        } else {
+            self.0.log(record);
+        }
+    }
+
+    fn flush(&self) {
+        self.0.flush();
+    }
 }
 
 /// Two panics are expected events here, not crashes to report:
@@ -128,8 +168,11 @@ fn run(args: RunArgs) -> u8 {
     if let Some(p) = args.parallel {
         runtime = runtime.max_parallel(p);
     }
-    if let Some(n) = args.max_tokens {
+    if let Some(n) = args.token_budget {
         runtime = runtime.token_budget(n);
+    }
+    if let Some(t) = args.timeout {
+        runtime = runtime.timeout(t);
     }
     if let Some(p) = args.protocol {
         runtime = runtime.protocol(p);
@@ -141,7 +184,81 @@ fn run(args: RunArgs) -> u8 {
         args.model.as_deref(),
     );
     let task = args.task;
-    drive_and_report(runtime, rx, args.json, &args.runs_dir, |rt| rt.run(&task))
+    drive_and_report(runtime, rx, args.json, &args.runs_dir, |rt| rt.start(&task))
+}
+
+/// Ctrl-C as a channel: one message per press. Installed once.
+fn interrupts() -> Option<crossbeam_channel::Receiver<()>> {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    // `ctrlc` runs the handler on a thread of its own (no async, no work in
+    // the signal handler itself).
+    match ctrlc::try_set_handler(move || {
+        let _ = tx.send(());
+    }) {
+        Ok(()) => Some(rx),
+        Err(e) => {
+            log::warn!("Ctrl-C will end the program at once: {e}");
+            None
+        }
+    }
+}
+
+/// The command that goes on with a run.
+fn resume_hint(runs_dir: &Path, run_id: &str) -> String {
+    if runs_dir == Path::new("runs") {
+        format!("boardroom resume {run_id}")
+    } else {
+        format!(
+            "boardroom resume {run_id} --runs-dir {}",
+            runs_dir.display()
+        )
+    }
+}
+
+/// Waits for the run while watching Ctrl-C: the first press stops the run
+/// gracefully (no new calls; calls in flight get [`STOP_GRACE`] to
+/// return); a second press, or the grace running out, ends the program at
+/// once with the run resumable from its last saved phase.
+fn wait_watching_ctrl_c(
+    handle: RunHandle,
+    runs_dir: &Path,
+) -> Result<boardroom::RunOutcome, RunError> {
+    let Some(presses) = interrupts() else {
+        return handle.wait();
+    };
+    let cancel = handle.canceller();
+    let run_id = handle.run_id().to_string();
+    let (done_tx, done) = crossbeam_channel::bounded(1);
+    std::thread::scope(|s| {
+        let waiter = std::thread::Builder::new()
+            .name("boardroom-wait".into())
+            .spawn_scoped(s, move || {
+                let _ = done_tx.send(handle.wait());
+            });
+        if waiter.is_err() {
+            return Err(RunError::Pool("cannot start a thread".into()));
+        }
+        crossbeam_channel::select! {
+            recv(done) -> r => return r.unwrap_or_else(|_| Err(RunError::Pool("the run thread ended".into()))),
+            recv(presses) -> _ => {}
+        }
+        cancel.cancel();
+        render::print_above(&format!(
+            "stopping: waiting up to {}s for the calls in flight (Ctrl-C again to quit now)",
+            STOP_GRACE.as_secs()
+        ));
+        let how = crossbeam_channel::select! {
+            recv(done) -> r => return r.unwrap_or_else(|_| Err(RunError::Pool("the run thread ended".into()))),
+            recv(presses) -> _ => "stopped at once",
+            default(STOP_GRACE) => "stopped; calls in flight abandoned",
+        };
+        render::clear_view();
+        eprintln!(
+            "{how}; {} continues it from its last saved phase",
+            resume_hint(runs_dir, &run_id)
+        );
+        std::process::exit(EXIT_STOPPED.into());
+    })
 }
 
 /// Runs `go` while the renderer thread shows the events from `rx`, then
@@ -152,7 +269,7 @@ pub(crate) fn drive_and_report(
     rx: crossbeam_channel::Receiver<boardroom::Event>,
     json: bool,
     runs_dir: &Path,
-    go: impl FnOnce(&Runtime) -> Result<boardroom::RunOutcome, RunError>,
+    start: impl FnOnce(&Runtime) -> Result<RunHandle, RunError>,
 ) -> u8 {
     let mode = if json {
         render::Mode::Json
@@ -163,9 +280,11 @@ pub(crate) fn drive_and_report(
         let renderer = std::thread::Builder::new()
             .name("boardroom-render".into())
             .spawn_scoped(s, move || render::render(rx, mode));
-        let outcome = go(&runtime);
-        // Dropping the runtime drops the last sender: the renderer drains and ends.
+        let handle = start(&runtime);
+        // Dropping the runtime drops this sender: the renderer drains and
+        // ends when the run drops its own.
         drop(runtime);
+        let outcome = handle.and_then(|h| wait_watching_ctrl_c(h, runs_dir));
         if let Ok(handle) = renderer {
             let _ = handle.join();
         }
@@ -173,15 +292,26 @@ pub(crate) fn drive_and_report(
     });
     match outcome {
         Ok(outcome) => {
+            if outcome.status == RunStatus::Cancelled {
+                eprintln!(
+                    "stopped; {} continues it",
+                    resume_hint(runs_dir, &outcome.run_id)
+                );
+                return EXIT_STOPPED;
+            }
             if !json {
                 println!("{}", outcome.answer.trim_end());
                 render::usage_by_agent(&outcome.usage_by_agent);
                 runs::saved_note(runs_dir, &outcome.run_id);
             }
             match outcome.status {
-                RunStatus::Failed | RunStatus::Cancelled => EXIT_FAILED,
+                RunStatus::Failed => EXIT_FAILED,
                 _ => EXIT_OK,
             }
+        }
+        Err(e @ RunError::NoUsableDraft { .. }) => {
+            eprintln!("failed: {e}");
+            EXIT_FAILED
         }
         Err(e @ (RunError::EmptyTask | RunError::Model { .. } | RunError::Tools(_))) => {
             eprintln!("error: {e}");

@@ -54,6 +54,10 @@ pub(crate) struct ResumeArgs {
     /// Members that run at once (default: as the run was started).
     #[arg(long)]
     parallel: Option<usize>,
+    /// End the resumed run with the best answer so far after this much
+    /// wall-clock time: 90s, 10m, 1h (default: team.yaml's `timeout`).
+    #[arg(long, value_name = "DUR", value_parser = boardroom::parse_timeout)]
+    timeout: Option<std::time::Duration>,
     /// Print events as JSON lines on stdout instead of the live view.
     #[arg(long)]
     json: bool,
@@ -248,7 +252,12 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
     }
     let no_memory = args.no_memory || !record.settings.memory;
     runtime = prepare(runtime, &runs_dir, no_memory, spec);
-    super::drive_and_report(runtime, rx, args.json, &runs_dir, |rt| rt.resume(&dir))
+    if let Some(t) = args.timeout {
+        runtime = runtime.timeout(t);
+    }
+    super::drive_and_report(runtime, rx, args.json, &runs_dir, |rt| {
+        rt.start_resume(&dir)
+    })
 }
 
 pub(crate) fn memory(args: &MemoryArgs) -> u8 {
