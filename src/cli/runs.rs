@@ -123,7 +123,19 @@ fn status_of(r: &RunRecord) -> &'static str {
     match (r.state.status, r.state.phase) {
         (RunStatus::Running, RunPhase::Finished) => "finished",
         (RunStatus::Running, _) => "interrupted",
+        // Stopped by Ctrl-C: saved where it stood.
+        (RunStatus::Cancelled, p) if p != RunPhase::Finished => "stopped",
         (s, _) => s.as_str(),
+    }
+}
+
+/// The status as `runs` lists it: a run that `resume` can go on with says so.
+fn listed_status(r: &RunRecord) -> String {
+    let status = status_of(r);
+    if r.state.phase != RunPhase::Finished && status != "running" {
+        format!("{status}, resumable")
+    } else {
+        status.to_string()
     }
 }
 
@@ -138,18 +150,34 @@ pub(crate) fn list(args: &RunsArgs) -> u8 {
     if runs.is_empty() {
         eprintln!("no runs in {}", args.runs_dir.display());
     }
-    for run in runs {
-        match run.record {
-            Ok(r) => println!(
-                "{}  {}  {:<11}  {:>2} rounds  {:>7} tokens  {}",
+    // Columns as wide as their longest value, so long statuses align.
+    let statuses: Vec<Option<String>> = runs
+        .iter()
+        .map(|run| run.record.as_ref().ok().map(listed_status))
+        .collect();
+    let id_width = runs.iter().map(|r| r.id.chars().count()).max().unwrap_or(0);
+    let status_width = statuses
+        .iter()
+        .flatten()
+        .map(|s| s.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (run, status) in runs.into_iter().zip(statuses) {
+        match (run.record, status) {
+            (Ok(r), Some(status)) => println!(
+                "{:<id_width$}  {}  {status:<status_width$}  {:>2} rounds  {:>7} tokens  {}",
                 run.id,
                 time_of(&run.id),
-                status_of(&r),
                 r.state.round,
                 r.state.usage.total(),
                 super::one_line(&r.state.task, 60)
             ),
-            Err(e) => println!("{}  {}  unreadable: {e}", run.id, time_of(&run.id)),
+            (Err(e), _) => println!(
+                "{:<id_width$}  {}  unreadable: {e}",
+                run.id,
+                time_of(&run.id)
+            ),
+            (Ok(_), None) => {}
         }
     }
     EXIT_OK
