@@ -386,3 +386,30 @@ fn usage_is_totalled() {
     assert!(run.usage.prompt_tokens > 0 && run.usage.completion_tokens > 0);
     assert_eq!(model.name(), "sim");
 }
+
+#[test]
+fn an_agent_can_take_a_model_instance_in_code() {
+    // Issue 9: beside `model:` spec strings, a ChatModel value.
+    let own = Scripted::new().otherwise("writer", "A draft from its own model.");
+    let team = Team::new(
+        "pair",
+        TeamConfig::default(),
+        vec![
+            AgentSpec::master("master", "You lead."),
+            AgentSpec::member("writer", "Writes", "You write.").with_chat_model(own.clone()),
+        ],
+    )
+    .unwrap();
+    let default = Scripted::new()
+        .reply("master", "ASSIGN:writer:Draft")
+        .reply("master", "DONE: ok");
+    let run = Runtime::new(team, default.clone()).run("Task").unwrap();
+    assert_eq!(run.answer, "ok");
+    assert_eq!(own.requests().len(), 1);
+    assert!(default.requests().iter().all(|r| r.agent == "master"));
+    assert!(
+        run.board
+            .iter()
+            .any(|e| e.text == "A draft from its own model.")
+    );
+}

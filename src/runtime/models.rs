@@ -30,6 +30,9 @@ pub(crate) fn resolve_agents(
     let mut out = HashMap::new();
     for agent in team.agents() {
         let model = match agent.model.as_deref() {
+            _ if agent.chat_model.is_some() => {
+                Arc::clone(&agent.chat_model.as_ref().map(|m| &m.0).unwrap_or(default))
+            }
             None | Some("default") => Arc::clone(default),
             Some(name) => match by_name.get(name) {
                 Some(m) => Arc::clone(m),
