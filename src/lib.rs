@@ -103,7 +103,8 @@ pub use store::{
     list_runs, load_run, read_events, read_turns,
 };
 pub use team::{
-    AgentModel, AgentRole, AgentSpec, EndpointConfig, ModelConfig, Process, Team, TeamConfig, TeamError,
+    AgentModel, AgentRole, AgentSpec, EndpointConfig, ModelConfig, Process, Team, TeamConfig,
+    TeamError,
 };
 pub use tools::{
     McpError, McpPool, McpServerConfig, McpToolInfo, Tool, ToolContext, ToolError, ToolRegistry,

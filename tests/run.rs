@@ -413,3 +413,68 @@ fn an_agent_can_take_a_model_instance_in_code() {
             .any(|e| e.text == "A draft from its own model.")
     );
 }
+
+#[test]
+fn the_sim_writes_a_small_document_and_claims_only_real_revisions() {
+    // Issue 9: not the same placeholder in every section, and no
+    // "revised" note when nobody challenged.
+    let task = "Write a short guide to brewing green tea: water temperature, steeping time, and two common mistakes.";
+    let run = Runtime::new(Team::builtin().unwrap(), Sim::new())
+        .run(task)
+        .unwrap();
+    assert!(!run.answer.contains("Revised"), "{}", run.answer);
+    for point in ["Water temperature", "Steeping time", "Two common mistakes"] {
+        assert!(run.answer.contains(point), "{point}: {}", run.answer);
+    }
+    let drafts: Vec<&str> = run
+        .board
+        .iter()
+        .filter(|e| e.kind == EntryKind::Draft)
+        .map(|e| e.text.as_str())
+        .collect();
+    assert_eq!(drafts.len(), 4);
+    for (i, a) in drafts.iter().enumerate() {
+        assert!(a.contains("brewing green tea"), "{a}");
+        assert!(
+            drafts[i + 1..].iter().all(|b| b != a),
+            "each role writes its own part"
+        );
+    }
+
+    let challenged = Runtime::new(
+        Team::builtin().unwrap(),
+        Sim::with_options(SimOptions {
+            challenge_round: Some(1),
+            ..SimOptions::default()
+        }),
+    )
+    .run(task)
+    .unwrap();
+    let round2: Vec<_> = challenged
+        .board
+        .iter()
+        .filter(|e| e.kind == EntryKind::Draft && e.round == 2)
+        .collect();
+    let revised: Vec<&str> = round2
+        .iter()
+        .filter(|e| e.text.contains("Revised after the challenge by"))
+        .map(|e| e.author.as_str())
+        .collect();
+    let named: Vec<String> = challenged
+        .board
+        .iter()
+        .filter(|e| e.kind == EntryKind::Challenge)
+        .map(|e| e.text.clone())
+        .collect();
+    assert!(!revised.is_empty(), "{round2:#?}");
+    for author in &revised {
+        assert!(
+            named.iter().any(|c| c.contains(&format!(" by {author} "))),
+            "{author} claims a revision nobody asked for"
+        );
+    }
+    assert!(
+        revised.len() < round2.len(),
+        "members not challenged claim nothing"
+    );
+}

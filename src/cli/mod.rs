@@ -121,7 +121,40 @@ fn load_team(dir: Option<&Path>) -> Result<Team, boardroom::TeamError> {
     }
 }
 
-fn default_model(
+fn default_model(team: &Team, spec: Option<&str>) -> Result<SharedModel, String> {
+    if let Some(spec) = spec {
+        openai_env_check(team, spec)?;
+    }
+    default_model_of(team, spec).map_err(|e| e.to_string())
+}
+
+/// `--model openai` with neither a key nor a server: say so before the
+/// first request, instead of trying api.openai.com with no key (or DNS
+/// five times on a machine with no network).
+fn openai_env_check(team: &Team, spec: &str) -> Result<(), String> {
+    let resolved = match team.config().models.get(spec) {
+        Some(boardroom::ModelConfig::Spec(s)) => s.as_str(),
+        Some(boardroom::ModelConfig::Endpoint(_)) => return Ok(()),
+        None => spec,
+    };
+    let head = resolved.split(',').next().unwrap_or("").trim();
+    let is_openai = head == "openai" || head.starts_with("openai:");
+    let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
+    if is_openai
+        && !resolved.contains("key_env=")
+        && !set("OPENAI_API_KEY")
+        && !set("OPENAI_BASE_URL")
+    {
+        return Err(format!(
+            "--model {spec}: OPENAI_API_KEY and OPENAI_BASE_URL are unset: set OPENAI_API_KEY \
+             for the OpenAI API, or OPENAI_BASE_URL for another OpenAI-compatible server \
+             (e.g. http://127.0.0.1:8080/v1), or use --model sim to try boardroom offline"
+        ));
+    }
+    Ok(())
+}
+
+fn default_model_of(
     team: &Team,
     spec: Option<&str>,
 ) -> Result<SharedModel, boardroom::ModelSpecError> {
@@ -324,6 +357,20 @@ pub(crate) fn drive_and_report(
     }
 }
 
+/// The 1-based line of `key:` in a file's front matter (1 if not found).
+fn key_line(path: &Path, key: &str) -> usize {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| {
+            text.lines().position(|l| {
+                l.trim_start()
+                    .strip_prefix(key)
+                    .is_some_and(|r| r.trim_start().starts_with(':'))
+            })
+        })
+        .map_or(1, |i| i + 1)
+}
+
 /// The first line of `s`, cut to `max` characters with an ellipsis.
 pub(crate) fn one_line(s: &str, max: usize) -> String {
     let line = s.trim().lines().next().unwrap_or("").trim();
@@ -355,6 +402,21 @@ fn check(dir: Option<&Path>) -> u8 {
     if let Err(e) = tools.check(&team) {
         eprintln!("{e}");
         return EXIT_BAD_INPUT;
+    }
+    // Every model an agent names must resolve (with the did-you-mean a
+    // misspelt name gets), as `run` would build it.
+    for a in team.agents() {
+        let Some(m) = a.model.as_deref().filter(|m| *m != "default") else {
+            continue;
+        };
+        if let Err(e) = team.model(m) {
+            let at = a.source.as_ref().map_or_else(
+                || format!("agent '{}'", a.name),
+                |p| format!("{}:{}", p.display(), key_line(p, "model")),
+            );
+            eprintln!("{at}: model '{m}': {}", e.detail);
+            return EXIT_BAD_INPUT;
+        }
     }
     let origin = team.dir().map_or_else(
         || "built in".to_string(),

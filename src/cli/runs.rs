@@ -39,6 +39,9 @@ pub(crate) struct ShowArgs {
     /// The call graph: master → members → challengers, round by round.
     #[arg(long)]
     tree: bool,
+    /// The whole run (run.json and its turns) as one JSON document.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -326,7 +329,14 @@ pub(crate) fn memory(args: &MemoryArgs) -> u8 {
             EXIT_OK
         }
         Ok(text) => {
-            eprintln!("{}", memory.path().display());
+            eprintln!(
+                "what the master of team '{}' remembers from earlier runs ({} lines, {} of at most {} characters; `boardroom memory --clear` forgets it), in {}:",
+                team.name(),
+                text.lines().count(),
+                text.chars().count(),
+                boardroom::DEFAULT_MEMORY_CHARS,
+                memory.path().display()
+            );
             print!("{text}");
             EXIT_OK
         }

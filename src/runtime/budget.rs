@@ -184,6 +184,9 @@ pub(crate) fn humantime(d: std::time::Duration) -> String {
     if ms < 1000 {
         return format!("{ms}ms");
     }
+    if ms < 60_000 && ms % 1000 != 0 {
+        return format!("{:.1}s", d.as_secs_f64());
+    }
     let s = d.as_secs();
     match (s / 3600, (s / 60) % 60, s % 60) {
         (0, 0, s) => format!("{s}s"),
@@ -212,6 +215,7 @@ mod tests {
     #[test]
     fn durations_read_as_people_write_them() {
         assert_eq!(humantime(Duration::from_millis(500)), "500ms");
+        assert_eq!(humantime(Duration::from_millis(1500)), "1.5s");
         assert_eq!(humantime(Duration::from_secs(90)), "1m30s");
         assert_eq!(humantime(Duration::from_secs(600)), "10m");
         assert_eq!(humantime(Duration::from_secs(3700)), "1h1m");

@@ -47,6 +47,20 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
         }
     });
     warn_all(&turns);
+    if args.json {
+        // The whole run as one JSON document: run.json and the turns.
+        let doc = serde_json::json!({ "run": &record, "turns": &turns.items });
+        return match serde_json::to_string_pretty(&doc) {
+            Ok(text) => {
+                println!("{text}");
+                EXIT_OK
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                EXIT_FAILED
+            }
+        };
+    }
     let s = &record.state;
     println!(
         "run {} · {} · team '{}' · model {} · {} · {} round(s) · {} tokens ({} prompt, {} completion)",
@@ -74,17 +88,6 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
     println!("task: {}", s.task.trim());
     if let Some(e) = &s.error {
         println!("error: {e}");
-    }
-    match &s.answer {
-        Some(a) if s.phase == RunPhase::Finished => println!("\n{}", a.trim_end()),
-        _ => println!(
-            "\n(no answer yet: stopped before phase '{}'; `boardroom resume {}` continues it)",
-            serde_json::to_value(s.phase)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
-            s.run_id
-        ),
     }
     if args.board {
         println!("\n== board");
@@ -139,6 +142,24 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
                 &turns.items
             )
         );
+    }
+    // The answer last: after the board and the other sections asked for,
+    // so they do not scroll away behind it.
+    let heading = if args.board || args.plan || args.turns || args.tree {
+        "== answer\n"
+    } else {
+        ""
+    };
+    match &s.answer {
+        Some(a) if s.phase == RunPhase::Finished => println!("\n{heading}{}", a.trim_end()),
+        _ => println!(
+            "\n(no answer yet: stopped before phase '{}'; `boardroom resume {}` continues it)",
+            serde_json::to_value(s.phase)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            s.run_id
+        ),
     }
     EXIT_OK
 }
