@@ -118,13 +118,22 @@ fn a_challenged_round_leads_to_a_reassignment() {
         .filter(|e| matches!(&e.kind, EventKind::TaskAssigned { round: 2, .. }))
         .count();
     assert_eq!(round2, 3);
-    // The revised drafts answer the challenges.
-    assert!(
-        run.board
+    // The drafts a challenge named answer it (and only those say so).
+    for e in run
+        .board
+        .iter()
+        .filter(|e| e.round == 2 && e.kind == EntryKind::Draft)
+    {
+        let named = challenges
             .iter()
-            .filter(|e| e.round == 2 && e.kind == EntryKind::Draft)
-            .all(|e| e.text.contains("Revised"))
-    );
+            .any(|c| c.text.contains(&format!(" by {} ", e.author)));
+        assert_eq!(
+            e.text.contains("Revised after the challenge"),
+            named,
+            "{}",
+            e.text
+        );
+    }
 }
 
 #[test]
