@@ -138,8 +138,8 @@ fn the_first_sigint_stops_gracefully_and_resume_finishes_the_run() {
 fn a_second_sigint_exits_at_once() {
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path().join("runs");
-    // Calls of 20 s: the first SIGINT waits for them, the second does not.
-    let (child, rx) = start_run(&runs, "20s");
+    // Drafts of 20 s: the first SIGINT waits for them, the second does not.
+    let (child, rx) = start_run(&runs, "20s,latency_phases=draft");
     sigint(&child);
     // Once the first is taken (the note says so), press again.
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -166,7 +166,7 @@ fn a_live_run_lists_as_running_and_resume_refuses_it() {
     // runs it a second time. Passes once both branches are merged.
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path().join("runs");
-    let (child, rx) = start_run(&runs, "2s");
+    let (child, rx) = start_run(&runs, "2s,latency_phases=draft");
     let (id, _) = the_run(&runs);
     let listed = boardroom(&runs, &["runs"]);
     let listed = String::from_utf8_lossy(&listed.stdout).into_owned();

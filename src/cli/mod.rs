@@ -230,7 +230,9 @@ fn interrupts() -> Option<crossbeam_channel::Receiver<()>> {
     }) {
         Ok(()) => Some(rx),
         Err(e) => {
-            log::warn!("Ctrl-C will end the program at once: {e}");
+            // Typically SIGINT is ignored (a background job of a script):
+            // no Ctrl-C will come.
+            log::debug!("no Ctrl-C handler: {e}");
             None
         }
     }
