@@ -48,11 +48,14 @@ fn start_run(runs: &Path, latency: &str) -> (Child, crossbeam_channel::Receiver<
     });
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let line = rx
-            .recv_deadline(deadline)
-            .expect("the run never reached round 1");
-        if line.starts_with("round 1") {
-            return (child, rx);
+        match rx.recv_deadline(deadline) {
+            Ok(line) if line.starts_with("round 1") => return (child, rx),
+            Ok(_) => {}
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the run never reached round 1");
+            }
         }
     }
 }

@@ -183,10 +183,9 @@ impl Human {
                 assignments,
                 threads,
             } => self.line(format!("round {round} · {assignments} assignments on {threads} threads")),
-            EventKind::TaskAssigned { round, member, task } => {
-                if !self.live {
-                    self.line(format!("  → r{round} {member}: {}", one_line(&task, 60)));
-                }
+            // Live, the assignment shows as its call's line instead.
+            EventKind::TaskAssigned { round, member, task } if !self.live => {
+                self.line(format!("  → r{round} {member}: {}", one_line(&task, 60)));
             }
             EventKind::CallStarted {
                 round,

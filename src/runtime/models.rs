@@ -31,7 +31,7 @@ pub(crate) fn resolve_agents(
     for agent in team.agents() {
         let model = match agent.model.as_deref() {
             _ if agent.chat_model.is_some() => {
-                Arc::clone(&agent.chat_model.as_ref().map(|m| &m.0).unwrap_or(default))
+                Arc::clone(agent.chat_model.as_ref().map_or(default, |m| &m.0))
             }
             None | Some("default") => Arc::clone(default),
             Some(name) => match by_name.get(name) {
