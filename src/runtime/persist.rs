@@ -141,7 +141,10 @@ impl Run<'_> {
         if self.state.phase == RunPhase::Finished
             && matches!(
                 self.state.status,
-                RunStatus::Done | RunStatus::RoundLimit | RunStatus::BudgetExhausted
+                RunStatus::Done
+                    | RunStatus::RoundLimit
+                    | RunStatus::BudgetExhausted
+                    | RunStatus::TimedOut
             )
         {
             self.complete_reviewed_modules();
