@@ -101,25 +101,42 @@ for mode in line json; do
     code=$?
     set -e
     echo "$mode run $i: exit $code" >&2
+    echo "exit $code" >>"$OUT/$mode-$i.err"
   done
 done
 
 # A run "finishes with valid directives" when it exits 0 and every master
 # decision (plan and reviews) parsed: no 'none' decision, no error saying
-# the master gave no usable directive or plan.
+# the master gave no usable directive or plan. Beside it: how each run
+# ended (exit codes, the failure line), and how many drafts landed.
 "$VENV/bin/python" - "$OUT" "$RUNS" <<'PY'
-import json, sys, pathlib
+import collections, json, sys, pathlib
 out, runs = pathlib.Path(sys.argv[1]), int(sys.argv[2])
 for mode in ("line", "json"):
-    valid = plan_ok = 0
+    valid = plan_ok = drafts = calls = 0
+    codes = collections.Counter()
+    failures = collections.Counter()
     for i in range(1, runs + 1):
         events = [json.loads(l) for l in (out / f"{mode}-{i}.jsonl").read_text().splitlines() if l.strip()]
         decisions = [e["decision"] for e in events if e.get("type") == "review_decision"]
         bad = [e for e in events if e.get("type") == "error" and "master gave no usable" in e.get("message", "")]
         finished = [e for e in events if e.get("type") == "run_finished"]
+        drafts += sum(1 for e in events if e.get("type") == "board_entry" and e.get("kind") == "draft")
+        calls += sum(1 for e in events if e.get("type") == "call_started")
         if decisions and decisions[0] != "none":
             plan_ok += 1
         if finished and decisions and "none" not in decisions and not bad:
             valid += 1
-    print(f"{mode}: {valid} of {runs} runs finished with valid directives ({plan_ok} with a valid plan)")
+        err = (out / f"{mode}-{i}.err").read_text(errors="replace")
+        code = next((l.split()[-1] for l in err.splitlines()[::-1] if l.startswith("exit ")), None)
+        for line in err.splitlines():
+            if line.startswith("failed: ") or line.startswith("error: "):
+                failures[line.strip()] += 1
+        status = finished[-1]["status"] if finished else "-"
+        codes[status] += 1
+    print(f"{mode}: {valid} of {runs} runs finished with valid directives ({plan_ok} with a valid plan); "
+          f"{drafts} drafts landed in {calls} model calls; endings: "
+          + ", ".join(f"{n}x {s}" for s, n in codes.most_common()))
+    for line, n in failures.most_common():
+        print(f"  {n}x {line}")
 PY
