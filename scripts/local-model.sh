@@ -132,8 +132,8 @@ for mode in ("line", "json"):
         for line in err.splitlines():
             if line.startswith("failed: ") or line.startswith("error: "):
                 failures[line.strip()] += 1
-        status = finished[-1]["status"] if finished else "-"
-        codes[status] += 1
+        status = finished[-1]["status"] if finished else "failed"
+        codes[f"{status} (exit {code})"] += 1
     print(f"{mode}: {valid} of {runs} runs finished with valid directives ({plan_ok} with a valid plan); "
           f"{drafts} drafts landed in {calls} model calls; endings: "
           + ", ".join(f"{n}x {s}" for s, n in codes.most_common()))
