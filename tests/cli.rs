@@ -378,3 +378,43 @@ fn show_json_is_the_whole_run_and_show_board_puts_the_answer_last() {
     assert!(board_at < answer_at, "{shown}");
     assert!(shown.trim_end().ends_with(answer.trim()), "{shown}");
 }
+
+#[test]
+fn runs_columns_align_whatever_the_status() {
+    // Issue 9: a long status ("failed, resumable") pushed the columns.
+    let runs = tempfile::tempdir().unwrap();
+    let go = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_boardroom"))
+            .args(args)
+            .arg("--runs-dir")
+            .arg(runs.path())
+            .current_dir(repo())
+            .env_remove("BOARDROOM_MODEL")
+            .output()
+            .unwrap()
+    };
+    assert_eq!(
+        go(&["run", "Plan a picnic", "--model", "sim"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let failed = go(&[
+        "run",
+        "Plan a picnic",
+        "--model",
+        "sim:latency=400ms",
+        "--timeout",
+        "200ms",
+    ]);
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed.stderr));
+    let listed = text(&go(&["runs"]).stdout);
+    let lines: Vec<&str> = listed.lines().collect();
+    assert_eq!(lines.len(), 2, "{listed}");
+    assert!(
+        listed.contains("  done  ") && listed.contains("failed, resumable"),
+        "{listed}"
+    );
+    let at: Vec<usize> = lines.iter().map(|l| l.find(" rounds ").unwrap()).collect();
+    assert_eq!(at[0], at[1], "{listed}");
+}
