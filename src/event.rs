@@ -38,6 +38,8 @@ pub enum RunStatus {
     RoundLimit,
     /// The token budget ran out; the best answer so far was given.
     BudgetExhausted,
+    /// The run's wall-clock limit passed; the best answer so far was given.
+    TimedOut,
     /// Cancelled by the caller.
     Cancelled,
     /// The run failed without an answer.
@@ -52,6 +54,7 @@ impl RunStatus {
             RunStatus::Done => "done",
             RunStatus::RoundLimit => "round_limit",
             RunStatus::BudgetExhausted => "budget_exhausted",
+            RunStatus::TimedOut => "timed_out",
             RunStatus::Cancelled => "cancelled",
             RunStatus::Failed => "failed",
         }
@@ -126,6 +129,32 @@ pub enum EventKind {
         /// The task.
         task: String,
     },
+    /// A model call is about to be sent: an agent is at work.
+    CallStarted {
+        /// The round.
+        round: u32,
+        /// What the call is for.
+        phase: Phase,
+        /// The call's number in the run (its deltas and its end carry it).
+        call: u64,
+        /// 0 for the first try, 1.. for the logical retries.
+        attempt: u32,
+        /// The assignment it works on (member drafts).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task: Option<String>,
+    },
+    /// A model call returned (its Turn record is in `turns.jsonl`).
+    CallEnded {
+        /// The round.
+        round: u32,
+        /// What the call was for.
+        phase: Phase,
+        /// The call's number in the run.
+        call: u64,
+        /// Why it failed, if it did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// A piece of an answer as it streams in.
     AgentDelta {
         /// The round.
@@ -134,6 +163,9 @@ pub enum EventKind {
         phase: Phase,
         /// The new text.
         delta: String,
+        /// The call it belongs to (see [`EventKind::CallStarted`]).
+        #[serde(default)]
+        call: u64,
     },
     /// An agent's complete answer.
     AgentMessage {

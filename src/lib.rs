@@ -28,7 +28,7 @@
 //! ```
 //! use boardroom::{EventKind, Runtime, Sim, Team};
 //!
-//! let (tx, rx) = crossbeam_channel::unbounded();
+//! let (tx, rx) = boardroom::channel::unbounded();   // crossbeam-channel, re-exported
 //! let runtime = Runtime::new(Team::load(".")?, Sim::new()).events(tx);
 //! let handle = std::thread::spawn(move || runtime.run("Plan a picnic"));
 //! for event in rx {                                // ends when the run drops its sender
@@ -38,6 +38,22 @@
 //! }
 //! let run = handle.join().unwrap()?;
 //! assert!(!run.answer.is_empty());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Stopping a run
+//!
+//! [`Runtime::start`] runs the task on its own thread and returns a
+//! [`RunHandle`] with a stop flag of its own: `cancel` stops that run (no
+//! new calls; the calls in flight return; the state is saved and
+//! [`Runtime::resume`] goes on with it), never a later one.
+//!
+//! ```
+//! use boardroom::{RunStatus, Runtime, Sim, Team};
+//!
+//! let handle = Runtime::new(Team::builtin()?, Sim::new()).start("Plan a picnic")?;
+//! handle.cancel();
+//! assert_eq!(handle.wait()?.status, RunStatus::Cancelled);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -56,6 +72,15 @@ mod store;
 mod team;
 mod tools;
 
+/// The channels events travel on: `crossbeam-channel`, re-exported so a
+/// program can follow the examples without adding it.
+pub use crossbeam_channel as channel;
+
+/// The README's code blocks, compiled and run by `cargo test --doc`.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+mod readme {}
+
 pub use board::{Entry, EntryKind, NewEntry, SharedBoard, escape_xml, render_context};
 pub use event::{Event, EventKind, RoomStatus, RunStatus};
 pub use memory::{DEFAULT_MEMORY_CHARS, MasterMemory};
@@ -72,13 +97,17 @@ pub use protocol::{
     Assignment, Decision, MasterReply, Protocol, ProtocolError, Verdict, parse_master,
     parse_master_json, parse_verdict, parse_verdict_json,
 };
-pub use runtime::{DEFAULT_MAX_ROUNDS, RunError, RunOutcome, RunPhase, RunState, Runtime, Turn};
+pub use runtime::{
+    Cancel, DEFAULT_MAX_ROUNDS, RunError, RunHandle, RunOutcome, RunPhase, RunState, Runtime, Turn,
+    parse_timeout,
+};
 pub use store::{
     Lines, RUN_FORMAT_VERSION, RunListing, RunRecord, RunSettings, StoreError, TeamSnapshot,
     list_runs, load_run, read_events, read_turns, run_holder,
 };
 pub use team::{
-    AgentRole, AgentSpec, EndpointConfig, ModelConfig, Process, Team, TeamConfig, TeamError,
+    AgentModel, AgentRole, AgentSpec, EndpointConfig, ModelConfig, Process, Team, TeamConfig,
+    TeamError,
 };
 pub use tools::{
     Elicitation, McpError, McpPool, McpServerConfig, McpToolInfo, Tool, ToolContext, ToolError,

@@ -223,3 +223,198 @@ fn a_panicking_member_is_an_error_line_not_a_backtrace() {
         "no raw panic report: {stderr}"
     );
 }
+
+/// A team directory with one member whose `model:` is `model`.
+fn team_with_member_model(dir: &Path, model: &str, yaml: &str) {
+    fs::create_dir_all(dir.join("agents")).unwrap();
+    fs::create_dir_all(dir.join("souls")).unwrap();
+    fs::write(
+        dir.join("agents/lead.md"),
+        "---\nname: lead\nrole: master\n---\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.join("agents/writer.md"),
+        format!("---\nname: writer\nrole: member\nmodel: {model}\n---\n"),
+    )
+    .unwrap();
+    fs::write(dir.join("souls/lead.md"), "You lead.").unwrap();
+    fs::write(dir.join("souls/writer.md"), "You write.").unwrap();
+    fs::write(dir.join("team.yaml"), yaml).unwrap();
+}
+
+#[test]
+fn a_misspelt_model_name_gets_a_did_you_mean_in_check_and_run() {
+    // Issue 9: `model: fastt` passed `check` and failed at run time.
+    let dir = tempfile::tempdir().unwrap();
+    team_with_member_model(dir.path(), "fastt", "models:\n  fast: sim\n");
+    let out = boardroom(&["check"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr).trim(),
+        "./agents/writer.md:4: model 'fastt': unknown provider 'fastt' (known: sim, openai, http, https) (did you mean 'fast'?)"
+    );
+    let out = boardroom(&["run", "Task", "--model", "sim"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("agent 'writer': model spec 'fastt': unknown provider 'fastt' (known: sim, openai, http, https) (did you mean 'fast'?)"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn openai_with_no_key_and_no_url_says_so_before_any_request() {
+    let out = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["run", "Task", "--model", "openai"])
+        .current_dir(repo())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env("BOARDROOM_RUNS_DIR", tempfile::tempdir().unwrap().path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).starts_with(
+            "error: --model openai: OPENAI_API_KEY and OPENAI_BASE_URL are unset: set OPENAI_API_KEY for the OpenAI API, or OPENAI_BASE_URL for another"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn the_time_limit_ends_the_run_with_the_drafts_so_far() {
+    // Issue 8 finding 5: `--timeout` ends the run with the best answer on the
+    // board (status timed_out), like the token budget.
+    let runs = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args([
+            "run",
+            "Write a guide",
+            "--model",
+            "sim:latency=400ms,never_done",
+        ])
+        .args(["--rounds", "20", "--timeout", "1500ms", "--json"])
+        .arg("--runs-dir")
+        .arg(runs.path())
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "run_finished");
+    assert_eq!(last["status"], "timed_out");
+    let answer = last["answer"].as_str().unwrap();
+    assert!(
+        answer.starts_with("The run's time limit (1.5s) ran out; the drafts so far:")
+            && answer.contains("## "),
+        "{answer}"
+    );
+    // Calls in flight finish, nothing new starts: few calls past the limit.
+    let calls = stdout
+        .lines()
+        .filter(|l| l.contains("\"type\":\"call_started\""))
+        .count();
+    assert!(calls <= 12, "{calls} calls");
+}
+
+#[test]
+fn a_time_limit_before_any_draft_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    team_with_member_model(dir.path(), "default", "timeout: 300ms\n");
+    let out = boardroom(&["run", "Task", "--model", "sim:latency=500ms"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr)
+            .contains("failed: the time limit ran out before any member produced a usable draft"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(text(&out.stdout).trim().is_empty());
+}
+
+#[test]
+fn the_token_budget_flag_has_its_new_name_and_the_old_one_still_works() {
+    for flag in ["--token-budget", "--max-tokens"] {
+        let out = boardroom(&["run", "Plan a picnic", flag, "1500", "--json"], repo());
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{flag}: {}", text(&out.stderr));
+        assert!(stdout.contains("\"status\":\"budget_exhausted\""), "{flag}");
+    }
+    let help = boardroom(&["run", "--help"], repo());
+    let help = text(&help.stdout);
+    assert!(
+        help.contains("--token-budget <N>") && !help.contains("--max-tokens"),
+        "{help}"
+    );
+}
+
+#[test]
+fn show_json_is_the_whole_run_and_show_board_puts_the_answer_last() {
+    let runs = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_boardroom"))
+            .args(args)
+            .arg("--runs-dir")
+            .arg(runs.path())
+            .current_dir(repo())
+            .env_remove("BOARDROOM_MODEL")
+            .output()
+            .unwrap()
+    };
+    let out = run(&["run", "Plan a picnic", "--model", "sim"]);
+    assert_eq!(out.status.code(), Some(0));
+    let answer = text(&out.stdout);
+    let json = run(&["show", "last", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(doc["run"]["status"], "done");
+    assert_eq!(doc["run"]["answer"].as_str().unwrap().trim(), answer.trim());
+    assert!(!doc["turns"].as_array().unwrap().is_empty());
+    let shown = text(&run(&["show", "last", "--board"]).stdout);
+    let board_at = shown.find("== board").unwrap();
+    let answer_at = shown.find("== answer").unwrap();
+    assert!(board_at < answer_at, "{shown}");
+    assert!(shown.trim_end().ends_with(answer.trim()), "{shown}");
+}
+
+#[test]
+fn runs_columns_align_whatever_the_status() {
+    // Issue 9: a long status ("failed, resumable") pushed the columns.
+    let runs = tempfile::tempdir().unwrap();
+    let go = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_boardroom"))
+            .args(args)
+            .arg("--runs-dir")
+            .arg(runs.path())
+            .current_dir(repo())
+            .env_remove("BOARDROOM_MODEL")
+            .output()
+            .unwrap()
+    };
+    assert_eq!(
+        go(&["run", "Plan a picnic", "--model", "sim"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let failed = go(&[
+        "run",
+        "Plan a picnic",
+        "--model",
+        "sim:latency=400ms",
+        "--timeout",
+        "200ms",
+    ]);
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed.stderr));
+    let listed = text(&go(&["runs"]).stdout);
+    let lines: Vec<&str> = listed.lines().collect();
+    assert_eq!(lines.len(), 2, "{listed}");
+    assert!(
+        listed.contains("  done  ") && listed.contains("failed, resumable"),
+        "{listed}"
+    );
+    let at: Vec<usize> = lines.iter().map(|l| l.find(" rounds ").unwrap()).collect();
+    assert_eq!(at[0], at[1], "{listed}");
+}

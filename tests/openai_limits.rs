@@ -169,10 +169,11 @@ fn token_budget_from_team_yaml() {
     .unwrap();
     let team = Team::load(team_dir).unwrap();
     assert_eq!(team.config().token_budget, Some(1));
-    let outcome = Runtime::new(team, Sim::new()).run("Say hi").unwrap();
-    assert_eq!(outcome.status, RunStatus::BudgetExhausted);
-    assert!(
-        outcome.board.iter().all(|e| e.kind != EntryKind::Draft),
-        "the plan used the budget: no member ran"
+    // The plan used the budget: no member ran, so there is no answer to
+    // give (issue 9: not an empty answer with exit 0).
+    let err = Runtime::new(team, Sim::new()).run("Say hi").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the token budget ran out before any member produced a usable draft"
     );
 }

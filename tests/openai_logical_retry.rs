@@ -1,12 +1,183 @@
-//! The logical retry as it meets real models: answers cut off by the length
-//! limit are asked again with a corrective note; a member's cut draft ends as
-//! an error entry, and the master's last try at the final answer keeps what
-//! it wrote.
+//! The logical retry as it meets real models (issue 9): an answer cut off
+//! by the length limit is asked again *differently* (a shorter answer, a
+//! raised cap, the cut text not sent back), at most once; a run whose every
+//! member was cut off fails and says so (exit 1, resumable), and makes no
+//! review, final-answer or memory call.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
 
 use boardroom::{
-    AgentSpec, ChatResponse, EntryKind, FinishReason, Phase, RunStatus, Runtime, Scripted, Team,
-    TeamConfig, Usage,
+    AgentSpec, ChatResponse, FinishReason, Phase, RunStatus, Runtime, Scripted, Team, TeamConfig,
+    Usage,
 };
+use support::{Reply, Request, Server};
+
+const MEMBERS: usize = 4;
+
+/// An answer cut at the length limit after 384 tokens, as llama.cpp's
+/// server sends it (`finish_reason: length`), streamed or not.
+fn cut_reply(req: &Request, text: &str) -> Reply {
+    let usage =
+        serde_json::json!({"prompt_tokens": 900, "completion_tokens": 384, "total_tokens": 1284});
+    if req.streaming() {
+        Reply::Sse(vec![
+            format!(
+                "data: {}\n\n",
+                serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
+            ),
+            format!(
+                "data: {}\n\n",
+                serde_json::json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
+            ),
+            format!(
+                "data: {}\n\n",
+                serde_json::json!({"choices": [], "usage": usage})
+            ),
+            "data: [DONE]\n\n".into(),
+        ])
+    } else {
+        Reply::status(
+            200,
+            &serde_json::json!({
+                "id": "x", "object": "chat.completion",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                             "finish_reason": "length"}],
+                "usage": usage
+            })
+            .to_string(),
+        )
+    }
+}
+
+/// The master plans one assignment per member; every member echoes its
+/// prompt until the cap cuts it, as a small base model does.
+fn server() -> Server {
+    Server::start(|req| {
+        let text = req.all_text();
+        if text.contains("Split this task") {
+            let plan: String = (0..MEMBERS)
+                .map(|i| format!("ASSIGN:m{i}:write part {i}\n"))
+                .collect();
+            Reply::answer(req, &plan)
+        } else {
+            cut_reply(req, &format!("{text} {text}"))
+        }
+    })
+}
+
+fn team_dir(dir: &Path) {
+    std::fs::create_dir_all(dir.join("agents")).unwrap();
+    std::fs::create_dir_all(dir.join("souls")).unwrap();
+    let mut agents = vec![("lead".to_string(), "master")];
+    agents.extend((0..MEMBERS).map(|i| (format!("m{i}"), "member")));
+    for (name, role) in agents {
+        std::fs::write(
+            dir.join(format!("agents/{name}.md")),
+            format!("---\nname: {name}\nrole: {role}\n---\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join(format!("souls/{name}.md")),
+            format!("You are {name}."),
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn every_member_cut_off_fails_the_run_after_one_different_retry_each() {
+    let server = server();
+    let dir = tempfile::tempdir().unwrap();
+    team_dir(&dir.path().join("team"));
+    let runs = dir.path().join("runs");
+    let out = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args([
+            "run",
+            "Write a guide to green tea",
+            "--rounds",
+            "1",
+            "--team",
+            "team",
+        ])
+        .arg("--runs-dir")
+        .arg(&runs)
+        .args(["--model", &format!("{}#tiny", server.base_url())])
+        .current_dir(dir.path())
+        .env_remove("BOARDROOM_MODEL")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "failed: no member produced a usable draft (4 of 4 cut off at the length limit)"
+        ),
+        "{stderr}"
+    );
+    assert!(stdout.trim().is_empty(), "no answer on stdout: {stdout}");
+
+    // One plan, then two calls per member: the retry and no third try; no
+    // review, no final answer, no memory note.
+    let seen = server.seen();
+    assert_eq!(
+        seen.len(),
+        1 + 2 * MEMBERS,
+        "{:#?}",
+        seen.iter().map(|r| r.all_text()).collect::<Vec<_>>()
+    );
+    assert!(
+        seen.iter()
+            .all(|r| !r.all_text().contains("worth remembering")),
+        "a failed run makes no memory call"
+    );
+    for i in 0..MEMBERS {
+        let mine: Vec<&Request> = seen
+            .iter()
+            .filter(|r| r.all_text().contains(&format!("You are m{i}.")))
+            .collect();
+        assert_eq!(mine.len(), 2, "m{i}");
+        let (first, second) = (&mine[0].body, &mine[1].body);
+        // The retry asks for something different: room to finish, and a
+        // much shorter answer, without the cut text sent back.
+        assert!(first["max_tokens"].is_null(), "{first}");
+        assert_eq!(second["max_tokens"], 768, "{second}");
+        let last = second["messages"].as_array().unwrap().last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            last.contains("cut off by the length limit after about 384 tokens")
+                && last.contains("at most 144 words"),
+            "{last}"
+        );
+        let sent = second["messages"].as_array().unwrap().len();
+        assert_eq!(
+            sent,
+            first["messages"].as_array().unwrap().len() + 1,
+            "only the note is added: the cut echo is not sent back"
+        );
+    }
+
+    // Saved as failed, and resumable: the members phase is where it stands.
+    let run_dir = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("run.json").is_file())
+        .unwrap();
+    let record = boardroom::load_run(&run_dir).unwrap();
+    assert_eq!(record.state.status, RunStatus::Failed);
+    assert_eq!(record.state.phase, boardroom::RunPhase::Members);
+    assert_eq!(
+        record.state.error.as_deref(),
+        Some("no member produced a usable draft (4 of 4 cut off at the length limit)")
+    );
+}
 
 fn cut(text: &str) -> ChatResponse {
     ChatResponse {
@@ -15,8 +186,9 @@ fn cut(text: &str) -> ChatResponse {
     }
 }
 
-fn team() -> Team {
-    Team::new(
+#[test]
+fn a_cut_final_answer_is_asked_again_once_then_kept() {
+    let team = Team::new(
         "pair",
         TeamConfig::default(),
         vec![
@@ -24,42 +196,59 @@ fn team() -> Team {
             AgentSpec::member("writer", "Writes", "You write."),
         ],
     )
-    .unwrap()
-}
-
-#[test]
-fn a_cut_final_answer_is_asked_again_then_kept() {
+    .unwrap();
     let model = Scripted::new()
         .reply("master", "ASSIGN:writer:write")
         .reply("master", "DONE")
         .respond("master", cut("first cut"))
         .respond("master", cut("second cut"))
-        .respond("master", cut("third cut"))
-        .respond("writer", cut("draft cut 1"))
-        .respond("writer", cut("draft cut 2"))
-        .respond("writer", cut("draft cut 3"));
-    let run = Runtime::new(team(), model.clone()).run("Task").unwrap();
+        .reply("writer", "A draft.");
+    let run = Runtime::new(team, model.clone()).run("Task").unwrap();
     assert_eq!(run.status, RunStatus::Done);
-    assert_eq!(run.answer, "third cut");
+    assert_eq!(run.answer, "second cut");
     let finals: Vec<_> = model
         .requests()
         .into_iter()
         .filter(|r| r.phase == Phase::Final)
         .collect();
-    assert_eq!(finals.len(), 3);
-    let note = &finals[1].messages.last().unwrap().content;
-    assert!(
-        note.contains("the answer was cut off by the length limit; write a shorter one"),
-        "{note}"
-    );
-    let errors: Vec<_> = run
-        .board
-        .iter()
-        .filter(|e| e.kind == EntryKind::Error)
-        .collect();
-    assert_eq!(errors.len(), 1);
+    assert_eq!(finals.len(), 2, "a second cut is not asked a third time");
+    assert_eq!(finals[0].max_tokens, None);
     assert_eq!(
-        errors[0].text,
-        "writer gave no usable draft: the answer was cut off by the length limit; write a shorter one"
+        finals[1].max_tokens,
+        Some(256),
+        "raised for a cut of ~2 tokens: the floor"
     );
+    let note = &finals[1].messages.last().unwrap().content;
+    assert!(note.contains("cut off by the length limit"), "{note}");
+    assert!(
+        !finals[1].messages.iter().any(|m| m.content == "first cut"),
+        "the cut text is not sent back"
+    );
+}
+
+#[test]
+fn an_agents_own_max_tokens_is_never_passed() {
+    let mut writer = AgentSpec::member("writer", "Writes", "You write.");
+    writer.max_tokens = Some(300);
+    let team = Team::new(
+        "pair",
+        TeamConfig::default(),
+        vec![AgentSpec::master("master", "You lead."), writer],
+    )
+    .unwrap();
+    let model = Scripted::new()
+        .reply("master", "ASSIGN:writer:write")
+        .reply("master", "DONE: fine")
+        .respond("writer", cut("cut"))
+        .reply("writer", "A short draft.");
+    let run = Runtime::new(team, model.clone()).run("Task").unwrap();
+    assert_eq!(run.answer, "fine");
+    let drafts: Vec<_> = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.phase == Phase::Draft)
+        .collect();
+    assert_eq!(drafts.len(), 2);
+    assert_eq!(drafts[0].max_tokens, Some(300));
+    assert_eq!(drafts[1].max_tokens, Some(300));
 }

@@ -368,14 +368,25 @@ fn a_programs_own_tool_runs_and_several_calls_run_at_once() {
 fn every_step_of_a_tool_loop_counts_toward_usage_even_when_a_later_step_fails() {
     // Review finding: the usage of earlier steps was lost when a later model
     // call of the same turn failed.
-    let team = team(&["plan_read"], TeamConfig::default());
+    // A second member drafts: a run with no draft at all fails (issue 9).
+    let team = Team::new(
+        "tools",
+        TeamConfig::default(),
+        vec![
+            AgentSpec::master("lead", "You lead."),
+            AgentSpec::member("writer", "Writes", "You write.").with_tools(["plan_read"]),
+            AgentSpec::member("helper", "Helps", "You help."),
+        ],
+    )
+    .unwrap();
     let mut step = asks(vec![call("c1", "plan_read", json!({}))]);
     step.usage = boardroom::Usage {
         prompt_tokens: 1000,
         completion_tokens: 7,
     };
     let model = Scripted::new()
-        .reply("lead", "ASSIGN:writer:Look at the plan")
+        .reply("lead", "ASSIGN:writer:Look at the plan\nASSIGN:helper:Help")
+        .reply("helper", "Help given.")
         .respond("writer", step)
         .fail("writer", "the server went away")
         .reply("lead", "DONE\nFine.");

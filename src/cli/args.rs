@@ -59,9 +59,14 @@ pub(crate) struct RunArgs {
     /// Members that run at once (at least 1).
     #[arg(long, value_parser = at_least_one::<usize>)]
     pub(crate) parallel: Option<usize>,
-    /// End the run with the best answer so far once it has used this many tokens (at least 1).
-    #[arg(long = "max-tokens", value_name = "N", value_parser = at_least_one::<u64>)]
-    pub(crate) max_tokens: Option<u64>,
+    /// End the run with the best answer so far once it has used this many
+    /// tokens, all calls together (not a per-reply limit; at least 1).
+    #[arg(long = "token-budget", alias = "max-tokens", value_name = "N", value_parser = at_least_one::<u64>)]
+    pub(crate) token_budget: Option<u64>,
+    /// End the run with the best answer so far after this much wall-clock
+    /// time: 90s, 10m, 1h (default: team.yaml's `timeout`, else none).
+    #[arg(long, value_name = "DUR", value_parser = boardroom::parse_timeout)]
+    pub(crate) timeout: Option<std::time::Duration>,
     /// How the master and challengers write decisions: `line` (default) or `json`.
     #[arg(long, value_name = "line|json")]
     pub(crate) protocol: Option<boardroom::Protocol>,

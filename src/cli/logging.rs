@@ -5,7 +5,8 @@
 //! with sensitive headers redacted, and only addresses at trace.) A
 //! directive for a
 //! submodule (`ureq_proto::util=trace`) would outrank a module filter in
-//! `env_logger`: the guard looks at each record's target instead.
+//! `env_logger`: the guard looks at each record's target instead. While
+//! the live view is on screen, a record prints above it, never through it.
 
 use log::{Level, Log, Metadata, Record};
 
@@ -40,7 +41,19 @@ impl Log for Guard {
     }
 
     fn log(&self, record: &Record<'_>) {
-        if !unsafe_record(record.target(), record.level()) {
+        if unsafe_record(record.target(), record.level()) || !self.inner.matches(record) {
+            return;
+        }
+        // While the live view is on screen a log line prints above it
+        // (whole), never through it.
+        if super::render::is_live() {
+            super::render::print_above(&format!(
+                "{:<5} {}: {}",
+                record.level(),
+                record.target(),
+                record.args()
+            ));
+        } else {
             self.inner.log(record);
         }
     }

@@ -9,8 +9,9 @@ mod runs;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
-use boardroom::{RunError, RunStatus, Runtime, SharedModel, Team};
+use boardroom::{RunError, RunHandle, RunStatus, Runtime, SharedModel, Team};
 use clap::Parser;
 
 use args::{Cli, Command, RunArgs};
@@ -21,9 +22,17 @@ const EXIT_OK: u8 = 0;
 const EXIT_FAILED: u8 = 1;
 /// Exit code: bad input (arguments, team files, model spec).
 const EXIT_BAD_INPUT: u8 = 2;
+/// Exit code: stopped by Ctrl-C; the run is saved and resumable.
+const EXIT_STOPPED: u8 = 130;
+
+/// How long calls in flight may take to return after the first Ctrl-C
+/// before they are abandoned (the run is then resumed from its last saved
+/// phase, and the drafts that landed).
+const STOP_GRACE: Duration = Duration::from_secs(5);
 
 pub(crate) fn main() -> ExitCode {
-    // The API key must never reach the log, whatever RUST_LOG says.
+    // The API key must never reach the log, whatever RUST_LOG says; log
+    // lines print above the live view, never through it.
     logging::init();
     quiet_panics();
     let cli = Cli::parse();
@@ -79,7 +88,40 @@ fn load_team(dir: Option<&Path>) -> Result<Team, boardroom::TeamError> {
     }
 }
 
-fn default_model(
+fn default_model(team: &Team, spec: Option<&str>) -> Result<SharedModel, String> {
+    if let Some(spec) = spec {
+        openai_env_check(team, spec)?;
+    }
+    default_model_of(team, spec).map_err(|e| e.to_string())
+}
+
+/// `--model openai` with neither a key nor a server: say so before the
+/// first request, instead of trying api.openai.com with no key (or DNS
+/// five times on a machine with no network).
+fn openai_env_check(team: &Team, spec: &str) -> Result<(), String> {
+    let resolved = match team.config().models.get(spec) {
+        Some(boardroom::ModelConfig::Spec(s)) => s.as_str(),
+        Some(boardroom::ModelConfig::Endpoint(_)) => return Ok(()),
+        None => spec,
+    };
+    let head = resolved.split(',').next().unwrap_or("").trim();
+    let is_openai = head == "openai" || head.starts_with("openai:");
+    let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
+    if is_openai
+        && !resolved.contains("key_env=")
+        && !set("OPENAI_API_KEY")
+        && !set("OPENAI_BASE_URL")
+    {
+        return Err(format!(
+            "--model {spec}: OPENAI_API_KEY and OPENAI_BASE_URL are unset: set OPENAI_API_KEY \
+             for the OpenAI API, or OPENAI_BASE_URL for another OpenAI-compatible server \
+             (e.g. http://127.0.0.1:8080/v1), or use --model sim to try boardroom offline"
+        ));
+    }
+    Ok(())
+}
+
+fn default_model_of(
     team: &Team,
     spec: Option<&str>,
 ) -> Result<SharedModel, boardroom::ModelSpecError> {
@@ -139,8 +181,11 @@ fn run(args: RunArgs) -> u8 {
     if let Some(p) = args.parallel {
         runtime = runtime.max_parallel(p);
     }
-    if let Some(n) = args.max_tokens {
+    if let Some(n) = args.token_budget {
         runtime = runtime.token_budget(n);
+    }
+    if let Some(t) = args.timeout {
+        runtime = runtime.timeout(t);
     }
     if let Some(p) = args.protocol {
         runtime = runtime.protocol(p);
@@ -161,7 +206,7 @@ fn run(args: RunArgs) -> u8 {
         Err(code) => return code,
     };
     let rx = observers.tee(rx);
-    let code = drive_and_report(runtime, rx, args.json, &args.runs_dir, |rt| rt.run(&task));
+    let code = drive_and_report(runtime, rx, args.json, &args.runs_dir, |rt| rt.start(&task));
     observers.finish();
     code
 }
@@ -208,6 +253,82 @@ fn read_task(arg: Option<&str>, file: Option<&Path>) -> Result<String, String> {
     }
 }
 
+/// Ctrl-C as a channel: one message per press. Installed once.
+fn interrupts() -> Option<crossbeam_channel::Receiver<()>> {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    // `ctrlc` runs the handler on a thread of its own (no async, no work in
+    // the signal handler itself).
+    match ctrlc::try_set_handler(move || {
+        let _ = tx.send(());
+    }) {
+        Ok(()) => Some(rx),
+        Err(e) => {
+            // Typically SIGINT is ignored (a background job of a script):
+            // no Ctrl-C will come.
+            log::debug!("no Ctrl-C handler: {e}");
+            None
+        }
+    }
+}
+
+/// The command that goes on with a run.
+fn resume_hint(runs_dir: &Path, run_id: &str) -> String {
+    if runs_dir == Path::new("runs") {
+        format!("boardroom resume {run_id}")
+    } else {
+        format!(
+            "boardroom resume {run_id} --runs-dir {}",
+            runs_dir.display()
+        )
+    }
+}
+
+/// Waits for the run while watching Ctrl-C: the first press stops the run
+/// gracefully (no new calls; calls in flight get [`STOP_GRACE`] to
+/// return); a second press, or the grace running out, ends the program at
+/// once with the run resumable from its last saved phase.
+fn wait_watching_ctrl_c(
+    handle: RunHandle,
+    runs_dir: &Path,
+) -> Result<boardroom::RunOutcome, RunError> {
+    let Some(presses) = interrupts() else {
+        return handle.wait();
+    };
+    let cancel = handle.canceller();
+    let run_id = handle.run_id().to_string();
+    let (done_tx, done) = crossbeam_channel::bounded(1);
+    std::thread::scope(|s| {
+        let waiter = std::thread::Builder::new()
+            .name("boardroom-wait".into())
+            .spawn_scoped(s, move || {
+                let _ = done_tx.send(handle.wait());
+            });
+        if waiter.is_err() {
+            return Err(RunError::Pool("cannot start a thread".into()));
+        }
+        crossbeam_channel::select! {
+            recv(done) -> r => return r.unwrap_or_else(|_| Err(RunError::Pool("the run thread ended".into()))),
+            recv(presses) -> _ => {}
+        }
+        cancel.cancel();
+        render::print_above(&format!(
+            "stopping: waiting up to {}s for the calls in flight (Ctrl-C again to quit now)",
+            STOP_GRACE.as_secs()
+        ));
+        let how = crossbeam_channel::select! {
+            recv(done) -> r => return r.unwrap_or_else(|_| Err(RunError::Pool("the run thread ended".into()))),
+            recv(presses) -> _ => "stopped at once",
+            default(STOP_GRACE) => "stopped; calls in flight abandoned",
+        };
+        render::clear_view();
+        eprintln!(
+            "{how}; {} continues it from its last saved phase",
+            resume_hint(runs_dir, &run_id)
+        );
+        std::process::exit(EXIT_STOPPED.into());
+    })
+}
+
 /// Runs `go` while the renderer thread shows the events from `rx`, then
 /// prints the answer, the usage per agent and where the run was saved, and
 /// maps the outcome to an exit code. Shared by `run` and `resume`.
@@ -216,7 +337,7 @@ pub(crate) fn drive_and_report(
     rx: crossbeam_channel::Receiver<boardroom::Event>,
     json: bool,
     runs_dir: &Path,
-    go: impl FnOnce(&Runtime) -> Result<boardroom::RunOutcome, RunError>,
+    start: impl FnOnce(&Runtime) -> Result<RunHandle, RunError>,
 ) -> u8 {
     let mode = if json {
         render::Mode::Json
@@ -227,9 +348,11 @@ pub(crate) fn drive_and_report(
         let renderer = std::thread::Builder::new()
             .name("boardroom-render".into())
             .spawn_scoped(s, move || render::render(rx, mode));
-        let outcome = go(&runtime);
-        // Dropping the runtime drops the last sender: the renderer drains and ends.
+        let handle = start(&runtime);
+        // Dropping the runtime drops this sender: the renderer drains and
+        // ends when the run drops its own.
         drop(runtime);
+        let outcome = handle.and_then(|h| wait_watching_ctrl_c(h, runs_dir));
         if let Ok(handle) = renderer {
             let _ = handle.join();
         }
@@ -237,15 +360,26 @@ pub(crate) fn drive_and_report(
     });
     match outcome {
         Ok(outcome) => {
+            if outcome.status == RunStatus::Cancelled {
+                eprintln!(
+                    "stopped; {} continues it",
+                    resume_hint(runs_dir, &outcome.run_id)
+                );
+                return EXIT_STOPPED;
+            }
             if !json {
                 println!("{}", outcome.answer.trim_end());
                 render::usage_by_agent(&outcome.usage_by_agent);
                 runs::saved_note(runs_dir, &outcome.run_id);
             }
             match outcome.status {
-                RunStatus::Failed | RunStatus::Cancelled => EXIT_FAILED,
+                RunStatus::Failed => EXIT_FAILED,
                 _ => EXIT_OK,
             }
+        }
+        Err(e @ RunError::NoUsableDraft { .. }) => {
+            eprintln!("failed: {e}");
+            EXIT_FAILED
         }
         Err(e @ (RunError::EmptyTask | RunError::Model { .. } | RunError::Tools(_))) => {
             eprintln!("error: {e}");
@@ -261,6 +395,20 @@ pub(crate) fn drive_and_report(
             EXIT_FAILED
         }
     }
+}
+
+/// The 1-based line of `key:` in a file's front matter (1 if not found).
+fn key_line(path: &Path, key: &str) -> usize {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| {
+            text.lines().position(|l| {
+                l.trim_start()
+                    .strip_prefix(key)
+                    .is_some_and(|r| r.trim_start().starts_with(':'))
+            })
+        })
+        .map_or(1, |i| i + 1)
 }
 
 /// The first line of `s`, cut to `max` characters with an ellipsis.
@@ -298,6 +446,21 @@ fn check(dir: Option<&Path>) -> u8 {
     if let Err(e) = tools.check(&team) {
         eprintln!("{e}");
         return EXIT_BAD_INPUT;
+    }
+    // Every model an agent names must resolve (with the did-you-mean a
+    // misspelt name gets), as `run` would build it.
+    for a in team.agents() {
+        let Some(m) = a.model.as_deref().filter(|m| *m != "default") else {
+            continue;
+        };
+        if let Err(e) = team.model(m) {
+            let at = a.source.as_ref().map_or_else(
+                || format!("agent '{}'", a.name),
+                |p| format!("{}:{}", p.display(), key_line(p, "model")),
+            );
+            eprintln!("{at}: model '{m}': {}", e.detail);
+            return EXIT_BAD_INPUT;
+        }
     }
     let origin = team.dir().map_or_else(
         || "built in".to_string(),

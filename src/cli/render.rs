@@ -1,9 +1,12 @@
 //! The one thread that owns the terminal: it turns events into a live view
-//! on stderr (one line per member while a round runs) or JSON lines on
-//! stdout, so parallel members never tear each other's output.
+//! on stderr (one line per model call in flight, in every phase: agent,
+//! what it does, elapsed time, characters so far and the end of the text as
+//! it streams) or JSON lines on stdout, so parallel members never tear each
+//! other's output. Log lines print above the live lines ([`print_above`]).
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::one_line;
@@ -37,11 +40,48 @@ pub(crate) fn render(rx: Receiver<Event>, mode: Mode) {
     }
 }
 
+/// The live view while it is on screen: log lines and the CLI's own notes
+/// print above it through [`print_above`], never through it.
+static VIEW: OnceLock<MultiProgress> = OnceLock::new();
+
+/// Prints a whole line on stderr above the live lines (or plainly when
+/// there is no live view), so it never tears them.
+pub(crate) fn print_above(line: &str) {
+    match VIEW.get() {
+        Some(multi) if !multi.is_hidden() => {
+            let _ = multi.println(line);
+        }
+        _ => eprintln!("{line}"),
+    }
+}
+
+/// Whether the live view is on screen.
+pub(crate) fn is_live() -> bool {
+    VIEW.get().is_some_and(|m| !m.is_hidden())
+}
+
+/// Takes the live lines off the screen (before the process exits at once).
+pub(crate) fn clear_view() {
+    if let Some(multi) = VIEW.get() {
+        let _ = multi.clear();
+    }
+}
+
+/// How many characters of an answer's end a live line shows.
+const TAIL_CHARS: usize = 48;
+
+/// One model call on screen.
+struct CallLine {
+    bar: ProgressBar,
+    chars: usize,
+    tail: String,
+}
+
 struct Human {
     multi: MultiProgress,
     live: bool,
-    bars: HashMap<String, ProgressBar>,
-    written: HashMap<String, usize>,
+    /// The calls in flight, by their number in the run.
+    calls: HashMap<u64, CallLine>,
 }
 
 impl Human {
@@ -52,11 +92,14 @@ impl Human {
         } else {
             ProgressDrawTarget::hidden()
         };
+        let multi = MultiProgress::with_draw_target(target);
+        if live {
+            let _ = VIEW.set(multi.clone());
+        }
         Human {
-            multi: MultiProgress::with_draw_target(target),
+            multi,
             live,
-            bars: HashMap::new(),
-            written: HashMap::new(),
+            calls: HashMap::new(),
         }
     }
 
@@ -72,9 +115,55 @@ impl Human {
         for event in rx {
             self.show(event);
         }
-        for (_, bar) in self.bars.drain() {
-            bar.finish_and_clear();
+        for (_, call) in self.calls.drain() {
+            call.bar.finish_and_clear();
         }
+    }
+
+    /// A live line for a call that starts: agent, what it does, elapsed
+    /// time; the characters so far and the end of the text as it streams.
+    fn call_started(&mut self, agent: &str, what: String, call: u64) {
+        if !self.live {
+            return;
+        }
+        let bar = self.multi.add(ProgressBar::new_spinner());
+        bar.set_style(
+            ProgressStyle::with_template("  {spinner} {msg} {elapsed:.dim} {prefix:.dim}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.enable_steady_tick(Duration::from_millis(120));
+        bar.set_message(format!("{agent} · {what}"));
+        let line = CallLine {
+            bar,
+            chars: 0,
+            tail: String::new(),
+        };
+        if let Some(old) = self.calls.insert(call, line) {
+            old.bar.finish_and_clear();
+        }
+    }
+
+    fn delta(&mut self, call: u64, delta: &str) {
+        let Some(line) = self.calls.get_mut(&call) else {
+            return;
+        };
+        line.chars += delta.chars().count();
+        line.tail.push_str(delta);
+        let mut tail: String = line
+            .tail
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .chars()
+            .filter(|c| !c.is_control())
+            .collect();
+        let n = tail.chars().count();
+        if n > TAIL_CHARS {
+            tail = tail.chars().skip(n - TAIL_CHARS).collect();
+        }
+        line.tail.clone_from(&tail);
+        line.bar
+            .set_prefix(format!("{} chars · …{tail}", line.chars));
     }
 
     fn show(&mut self, event: Event) {
@@ -102,44 +191,45 @@ impl Human {
                 "round {round} · running again ({reason}): {}",
                 members.join(", ")
             )),
-            EventKind::TaskAssigned { round, member, task } => {
-                let text = format!("r{round} {member}: {}", one_line(&task, 60));
-                if self.live {
-                    let bar = self.multi.add(ProgressBar::new_spinner());
-                    bar.set_style(
-                        ProgressStyle::with_template("  {spinner} {msg} {prefix:.dim} {elapsed:.dim}")
-                            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-                    );
-                    bar.enable_steady_tick(Duration::from_millis(120));
-                    bar.set_message(text);
-                    if let Some(old) = self.bars.insert(member, bar) {
-                        old.finish_and_clear();
-                    }
-                } else {
-                    self.line(format!("  → {text}"));
-                }
+            // Live, the assignment shows as its call's line instead.
+            EventKind::TaskAssigned { round, member, task } if !self.live => {
+                self.line(format!("  → r{round} {member}: {}", one_line(&task, 60)));
             }
-            EventKind::AgentDelta { phase: Phase::Draft, delta, .. } => {
-                let n = self.written.entry(agent.clone()).or_default();
-                *n += delta.chars().count();
-                if let Some(bar) = self.bars.get(&agent) {
-                    bar.set_prefix(format!("{n} chars"));
+            EventKind::CallStarted {
+                round,
+                phase,
+                call,
+                attempt,
+                task,
+            } => {
+                let mut what = match phase {
+                    Phase::Plan => "planning the work".to_string(),
+                    Phase::Draft => format!(
+                        "r{round} drafting: {}",
+                        one_line(task.as_deref().unwrap_or(""), 50)
+                    ),
+                    Phase::Challenge => format!("reading the board of round {round}"),
+                    Phase::Review => format!("reviewing round {round}"),
+                    Phase::Final => "writing the final answer".to_string(),
+                    Phase::Memory => "noting what to remember".to_string(),
+                    _ => phase.as_str().to_string(),
+                };
+                if attempt > 0 {
+                    what.push_str(&format!(" (asked again, {attempt})"));
+                }
+                self.call_started(&agent, what, call);
+            }
+            EventKind::AgentDelta { call, delta, .. } => self.delta(call, &delta),
+            EventKind::CallEnded { call, .. } => {
+                if let Some(line) = self.calls.remove(&call) {
+                    line.bar.finish_and_clear();
                 }
             }
             EventKind::BoardEntry {
                 kind: EntryKind::Draft,
                 ..
-            } => {
-                self.written.remove(&agent);
-                if let Some(bar) = self.bars.remove(&agent) {
-                    bar.finish_and_clear();
-                }
-                self.line(format!("  ✓ {agent} put a draft on the board"));
-            }
+            } => self.line(format!("  ✓ {agent} put a draft on the board")),
             EventKind::Error { message, .. } => {
-                if let Some(bar) = self.bars.remove(&agent) {
-                    bar.finish_and_clear();
-                }
                 self.line(format!("  ✗ {agent}: {}", one_line(&message, 100)));
             }
             EventKind::Challenge { text, .. } => {
@@ -175,8 +265,12 @@ impl Human {
             EventKind::RunFinished {
                 status, rounds, usage, ..
             } => {
+                for (_, call) in self.calls.drain() {
+                    call.bar.finish_and_clear();
+                }
                 let how = match status {
                     RunStatus::Done => "done".to_string(),
+                    RunStatus::Cancelled => "stopped".to_string(),
                     other => other.as_str().replace('_', " "),
                 };
                 self.line(format!(

@@ -40,6 +40,9 @@ pub(crate) struct ShowArgs {
     /// The call graph: master → members → challengers, round by round.
     #[arg(long)]
     tree: bool,
+    /// The whole run (run.json and its turns) as one JSON document.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -55,6 +58,10 @@ pub(crate) struct ResumeArgs {
     /// Members that run at once (default: as the run was started).
     #[arg(long)]
     parallel: Option<usize>,
+    /// End the resumed run with the best answer so far after this much
+    /// wall-clock time: 90s, 10m, 1h (default: team.yaml's `timeout`).
+    #[arg(long, value_name = "DUR", value_parser = boardroom::parse_timeout)]
+    timeout: Option<std::time::Duration>,
     /// Print events as JSON lines on stdout instead of the live view.
     #[arg(long)]
     json: bool,
@@ -150,7 +157,19 @@ fn status_of(r: &RunRecord, dir: &Path) -> &'static str {
     match (r.state.status, r.state.phase) {
         (RunStatus::Running, RunPhase::Finished) => "finished",
         (RunStatus::Running, _) => "interrupted",
+        // Stopped by Ctrl-C: saved where it stood.
+        (RunStatus::Cancelled, p) if p != RunPhase::Finished => "stopped",
         (s, _) => s.as_str(),
+    }
+}
+
+/// The status as `runs` lists it: a run that `resume` can go on with says so.
+fn listed_status(r: &RunRecord, dir: &Path) -> String {
+    let status = status_of(r, dir);
+    if r.state.phase != RunPhase::Finished && status != "running" {
+        format!("{status}, resumable")
+    } else {
+        status.to_string()
     }
 }
 
@@ -165,23 +184,40 @@ pub(crate) fn list(args: &RunsArgs) -> u8 {
     if runs.is_empty() {
         eprintln!("no runs in {}", args.runs_dir.display());
     }
-    for run in runs {
-        match run.record {
-            Ok(r) => println!(
-                "{}  {}  {:<11}  {:>2} rounds  {:>7} tokens  {}",
+    // Columns as wide as their longest value, so long statuses align.
+    let statuses: Vec<Option<String>> = runs
+        .iter()
+        .map(|run| {
+            run.record
+                .as_ref()
+                .ok()
+                .map(|r| listed_status(r, &run.path))
+        })
+        .collect();
+    let id_width = runs.iter().map(|r| r.id.chars().count()).max().unwrap_or(0);
+    let status_width = statuses
+        .iter()
+        .flatten()
+        .map(|s| s.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (run, status) in runs.into_iter().zip(statuses) {
+        match (run.record, status) {
+            (Ok(r), Some(status)) => println!(
+                "{:<id_width$}  {}  {status:<status_width$}  {:>2} rounds  {:>7} tokens  {}",
                 terminal_safe(&run.id),
                 time_of(&run.id),
-                status_of(&r, &run.path),
                 r.state.round,
                 r.state.usage.total(),
                 terminal_safe(&super::one_line(&r.state.task, 60))
             ),
-            Err(e) => println!(
-                "{}  {}  unreadable: {}",
+            (Err(e), _) => println!(
+                "{:<id_width$}  {}  unreadable: {}",
                 terminal_safe(&run.id),
                 time_of(&run.id),
                 terminal_safe(&e.to_string())
             ),
+            (Ok(_), None) => {}
         }
     }
     EXIT_OK
@@ -292,7 +328,12 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
     }
     let no_memory = args.no_memory || !record.settings.memory;
     runtime = prepare(runtime, &runs_dir, no_memory, spec);
-    super::drive_and_report(runtime, rx, args.json, &runs_dir, |rt| rt.resume(&dir))
+    if let Some(t) = args.timeout {
+        runtime = runtime.timeout(t);
+    }
+    super::drive_and_report(runtime, rx, args.json, &runs_dir, |rt| {
+        rt.start_resume(&dir)
+    })
 }
 
 /// Whether a finished run still owes the team its memory note: it was
@@ -343,7 +384,14 @@ pub(crate) fn memory(args: &MemoryArgs) -> u8 {
             EXIT_OK
         }
         Ok(text) => {
-            eprintln!("{}", memory.path().display());
+            eprintln!(
+                "what the master of team '{}' remembers from earlier runs ({} lines, {} of at most {} characters; `boardroom memory --clear` forgets it), in {}:",
+                team.name(),
+                text.lines().count(),
+                text.chars().count(),
+                boardroom::DEFAULT_MEMORY_CHARS,
+                memory.path().display()
+            );
             print!("{}", terminal_safe(&text));
             EXIT_OK
         }

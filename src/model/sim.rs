@@ -418,18 +418,138 @@ fn plan(text: &str) -> String {
     out
 }
 
+/// A member's draft: a small document built from the task (its subject and
+/// the points it names) and the member's part (from its assignment), in the
+/// manner of its role. Offline and deterministic. It says it was revised
+/// only when it was: the member has an earlier draft on the board and a
+/// challenge was raised since.
 fn draft(agent: &str, prompt: &str) -> String {
-    let task = tag(prompt, "assignment").unwrap_or_else(|| first_line(prompt).to_string());
-    let revision =
-        if prompt.contains("<board>") && entries(prompt).iter().any(|e| e.2 == "challenge") {
-            "\n\nRevised to answer the challenges raised on the board."
+    let task = tag(prompt, "task").unwrap_or_else(|| first_line(prompt).to_string());
+    let assignment = tag(prompt, "assignment").unwrap_or_else(|| task.clone());
+    let part = assignment
+        .split_once("(your part: ")
+        .map(|(_, p)| p.trim_end_matches(')').trim().to_string())
+        .unwrap_or_default();
+    let (subject, points) = subject_and_points(first_line(&task));
+    let role = Manner::of(&format!("{agent} {part}"));
+    let mut out = format!("{}\n\n", role.heading(&subject));
+    for (i, point) in points.iter().enumerate() {
+        let _ = writeln!(out, "{}. {}", i + 1, role.point(point, &subject));
+    }
+    let board = entries(prompt);
+    let earlier = board.iter().rposition(|e| e.1 == agent && e.2 == "draft");
+    let challenges: Vec<&(u32, String, String, String)> = match earlier {
+        Some(at) => board[at..]
+            .iter()
+            .filter(|e| e.2 == "challenge" && e.3.contains(&format!(" by {agent} ")))
+            .collect(),
+        None => Vec::new(),
+    };
+    if let Some(c) = challenges.first() {
+        let _ = write!(
+            out,
+            "\nExample: for {subject}, the first point alone changes the result more than the others.\n\n\
+             Revised after the challenge by {} in round {}: each point now gives its reason, and an \
+             example is added.",
+            c.1, c.0
+        );
+    }
+    out.trim_end().to_string()
+}
+
+/// "Write a short guide to brewing green tea: water temperature, steeping
+/// time, and two common mistakes." → ("brewing green tea", [the three]).
+fn subject_and_points(task: &str) -> (String, Vec<String>) {
+    let task = task.trim().trim_end_matches(['.', '!', '?']);
+    let (head, list) = task.split_once(':').unwrap_or((task, ""));
+    let lower = head.to_lowercase();
+    let subject = [" to ", " about ", " on ", " for ", " of "]
+        .iter()
+        .filter_map(|w| lower.find(w).map(|at| head[at + w.len()..].trim()))
+        .next()
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            // No "guide to ...": the task itself, as a phrase.
+            let mut c = head.trim().chars();
+            c.next()
+                .map(|f| f.to_lowercase().chain(c).collect())
+                .unwrap_or_default()
+        });
+    let mut points: Vec<String> = list
+        .split([',', ';'])
+        .map(|p| p.trim().trim_start_matches("and ").trim().to_string())
+        .filter(|p| !p.is_empty())
+        .collect();
+    if points.is_empty() {
+        points = vec![
+            "what matters most".into(),
+            "how to go about it".into(),
+            "what to avoid".into(),
+        ];
+    }
+    points.truncate(5);
+    (subject, points)
+}
+
+/// The manner of a member's draft, from its name and part.
+#[derive(Clone, Copy)]
+enum Manner {
+    Facts,
+    Critic,
+    Analyst,
+    Writer,
+}
+
+impl Manner {
+    fn of(text: &str) -> Manner {
+        let t = text.to_lowercase();
+        if t.contains("fact") || t.contains("source") || t.contains("research") {
+            Manner::Facts
+        } else if t.contains("review") || t.contains("critic") || t.contains("error") {
+            Manner::Critic
+        } else if t.contains("trade-off") || t.contains("option") || t.contains("analy") {
+            Manner::Analyst
         } else {
-            ""
-        };
-    format!(
-        "## {agent}\n\nAssignment: {task}\n\n1. The key point for this part, stated plainly.\n\
-         2. The reason it holds, and one example.\n3. What to watch out for.{revision}"
-    )
+            Manner::Writer
+        }
+    }
+
+    fn heading(self, subject: &str) -> String {
+        match self {
+            Manner::Facts => format!("Facts to rely on for {subject}:"),
+            Manner::Critic => format!("What to check in any text on {subject}:"),
+            Manner::Analyst => format!("Choices and trade-offs in {subject}:"),
+            Manner::Writer => format!("A short guide to {subject}."),
+        }
+    }
+
+    fn point(self, point: &str, subject: &str) -> String {
+        match self {
+            Manner::Facts => format!(
+                "{}: state the figure or rule a reader can act on, and where it comes from; mark what is uncertain.",
+                capital(point)
+            ),
+            Manner::Critic => format!(
+                "{}: is it stated plainly, is it right for {subject}, and is anything missing or misleading?",
+                capital(point)
+            ),
+            Manner::Analyst => format!(
+                "{}: the usual choice, what it gains, what it costs, and when the other choice is better.",
+                capital(point)
+            ),
+            Manner::Writer => format!(
+                "{}: what to do, in one sentence, and why it matters for {subject}.",
+                capital(point)
+            ),
+        }
+    }
+}
+
+fn capital(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 fn review(text: &str, round: u32, never_done: bool) -> String {

@@ -1,12 +1,49 @@
-//! The run's token budget: `--max-tokens` / `token_budget` in `team.yaml` /
-//! [`Runtime::token_budget`](super::Runtime::token_budget). Checked before
-//! every call; calls already in flight finish, so a run may end a little
-//! over its budget. A spent budget ends the run gracefully with the best
-//! answer so far (status `budget_exhausted`).
+//! How a run stops before its master has finished: one mechanism for the
+//! token budget (`--token-budget` / `token_budget` in `team.yaml` /
+//! [`Runtime::token_budget`](super::Runtime::token_budget)), the wall-clock
+//! limit (`--timeout` / `timeout` in `team.yaml` /
+//! [`Runtime::timeout`](super::Runtime::timeout)) and cancellation (Ctrl-C,
+//! [`RunHandle::cancel`](super::RunHandle::cancel)).
+//!
+//! [`Run::stop_reason`] is checked before every model call and between
+//! phases; calls already in flight finish, so a run may end a little over
+//! its budget or its time. A spent budget or time ends the run gracefully
+//! with the best answer on the board (status `budget_exhausted` or
+//! `timed_out`); if the board holds no draft at all, the run fails instead
+//! (and stays resumable). A cancelled run saves its state where it stands
+//! (status `cancelled`) and can be resumed.
 
+use std::time::Instant;
+
+use crate::board::EntryKind;
+use crate::event::RunStatus;
 use crate::model::ModelError;
 
+use super::RunError;
 use super::run::Run;
+use super::state::RunPhase;
+
+/// Why a run stops before the master has finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// The caller cancelled it (Ctrl-C).
+    Cancelled,
+    /// The wall-clock limit passed.
+    TimedOut,
+    /// The token budget is spent.
+    Budget,
+}
+
+impl Stop {
+    /// What ran out, for messages: "the token budget ran out".
+    fn what(self) -> &'static str {
+        match self {
+            Stop::Cancelled => "the run was stopped",
+            Stop::TimedOut => "the time limit ran out",
+            Stop::Budget => "the token budget ran out",
+        }
+    }
+}
 
 impl Run<'_> {
     /// The effective budget in tokens, if any.
@@ -29,8 +66,158 @@ impl Run<'_> {
         }
     }
 
-    /// Whether the budget is spent.
-    pub(crate) fn budget_spent(&self) -> bool {
-        self.budget_check().is_err()
+    /// Whether the run must stop, and why: cancelled first, then the time
+    /// limit, then the budget.
+    pub(crate) fn stop_reason(&self) -> Option<Stop> {
+        if self.cancelled() {
+            Some(Stop::Cancelled)
+        } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            Some(Stop::TimedOut)
+        } else if self.budget_check().is_err() {
+            Some(Stop::Budget)
+        } else {
+            None
+        }
+    }
+
+    /// Before a call: fails when the run must stop.
+    pub(crate) fn stop_check(&self) -> Result<(), ModelError> {
+        match self.stop_reason() {
+            None => Ok(()),
+            Some(Stop::Budget) => self.budget_check(),
+            Some(_) => Err(ModelError::Cancelled),
+        }
+    }
+
+    /// Ends the run early, gracefully. Returns the error to end with when
+    /// the board holds no usable draft to answer from.
+    pub(crate) fn end_early(&mut self, stop: Stop) -> Result<(), RunError> {
+        match stop {
+            Stop::Cancelled => {
+                // Saved where it stands: `resume` goes on from this phase.
+                self.state.status = RunStatus::Cancelled;
+                self.checkpoint();
+                return Ok(());
+            }
+            Stop::TimedOut | Stop::Budget => {}
+        }
+        let has_draft = self
+            .board
+            .snapshot()
+            .iter()
+            .any(|e| e.kind == EntryKind::Draft);
+        if !has_draft && self.state.answer.is_none() {
+            self.checkpoint();
+            return Err(RunError::NoUsableDraft {
+                reason: format!("{} before any member produced a usable draft", stop.what()),
+            });
+        }
+        self.state.status = match stop {
+            Stop::TimedOut => RunStatus::TimedOut,
+            _ => RunStatus::BudgetExhausted,
+        };
+        if self.state.answer.is_none() {
+            let note = match (stop, self.timeout) {
+                (Stop::TimedOut, Some(t)) => format!(
+                    "The run's time limit ({}) ran out; the drafts so far:",
+                    humantime(t)
+                ),
+                _ => format!("{}; the drafts so far:", capitalized(stop.what())),
+            };
+            self.state.answer = Some(self.answer_from_board(&note));
+        }
+        // Over: a resume would only hit the same limit again.
+        self.state.phase = RunPhase::Finished;
+        self.checkpoint();
+        Ok(())
+    }
+}
+
+/// Reads a run's time limit: `500ms`, `90s`, `10m`, `1.5h`, or a number of
+/// seconds. Zero, negative and non-finite values are refused.
+///
+/// # Errors
+///
+/// A message that names the value and what is allowed.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// assert_eq!(boardroom::parse_timeout("10m"), Ok(Duration::from_secs(600)));
+/// assert!(boardroom::parse_timeout("0s").is_err());
+/// ```
+pub fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
+    let v = text.trim();
+    let (num, scale) = if let Some(n) = v.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = v.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = v.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = v.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (v, 1.0)
+    };
+    num.trim()
+        .parse::<f64>()
+        .ok()
+        .map(|x| x * scale)
+        .filter(|x| x.is_finite() && *x > 0.0 && *x < 1e9)
+        .map(std::time::Duration::from_secs_f64)
+        .ok_or_else(|| {
+            format!("'{text}' is not a time limit (a positive duration such as 90s, 10m or 1h)")
+        })
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+/// `90s` → `1m30s`, `0.5s` → `500ms`.
+pub(crate) fn humantime(d: std::time::Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    if ms < 60_000 && ms % 1000 != 0 {
+        return format!("{:.1}s", d.as_secs_f64());
+    }
+    let s = d.as_secs();
+    match (s / 3600, (s / 60) % 60, s % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, 0) => format!("{m}m"),
+        (0, m, s) => format!("{m}m{s}s"),
+        (h, m, _) => format!("{h}h{m}m"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn time_limits_parse_and_refuse_zero() {
+        assert_eq!(parse_timeout("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_timeout("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_timeout("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_timeout("250ms"), Ok(Duration::from_millis(250)));
+        for bad in ["0", "-1s", "nan", "soon", ""] {
+            assert!(parse_timeout(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        assert_eq!(humantime(Duration::from_millis(500)), "500ms");
+        assert_eq!(humantime(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(humantime(Duration::from_secs(90)), "1m30s");
+        assert_eq!(humantime(Duration::from_secs(600)), "10m");
+        assert_eq!(humantime(Duration::from_secs(3700)), "1h1m");
     }
 }

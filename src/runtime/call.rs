@@ -1,6 +1,17 @@
 //! One model call as the runtime makes it: the right model for the agent,
 //! deltas streamed as events, usage totalled, and the logical retry that
 //! asks again (with a corrective note) when an answer cannot be used.
+//!
+//! An answer cut off by the length limit is retried once, differently: the
+//! cut text is dropped (it is often the prompt echoed back), the agent is
+//! asked for a whole answer in at most half as many words, and, when the
+//! agent sets no `max_tokens` of its own, the cap is raised to twice what
+//! the cut answer used (at most [`RAISED_MAX_TOKENS`]). An agent's own
+//! `max_tokens` is a limit the retry never passes. A second cut ends the
+//! retries: a model that ignored the request once will not follow it a
+//! third time.
+
+use std::sync::atomic::Ordering;
 
 use crate::event::EventKind;
 use crate::model::{ChatRequest, ChatResponse, FinishReason, Message, ModelError, Phase};
@@ -12,6 +23,17 @@ use super::run::Run;
 /// Extra attempts after an unusable answer.
 pub(crate) const LOGICAL_RETRIES: usize = 2;
 
+/// The most completion tokens a retry after a cut-off asks for, for an
+/// agent with no `max_tokens` of its own.
+pub(crate) const RAISED_MAX_TOKENS: u32 = 4096;
+
+/// The problem of an answer cut off by the length limit (the board's error
+/// entries carry it, and a failed run counts it).
+pub(crate) const CUT_OFF: &str = "the answer was cut off by the length limit";
+
+/// The problem of an empty answer.
+pub(crate) const EMPTY: &str = "the answer was empty";
+
 /// The result of a call that retries until the answer is usable.
 pub(crate) enum Attempt<T> {
     /// A usable answer.
@@ -20,25 +42,44 @@ pub(crate) enum Attempt<T> {
     Unusable(Vec<String>),
 }
 
+/// What one call is, beyond its messages.
+#[derive(Clone, Copy)]
+struct CallInfo<'t> {
+    phase: Phase,
+    round: u32,
+    task: Option<&'t str>,
+    attempt: u32,
+    max_tokens: Option<u32>,
+}
+
 impl Run<'_> {
     /// One call to the agent's model.
-    pub(crate) fn call(
+    fn call(
         &self,
         agent: &AgentSpec,
-        phase: Phase,
-        round: u32,
+        info: CallInfo<'_>,
         messages: Vec<Message>,
     ) -> Result<ChatResponse, ModelError> {
-        if self.cancelled() {
-            return Err(ModelError::Cancelled);
-        }
-        self.check_budget()?;
+        let CallInfo { phase, round, .. } = info;
+        self.stop_check()?;
         let model = self.model_for(&agent.name);
         let mut request = ChatRequest::new(&agent.name, phase, round, messages);
         request.temperature = agent.temperature;
-        request.max_tokens = agent.max_tokens;
+        request.max_tokens = info.max_tokens;
         request.schema = self.schema_for(phase);
         let parent = self.parent_of(agent);
+        let call = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        self.emit(
+            &agent.name,
+            parent,
+            EventKind::CallStarted {
+                round,
+                phase,
+                call,
+                attempt: info.attempt,
+                task: info.task.map(str::to_string),
+            },
+        );
         let mut on_delta = |delta: &str| {
             self.emit(
                 &agent.name,
@@ -47,6 +88,7 @@ impl Run<'_> {
                     round,
                     phase,
                     delta: delta.to_string(),
+                    call,
                 },
             );
         };
@@ -59,6 +101,16 @@ impl Run<'_> {
         let started = std::time::Instant::now();
         let result = self.exchange(agent, &model, &mut request, &mut on_delta);
         self.record_turn(agent, &request, &result, started.elapsed());
+        self.emit(
+            &agent.name,
+            parent,
+            EventKind::CallEnded {
+                round,
+                phase,
+                call,
+                error: result.as_ref().err().map(ToString::to_string),
+            },
+        );
         match &result {
             Ok(response) => {
                 self.emit(
@@ -71,6 +123,8 @@ impl Run<'_> {
                     },
                 );
             }
+            // A stop asked for is not a failure worth a warning.
+            Err(ModelError::Cancelled) => {}
             Err(e) => log::warn!("{} ({}) round {round}: {e}", agent.name, phase.as_str()),
         }
         result
@@ -78,18 +132,44 @@ impl Run<'_> {
 
     /// Calls until `accept` takes the answer, asking again with a note that
     /// names the problems, at most [`LOGICAL_RETRIES`] more times. An empty
-    /// answer and one cut off by the length limit are never usable.
+    /// answer and one cut off by the length limit are never usable (but
+    /// the final answer keeps a text cut off twice: a cut answer beats none
+    /// at the end of a run).
     pub(crate) fn call_until<T>(
         &self,
         agent: &AgentSpec,
         phase: Phase,
         round: u32,
+        messages: Vec<Message>,
+        expected: &str,
+        accept: impl Fn(&ChatResponse) -> Result<T, Vec<String>>,
+    ) -> Result<Attempt<T>, ModelError> {
+        self.call_until_on(agent, phase, round, None, messages, expected, accept)
+    }
+
+    /// [`Run::call_until`] for a call that works on one assignment.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn call_until_on<T>(
+        &self,
+        agent: &AgentSpec,
+        phase: Phase,
+        round: u32,
+        task: Option<&str>,
         mut messages: Vec<Message>,
         expected: &str,
         accept: impl Fn(&ChatResponse) -> Result<T, Vec<String>>,
     ) -> Result<Attempt<T>, ModelError> {
         let mut problems = Vec::new();
+        let mut info = CallInfo {
+            phase,
+            round,
+            task,
+            attempt: 0,
+            max_tokens: agent.max_tokens,
+        };
+        let mut cuts = 0;
         for attempt in 0..=LOGICAL_RETRIES {
+            info.attempt = attempt as u32;
             if attempt > 0 {
                 log::info!(
                     "{} ({}) round {round}: unusable answer, asking again: {}",
@@ -98,22 +178,40 @@ impl Run<'_> {
                     problems.join("; ")
                 );
             }
-            let response = self.call(agent, phase, round, messages.clone())?;
-            let checked = if response.text.trim().is_empty() {
-                Err(vec!["the answer was empty".to_string()])
-            } else if response.finish == FinishReason::Length
-                // The last try at the final answer keeps what was written:
-                // a cut answer beats none at the end of a run.
-                && !(phase == Phase::Final && attempt == LOGICAL_RETRIES)
-            {
-                Err(vec![
-                    "the answer was cut off by the length limit; write a shorter one".to_string(),
-                ])
+            let response = self.call(agent, info, messages.clone())?;
+            let cut = response.finish == FinishReason::Length;
+            cuts += usize::from(cut);
+            let checked = if cut && !(phase == Phase::Final && cuts > 1) {
+                Err(vec![CUT_OFF.to_string()])
+            } else if response.text.trim().is_empty() {
+                Err(vec![EMPTY.to_string()])
             } else {
                 accept(&response)
             };
             match checked {
                 Ok(value) => return Ok(Attempt::Usable(value)),
+                Err(p) if cut => {
+                    problems = p;
+                    if cuts > 1 {
+                        problems.push(
+                            "cut off again after asking for a shorter answer (not asked a third time)"
+                                .into(),
+                        );
+                        break;
+                    }
+                    // Something that can help: a shorter answer, and room
+                    // for it where the agent sets no limit of its own.
+                    let used = match response.usage.completion_tokens {
+                        0 => (response.text.chars().count() / 4) as u64,
+                        n => n,
+                    };
+                    if agent.max_tokens.is_none() {
+                        let raised = (used.saturating_mul(2)).clamp(256, RAISED_MAX_TOKENS.into());
+                        info.max_tokens = Some(raised as u32);
+                    }
+                    let words = (used * 3 / 8).max(40);
+                    messages.push(shorter(used, words, expected));
+                }
                 Err(p) => {
                     problems = p;
                     messages.push(Message::assistant(response.text));
@@ -123,4 +221,13 @@ impl Run<'_> {
         }
         Ok(Attempt::Unusable(problems))
     }
+}
+
+/// The note after a cut-off answer: the cut text is not sent back.
+fn shorter(used: u64, words: u64, expected: &str) -> Message {
+    Message::user(format!(
+        "Your last reply was cut off by the length limit after about {used} tokens, so it \
+         could not be used. Reply again with {expected}, complete and much shorter: at \
+         most {words} words. Do not repeat the instructions or the question."
+    ))
 }

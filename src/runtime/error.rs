@@ -27,6 +27,14 @@ pub enum RunError {
         /// What was wrong with its replies.
         problems: Vec<String>,
     },
+    /// The board holds no usable draft to answer from: every member's
+    /// answer was unusable or failed, or the budget or time ran out before
+    /// any member produced one. The run is saved and can be resumed.
+    NoUsableDraft {
+        /// What happened, counted by cause: `no member produced a usable
+        /// draft (4 of 4 cut off at the length limit)`.
+        reason: String,
+    },
     /// A thread pool could not be built.
     Pool(String),
     /// The run directory could not be written or read.
@@ -45,6 +53,7 @@ impl fmt::Display for RunError {
             RunError::NoPlan { problems } => {
                 write!(f, "the master gave no usable plan: {}", problems.join("; "))
             }
+            RunError::NoUsableDraft { reason } => f.write_str(reason),
             RunError::Pool(e) => write!(f, "cannot start member threads: {e}"),
             RunError::Store(e) => write!(f, "run directory: {e}"),
             RunError::Tools(e) => write!(f, "tools: {e}"),

@@ -4,6 +4,7 @@
 mod budget;
 mod call;
 mod error;
+mod handle;
 mod hooks;
 mod id;
 mod models;
@@ -19,7 +20,6 @@ mod tool_loop;
 mod turns;
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use crossbeam_channel::Sender;
 
@@ -28,7 +28,9 @@ use crate::event::{Event, RunStatus};
 use crate::model::{ChatModel, SharedModel, Usage};
 use crate::team::Team;
 
+pub use budget::parse_timeout;
 pub use error::RunError;
+pub use handle::{Cancel, RunHandle};
 pub use state::{RunPhase, RunState};
 pub use turns::Turn;
 
@@ -52,10 +54,13 @@ pub struct Runtime {
     max_rounds: Option<u32>,
     max_parallel: Option<usize>,
     events: Option<Sender<Event>>,
-    cancel: Arc<AtomicBool>,
+    /// This run's stop flag: fresh for every [`Runtime::start`], so a
+    /// stopped run never stops the next one or a clone's.
+    cancel: Cancel,
     memory: String,
     workspace: Option<std::path::PathBuf>,
     token_budget: Option<u64>,
+    timeout: Option<std::time::Duration>,
     protocol: Option<crate::protocol::Protocol>,
     runs_dir: Option<std::path::PathBuf>,
     master_memory: Option<crate::memory::MasterMemory>,
@@ -105,10 +110,11 @@ impl Runtime {
             max_rounds: None,
             max_parallel: None,
             events: None,
-            cancel: Arc::new(AtomicBool::new(false)),
+            cancel: Cancel::new(),
             memory: String::new(),
             workspace: None,
             token_budget: None,
+            timeout: None,
             protocol: None,
             runs_dir: None,
             master_memory: None,
@@ -165,6 +171,18 @@ impl Runtime {
         self
     }
 
+    /// Ends the run gracefully, with the best answer on the board, once it
+    /// has run for `limit` of wall-clock time (default: `team.yaml`'s
+    /// `timeout`, else no limit). Checked before every model call and
+    /// between phases: calls in flight finish (each within its own
+    /// deadline), so a run may end a little over. The status is
+    /// [`RunStatus::TimedOut`]; a run whose board holds no draft by then
+    /// fails instead ([`RunError::NoUsableDraft`]).
+    pub fn timeout(mut self, limit: std::time::Duration) -> Self {
+        self.timeout = Some(limit);
+        self
+    }
+
     /// How the master and challengers write their decisions (default:
     /// `team.yaml`'s `protocol`, else [`Protocol::Line`](crate::Protocol::Line)).
     pub fn protocol(mut self, protocol: crate::protocol::Protocol) -> Self {
@@ -178,12 +196,6 @@ impl Runtime {
     pub fn tool(mut self, tool: impl crate::tools::Tool + 'static) -> Self {
         self.tools.push(Arc::new(tool));
         self
-    }
-
-    /// A flag that stops the run when set. Stopping takes effect after the
-    /// model calls in flight return.
-    pub fn cancel_flag(&self) -> Arc<AtomicBool> {
-        Arc::clone(&self.cancel)
     }
 
     /// The team.

@@ -30,6 +30,9 @@ pub(crate) fn resolve_agents(
     let mut out = HashMap::new();
     for agent in team.agents() {
         let model = match agent.model.as_deref() {
+            _ if agent.chat_model.is_some() => {
+                Arc::clone(agent.chat_model.as_ref().map_or(default, |m| &m.0))
+            }
             None | Some("default") => Arc::clone(default),
             Some(name) => match by_name.get(name) {
                 Some(m) => Arc::clone(m),
@@ -51,6 +54,23 @@ fn build(team: &Team, name: &str) -> Result<SharedModel, ModelSpecError> {
         Some(ModelConfig::Endpoint(cfg)) => {
             Ok(Arc::new(crate::model::openai_from_endpoint(name, cfg)?))
         }
-        None => resolve_model(name),
+        None => resolve_model(name).map_err(|e| match did_you_mean(team, name) {
+            Some(hint) => ModelSpecError {
+                detail: format!("{} ({hint})", e.detail),
+                ..e
+            },
+            None => e,
+        }),
     }
+}
+
+/// For a plain word that is neither a model in `team.yaml` nor a provider:
+/// the closest name it could have meant.
+fn did_you_mean(team: &Team, name: &str) -> Option<String> {
+    if name.contains([':', '/', '#', ',']) {
+        return None;
+    }
+    let mut known: Vec<&str> = team.config().models.keys().map(String::as_str).collect();
+    known.extend(["default", "sim", "openai"]);
+    crate::protocol::closest(name, &known).map(|c| format!("did you mean '{c}'?"))
 }

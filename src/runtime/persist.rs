@@ -170,7 +170,10 @@ impl Run<'_> {
         if self.state.phase == RunPhase::Finished
             && matches!(
                 self.state.status,
-                RunStatus::Done | RunStatus::RoundLimit | RunStatus::BudgetExhausted
+                RunStatus::Done
+                    | RunStatus::RoundLimit
+                    | RunStatus::BudgetExhausted
+                    | RunStatus::TimedOut
             )
         {
             self.complete_reviewed_modules();
@@ -293,9 +296,11 @@ pub(crate) fn is_transport(e: &crate::model::ModelError) -> bool {
 }
 
 /// The assignments of the current round still to run, and among them the
-/// ones that ran before and failed on the transport (to run again). An
-/// assignment is done once the board holds its draft, or an error that
-/// was not a transport failure (a model that answered badly would again).
+/// ones that ran before and failed (to run again). An assignment is done
+/// once the board holds its draft, or an error that was not a transport
+/// failure (a model that answered badly would again) — unless a failed
+/// run is being resumed ([`RunState::rerun_errors`]): then every error
+/// runs again, so a run that failed for want of a usable draft can go on.
 pub(crate) fn still_to_do(
     state: &RunState,
     board: &[Entry],
@@ -315,13 +320,15 @@ pub(crate) fn still_to_do(
                     && e.task.as_deref() == Some(a.task.as_str())
             })
             .collect();
+        let final_error =
+            |e: &&Entry| e.kind == EntryKind::Error && !e.transport && !state.rerun_errors;
         let done = of
             .iter()
-            .any(|e| e.kind == EntryKind::Draft || (e.kind == EntryKind::Error && !e.transport));
+            .any(|e| e.kind == EntryKind::Draft || final_error(e));
         if done {
             continue;
         }
-        if of.iter().any(|e| e.kind == EntryKind::Error && e.transport) {
+        if of.iter().any(|e| e.kind == EntryKind::Error) {
             again.push(a.clone());
         }
         todo.push(a.clone());
@@ -346,7 +353,7 @@ fn back_to_failed_members(state: &mut RunState) -> bool {
         return false;
     }
     log::info!(
-        "run {}: round {} runs again for {} assignment(s) that failed on the transport",
+        "run {}: round {} runs again for {} assignment(s) that failed",
         state.run_id,
         state.round,
         again.len()
@@ -440,6 +447,7 @@ impl Runtime {
         if matches!(state.status, RunStatus::Cancelled | RunStatus::Failed)
             && state.phase != RunPhase::Finished
         {
+            state.rerun_errors = state.status == RunStatus::Failed;
             back_to_failed_members(&mut state);
             state.status = RunStatus::Running;
             state.error = None;

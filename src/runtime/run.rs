@@ -9,11 +9,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use super::call::Attempt;
+use super::call::{Attempt, CUT_OFF, EMPTY};
 use super::pool::{run_parallel, threads_for};
 use super::state::{RunPhase, RunState};
 use super::{RunError, RunOutcome, Runtime, models, prompt};
@@ -38,6 +39,12 @@ pub(crate) struct Run<'a> {
     pub(crate) persist: super::persist::Persist,
     /// The run's tools; MCP servers end when the run is dropped.
     pub(crate) tools: crate::tools::ToolRegistry,
+    /// Model calls made so far (numbers the calls in events).
+    pub(crate) calls: AtomicU64,
+    /// The wall-clock limit of this drive, if any.
+    pub(crate) timeout: Option<Duration>,
+    /// When that limit passes.
+    pub(crate) deadline: Option<Instant>,
 }
 
 impl<'a> Run<'a> {
@@ -55,7 +62,11 @@ impl<'a> Run<'a> {
         // should not leave a run directory behind.
         let tools = super::tool_loop::registry(rt).map_err(RunError::Tools)?;
         let persist = super::persist::Persist::open(rt, &state, opening)?;
+        let timeout = rt.timeout.or(rt.team.config().timeout());
         Ok(Run {
+            calls: AtomicU64::new(0),
+            timeout,
+            deadline: timeout.map(|t| Instant::now() + t),
             rt,
             team: &rt.team,
             models,
@@ -83,13 +94,8 @@ impl<'a> Run<'a> {
             },
         );
         while self.state.phase != RunPhase::Finished {
-            if self.cancelled() {
-                self.state.status = RunStatus::Cancelled;
-                self.state.answer = Some(self.answer_from_board("The run was cancelled."));
-                break;
-            }
-            if self.budget_spent() {
-                self.end_on_budget();
+            if let Some(stop) = self.stop_reason() {
+                self.end_early(stop)?;
                 break;
             }
             let step = match self.state.phase {
@@ -104,28 +110,25 @@ impl<'a> Run<'a> {
                 RunPhase::Finished => Ok(()),
             };
             if let Err(e) = step {
-                if !self.budget_spent() {
-                    return Err(e);
+                match self.stop_reason() {
+                    // The error came from the stop: end as the stop says.
+                    Some(stop) if !matches!(e, RunError::NoUsableDraft { .. }) => {
+                        self.end_early(stop)?;
+                        break;
+                    }
+                    _ => {
+                        // Saved as it stands, so a resume goes on from here.
+                        self.checkpoint();
+                        return Err(e);
+                    }
                 }
-                self.end_on_budget();
-                break;
             }
             self.checkpoint();
         }
-        self.after_run();
-        Ok(self.finish())
-    }
-
-    /// The token budget is spent: the best answer so far, gracefully.
-    fn end_on_budget(&mut self) {
-        self.state.status = RunStatus::BudgetExhausted;
-        if self.state.answer.is_none() {
-            self.state.answer =
-                Some(self.answer_from_board("The token budget ran out; the drafts so far:"));
+        if self.state.status != RunStatus::Cancelled {
+            self.after_run();
         }
-        // Over: a resume would only hit the budget again.
-        self.state.phase = RunPhase::Finished;
-        self.checkpoint();
+        Ok(self.finish())
     }
 
     // ---- phases -------------------------------------------------------
@@ -168,7 +171,11 @@ impl<'a> Run<'a> {
                 EventKind::Rerun {
                     round,
                     members: again.iter().map(|a| a.member.clone()).collect(),
-                    reason: "their last attempt failed on the transport".into(),
+                    reason: if self.state.rerun_errors {
+                        "the run failed; their last attempt ended in an error".into()
+                    } else {
+                        "their last attempt failed on the transport".into()
+                    },
                 },
             );
         }
@@ -202,6 +209,11 @@ impl<'a> Run<'a> {
                 );
             }
         }
+        if self.stop_reason().is_some() {
+            // Stopped mid-round: the phase stays, a resume finishes it.
+            return Ok(());
+        }
+        self.no_draft_check()?;
         let has_challengers = self.team.members().any(|m| m.can_challenge);
         self.state.phase = if has_challengers {
             RunPhase::Challenge
@@ -217,10 +229,11 @@ impl<'a> Run<'a> {
         };
         self.module_started(round, a);
         let messages = prompt::draft(member, &self.state.task, board, &a.task);
-        let outcome = self.call_until(
+        let outcome = self.call_until_on(
             member,
             Phase::Draft,
             round,
+            Some(&a.task),
             messages,
             "a complete draft for your assignment",
             |r| Ok(r.text.trim().to_string()),
@@ -233,6 +246,8 @@ impl<'a> Run<'a> {
                 let msg = format!("{} gave no usable draft: {}", a.member, problems.join("; "));
                 self.add_entry(round, &a.member, EntryKind::Error, Some(&a.task), msg);
             }
+            // Stopped before it was sent: nothing to put on the board.
+            Err(ModelError::Cancelled) => {}
             Err(e) => {
                 let text = format!("{} failed: {e}", a.member);
                 let new = NewEntry {
@@ -269,7 +284,9 @@ impl<'a> Run<'a> {
                 );
             }
         }
-        self.state.phase = RunPhase::Review;
+        if self.stop_reason().is_none() {
+            self.state.phase = RunPhase::Review;
+        }
         Ok(())
     }
 
@@ -310,6 +327,7 @@ impl<'a> Run<'a> {
                     problems.join("; ")
                 );
             }
+            Err(ModelError::Cancelled) => {}
             Err(e) => {
                 self.add_entry(
                     round,
@@ -347,6 +365,8 @@ impl<'a> Run<'a> {
                     self.decide(round, decision);
                 }
             }
+            // Stopped: the review is done again on resume.
+            Err(ModelError::Cancelled) => {}
             Err(e) => {
                 self.add_entry(
                     round,
@@ -362,6 +382,7 @@ impl<'a> Run<'a> {
     }
 
     fn final_answer(&mut self) -> Result<(), RunError> {
+        self.no_draft_check()?;
         self.status(RoomStatus::Thinking);
         let board = self.board.snapshot();
         let messages = prompt::final_answer(self.team, &self.rt.memory, &self.state.task, &board);
@@ -530,9 +551,48 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// Fails when the board holds no usable draft: the members' answers
+    /// were all unusable or failed (counted by cause), or the master never
+    /// gave a usable plan. Nothing is worth a final answer then.
+    fn no_draft_check(&self) -> Result<(), RunError> {
+        let board = self.board.snapshot();
+        if board.iter().any(|e| e.kind == EntryKind::Draft) {
+            return Ok(());
+        }
+        let round = self.state.round;
+        let assignments = &self.state.assignments;
+        let mut causes: Vec<(String, usize)> = Vec::new();
+        for a in assignments {
+            let last = board.iter().rev().find(|e| {
+                e.round == round
+                    && e.author == a.member
+                    && e.task.as_deref() == Some(a.task.as_str())
+                    && e.kind == EntryKind::Error
+            });
+            let cause = last.map_or("gave no answer", |e| cause_of(&e.text));
+            match causes.iter_mut().find(|(c, _)| c == cause) {
+                Some((_, n)) => *n += 1,
+                None => causes.push((cause.to_string(), 1)),
+            }
+        }
+        let why = if assignments.is_empty() || round == 0 {
+            "the master gave no usable plan".to_string()
+        } else {
+            let total = assignments.len();
+            causes
+                .iter()
+                .map(|(c, n)| format!("{n} of {total} {c}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        Err(RunError::NoUsableDraft {
+            reason: format!("no member produced a usable draft ({why})"),
+        })
+    }
+
     /// The latest draft of every member, for a run that ends without the
-    /// master (cancelled).
-    fn answer_from_board(&self, note: &str) -> String {
+    /// master (the budget or the time ran out).
+    pub(crate) fn answer_from_board(&self, note: &str) -> String {
         let mut out = format!("{note}\n");
         let board = self.board.snapshot();
         let mut seen = Vec::new();
@@ -607,7 +667,7 @@ impl<'a> Run<'a> {
     }
 
     pub(crate) fn cancelled(&self) -> bool {
-        self.rt.cancel.load(Ordering::Relaxed)
+        self.rt.cancel.is_cancelled()
     }
 
     pub(crate) fn add_usage(&self, agent: &str, usage: Usage) {
@@ -641,5 +701,20 @@ impl<'a> Run<'a> {
             // A caller that stopped listening does not stop the run.
             let _ = tx.send(event);
         }
+    }
+}
+
+/// The cause of a member's error entry, in a few words for the count.
+fn cause_of(text: &str) -> &'static str {
+    if text.contains(CUT_OFF) {
+        "cut off at the length limit"
+    } else if text.contains(EMPTY) {
+        "empty"
+    } else if text.contains(" gave no usable draft: ") {
+        "unusable"
+    } else if text.contains(" panicked: ") {
+        "panicked"
+    } else {
+        "failed at the model"
     }
 }

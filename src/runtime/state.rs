@@ -60,6 +60,11 @@ pub struct RunState {
     pub answer: Option<String>,
     /// The last error that stopped the run.
     pub error: Option<String>,
+    /// Set when a failed run is resumed: the round's assignments that
+    /// ended in an error of any kind run again (a mid-round crash re-runs
+    /// only those that failed on the transport).
+    #[serde(skip)]
+    pub(crate) rerun_errors: bool,
 }
 
 impl RunState {
@@ -79,6 +84,7 @@ impl RunState {
             status: RunStatus::Running,
             answer: None,
             error: None,
+            rerun_errors: false,
         }
     }
 }

@@ -19,6 +19,7 @@ const TEAM_KEYS: &[&str] = &[
     "token_budget",
     "protocol",
     "mcpServers",
+    "timeout",
 ];
 
 /// How the team works.
@@ -204,6 +205,25 @@ pub struct TeamConfig {
     /// from an `mcp.json` beside `team.yaml`).
     #[serde(default, rename = "mcpServers")]
     pub mcp_servers: BTreeMap<String, crate::tools::McpServerConfig>,
+    /// Wall-clock limit of a run: `90s`, `10m`, `1h`, or seconds as a
+    /// number. The run then ends with the best answer on the board.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "duration_text"
+    )]
+    pub timeout: Option<String>,
+}
+
+/// `timeout: 600` and `timeout: 10m` both read as text.
+fn duration_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let v = Option::<serde_yaml::Value>::deserialize(d)?;
+    Ok(match v {
+        None | Some(serde_yaml::Value::Null) => None,
+        Some(serde_yaml::Value::String(s)) => Some(s),
+        Some(serde_yaml::Value::Number(n)) => Some(n.to_string()),
+        Some(other) => Some(format!("{other:?}")),
+    })
 }
 
 impl TeamConfig {
@@ -224,6 +244,19 @@ impl TeamConfig {
             let line = super::yaml::key_line(&text, 1, "max_parallel").unwrap_or(1);
             return Err(TeamError::at(path, line, "max_parallel must be at least 1"));
         }
+        if let Some(t) = &config.timeout {
+            if let Err(e) = crate::runtime::parse_timeout(t) {
+                let line = super::yaml::key_line(&text, 1, "timeout").unwrap_or(1);
+                return Err(TeamError::at(path, line, format!("timeout: {e}")));
+            }
+        }
         Ok(config)
+    }
+
+    /// The run's wall-clock limit, from `timeout`.
+    pub fn timeout(&self) -> Option<std::time::Duration> {
+        self.timeout
+            .as_deref()
+            .and_then(|t| crate::runtime::parse_timeout(t).ok())
     }
 }

@@ -75,6 +75,27 @@ pub struct AgentSpec {
     /// Where it was loaded from, if from disk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<PathBuf>,
+    /// A model given in code ([`AgentSpec::with_chat_model`]); it wins over
+    /// `model`. Not saved with a run: a resumed run uses `model` or the
+    /// default.
+    #[serde(skip)]
+    pub chat_model: Option<AgentModel>,
+}
+
+/// A model instance given to one agent in code. Compares by identity.
+#[derive(Clone)]
+pub struct AgentModel(pub crate::model::SharedModel);
+
+impl std::fmt::Debug for AgentModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AgentModel({})", self.0.name())
+    }
+}
+
+impl PartialEq for AgentModel {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl AgentSpec {
@@ -96,6 +117,7 @@ impl AgentSpec {
             soul: soul.into(),
             notes: String::new(),
             source: None,
+            chat_model: None,
         }
     }
 
@@ -116,6 +138,13 @@ impl AgentSpec {
     /// Sets its model (a name from `team.yaml` or a spec).
     pub fn with_model(mut self, model: impl Into<String>) -> Self {
         self.model = Some(model.into());
+        self
+    }
+
+    /// Gives it a model of its own, as a value (an [`OpenAi`](crate::OpenAi)
+    /// endpoint, a [`Sim`](crate::Sim), your own [`ChatModel`](crate::ChatModel)).
+    pub fn with_chat_model(mut self, model: impl crate::model::ChatModel + 'static) -> Self {
+        self.chat_model = Some(AgentModel(std::sync::Arc::new(model)));
         self
     }
 
@@ -470,6 +499,7 @@ fn parse_agent(
         soul: soul.trim().to_string(),
         notes,
         source: Some(path.to_path_buf()),
+        chat_model: None,
     })
 }
 

@@ -55,6 +55,20 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
         }
     });
     warn_all(&turns);
+    if args.json {
+        // The whole run as one JSON document: run.json and the turns.
+        let doc = serde_json::json!({ "run": &record, "turns": &turns.items });
+        return match serde_json::to_string_pretty(&doc) {
+            Ok(text) => {
+                println!("{text}");
+                EXIT_OK
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                EXIT_FAILED
+            }
+        };
+    }
     let s = &record.state;
     out!(
         "run {} · {} · team '{}' · model {} · {} · {} round(s) · {} tokens ({} prompt, {} completion)",
@@ -82,24 +96,6 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
     out!("task: {}", s.task.trim());
     if let Some(e) = &s.error {
         out!("error: {e}");
-    }
-    let holder = run_holder(&dir);
-    match &s.answer {
-        Some(a) if s.phase == RunPhase::Finished => out!("\n{}", a.trim_end()),
-        _ if holder.is_some() => out!(
-            "\n(no answer yet: running now{})",
-            holder
-                .flatten()
-                .map_or_else(String::new, |pid| format!(" in boardroom pid {pid}"))
-        ),
-        _ => out!(
-            "\n(no answer yet: stopped before phase '{}'; `boardroom resume {}` continues it)",
-            serde_json::to_value(s.phase)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
-            s.run_id
-        ),
     }
     if args.board {
         out!("\n== board");
@@ -154,6 +150,31 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
                 &turns.items
             ))
         );
+    }
+    // The answer last: after the board and the other sections asked for,
+    // so they do not scroll away behind it.
+    let heading = if args.board || args.plan || args.turns || args.tree {
+        "== answer\n"
+    } else {
+        ""
+    };
+    let holder = run_holder(&dir);
+    match &s.answer {
+        Some(a) if s.phase == RunPhase::Finished => out!("\n{heading}{}", a.trim_end()),
+        _ if holder.is_some() => out!(
+            "\n(no answer yet: running now{})",
+            holder
+                .flatten()
+                .map_or_else(String::new, |pid| format!(" in boardroom pid {pid}"))
+        ),
+        _ => out!(
+            "\n(no answer yet: stopped before phase '{}'; `boardroom resume {}` continues it)",
+            serde_json::to_value(s.phase)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            s.run_id
+        ),
     }
     EXIT_OK
 }

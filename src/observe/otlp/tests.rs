@@ -173,6 +173,7 @@ fn a_run_that_never_finished_still_closes_its_spans() {
             round: 1,
             phase: Phase::Draft,
             delta: "x".into(),
+            call: 1,
         },
     ));
     spans.extend(b.finish());

@@ -1,0 +1,115 @@
+//! The live view in a real terminal (issue 9): tmux runs `boardroom run`
+//! with a slow sim, and the test captures the screen as the run goes. Every
+//! phase shows a live line (agent, what it does, elapsed time), a log line
+//! prints whole above the live lines (never through them), and nothing is
+//! left spinning when the run ends. Needs tmux (`scripts/setup-tmux.sh`).
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const SPINNER: &[char] = &['⠁', '⠂', '⠄', '⡀', '⢀', '⠠', '⠐', '⠈'];
+
+fn tmux(args: &[&str]) -> std::process::Output {
+    Command::new("tmux")
+        .args(args)
+        .output()
+        .expect("tmux is not installed: run scripts/setup-tmux.sh")
+}
+
+struct Session(String);
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = tmux(&["kill-session", "-t", &self.0]);
+    }
+}
+
+#[test]
+fn every_phase_shows_a_live_line_and_log_lines_never_tear_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let name = format!("boardroom-live-{}", std::process::id());
+    // never_done: plan, round 1, challenge, review, then the final answer at
+    // the round cap, and the memory note; fail=writer: a WARN log line.
+    let script = format!(
+        "RUST_LOG=warn '{bin}' run 'Write a short guide to brewing green tea' \
+         --model 'sim:latency=900ms,never_done,fail=writer' --rounds 1 --runs-dir '{runs}' \
+         >/dev/null; echo \"EXIT:$?\"; sleep 60",
+        bin = env!("CARGO_BIN_EXE_boardroom"),
+        runs = runs.display()
+    );
+    let started = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &name,
+        "-x",
+        "160",
+        "-y",
+        "50",
+        "bash",
+        "-c",
+        &script,
+    ]);
+    assert!(started.status.success(), "{started:?}");
+    let _session = Session(name.clone());
+
+    let mut screens: Vec<String> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let out = tmux(&["capture-pane", "-p", "-t", &name]);
+        let screen = String::from_utf8_lossy(&out.stdout).into_owned();
+        let over = screen.contains("EXIT:");
+        screens.push(screen);
+        if over {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the run did not end: {screens:?}"
+        );
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    let last = screens.last().unwrap().clone();
+    assert!(last.contains("EXIT:0"), "{last}");
+
+    // A live line during each phase: agent · what it does · elapsed.
+    for (phase, what) in [
+        ("plan", "master · planning the work"),
+        ("round", " · r1 drafting: "),
+        ("challenge", " · reading the board of round 1"),
+        ("review", "master · reviewing round 1"),
+        ("final", "master · writing the final answer"),
+    ] {
+        let live = screens
+            .iter()
+            .flat_map(|s| s.lines())
+            .find(|l| l.contains(what) && l.trim_start().starts_with(SPINNER) && l.contains('s'));
+        assert!(
+            live.is_some(),
+            "no live line during {phase} ({what}): {screens:#?}"
+        );
+    }
+
+    // The log line is whole, on a line of its own, never inside a live line.
+    let warns: Vec<&str> = screens
+        .iter()
+        .flat_map(|s| s.lines())
+        .filter(|l| l.contains("WARN"))
+        .collect();
+    assert!(
+        !warns.is_empty(),
+        "the failing writer logs a warning: {last}"
+    );
+    for w in &warns {
+        assert!(
+            w.starts_with("WARN  boardroom") && w.contains("writer (draft) round 1: "),
+            "torn log line: {w:?}"
+        );
+    }
+    // Nothing left spinning once the run is over.
+    assert!(
+        !last.lines().any(|l| l.trim_start().starts_with(SPINNER)),
+        "a frozen live line: {last}"
+    );
+}

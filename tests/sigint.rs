@@ -1,0 +1,188 @@
+//! Ctrl-C (issue 9): the first SIGINT stops a run gracefully — no new
+//! calls, the calls in flight return, the state is saved — and exits 130
+//! with `stopped; boardroom resume RUN_ID continues it`; `runs` lists the
+//! run as resumable and `resume` finishes it. A second SIGINT exits at once.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_boardroom");
+
+fn boardroom(runs: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .arg("--runs-dir")
+        .arg(runs)
+        .env_remove("BOARDROOM_MODEL")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .unwrap()
+}
+
+/// Starts `boardroom run` with a slow sim and returns once round 1 is under
+/// way, with the stderr lines read so far (a reader thread sends the rest).
+fn start_run(runs: &Path, latency: &str) -> (Child, crossbeam_channel::Receiver<String>) {
+    let mut child = Command::new(BIN)
+        .args([
+            "run",
+            "Write a short guide to brewing green tea",
+            "--rounds",
+            "2",
+        ])
+        .args(["--model", &format!("sim:latency={latency}")])
+        .arg("--runs-dir")
+        .arg(runs)
+        .env_remove("BOARDROOM_MODEL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match rx.recv_deadline(deadline) {
+            Ok(line) if line.starts_with("round 1") => return (child, rx),
+            Ok(_) => {}
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the run never reached round 1");
+            }
+        }
+    }
+}
+
+fn sigint(child: &Child) {
+    let ok = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+}
+
+/// Waits at most 30 s for the process; the rest of its stderr.
+fn finish(mut child: Child, rx: &crossbeam_channel::Receiver<String>) -> (i32, String) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code().unwrap_or(-1);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the run did not stop within 30 s of SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut rest = String::new();
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(2)) {
+        rest.push_str(&line);
+        rest.push('\n');
+    }
+    (code, rest)
+}
+
+fn the_run(runs: &Path) -> (String, boardroom::RunRecord) {
+    let dir = std::fs::read_dir(runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("run.json").is_file())
+        .expect("a saved run");
+    let id = dir.file_name().unwrap().to_string_lossy().into_owned();
+    (id, boardroom::load_run(&dir).unwrap())
+}
+
+#[test]
+fn the_first_sigint_stops_gracefully_and_resume_finishes_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let (child, rx) = start_run(&runs, "300ms");
+    sigint(&child);
+    let (code, stderr) = finish(child, &rx);
+    let (id, record) = the_run(&runs);
+    assert_eq!(code, 130, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "stopped; boardroom resume {id} --runs-dir {} continues it",
+            runs.display()
+        )),
+        "{stderr}"
+    );
+    // Saved where it stood: the drafts of round 1 that landed are kept.
+    assert_eq!(record.state.status, boardroom::RunStatus::Cancelled);
+    assert_ne!(record.state.phase, boardroom::RunPhase::Finished);
+    assert!(record.state.answer.is_none());
+
+    let listed = boardroom(&runs, &["runs"]);
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(
+        listed.contains(&id) && listed.contains("stopped, resumable"),
+        "{listed}"
+    );
+
+    let resumed = boardroom(&runs, &["resume", &id]);
+    let err = String::from_utf8_lossy(&resumed.stderr);
+    assert_eq!(resumed.status.code(), Some(0), "{err}");
+    assert!(!String::from_utf8_lossy(&resumed.stdout).trim().is_empty());
+    let (_, record) = the_run(&runs);
+    assert_eq!(record.state.status, boardroom::RunStatus::Done);
+    assert_eq!(record.state.phase, boardroom::RunPhase::Finished);
+}
+
+#[test]
+fn a_second_sigint_exits_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    // Drafts of 20 s: the first SIGINT waits for them, the second does not.
+    let (child, rx) = start_run(&runs, "20s,latency_phases=draft");
+    sigint(&child);
+    // Once the first is taken (the note says so), press again.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut seen = String::new();
+    while !seen.contains("Ctrl-C again to quit now") {
+        let line = rx.recv_deadline(deadline).expect(&seen);
+        seen.push_str(&line);
+        seen.push('\n');
+    }
+    sigint(&child);
+    let (code, stderr) = finish(child, &rx);
+    let (id, _) = the_run(&runs);
+    assert_eq!(code, 130, "{stderr}");
+    assert!(
+        stderr.contains(&format!("stopped at once; boardroom resume {id}")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_live_run_lists_as_running_and_resume_refuses_it() {
+    // Needs the run-directory lock (an OS advisory lock per run dir, branch
+    // i8-runs): without it a live run lists as `interrupted` and a resume
+    // runs it a second time. Passes once both branches are merged.
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let (child, rx) = start_run(&runs, "2s,latency_phases=draft");
+    let (id, _) = the_run(&runs);
+    let listed = boardroom(&runs, &["runs"]);
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    let resumed = boardroom(&runs, &["resume", &id]);
+    sigint(&child);
+    let _ = finish(child, &rx);
+    assert!(
+        listed.contains(&id) && listed.contains("running") && !listed.contains("resumable"),
+        "the run lock: {listed}"
+    );
+    assert_ne!(
+        resumed.status.code(),
+        Some(0),
+        "the run lock: resume refuses a live run"
+    );
+}
