@@ -252,12 +252,12 @@ fn a_misspelt_model_name_gets_a_did_you_mean_in_check_and_run() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         text(&out.stderr).trim(),
-        "./agents/writer.md:4: model 'fastt': unknown provider 'fastt' (known: sim, openai, http, https) (did you mean 'fast'?)"
+        "./agents/writer.md:4: model: model spec 'fastt': unknown provider 'fastt' (known: sim, openai, http, https) (did you mean 'fast'?)"
     );
     let out = boardroom(&["run", "Task", "--model", "sim"], dir.path());
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr).contains("agent 'writer': model spec 'fastt': unknown provider 'fastt' (known: sim, openai, http, https) (did you mean 'fast'?)"),
+        text(&out.stderr).contains("agents/writer.md:4: model: model spec 'fastt': unknown provider 'fastt' (known: sim, openai, http, https) (did you mean 'fast'?)"),
         "{}",
         text(&out.stderr)
     );

@@ -464,9 +464,15 @@ fn finding7_an_entry_fed_to_other_agents_is_cut() {
 #[test]
 fn finding10_zero_rounds_parallel_or_tokens_are_bad_input_naming_the_flag() {
     let dir = tempfile::tempdir().unwrap();
-    for flag in ["--rounds", "--parallel", "--max-tokens"] {
-        let out = boardroom(&["run", "x", "--model", "sim", flag, "0"], dir.path(), &[]);
-        assert_eq!(out.status.code(), Some(2), "{flag}");
+    // `--max-tokens` is the old name of `--token-budget`: clap names the flag.
+    for (given, flag) in [
+        ("--rounds", "--rounds"),
+        ("--parallel", "--parallel"),
+        ("--token-budget", "--token-budget"),
+        ("--max-tokens", "--token-budget"),
+    ] {
+        let out = boardroom(&["run", "x", "--model", "sim", given, "0"], dir.path(), &[]);
+        assert_eq!(out.status.code(), Some(2), "{given}");
         let stderr = text(&out.stderr);
         assert!(
             stderr.starts_with("error: invalid value '0' for '")

@@ -89,10 +89,12 @@ fn load_team(dir: Option<&Path>) -> Result<Team, boardroom::TeamError> {
 }
 
 fn default_model(team: &Team, spec: Option<&str>) -> Result<SharedModel, String> {
+    // The spec's own errors first (a bad option says more than the env).
+    let model = default_model_of(team, spec).map_err(|e| e.to_string())?;
     if let Some(spec) = spec {
         openai_env_check(team, spec)?;
     }
-    default_model_of(team, spec).map_err(|e| e.to_string())
+    Ok(model)
 }
 
 /// `--model openai` with neither a key nor a server: say so before the

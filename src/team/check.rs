@@ -34,7 +34,7 @@ impl Team {
             }
             if let Err(e) = self.model(model) {
                 let mut detail = e.to_string();
-                if !model.contains([':', ',']) {
+                if !model.contains([':', ',']) && !detail.contains("did you mean") {
                     let known: Vec<&str> =
                         self.config().models.keys().map(String::as_str).collect();
                     detail.push_str(&if known.is_empty() {
