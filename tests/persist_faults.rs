@@ -310,3 +310,148 @@ fn a_panic_in_a_single_tool_call_is_its_result() {
     let result = last.messages.last().unwrap();
     assert_eq!(result.content, "error: tool 'boom' panicked");
 }
+
+/// The sim, except that the first member's call sets the run's cancel
+/// flag: the members called after it are cancelled before they are sent.
+struct CancelOnFirstDraft {
+    sim: Sim,
+    flag: std::sync::Mutex<Option<std::sync::Arc<AtomicBool>>>,
+}
+
+impl ChatModel for CancelOnFirstDraft {
+    fn name(&self) -> String {
+        "cancel-on-first-draft".into()
+    }
+
+    fn chat(
+        &self,
+        req: &ChatRequest,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<ChatResponse, ModelError> {
+        if req.phase == Phase::Draft {
+            if let Some(flag) = self.flag.lock().unwrap().take() {
+                flag.store(true, Ordering::SeqCst);
+            }
+        }
+        self.sim.chat(req, on_delta)
+    }
+}
+
+fn only_run_dir(runs: &std::path::Path) -> std::path::PathBuf {
+    std::fs::read_dir(runs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
+fn round_one_drafts(board: &[boardroom::Entry]) -> Vec<String> {
+    let mut drafts: Vec<String> = board
+        .iter()
+        .filter(|e| e.round == 1 && e.kind == EntryKind::Draft)
+        .map(|e| e.author.clone())
+        .collect();
+    drafts.sort();
+    drafts
+}
+
+/// A member whose call was cancelled before it was sent never did its
+/// work: resuming the cancelled run must run it, not count the
+/// cancellation as its answer.
+#[test]
+fn members_cancelled_before_their_call_run_on_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let model = std::sync::Arc::new(CancelOnFirstDraft {
+        sim: Sim::new(),
+        flag: std::sync::Mutex::new(None),
+    });
+    let rt = Runtime::new(Team::builtin().unwrap(), model.clone())
+        .runs_dir(&runs)
+        .max_parallel(1);
+    *model.flag.lock().unwrap() = Some(rt.cancel_flag());
+    let cancelled = rt.run("Plan a garden party").unwrap();
+    assert_eq!(cancelled.status, RunStatus::Cancelled);
+    assert_eq!(
+        round_one_drafts(&cancelled.board).len(),
+        1,
+        "one member ran"
+    );
+    let dir = only_run_dir(&runs);
+
+    let saved = load_run(&dir).unwrap();
+    let resumed = Runtime::new(saved.team.to_team().unwrap(), Sim::new())
+        .resume(&dir)
+        .unwrap();
+    assert_eq!(resumed.status, RunStatus::Done);
+    assert_eq!(
+        round_one_drafts(&resumed.board),
+        ["analyst", "critic", "researcher", "writer"],
+        "every assignment of round 1 has its draft: {:?}",
+        resumed.board
+    );
+    let turns = read_turns(&dir).unwrap().items;
+    let sent: BTreeMap<String, usize> = turns
+        .iter()
+        .filter(|t| t.phase == Phase::Draft && t.error.is_none())
+        .fold(BTreeMap::new(), |mut m, t| {
+            *m.entry(t.agent.clone()).or_default() += 1;
+            m
+        });
+    assert!(
+        sent.values().all(|&n| n == 1),
+        "no draft asked twice: {sent:?}"
+    );
+}
+
+/// A call that runs out of its deadline (a server that accepts and never
+/// answers) is a transport failure: resume runs the assignment again.
+#[test]
+fn a_member_past_its_call_deadline_runs_again_on_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    // Accepts connections (the kernel's backlog) and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let mut model = Outage::new(true);
+    model.dead = OpenAi::builder(format!("http://127.0.0.1:{port}/v1"), "m")
+        .timeout(std::time::Duration::from_millis(300))
+        .sleep_with(|_| {})
+        .build()
+        .unwrap();
+    let failed = Runtime::new(Team::builtin().unwrap(), model)
+        .runs_dir(&runs)
+        .run("Plan a garden party");
+    assert!(
+        failed.is_err(),
+        "the master cannot answer either: {failed:?}"
+    );
+    let dir = only_run_dir(&runs);
+    let saved = load_run(&dir).unwrap();
+    let member_errors: Vec<_> = saved
+        .state
+        .board
+        .iter()
+        .filter(|e| e.kind == EntryKind::Error && e.task.is_some())
+        .collect();
+    assert_eq!(member_errors.len(), 4, "{:?}", saved.state.board);
+    for e in &member_errors {
+        assert!(
+            e.text
+                .contains("no complete answer within the call deadline of 300ms"),
+            "{}",
+            e.text
+        );
+        assert!(e.transport, "a deadline is a transport failure: {}", e.text);
+    }
+    let resumed = Runtime::new(saved.team.to_team().unwrap(), Sim::new())
+        .resume(&dir)
+        .unwrap();
+    assert_eq!(resumed.status, RunStatus::Done);
+    assert_eq!(
+        round_one_drafts(&resumed.board),
+        ["analyst", "critic", "researcher", "writer"]
+    );
+    drop(silent);
+}

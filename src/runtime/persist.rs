@@ -280,15 +280,20 @@ pub(crate) fn replay(
     Ok(state)
 }
 
-/// Whether a call's error means the assignment was never answered (the
-/// model was not reached, or refused for a while): no connection, a
-/// timeout, HTTP 408, 429 or 5xx after the retries.
+/// Whether a call's error means the assignment was never answered, so a
+/// resume runs it again: the model was not reached, or refused for a
+/// while (no connection, a cut stream, the call's deadline, HTTP 408, 429
+/// or 5xx after the retries), or the call was cancelled before it was
+/// sent (the run was stopped: the work never happened). Every variant is
+/// named, so a new one must be classified here.
 pub(crate) fn is_transport(e: &crate::model::ModelError) -> bool {
     use crate::model::ModelError;
     match e {
-        ModelError::Transport { .. } => true,
+        ModelError::Transport { .. } | ModelError::Cancelled => true,
         ModelError::Http { status, .. } => matches!(status, 408 | 429) || *status >= 500,
-        _ => false,
+        ModelError::BadResponse { .. }
+        | ModelError::BudgetExhausted { .. }
+        | ModelError::Simulated { .. } => false,
     }
 }
 
@@ -346,7 +351,7 @@ fn back_to_failed_members(state: &mut RunState) -> bool {
         return false;
     }
     log::info!(
-        "run {}: round {} runs again for {} assignment(s) that failed on the transport",
+        "run {}: round {} runs again for {} assignment(s) that failed on the transport or were cancelled",
         state.run_id,
         state.round,
         again.len()
