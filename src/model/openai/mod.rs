@@ -409,7 +409,9 @@ impl ChatModel for OpenAi {
             let Some(wait) = wait else {
                 return Err(with_attempts(error, attempt));
             };
-            if Instant::now() + wait >= deadline {
+            // Compared as durations: `Instant + wait` overflows (panics)
+            // for a `Retry-After` no clock can reach.
+            if wait >= deadline.saturating_duration_since(Instant::now()) {
                 let error = match retry_after {
                     Some(asked) => self.over_deadline(error, asked),
                     None => error,

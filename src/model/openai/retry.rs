@@ -98,7 +98,9 @@ pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration
         return Some(Duration::from_secs(secs));
     }
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        // A wait longer than any clock holds is as good as forever (and
+        // past any deadline), never a panic.
+        return (secs >= 0.0).then(|| Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX));
     }
     let at = parse_http_date(value)?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
@@ -128,7 +130,9 @@ fn parse_http_date(value: &str) -> Option<SystemTime> {
     let [h, m, s] = hms.as_slice() else {
         return None;
     };
-    if !(1..=31).contains(&day) || year < 1970 || *h > 23 || *m > 59 || *s > 60 {
+    // Four-digit years only (as the format has): a larger one would
+    // overflow the arithmetic below and the clock.
+    if !(1..=31).contains(&day) || !(1970..=9999).contains(&year) || *h > 23 || *m > 59 || *s > 60 {
         return None;
     }
     let days = days_from_civil(year, month, day);
