@@ -346,6 +346,13 @@ fn only_run_dir(runs: &std::path::Path) -> std::path::PathBuf {
         .path()
 }
 
+/// run.json's totals equal the sum over turns.jsonl.
+fn totals_match_turns(dir: &std::path::Path) {
+    let turns = read_turns(dir).unwrap().items;
+    let sum: u64 = turns.iter().map(|t| t.usage.total()).sum();
+    assert_eq!(load_run(dir).unwrap().state.usage.total(), sum);
+}
+
 fn round_one_drafts(board: &[boardroom::Entry]) -> Vec<String> {
     let mut drafts: Vec<String> = board
         .iter()
@@ -403,6 +410,7 @@ fn members_cancelled_before_their_call_run_on_resume() {
         sent.values().all(|&n| n == 1),
         "no draft asked twice: {sent:?}"
     );
+    totals_match_turns(&dir);
 }
 
 /// A call that runs out of its deadline (a server that accepts and never
@@ -453,5 +461,6 @@ fn a_member_past_its_call_deadline_runs_again_on_resume() {
         round_one_drafts(&resumed.board),
         ["analyst", "critic", "researcher", "writer"]
     );
+    totals_match_turns(&dir);
     drop(silent);
 }
