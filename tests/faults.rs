@@ -484,8 +484,9 @@ fn finding10_bad_specs_are_refused_before_a_run_directory_exists() {
     let out = boardroom(&["run", "x", "--model", "http://[::1"], dir.path(), &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr)
-            .starts_with("error: model spec 'http://[::1': the base url is not a valid url: "),
+        text(&out.stderr).starts_with(
+            "error: model spec 'http://[::1': the base url 'http://[::1' is not a valid url: "
+        ),
         "{}",
         text(&out.stderr)
     );
@@ -521,7 +522,7 @@ fn finding10_check_resolves_every_model_and_names_file_and_line() {
         ),
         (
             b"models:\n  fast: sim\n  remote:\n    base_url: ftp://example.com/v1\n",
-            "team.yaml:3: models.remote: the base url must start with http:// or https://",
+            "team.yaml:3: models.remote: the base url 'ftp://example.com/v1' must start with http:// or https://",
         ),
         (
             b"models:\n  default:\n    max_in_flight: -1\n",
