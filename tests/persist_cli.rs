@@ -258,7 +258,7 @@ fn show_makes_terminal_escape_sequences_in_model_text_visible() {
     let path = dir.join("run.json");
     let mut record: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let hostile = "ok\u{1b}[2J\u{1b}]0;pwned\u{7}\r\u{9b}31mred";
+    let hostile = "ok\u{1b}[2J\u{1b}]0;pwned\u{7}\r\u{9b}31mred \u{202e}desrever\u{2066}";
     record["board"][0]["text"] = hostile.into();
     record["answer"] = format!("answer {hostile}").into();
     std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
@@ -272,7 +272,8 @@ fn show_makes_terminal_escape_sequences_in_model_text_visible() {
             .any(|c| c.is_control() && c != '\n' && c != '\t'),
         "a control character reached the terminal: {shown:?}"
     );
-    let visible = "ok\\u{1b}[2J\\u{1b}]0;pwned\\u{7}\\u{d}\\u{9b}31mred";
+    // Bidirectional overrides too: they reorder what the terminal shows.
+    let visible = "ok\\u{1b}[2J\\u{1b}]0;pwned\\u{7}\\u{d}\\u{9b}31mred \\u{202e}desrever\\u{2066}";
     assert!(shown.contains(&format!("answer {visible}")), "{shown}");
     assert!(shown.contains(&format!("    {visible}")), "{shown}");
 }
