@@ -179,6 +179,31 @@ mod tests {
         );
     }
 
+    mod props {
+        use super::super::parse_retry_after;
+        use proptest::prelude::*;
+        use std::time::SystemTime;
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 10_000, ..ProptestConfig::default() })]
+
+            /// Whatever a server sends as `Retry-After` (seconds of any
+            /// size, floats, dates of any year), parsing never panics.
+            #[test]
+            fn retry_after_never_panics(
+                value in prop_oneof![
+                    any::<u64>().prop_map(|n| n.to_string()),
+                    any::<f64>().prop_map(|f| f.to_string()),
+                    "[-+.0-9eE]{1,30}",
+                    "(Sun, )?[0-9]{1,3} (Jan|Dec|Xyz) [0-9]{1,25} [0-9]{1,3}:[0-9]{1,3}:[0-9]{1,3} (GMT|UTC)",
+                    "\\PC{0,40}",
+                ],
+            ) {
+                let _ = parse_retry_after(&value, SystemTime::now());
+            }
+        }
+    }
+
     #[test]
     fn backoff_is_capped_jittered_and_bounded() {
         let p = RetryPolicy {
