@@ -251,6 +251,16 @@ pub(crate) fn replay(
                 && phase == state.phase
                 && !on_board.contains(&entry.seq) =>
             {
+                // Never written by boardroom, and the next entry's number
+                // would overflow: not taken.
+                if entry.seq == 0 || entry.seq >= store::MAX_SEQ {
+                    log::warn!(
+                        "{}: journal entry #{} is out of range; skipped",
+                        dir.display(),
+                        entry.seq
+                    );
+                    continue;
+                }
                 on_board.insert(entry.seq);
                 state.board.push(entry);
             }
@@ -582,6 +592,28 @@ mod tests {
             .map(|e| (e.seq, e.author.as_str()))
             .collect();
         assert_eq!(board, vec![(1, "writer"), (2, "critic"), (3, "analyst")]);
+    }
+
+    #[test]
+    fn replay_skips_journal_entries_numbered_out_of_range() {
+        // A damaged journal: an entry numbered u64::MAX made the next
+        // entry's number overflow (a panic on resume).
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::open(tmp.path()).unwrap();
+        let mut state = RunState::new("r".into(), "task".into());
+        state.round = 1;
+        state.phase = RunPhase::Members;
+        for (seq, who) in [(1, "writer"), (u64::MAX, "critic"), (0, "analyst")] {
+            dir.append_journal(&JournalRecord::Entry {
+                round: 1,
+                phase: RunPhase::Members,
+                entry: entry(seq, who),
+            })
+            .unwrap();
+        }
+        let replayed = replay(tmp.path(), state, None).unwrap();
+        let seqs: Vec<u64> = replayed.board.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, vec![1]);
     }
 
     #[test]

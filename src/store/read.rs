@@ -74,7 +74,7 @@ pub fn load_run(dir: &Path) -> Result<RunRecord, StoreError> {
 }
 
 /// Past any board a run could write (2^53: exact in every JSON reader).
-const MAX_SEQ: u64 = 1 << 53;
+pub(crate) const MAX_SEQ: u64 = 1 << 53;
 
 /// Reads `<dir>/events.jsonl`; a missing file reads as empty.
 ///
