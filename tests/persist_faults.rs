@@ -12,6 +12,8 @@ use boardroom::{
 };
 use serde_json::{Value, json};
 
+mod support;
+
 /// The sim, except that once `outage` is armed, every call after the
 /// master's plan goes to a real OpenAI-compatible client aimed at a
 /// loopback port nobody listens on: a real transport error.
@@ -463,4 +465,48 @@ fn a_member_past_its_call_deadline_runs_again_on_resume() {
     );
     totals_match_turns(&dir);
     drop(silent);
+}
+
+/// A key revoked mid-run: every member's call is refused with 401, and so
+/// is the master's review. With the key fixed, resume runs the refused
+/// assignments again instead of counting the refusal as their turn.
+#[test]
+fn members_refused_with_an_http_error_run_again_on_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let server = support::Server::start(|_| {
+        support::Reply::status(401, r#"{"error":{"message":"invalid api key"}}"#)
+    });
+    let mut model = Outage::new(true);
+    model.dead = OpenAi::builder(server.base_url(), "m")
+        .api_key("sk-revoked")
+        .sleep_with(|_| {})
+        .build()
+        .unwrap();
+    let failed = Runtime::new(Team::builtin().unwrap(), model)
+        .runs_dir(&runs)
+        .run("Plan a garden party");
+    assert!(failed.is_err(), "the master is refused too: {failed:?}");
+    let dir = only_run_dir(&runs);
+    let saved = load_run(&dir).unwrap();
+    let member_errors: Vec<_> = saved
+        .state
+        .board
+        .iter()
+        .filter(|e| e.kind == EntryKind::Error && e.task.is_some())
+        .collect();
+    assert_eq!(member_errors.len(), 4, "{:?}", saved.state.board);
+    for e in &member_errors {
+        assert!(e.text.contains("http 401"), "{}", e.text);
+        assert!(e.transport, "refused, never answered: {}", e.text);
+    }
+    let resumed = Runtime::new(saved.team.to_team().unwrap(), Sim::new())
+        .resume(&dir)
+        .unwrap();
+    assert_eq!(resumed.status, RunStatus::Done);
+    assert_eq!(
+        round_one_drafts(&resumed.board),
+        ["analyst", "critic", "researcher", "writer"]
+    );
+    totals_match_turns(&dir);
 }

@@ -291,16 +291,17 @@ pub(crate) fn replay(
 }
 
 /// Whether a call's error means the assignment was never answered, so a
-/// resume runs it again: the model was not reached, or refused for a
-/// while (no connection, a cut stream, the call's deadline, HTTP 408, 429
-/// or 5xx after the retries), or the call was cancelled before it was
-/// sent (the run was stopped: the work never happened). Every variant is
-/// named, so a new one must be classified here.
+/// resume runs it again: the model was not reached (no connection, a cut
+/// stream, the call's deadline), the server refused the call with an HTTP
+/// error (408, 429 or 5xx after the retries, and also 401, 403 or 404,
+/// which a user fixes — a key, a model name — before resuming), or the
+/// call was cancelled before it was sent (the run was stopped). A model
+/// that answered, however badly, did its turn. Every variant is named, so
+/// a new one must be classified here.
 pub(crate) fn is_transport(e: &crate::model::ModelError) -> bool {
     use crate::model::ModelError;
     match e {
-        ModelError::Transport { .. } | ModelError::Cancelled => true,
-        ModelError::Http { status, .. } => matches!(status, 408 | 429) || *status >= 500,
+        ModelError::Transport { .. } | ModelError::Cancelled | ModelError::Http { .. } => true,
         ModelError::BadResponse { .. }
         | ModelError::BudgetExhausted { .. }
         | ModelError::Simulated { .. } => false,
@@ -361,7 +362,7 @@ fn back_to_failed_members(state: &mut RunState) -> bool {
         return false;
     }
     log::info!(
-        "run {}: round {} runs again for {} assignment(s) that failed on the transport or were cancelled",
+        "run {}: round {} runs again for {} assignment(s) whose calls got no answer",
         state.run_id,
         state.round,
         again.len()

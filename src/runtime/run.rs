@@ -168,7 +168,7 @@ impl<'a> Run<'a> {
                 EventKind::Rerun {
                     round,
                     members: again.iter().map(|a| a.member.clone()).collect(),
-                    reason: "their last attempt failed on the transport or was cancelled".into(),
+                    reason: "their last call got no answer".into(),
                 },
             );
         }
