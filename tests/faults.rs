@@ -490,8 +490,9 @@ fn finding10_bad_specs_are_refused_before_a_run_directory_exists() {
     let out = boardroom(&["run", "x", "--model", "http://[::1"], dir.path(), &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr)
-            .starts_with("error: model spec 'http://[::1': the base url is not a valid url: "),
+        text(&out.stderr).starts_with(
+            "error: model spec 'http://[::1': the base url 'http://[::1' is not a valid url: "
+        ),
         "{}",
         text(&out.stderr)
     );
@@ -527,7 +528,7 @@ fn finding10_check_resolves_every_model_and_names_file_and_line() {
         ),
         (
             b"models:\n  fast: sim\n  remote:\n    base_url: ftp://example.com/v1\n",
-            "team.yaml:3: models.remote: the base url must start with http:// or https://",
+            "team.yaml:3: models.remote: the base url 'ftp://example.com/v1' must start with http:// or https://",
         ),
         (
             b"models:\n  default:\n    max_in_flight: -1\n",
@@ -677,4 +678,58 @@ fn finding10_an_html_answer_is_described_with_its_first_bytes() {
          not JSON: is the base url the API's (it usually ends in /v1)? it began: \
          <!DOCTYPE html> <html><head><title>Welcome</title></head><body>It works!</body></html>"
     );
+}
+
+/// A `Retry-After` too large for any clock (more seconds than a u64 holds,
+/// or than an `Instant` can be moved by) is a wait past the deadline like
+/// any other, never a panic in the calling thread.
+#[test]
+fn finding10_an_absurd_retry_after_is_past_the_deadline_not_a_panic() {
+    for asked in ["1e300", "18446744073709551615", "99999999999999999999"] {
+        let server = Server::start(move |_| {
+            Reply::status(429, r#"{"error":{"message":"slow down"}}"#)
+                .with_header("Retry-After", asked)
+        });
+        let m = model(&server, Duration::from_secs(1));
+        let call = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            m.chat(&request(), &mut |_| {})
+        }));
+        let e = call
+            .unwrap_or_else(|_| panic!("Retry-After: {asked} panicked"))
+            .unwrap_err();
+        let said = e.to_string();
+        assert!(
+            said.contains(
+                "(Retry-After), which is over the call deadline of 1s (server said: slow down)"
+            ),
+            "Retry-After: {asked}: {said}"
+        );
+        assert!(matches!(e, ModelError::Http { status: 429, .. }), "{e:?}");
+        assert_eq!(server.requests(), 1, "Retry-After: {asked}: no retry");
+    }
+    // Dates past year 9999 are not dates: the header is ignored and the
+    // call retries with its own backoff, without a panic.
+    for asked in [
+        "Sun, 06 Nov 99999999999 08:49:37 GMT",
+        "Fri, 31 Dec 18446744073709551615 23:59:59 GMT",
+    ] {
+        let server = Server::start(move |_| {
+            Reply::status(429, r#"{"error":{"message":"slow down"}}"#)
+                .with_header("Retry-After", asked)
+        });
+        // A long deadline (waits are not slept): every backoff fits.
+        let m = model(&server, Duration::from_secs(3600));
+        let call = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            m.chat(&request(), &mut |_| {})
+        }));
+        let e = call
+            .unwrap_or_else(|_| panic!("Retry-After: {asked} panicked"))
+            .unwrap_err();
+        assert!(matches!(e, ModelError::Http { status: 429, .. }), "{e:?}");
+        assert_eq!(
+            server.requests(),
+            5,
+            "Retry-After: {asked}: its own backoff"
+        );
+    }
 }

@@ -258,7 +258,7 @@ fn show_makes_terminal_escape_sequences_in_model_text_visible() {
     let path = dir.join("run.json");
     let mut record: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let hostile = "ok\u{1b}[2J\u{1b}]0;pwned\u{7}\r\u{9b}31mred";
+    let hostile = "ok\u{1b}[2J\u{1b}]0;pwned\u{7}\r\u{9b}31mred \u{202e}desrever\u{2066}";
     record["board"][0]["text"] = hostile.into();
     record["answer"] = format!("answer {hostile}").into();
     std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
@@ -272,7 +272,51 @@ fn show_makes_terminal_escape_sequences_in_model_text_visible() {
             .any(|c| c.is_control() && c != '\n' && c != '\t'),
         "a control character reached the terminal: {shown:?}"
     );
-    let visible = "ok\\u{1b}[2J\\u{1b}]0;pwned\\u{7}\\u{d}\\u{9b}31mred";
+    // Bidirectional overrides too: they reorder what the terminal shows.
+    let visible = "ok\\u{1b}[2J\\u{1b}]0;pwned\\u{7}\\u{d}\\u{9b}31mred \\u{202e}desrever\\u{2066}";
     assert!(shown.contains(&format!("answer {visible}")), "{shown}");
     assert!(shown.contains(&format!("    {visible}")), "{shown}");
+}
+
+#[test]
+fn a_saved_run_with_absurd_numbers_never_panics_on_resume() {
+    // A hand-edited or damaged run.json: token counts at the top of the
+    // range overflowed when the replay added to them, and an entry number
+    // there overflowed the next entry's (exit 101 both).
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = run(
+        tmp.path(),
+        "Plan a picnic",
+        &["--no-memory", "--rounds", "1"],
+    );
+    let id = dir.file_name().unwrap().to_str().unwrap().to_string();
+    let path = dir.join("run.json");
+    let original: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+
+    let mut record = original.clone();
+    record["phase"] = "review".into();
+    record["status"] = "running".into();
+    record["usage"]["prompt_tokens"] = u64::MAX.into();
+    std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+    let out = boardroom(tmp.path(), &["resume", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(saved["usage"]["prompt_tokens"], u64::MAX, "saturated");
+
+    let mut record = original.clone();
+    record["phase"] = "members".into();
+    record["status"] = "running".into();
+    record["board"][0]["seq"] = u64::MAX.into();
+    std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+    let out = boardroom(tmp.path(), &["resume", &id]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr).trim_end(),
+        format!(
+            "error: {}: board entry #18446744073709551615 is out of order or out of range (after #0)",
+            path.display()
+        )
+    );
 }

@@ -12,6 +12,8 @@ use boardroom::{
 };
 use serde_json::{Value, json};
 
+mod support;
+
 /// The sim, except that once `outage` is armed, every call after the
 /// master's plan goes to a real OpenAI-compatible client aimed at a
 /// loopback port nobody listens on: a real transport error.
@@ -309,4 +311,211 @@ fn a_panic_in_a_single_tool_call_is_its_result() {
         .unwrap();
     let result = last.messages.last().unwrap();
     assert_eq!(result.content, "error: tool 'boom' panicked");
+}
+
+/// The sim, except that the first member's call stops the run (it waits
+/// for the test to hand it the run's stop flag): the members called after
+/// it are cancelled before they are sent.
+struct CancelOnFirstDraft {
+    sim: Sim,
+    flag: std::sync::Mutex<Option<boardroom::Cancel>>,
+    fired: AtomicBool,
+}
+
+impl ChatModel for CancelOnFirstDraft {
+    fn name(&self) -> String {
+        "cancel-on-first-draft".into()
+    }
+
+    fn chat(
+        &self,
+        req: &ChatRequest,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<ChatResponse, ModelError> {
+        if req.phase == Phase::Draft && !self.fired.swap(true, Ordering::SeqCst) {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while std::time::Instant::now() < deadline {
+                if let Some(flag) = self.flag.lock().unwrap().take() {
+                    flag.cancel();
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        self.sim.chat(req, on_delta)
+    }
+}
+
+fn only_run_dir(runs: &std::path::Path) -> std::path::PathBuf {
+    std::fs::read_dir(runs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
+/// run.json's totals equal the sum over turns.jsonl.
+fn totals_match_turns(dir: &std::path::Path) {
+    let turns = read_turns(dir).unwrap().items;
+    let sum: u64 = turns.iter().map(|t| t.usage.total()).sum();
+    assert_eq!(load_run(dir).unwrap().state.usage.total(), sum);
+}
+
+fn round_one_drafts(board: &[boardroom::Entry]) -> Vec<String> {
+    let mut drafts: Vec<String> = board
+        .iter()
+        .filter(|e| e.round == 1 && e.kind == EntryKind::Draft)
+        .map(|e| e.author.clone())
+        .collect();
+    drafts.sort();
+    drafts
+}
+
+/// A member whose call was cancelled before it was sent never did its
+/// work: resuming the cancelled run must run it, not count the
+/// cancellation as its answer.
+#[test]
+fn members_cancelled_before_their_call_run_on_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let model = std::sync::Arc::new(CancelOnFirstDraft {
+        sim: Sim::new(),
+        flag: std::sync::Mutex::new(None),
+        fired: AtomicBool::new(false),
+    });
+    let rt = Runtime::new(Team::builtin().unwrap(), model.clone())
+        .runs_dir(&runs)
+        .max_parallel(1);
+    let handle = rt.start("Plan a garden party").unwrap();
+    *model.flag.lock().unwrap() = Some(handle.canceller());
+    let cancelled = handle.wait().unwrap();
+    assert_eq!(cancelled.status, RunStatus::Cancelled);
+    assert_eq!(
+        round_one_drafts(&cancelled.board).len(),
+        1,
+        "one member ran"
+    );
+    let dir = only_run_dir(&runs);
+
+    let saved = load_run(&dir).unwrap();
+    let resumed = Runtime::new(saved.team.to_team().unwrap(), Sim::new())
+        .resume(&dir)
+        .unwrap();
+    assert_eq!(resumed.status, RunStatus::Done);
+    assert_eq!(
+        round_one_drafts(&resumed.board),
+        ["analyst", "critic", "researcher", "writer"],
+        "every assignment of round 1 has its draft: {:?}",
+        resumed.board
+    );
+    let turns = read_turns(&dir).unwrap().items;
+    let sent: BTreeMap<String, usize> = turns
+        .iter()
+        .filter(|t| t.phase == Phase::Draft && t.error.is_none())
+        .fold(BTreeMap::new(), |mut m, t| {
+            *m.entry(t.agent.clone()).or_default() += 1;
+            m
+        });
+    assert!(
+        sent.values().all(|&n| n == 1),
+        "no draft asked twice: {sent:?}"
+    );
+    totals_match_turns(&dir);
+}
+
+/// A call that runs out of its deadline (a server that accepts and never
+/// answers) is a transport failure: resume runs the assignment again.
+#[test]
+fn a_member_past_its_call_deadline_runs_again_on_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    // Accepts connections (the kernel's backlog) and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let mut model = Outage::new(true);
+    model.dead = OpenAi::builder(format!("http://127.0.0.1:{port}/v1"), "m")
+        .timeout(std::time::Duration::from_millis(300))
+        .sleep_with(|_| {})
+        .build()
+        .unwrap();
+    let failed = Runtime::new(Team::builtin().unwrap(), model)
+        .runs_dir(&runs)
+        .run("Plan a garden party");
+    assert!(
+        failed.is_err(),
+        "the master cannot answer either: {failed:?}"
+    );
+    let dir = only_run_dir(&runs);
+    let saved = load_run(&dir).unwrap();
+    let member_errors: Vec<_> = saved
+        .state
+        .board
+        .iter()
+        .filter(|e| e.kind == EntryKind::Error && e.task.is_some())
+        .collect();
+    assert_eq!(member_errors.len(), 4, "{:?}", saved.state.board);
+    for e in &member_errors {
+        assert!(
+            e.text
+                .contains("no complete answer within the call deadline of 300ms"),
+            "{}",
+            e.text
+        );
+        assert!(e.transport, "a deadline is a transport failure: {}", e.text);
+    }
+    let resumed = Runtime::new(saved.team.to_team().unwrap(), Sim::new())
+        .resume(&dir)
+        .unwrap();
+    assert_eq!(resumed.status, RunStatus::Done);
+    assert_eq!(
+        round_one_drafts(&resumed.board),
+        ["analyst", "critic", "researcher", "writer"]
+    );
+    totals_match_turns(&dir);
+    drop(silent);
+}
+
+/// A key revoked mid-run: every member's call is refused with 401, and so
+/// is the master's review. With the key fixed, resume runs the refused
+/// assignments again instead of counting the refusal as their turn.
+#[test]
+fn members_refused_with_an_http_error_run_again_on_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let server = support::Server::start(|_| {
+        support::Reply::status(401, r#"{"error":{"message":"invalid api key"}}"#)
+    });
+    let mut model = Outage::new(true);
+    model.dead = OpenAi::builder(server.base_url(), "m")
+        .api_key("sk-revoked")
+        .sleep_with(|_| {})
+        .build()
+        .unwrap();
+    let failed = Runtime::new(Team::builtin().unwrap(), model)
+        .runs_dir(&runs)
+        .run("Plan a garden party");
+    assert!(failed.is_err(), "the master is refused too: {failed:?}");
+    let dir = only_run_dir(&runs);
+    let saved = load_run(&dir).unwrap();
+    let member_errors: Vec<_> = saved
+        .state
+        .board
+        .iter()
+        .filter(|e| e.kind == EntryKind::Error && e.task.is_some())
+        .collect();
+    assert_eq!(member_errors.len(), 4, "{:?}", saved.state.board);
+    for e in &member_errors {
+        assert!(e.text.contains("http 401"), "{}", e.text);
+        assert!(e.transport, "refused, never answered: {}", e.text);
+    }
+    let resumed = Runtime::new(saved.team.to_team().unwrap(), Sim::new())
+        .resume(&dir)
+        .unwrap();
+    assert_eq!(resumed.status, RunStatus::Done);
+    assert_eq!(
+        round_one_drafts(&resumed.board),
+        ["analyst", "critic", "researcher", "writer"]
+    );
+    totals_match_turns(&dir);
 }

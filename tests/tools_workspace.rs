@@ -273,3 +273,88 @@ fn a_symbolic_link_swapped_in_during_writes_never_lets_one_out() {
     );
     assert!(ok + refused == 3000);
 }
+
+#[test]
+fn a_symbolic_link_swapped_in_during_reads_never_lets_one_out() {
+    // Issue 8's write race, on the read side: `workspace_read` checked the
+    // path, then read it: a link swapped in between read a file outside
+    // (a secret sent on to the model). A thread keeps swapping `d` between
+    // a folder and a link to a folder outside while the tool reads `d/f.txt`.
+    use std::os::unix::fs::symlink;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("f.txt"), "SECRET").unwrap();
+    let stop = AtomicBool::new(false);
+    let ctx = ToolContext::new("writer").with_workspace(&ws);
+    let (mut inside, mut refused, mut leaked) = (0, 0, 0);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let d = ws.join("d");
+            while !stop.load(Ordering::Relaxed) {
+                let _ = std::fs::remove_dir_all(&d);
+                let _ = symlink(&outside, &d);
+                std::thread::yield_now();
+                let _ = std::fs::remove_file(&d);
+                let _ = std::fs::create_dir(&d);
+                let _ = std::fs::write(d.join("f.txt"), "inside");
+                std::thread::yield_now();
+            }
+        });
+        for _ in 0..20_000 {
+            match call("workspace_read", json!({"path": "d/f.txt"}), &ctx) {
+                Ok(text) if text.contains("SECRET") => leaked += 1,
+                Ok(_) => inside += 1,
+                Err(_) => refused += 1,
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    assert_eq!(
+        leaked, 0,
+        "{leaked} reads got the file outside ({inside} inside, {refused} refused)"
+    );
+}
+
+#[test]
+fn workspace_read_of_a_named_pipe_or_a_huge_file_is_bounded() {
+    // A named pipe with no writer blocked the read forever; a huge file was
+    // read whole into memory to show its first 100,000 bytes.
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(ws.join("pipe"))
+        .status()
+        .expect("mkfifo runs");
+    assert!(status.success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let ws2 = ws.clone();
+    std::thread::spawn(move || {
+        let ctx = ToolContext::new("writer").with_workspace(&ws2);
+        let _ = tx.send(call("workspace_read", json!({"path": "pipe"}), &ctx));
+    });
+    let result = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("workspace_read of a named pipe returns");
+    let err = result.unwrap_err();
+    assert!(err.contains("'pipe' is not a regular file"), "{err}");
+
+    // A sparse 1 GiB file: only what is shown is read.
+    let big = std::fs::File::create(ws.join("big.bin")).unwrap();
+    big.set_len(1 << 30).unwrap();
+    let ctx = ToolContext::new("writer").with_workspace(&ws);
+    let text = call("workspace_read", json!({"path": "big.bin"}), &ctx).unwrap();
+    assert!(
+        text.ends_with("[... cut: the file has 1073741824 bytes, shown 100000]"),
+        "{}",
+        &text[text.len() - 80..]
+    );
+    assert_eq!(
+        text.len(),
+        100_000 + "\n[... cut: the file has 1073741824 bytes, shown 100000]".len()
+    );
+}

@@ -104,23 +104,29 @@ pub(crate) fn prepare(
 /// Text saved from models (and folder names) as it may be shown on a
 /// terminal: newlines and tabs stay, every other control character (the
 /// ESC of an escape sequence, a carriage return, a bell, C1 controls) is
-/// written as a visible `\u{..}` escape instead of being obeyed.
+/// written as a visible `\u{..}` escape instead of being obeyed, and so is
+/// a bidirectional override or isolate.
 pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text
-        .chars()
-        .any(|c| c.is_control() && c != '\n' && c != '\t')
-    {
+    if !text.chars().any(unsafe_on_terminal) {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
-        if c.is_control() && c != '\n' && c != '\t' {
+        if unsafe_on_terminal(c) {
             out.extend(c.escape_unicode());
         } else {
             out.push(c);
         }
     }
     std::borrow::Cow::Owned(out)
+}
+
+/// Control characters (but newline and tab), which a terminal obeys, and
+/// the bidirectional overrides and isolates, which make it show text in an
+/// order other than the one it has ("Trojan Source").
+fn unsafe_on_terminal(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}')
 }
 
 pub(crate) fn saved_note(runs_dir: &Path, run_id: &str) {

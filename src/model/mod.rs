@@ -205,13 +205,16 @@ pub struct Usage {
 impl Usage {
     /// Prompt plus completion tokens.
     pub fn total(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
+        self.prompt_tokens.saturating_add(self.completion_tokens)
     }
 
-    /// Adds another usage to this one.
+    /// Adds another usage to this one (saturating: counts read from a
+    /// server or a saved run never overflow into a panic).
     pub fn add(&mut self, other: Usage) {
-        self.prompt_tokens += other.prompt_tokens;
-        self.completion_tokens += other.completion_tokens;
+        self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(other.completion_tokens);
     }
 }
 

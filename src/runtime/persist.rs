@@ -254,6 +254,16 @@ pub(crate) fn replay(
                 && phase == state.phase
                 && !on_board.contains(&entry.seq) =>
             {
+                // Never written by boardroom, and the next entry's number
+                // would overflow: not taken.
+                if entry.seq == 0 || entry.seq >= store::MAX_SEQ {
+                    log::warn!(
+                        "{}: journal entry #{} is out of range; skipped",
+                        dir.display(),
+                        entry.seq
+                    );
+                    continue;
+                }
                 on_board.insert(entry.seq);
                 state.board.push(entry);
             }
@@ -283,15 +293,21 @@ pub(crate) fn replay(
     Ok(state)
 }
 
-/// Whether a call's error means the assignment was never answered (the
-/// model was not reached, or refused for a while): no connection, a
-/// timeout, HTTP 408, 429 or 5xx after the retries.
+/// Whether a call's error means the assignment was never answered, so a
+/// resume runs it again: the model was not reached (no connection, a cut
+/// stream, the call's deadline), the server refused the call with an HTTP
+/// error (408, 429 or 5xx after the retries, and also 401, 403 or 404,
+/// which a user fixes — a key, a model name — before resuming), or the
+/// call was cancelled before it was sent (the run was stopped). A model
+/// that answered, however badly, did its turn. Every variant is named, so
+/// a new one must be classified here.
 pub(crate) fn is_transport(e: &crate::model::ModelError) -> bool {
     use crate::model::ModelError;
     match e {
-        ModelError::Transport { .. } => true,
-        ModelError::Http { status, .. } => matches!(status, 408 | 429) || *status >= 500,
-        _ => false,
+        ModelError::Transport { .. } | ModelError::Cancelled | ModelError::Http { .. } => true,
+        ModelError::BadResponse { .. }
+        | ModelError::BudgetExhausted { .. }
+        | ModelError::Simulated { .. } => false,
     }
 }
 
@@ -353,7 +369,7 @@ fn back_to_failed_members(state: &mut RunState) -> bool {
         return false;
     }
     log::info!(
-        "run {}: round {} runs again for {} assignment(s) that failed",
+        "run {}: round {} runs again for {} assignment(s) whose calls failed or got no answer",
         state.run_id,
         state.round,
         again.len()
@@ -585,6 +601,28 @@ mod tests {
             .map(|e| (e.seq, e.author.as_str()))
             .collect();
         assert_eq!(board, vec![(1, "writer"), (2, "critic"), (3, "analyst")]);
+    }
+
+    #[test]
+    fn replay_skips_journal_entries_numbered_out_of_range() {
+        // A damaged journal: an entry numbered u64::MAX made the next
+        // entry's number overflow (a panic on resume).
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::open(tmp.path()).unwrap();
+        let mut state = RunState::new("r".into(), "task".into());
+        state.round = 1;
+        state.phase = RunPhase::Members;
+        for (seq, who) in [(1, "writer"), (u64::MAX, "critic"), (0, "analyst")] {
+            dir.append_journal(&JournalRecord::Entry {
+                round: 1,
+                phase: RunPhase::Members,
+                entry: entry(seq, who),
+            })
+            .unwrap();
+        }
+        let replayed = replay(tmp.path(), state, None).unwrap();
+        let seqs: Vec<u64> = replayed.board.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, vec![1]);
     }
 
     #[test]

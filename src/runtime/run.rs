@@ -174,7 +174,7 @@ impl<'a> Run<'a> {
                     reason: if self.state.rerun_errors {
                         "the run failed; their last attempt ended in an error".into()
                     } else {
-                        "their last attempt failed on the transport".into()
+                        "their last call got no answer".into()
                     },
                 },
             );

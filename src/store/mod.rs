@@ -25,7 +25,7 @@ pub use read::{Lines, RunListing, list_runs, load_run, read_events, read_turns};
 pub use record::{RUN_FORMAT_VERSION, RunRecord, RunSettings, TeamSnapshot};
 
 pub(crate) use lock::RunLock;
-pub(crate) use read::read_journal;
+pub(crate) use read::{MAX_SEQ, read_journal};
 pub(crate) use record::JournalRecord;
 pub(crate) use write::{RunDir, write_atomic, write_replace};
 

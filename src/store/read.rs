@@ -55,8 +55,26 @@ pub fn load_run(dir: &Path) -> Result<RunRecord, StoreError> {
             supported: RUN_FORMAT_VERSION,
         });
     }
-    serde_json::from_value(value).map_err(|e| corrupt(format!("not a run record: {e}")))
+    let record: RunRecord =
+        serde_json::from_value(value).map_err(|e| corrupt(format!("not a run record: {e}")))?;
+    // Entries are numbered 1, 2, 3, ... in board order: anything else was
+    // not written by boardroom (and a number at the top of the range
+    // would overflow the next entry's).
+    let mut last = 0u64;
+    for e in &record.state.board {
+        if e.seq <= last || e.seq >= MAX_SEQ {
+            return Err(corrupt(format!(
+                "board entry #{} is out of order or out of range (after #{last})",
+                e.seq
+            )));
+        }
+        last = e.seq;
+    }
+    Ok(record)
 }
+
+/// Past any board a run could write (2^53: exact in every JSON reader).
+pub(crate) const MAX_SEQ: u64 = 1 << 53;
 
 /// Reads `<dir>/events.jsonl`; a missing file reads as empty.
 ///

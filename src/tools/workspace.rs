@@ -125,14 +125,23 @@ impl Tool for WorkspaceRead {
     }
 
     fn call(&self, args: Value, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+        use std::io::Read as _;
         let rel = str_arg(self.name(), &args, "path")?;
-        let path = resolve(workspace(ctx)?, rel)?;
-        let bytes = std::fs::read(&path).map_err(io(rel))?;
-        let mut text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_READ)]).into_owned();
-        if bytes.len() > MAX_READ {
+        let root = workspace(ctx)?;
+        // The check first, for a clear message; then the read itself,
+        // which cannot be raced out of the workspace (`open_read`).
+        let path = resolve(root, rel)?;
+        let file = open_read(root, &path, rel, self.name())?;
+        let size = file.metadata().map_err(io(rel))?.len();
+        // Only what is shown is read: a huge file costs no memory.
+        let mut bytes = Vec::new();
+        file.take(MAX_READ as u64)
+            .read_to_end(&mut bytes)
+            .map_err(io(rel))?;
+        let mut text = String::from_utf8_lossy(&bytes).into_owned();
+        if size > MAX_READ as u64 {
             text.push_str(&format!(
-                "\n[... cut: the file has {} bytes, shown {MAX_READ}]",
-                bytes.len()
+                "\n[... cut: the file has {size} bytes, shown {MAX_READ}]"
             ));
         }
         Ok(text)
@@ -250,6 +259,56 @@ fn open_no_follow(
         options.truncate(true);
     }
     dir.open_with(name, &options).map_err(escape)
+}
+
+/// Opens `path` (what [`resolve`] made of `rel`) for reading through a
+/// capability-based handle on the workspace (`cap-std`): a link swapped in
+/// after the check cannot lead the read out of the workspace. A link that
+/// stays inside is followed as the check found it (its real path, inside
+/// the workspace). Only a regular file is opened: a named pipe would block
+/// the read forever, a device could be endless.
+fn open_read(
+    root: &Path,
+    path: &Path,
+    rel: &str,
+    tool: &str,
+) -> Result<cap_std::fs::File, ToolError> {
+    use cap_std::fs::Dir;
+    let escape = |e: std::io::Error| {
+        if e.kind() == std::io::ErrorKind::PermissionDenied && e.to_string().contains("outside") {
+            refuse(rel, "it leads out of the workspace through a symbolic link")
+        } else {
+            ToolError::Io {
+                path: PathBuf::from(rel),
+                source: e,
+            }
+        }
+    };
+    let root_real = root.canonicalize().map_err(escape)?;
+    let real = path.canonicalize().map_err(escape)?;
+    let clean = real
+        .strip_prefix(&root_real)
+        .map_err(|_| refuse(rel, "it leads out of the workspace through a symbolic link"))?;
+    let dir = Dir::open_ambient_dir(&root_real, cap_std::ambient_authority()).map_err(escape)?;
+    let meta = dir.metadata(clean).map_err(escape)?;
+    if !meta.is_file() {
+        return Err(ToolError::BadArguments {
+            tool: tool.into(),
+            detail: format!("'{rel}' is not a regular file"),
+        });
+    }
+    let file = dir.open(clean).map_err(escape)?;
+    // Swapped for something else between the two looks: refuse it too.
+    // (A named pipe swapped in would block `open` itself; only a process
+    // with its own access to the workspace could do that, none of our
+    // tools makes one.)
+    if !file.metadata().map_err(escape)?.is_file() {
+        return Err(ToolError::BadArguments {
+            tool: tool.into(),
+            detail: format!("'{rel}' is not a regular file"),
+        });
+    }
+    Ok(file)
 }
 
 /// The path relative to the workspace, with `/` separators.

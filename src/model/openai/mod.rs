@@ -190,19 +190,24 @@ impl OpenAiBuilder {
             detail,
         };
         let base = self.base_url.trim().trim_end_matches('/');
+        // The value is named (without any credentials in it): in
+        // team.yaml the message is all a user sees of it.
+        let shown = redact_url(base);
         if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(err(
-                "the base url must start with http:// or https://".into()
-            ));
+            return Err(err(format!(
+                "the base url '{shown}' must start with http:// or https://"
+            )));
         }
         if let Err(e) = format!("{base}/chat/completions").parse::<ureq::http::Uri>() {
-            return Err(err(format!("the base url is not a valid url: {e}")));
+            return Err(err(format!(
+                "the base url '{shown}' is not a valid url: {e}"
+            )));
         }
         if base
             .split_once("://")
             .is_none_or(|(_, rest)| rest.split(['/', '?', '#']).next().is_none_or(str::is_empty))
         {
-            return Err(err("the base url has no host".into()));
+            return Err(err(format!("the base url '{shown}' has no host")));
         }
         if self.model.trim().is_empty() {
             return Err(err("no model name (add #MODEL to the url)".into()));
@@ -409,7 +414,9 @@ impl ChatModel for OpenAi {
             let Some(wait) = wait else {
                 return Err(with_attempts(error, attempt));
             };
-            if Instant::now() + wait >= deadline {
+            // Compared as durations: `Instant + wait` overflows (panics)
+            // for a `Retry-After` no clock can reach.
+            if wait >= deadline.saturating_duration_since(Instant::now()) {
                 let error = match retry_after {
                     Some(asked) => self.over_deadline(error, asked),
                     None => error,

@@ -98,7 +98,9 @@ pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration
         return Some(Duration::from_secs(secs));
     }
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        // A wait longer than any clock holds is as good as forever (and
+        // past any deadline), never a panic.
+        return (secs >= 0.0).then(|| Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX));
     }
     let at = parse_http_date(value)?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
@@ -128,7 +130,9 @@ fn parse_http_date(value: &str) -> Option<SystemTime> {
     let [h, m, s] = hms.as_slice() else {
         return None;
     };
-    if !(1..=31).contains(&day) || year < 1970 || *h > 23 || *m > 59 || *s > 60 {
+    // Four-digit years only (as the format has): a larger one would
+    // overflow the arithmetic below and the clock.
+    if !(1..=31).contains(&day) || !(1970..=9999).contains(&year) || *h > 23 || *m > 59 || *s > 60 {
         return None;
     }
     let days = days_from_civil(year, month, day);
@@ -173,6 +177,31 @@ mod tests {
             parse_retry_after("Sun, 06 Nov 1994 08:49:40 PST", now),
             None
         );
+    }
+
+    mod props {
+        use super::super::parse_retry_after;
+        use proptest::prelude::*;
+        use std::time::SystemTime;
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 10_000, ..ProptestConfig::default() })]
+
+            /// Whatever a server sends as `Retry-After` (seconds of any
+            /// size, floats, dates of any year), parsing never panics.
+            #[test]
+            fn retry_after_never_panics(
+                value in prop_oneof![
+                    any::<u64>().prop_map(|n| n.to_string()),
+                    any::<f64>().prop_map(|f| f.to_string()),
+                    "[-+.0-9eE]{1,30}",
+                    "(Sun, )?[0-9]{1,3} (Jan|Dec|Xyz) [0-9]{1,25} [0-9]{1,3}:[0-9]{1,3}:[0-9]{1,3} (GMT|UTC)",
+                    "\\PC{0,40}",
+                ],
+            ) {
+                let _ = parse_retry_after(&value, SystemTime::now());
+            }
+        }
     }
 
     #[test]

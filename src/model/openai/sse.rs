@@ -167,4 +167,47 @@ mod tests {
             Some("a server-sent event larger than 32 MiB")
         );
     }
+
+    mod props {
+        use super::super::SseDecoder;
+        use proptest::prelude::*;
+
+        fn decode(chunks: &[&[u8]]) -> Vec<String> {
+            let mut d = SseDecoder::default();
+            let mut got = Vec::new();
+            for c in chunks {
+                got.extend(d.push(c).unwrap());
+            }
+            got.extend(d.finish().unwrap());
+            got
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 10_000, ..ProptestConfig::default() })]
+
+            /// Any bytes (event-shaped or not, invalid UTF-8 included), cut
+            /// anywhere: no panic, and the same events however it is cut.
+            #[test]
+            fn any_stream_decodes_the_same_however_cut(
+                parts in prop::collection::vec(
+                    prop_oneof![
+                        Just(b"data: ".to_vec()),
+                        Just(b"\n".to_vec()),
+                        Just(b"\r\n".to_vec()),
+                        Just(b":keep\n".to_vec()),
+                        Just("é".as_bytes().to_vec()),
+                        prop::collection::vec(any::<u8>(), 0..8),
+                    ],
+                    0..24,
+                ),
+                cut in any::<prop::sample::Index>(),
+            ) {
+                let bytes: Vec<u8> = parts.concat();
+                let at = cut.index(bytes.len() + 1);
+                let whole = decode(&[&bytes]);
+                let (a, b) = bytes.split_at(at);
+                prop_assert_eq!(decode(&[a, b]), whole);
+            }
+        }
+    }
 }
