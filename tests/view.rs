@@ -340,3 +340,67 @@ fn view_says_when_the_port_is_taken_there_are_no_runs_or_the_run_is_unknown() {
         )
     );
 }
+
+/// `run --view` goes on serving the finished run; Ctrl-C then stops it
+/// and the process exits with the run's own code (0 for a run that was
+/// done, 1 for one that failed), not as killed by a signal.
+#[test]
+fn ctrl_c_after_run_view_exits_with_the_runs_code() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (model, code) in [("sim", 0), ("sim:fail=master", 1)] {
+        let mut child = Killed(
+            Command::new(env!("CARGO_BIN_EXE_boardroom"))
+                .args([
+                    "run",
+                    "--view",
+                    "Plan a picnic",
+                    "--no-memory",
+                    "--model",
+                    model,
+                ])
+                .arg("--runs-dir")
+                .arg(tmp.path())
+                .env("RUST_LOG", "warn")
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        let mut lines = BufReader::new(child.0.stderr.take().unwrap()).lines();
+        let serving = loop {
+            let line = lines
+                .next()
+                .expect("the run ended before saying it still serves")
+                .unwrap();
+            if line.contains("still serving") {
+                break line;
+            }
+        };
+        assert!(serving.contains("Ctrl-C"), "{serving}");
+        let page = serving
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap();
+        assert_eq!(get(page).0, 200, "{serving}");
+        let drain = std::thread::spawn(move || lines.map_while(Result::ok).count());
+
+        let pid = child.0.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args(["-INT", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(s) = child.0.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "Ctrl-C did not stop the view");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(status.code(), Some(code), "{model}: {status:?}");
+        drain.join().unwrap();
+    }
+}
