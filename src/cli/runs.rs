@@ -61,6 +61,16 @@ pub(crate) struct ResumeArgs {
     /// Neither use nor update the master's memory.
     #[arg(long)]
     no_memory: bool,
+    /// Serve the run's live page, as `run --view` does.
+    #[arg(long)]
+    view: bool,
+    /// Send the resumed run's trace to this OTLP/HTTP collector, as `run
+    /// --otlp` does.
+    #[arg(long, value_name = "URL")]
+    otlp: Option<String>,
+    /// Put prompts, answers and tool arguments and results into the spans.
+    #[arg(long)]
+    otlp_content: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -292,7 +302,19 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
     }
     let no_memory = args.no_memory || !record.settings.memory;
     runtime = prepare(runtime, &runs_dir, no_memory, spec);
-    super::drive_and_report(runtime, rx, args.json, &runs_dir, |rt| rt.resume(&dir))
+    let mut observers = match super::observe::Observers::start(
+        args.view,
+        args.otlp.as_deref(),
+        args.otlp_content,
+        &runs_dir,
+    ) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let rx = observers.tee(rx);
+    let code = super::drive_and_report(runtime, rx, args.json, &runs_dir, |rt| rt.resume(&dir));
+    observers.finish();
+    code
 }
 
 /// Whether a finished run still owes the team its memory note: it was
