@@ -232,7 +232,15 @@ impl SpanBuilder {
                 id, is_error, text, ..
             } => {
                 if let Some(call) = self.tools.remove(id) {
-                    let error = is_error.then(|| text.clone());
+                    // A tool's error text is its output: content, like
+                    // its result.
+                    let error = is_error.then(|| {
+                        if self.content {
+                            text.clone()
+                        } else {
+                            "the tool reported an error".to_string()
+                        }
+                    });
                     out.push(self.tool_span(id, call, e.time_ms, Some(text), error));
                 }
             }

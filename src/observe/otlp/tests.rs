@@ -145,7 +145,24 @@ fn spans_follow_the_call_graph_and_carry_errors() {
     assert_eq!(chats[0].end_time_unix_nano, 1_100_000_000);
     assert_eq!(chats[1].status.as_ref().unwrap().code, STATUS_ERROR);
     assert_eq!(writer.status.as_ref().unwrap().message, "writer: timed out");
-    assert_eq!(tool.status.as_ref().unwrap().message, "no such file");
+    // A tool's error text is its output: only with content.
+    assert_eq!(
+        tool.status.as_ref().unwrap().message,
+        "the tool reported an error"
+    );
+    assert!(spans.iter().all(|s| {
+        s.status
+            .as_ref()
+            .is_none_or(|st| !st.message.contains("no such file"))
+    }));
+    let mut with_content = SpanBuilder::new(true);
+    let tool_status = events
+        .iter()
+        .flat_map(|e| with_content.push(e))
+        .find(|s| s.name == "execute_tool workspace_read")
+        .and_then(|s| s.status)
+        .unwrap();
+    assert_eq!(tool_status.message, "no such file");
     assert_eq!(root.status.as_ref().unwrap().message, "the run failed");
     assert_eq!(
         attr(writer, "gen_ai.usage.input_tokens"),
