@@ -293,6 +293,11 @@ fn unknown_runs_and_paths_outside_the_runs_dir_are_404() {
     assert!(raw(&format!("evil.example:{port}")).starts_with("HTTP/1.1 421"));
     assert!(raw(&format!("localhost:{port}")).starts_with("HTTP/1.1 200"));
     view.stop();
+    // Another loopback address (`--host 127.0.0.2`) answers to its own name.
+    let other = ViewServer::start(&runs, "127.0.0.2", 0).unwrap();
+    let (code, body) = get(&other.run_url(&id));
+    assert_eq!(code, 200, "{body}");
+    other.stop();
 }
 
 #[test]
