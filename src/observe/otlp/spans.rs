@@ -14,8 +14,10 @@
 //!
 //! An agent turn is an agent's work in one (round, phase); its parent is
 //! the latest turn of the agent that set it to work (the event's
-//! `parent`), else the root. Span ids are derived from the run id and the
-//! turn, so exporting a saved run twice gives the same ids.
+//! `parent`), else the root. Span ids are derived from the run id, the
+//! time of the stream's first event and the turn, so exporting a saved run
+//! twice gives the same ids, and a resumed run's live trace (the same
+//! trace id) never reuses the ids of the part before.
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -58,6 +60,8 @@ struct OpenTool {
 pub(crate) struct SpanBuilder {
     content: bool,
     run_id: Option<String>,
+    /// The run id and the time of the first event: what span ids derive from.
+    id_base: String,
     trace_id: [u8; 16],
     root_id: SpanId,
     team: String,
@@ -81,6 +85,7 @@ impl SpanBuilder {
         SpanBuilder {
             content,
             run_id: None,
+            id_base: String::new(),
             trace_id: [0; 16],
             root_id: [0; 8],
             team: String::new(),
@@ -123,7 +128,10 @@ impl SpanBuilder {
         if self.run_id.is_none() {
             self.run_id = Some(e.run_id.clone());
             self.trace_id = trace_id(&e.run_id);
-            self.root_id = span_id(&e.run_id, "root");
+            // Span ids also hang on when this stream began: a resumed run
+            // exported live shares the run's trace, never its span ids.
+            self.id_base = format!("{}@{}", e.run_id, e.time_ms);
+            self.root_id = span_id(&self.id_base, "root");
         }
         self.start_ms = Some(self.start_ms.map_or(e.time_ms, |s| s.min(e.time_ms)));
         self.end_ms = self.end_ms.max(e.time_ms);
@@ -197,7 +205,7 @@ impl SpanBuilder {
                 if error.is_some() {
                     attrs.push(KeyValue::str("error.type", "model_error"));
                 }
-                let id = span_id(self.run_key(), &format!("chat/{turn_id}"));
+                let id = span_id(&self.id_base, &format!("chat/{turn_id}"));
                 out.push(self.span(
                     id,
                     parent,
@@ -362,7 +370,7 @@ impl SpanBuilder {
             phase.as_str(),
             self.serial
         );
-        let id = span_id(self.run_key(), &key);
+        let id = span_id(&self.id_base, &key);
         self.latest.insert(e.agent.clone(), id);
         self.open.push(AgentTurn {
             agent: e.agent.clone(),
@@ -430,7 +438,7 @@ impl SpanBuilder {
             }
         }
         self.serial += 1;
-        let id = span_id(self.run_key(), &format!("tool/{call_id}/{}", self.serial));
+        let id = span_id(&self.id_base, &format!("tool/{call_id}/{}", self.serial));
         self.span(
             id,
             parent,

@@ -201,3 +201,40 @@ fn a_run_that_never_finished_still_closes_its_spans() {
     );
     assert_eq!(spans[0].parent_span_id, root.span_id);
 }
+
+#[test]
+fn a_resumed_stream_shares_the_trace_never_a_span_id() {
+    let start = |t| {
+        ev(
+            "master",
+            None,
+            t,
+            EventKind::RunStarted {
+                task: "t".into(),
+                team: "owls".into(),
+                model: "sim".into(),
+                members: 1,
+                max_rounds: 2,
+            },
+        )
+    };
+    let segment = |t: u64| {
+        let mut b = SpanBuilder::new(false);
+        let mut spans: Vec<Span> = [
+            start(t),
+            ev("master", None, t + 10, turn("t0001", 0, Phase::Plan, None)),
+        ]
+        .iter()
+        .flat_map(|e| b.push(e))
+        .collect();
+        spans.extend(b.finish());
+        spans
+    };
+    let (before, again, resumed) = (segment(1000), segment(1000), segment(9000));
+    let ids = |spans: &[Span]| spans.iter().map(|s| s.span_id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&before), ids(&again), "the same events, the same ids");
+    assert_eq!(before[0].trace_id, resumed[0].trace_id);
+    for id in ids(&resumed) {
+        assert!(!ids(&before).contains(&id), "a span id used twice");
+    }
+}
