@@ -168,11 +168,11 @@ impl SpanBuilder {
                 t.input_tokens += usage.prompt_tokens;
                 t.output_tokens += usage.completion_tokens;
                 let parent = t.id;
-                let model = model.clone().unwrap_or_else(|| self.model.clone());
+                let label = model.clone().unwrap_or_else(|| self.model.clone());
+                let (provider, model) = provider_and_model(&label);
                 let mut attrs = vec![
                     KeyValue::str("gen_ai.operation.name", "chat"),
                     KeyValue::str("gen_ai.request.model", model.clone()),
-                    KeyValue::str("gen_ai.response.model", model.clone()),
                     KeyValue::str("gen_ai.agent.name", e.agent.clone()),
                     KeyValue::int("gen_ai.usage.input_tokens", to_i64(usage.prompt_tokens)),
                     KeyValue::int(
@@ -184,6 +184,12 @@ impl SpanBuilder {
                     KeyValue::int("boardroom.round", i64::from(*round)),
                     KeyValue::int("boardroom.retries", i64::from(*retries)),
                 ];
+                if let Some(p) = provider {
+                    attrs.push(KeyValue::str("gen_ai.provider.name", p));
+                }
+                if label != model {
+                    attrs.push(KeyValue::str("boardroom.model", label.clone()));
+                }
                 if let Some(reason) = finish_reason {
                     attrs.push(KeyValue::strs(
                         "gen_ai.response.finish_reasons",
@@ -480,6 +486,25 @@ impl SpanBuilder {
             }),
         }
     }
+}
+
+/// `gen_ai.provider.name` and `gen_ai.request.model` from a model's name
+/// as boardroom labels it: `openai:gpt-4o-mini` and an endpoint URL
+/// `http://host/v1#qwen` are OpenAI chat completions of `gpt-4o-mini` and
+/// `qwen`; `sim` is the simulator; any other name (a team.yaml entry, a
+/// library user's model) is the model, its provider unknown.
+fn provider_and_model(label: &str) -> (Option<&'static str>, String) {
+    if let Some(model) = label.strip_prefix("openai:") {
+        return (Some("openai"), model.to_string());
+    }
+    if label.starts_with("http://") || label.starts_with("https://") {
+        let model = label.split_once('#').map_or(label, |(_, m)| m);
+        return (Some("openai"), model.to_string());
+    }
+    if label == "sim" || label.starts_with("sim:") {
+        return (Some("boardroom.sim"), label.to_string());
+    }
+    (None, label.to_string())
 }
 
 fn to_i64(n: u64) -> i64 {

@@ -238,3 +238,43 @@ fn a_resumed_stream_shares_the_trace_never_a_span_id() {
         assert!(!ids(&before).contains(&id), "a span id used twice");
     }
 }
+
+#[test]
+fn chat_spans_name_the_model_as_sent_and_its_provider() {
+    let chat = |label: &str| {
+        let mut b = SpanBuilder::new(false);
+        let mut kind = turn("t0001", 0, Phase::Plan, None);
+        if let EventKind::TurnCompleted { model, .. } = &mut kind {
+            *model = Some(label.to_string());
+        }
+        b.push(&ev("master", None, 100, kind))
+            .into_iter()
+            .find(|s| s.name.starts_with("chat "))
+            .unwrap()
+    };
+    let s = chat("openai:gpt-4o-mini");
+    assert_eq!(s.name, "chat gpt-4o-mini");
+    let text = |v: Option<&Value>| match v {
+        Some(Value::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    assert_eq!(
+        text(attr(&s, "gen_ai.request.model")).as_deref(),
+        Some("gpt-4o-mini")
+    );
+    assert_eq!(
+        text(attr(&s, "gen_ai.provider.name")).as_deref(),
+        Some("openai")
+    );
+    let s = chat("http://127.0.0.1:8080/v1#qwen");
+    assert_eq!(s.name, "chat qwen");
+    assert_eq!(
+        text(attr(&s, "gen_ai.provider.name")).as_deref(),
+        Some("openai")
+    );
+    let s = chat("sim");
+    assert_eq!(s.name, "chat sim");
+    let s = chat("fast");
+    assert_eq!(s.name, "chat fast");
+    assert_eq!(attr(&s, "gen_ai.provider.name"), None);
+}
