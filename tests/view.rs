@@ -409,3 +409,49 @@ fn ctrl_c_after_run_view_exits_with_the_runs_code() {
         drain.join().unwrap();
     }
 }
+
+/// `workspace/plan.json` is a file members may write with workspace_write:
+/// whatever it holds, the page still draws (as text) and nothing in it runs.
+#[test]
+fn a_plan_file_a_member_wrote_cannot_break_the_page() {
+    let tmp = tempfile::tempdir().unwrap();
+    let id = finished_run(tmp.path());
+    std::fs::write(
+        tmp.path().join(&id).join("workspace").join("plan.json"),
+        r#"{"tasks":[{"task_id":{"a":1},"status":"completed","assigned_agent":["<img src=x onerror=document.body.dataset.pwned=1>"],"description":{"x":"<script>document.body.dataset.pwned=2</script>"}},5,null,"<b>x</b>"]}"#,
+    )
+    .unwrap();
+    let view = ViewServer::start(tmp.path(), "127.0.0.1", 0).unwrap();
+    let browser = Browser::start();
+    browser.open(&view.run_url(&id));
+    browser.wait_for("return document.body.dataset.phase === 'finished'", 20);
+    assert_eq!(
+        browser.eval("return document.querySelectorAll('#plan tr.module').length"),
+        1
+    );
+    assert!(
+        browser
+            .eval("return document.querySelector('#plan tr.module').textContent")
+            .as_str()
+            .unwrap()
+            .contains("<img src=x")
+    );
+    assert_eq!(
+        browser.eval("return document.querySelectorAll('main img, main script, #plan b').length"),
+        0
+    );
+    assert_eq!(
+        browser.eval("return document.body.dataset.pwned || null"),
+        serde_json::Value::Null
+    );
+    // The sections after the plan are drawn too.
+    assert!(
+        browser
+            .eval("return document.querySelectorAll('#turns details.turn').length")
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    drop(browser);
+    view.stop();
+}
