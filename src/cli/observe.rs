@@ -264,7 +264,10 @@ impl Observers {
                         "view: the run is over; still serving {url} (Ctrl-C to stop: boardroom then exits with the run's code)"
                     );
                     let _ = presses.recv();
-                    v.stop();
+                    // The process ends now, its threads with it: a client
+                    // that stopped reading an event stream must not hold
+                    // the exit up (stop() would join its worker).
+                    std::mem::forget(v);
                 }
                 None => {
                     // SIGINT is ignored (a background job) or taken: say
