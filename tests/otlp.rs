@@ -373,3 +373,113 @@ fn bad_otlp_settings_exit_2_naming_the_setting() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("error: run 'nope': not found in"));
 }
+
+/// `resume` takes `--otlp` and `--view` as `run` does: a run killed
+/// midway and resumed sends its trace, and its page is served until
+/// Ctrl-C, after which boardroom exits with the run's code.
+#[test]
+fn a_resumed_run_is_traced_and_viewed_like_a_new_one() {
+    use std::process::Stdio;
+    use std::time::Instant;
+    let collector = Recorder::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_boardroom");
+    let mut first = Command::new(bin)
+        .args([
+            "run",
+            "Plan a picnic",
+            "--no-memory",
+            "--model",
+            "sim:latency=300ms",
+        ])
+        .arg("--runs-dir")
+        .arg(tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once a member's draft is saved: the run is resumable.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let drafted = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter_map(|d| std::fs::read_to_string(d.path().join("events.jsonl")).ok())
+            .any(|t| {
+                t.contains("\"type\":\"agent_message\"") && t.contains("\"parent\":\"master\"")
+            });
+        if drafted {
+            first.kill().unwrap();
+            first.wait().unwrap();
+            break;
+        }
+        assert!(first.try_wait().unwrap().is_none(), "the run ended first");
+        assert!(Instant::now() < deadline, "no draft came");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let mut resumed = Command::new(bin)
+        .args(["resume", "last", "--no-memory", "--model", "sim", "--view"])
+        .arg("--otlp")
+        .arg(format!("http://127.0.0.1:{}", collector.port))
+        .arg("--runs-dir")
+        .arg(tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(resumed.stderr.take().unwrap()).lines();
+    let mut said = Vec::new();
+    loop {
+        let Some(Ok(line)) = lines.next() else {
+            let _ = resumed.kill();
+            panic!("resume ended without serving the view: {said:?}");
+        };
+        let done = line.contains("still serving");
+        said.push(line);
+        if done {
+            break;
+        }
+    }
+    let drain = std::thread::spawn(move || lines.map_while(Result::ok).count());
+    assert!(
+        said.iter()
+            .any(|l| l.starts_with("view: http://127.0.0.1:")),
+        "{said:?}"
+    );
+    let pid = resumed.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = resumed.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = resumed.kill();
+            panic!("Ctrl-C did not end the resumed run's view");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0), "{said:?}");
+    drain.join().unwrap();
+
+    let body: Vec<u8> = collector
+        .requests
+        .lock()
+        .drain(..)
+        .flat_map(|(_, _, b)| b)
+        .collect();
+    for s in ["invoke_workflow default", "invoke_agent master", "chat sim"] {
+        assert!(
+            contains(&body, s),
+            "{s} missing from the resumed run's trace"
+        );
+    }
+    drop(collector);
+}

@@ -205,6 +205,7 @@ fn phoenix_receives_a_runs_spans_with_genai_names_parents_and_tokens() {
             .unwrap_or_else(|| panic!("no chat span for {}", turn.turn_id));
         assert_eq!(attr(chat, "gen_ai.operation.name"), "chat");
         assert_eq!(attr(chat, "gen_ai.request.model"), "sim");
+        assert_eq!(attr(chat, "gen_ai.provider.name"), "boardroom.sim");
         assert_eq!(
             attr(chat, "gen_ai.usage.input_tokens"),
             turn.usage.prompt_tokens

@@ -293,6 +293,11 @@ fn unknown_runs_and_paths_outside_the_runs_dir_are_404() {
     assert!(raw(&format!("evil.example:{port}")).starts_with("HTTP/1.1 421"));
     assert!(raw(&format!("localhost:{port}")).starts_with("HTTP/1.1 200"));
     view.stop();
+    // Another loopback address (`--host 127.0.0.2`) answers to its own name.
+    let other = ViewServer::start(&runs, "127.0.0.2", 0).unwrap();
+    let (code, body) = get(&other.run_url(&id));
+    assert_eq!(code, 200, "{body}");
+    other.stop();
 }
 
 #[test]
@@ -339,4 +344,114 @@ fn view_says_when_the_port_is_taken_there_are_no_runs_or_the_run_is_unknown() {
             "error: view: cannot listen on 127.0.0.1:{port}: the port is in use (choose another with --port, or --port 0 for a free one)"
         )
     );
+}
+
+/// `run --view` goes on serving the finished run; Ctrl-C then stops it
+/// and the process exits with the run's own code (0 for a run that was
+/// done, 1 for one that failed), not as killed by a signal.
+#[test]
+fn ctrl_c_after_run_view_exits_with_the_runs_code() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (model, code) in [("sim", 0), ("sim:fail=master", 1)] {
+        let mut child = Killed(
+            Command::new(env!("CARGO_BIN_EXE_boardroom"))
+                .args([
+                    "run",
+                    "--view",
+                    "Plan a picnic",
+                    "--no-memory",
+                    "--model",
+                    model,
+                ])
+                .arg("--runs-dir")
+                .arg(tmp.path())
+                .env("RUST_LOG", "warn")
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        let mut lines = BufReader::new(child.0.stderr.take().unwrap()).lines();
+        let serving = loop {
+            let line = lines
+                .next()
+                .expect("the run ended before saying it still serves")
+                .unwrap();
+            if line.contains("still serving") {
+                break line;
+            }
+        };
+        assert!(serving.contains("Ctrl-C"), "{serving}");
+        let page = serving
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap();
+        assert_eq!(get(page).0, 200, "{serving}");
+        let drain = std::thread::spawn(move || lines.map_while(Result::ok).count());
+
+        let pid = child.0.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args(["-INT", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(s) = child.0.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "Ctrl-C did not stop the view");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(status.code(), Some(code), "{model}: {status:?}");
+        drain.join().unwrap();
+    }
+}
+
+/// `workspace/plan.json` is a file members may write with workspace_write:
+/// whatever it holds, the page still draws (as text) and nothing in it runs.
+#[test]
+fn a_plan_file_a_member_wrote_cannot_break_the_page() {
+    let tmp = tempfile::tempdir().unwrap();
+    let id = finished_run(tmp.path());
+    std::fs::write(
+        tmp.path().join(&id).join("workspace").join("plan.json"),
+        r#"{"tasks":[{"task_id":{"a":1},"status":"completed","assigned_agent":["<img src=x onerror=document.body.dataset.pwned=1>"],"description":{"x":"<script>document.body.dataset.pwned=2</script>"}},5,null,"<b>x</b>"]}"#,
+    )
+    .unwrap();
+    let view = ViewServer::start(tmp.path(), "127.0.0.1", 0).unwrap();
+    let browser = Browser::start();
+    browser.open(&view.run_url(&id));
+    browser.wait_for("return document.body.dataset.phase === 'finished'", 20);
+    assert_eq!(
+        browser.eval("return document.querySelectorAll('#plan tr.module').length"),
+        1
+    );
+    assert!(
+        browser
+            .eval("return document.querySelector('#plan tr.module').textContent")
+            .as_str()
+            .unwrap()
+            .contains("<img src=x")
+    );
+    assert_eq!(
+        browser.eval("return document.querySelectorAll('main img, main script, #plan b').length"),
+        0
+    );
+    assert_eq!(
+        browser.eval("return document.body.dataset.pwned || null"),
+        serde_json::Value::Null
+    );
+    // The sections after the plan are drawn too.
+    assert!(
+        browser
+            .eval("return document.querySelectorAll('#turns details.turn').length")
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    drop(browser);
+    view.stop();
 }

@@ -80,7 +80,8 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) no_memory: bool,
     /// Serve the run's live page on 127.0.0.1 (a free port; the URL is
-    /// printed) and keep serving after the run until Ctrl-C.
+    /// printed) and keep serving after the run until Ctrl-C (then exit
+    /// with the run's code).
     #[arg(long)]
     pub(crate) view: bool,
     /// Send the run's trace to this OTLP/HTTP collector (default:

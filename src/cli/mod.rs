@@ -255,24 +255,6 @@ fn read_task(arg: Option<&str>, file: Option<&Path>) -> Result<String, String> {
     }
 }
 
-/// Ctrl-C as a channel: one message per press. Installed once.
-fn interrupts() -> Option<crossbeam_channel::Receiver<()>> {
-    let (tx, rx) = crossbeam_channel::unbounded();
-    // `ctrlc` runs the handler on a thread of its own (no async, no work in
-    // the signal handler itself).
-    match ctrlc::try_set_handler(move || {
-        let _ = tx.send(());
-    }) {
-        Ok(()) => Some(rx),
-        Err(e) => {
-            // Typically SIGINT is ignored (a background job of a script):
-            // no Ctrl-C will come.
-            log::debug!("no Ctrl-C handler: {e}");
-            None
-        }
-    }
-}
-
 /// The command that goes on with a run.
 fn resume_hint(runs_dir: &Path, run_id: &str) -> String {
     if runs_dir == Path::new("runs") {
@@ -293,7 +275,7 @@ fn wait_watching_ctrl_c(
     handle: RunHandle,
     runs_dir: &Path,
 ) -> Result<boardroom::RunOutcome, RunError> {
-    let Some(presses) = interrupts() else {
+    let Some(presses) = observe::ctrl_c() else {
         return handle.wait();
     };
     let cancel = handle.canceller();

@@ -3,6 +3,7 @@
 //! fed from the run's event stream next to the renderer.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::thread::JoinHandle;
 
 use boardroom::{Event, EventKind, OtlpConfig, OtlpExporter, ViewServer, list_runs};
@@ -245,7 +246,8 @@ impl Observers {
     }
 
     /// After the run: waits for the exporter (one warning when spans were
-    /// dropped), then keeps the view up until Ctrl-C.
+    /// dropped), then keeps the view up until Ctrl-C, after which the
+    /// caller exits with the run's own code.
     pub(crate) fn finish(mut self) {
         let run_id = self.tee.take().and_then(|t| t.join().ok()).flatten();
         if let Some(x) = self.exporter.take() {
@@ -256,8 +258,50 @@ impl Observers {
         }
         if let Some(v) = self.view.take() {
             let url = run_id.map_or_else(|| v.url(), |id| v.run_url(&id));
-            eprintln!("view: the run is over; still serving {url} (Ctrl-C to stop)");
-            v.wait();
+            match ctrl_c() {
+                Some(presses) => {
+                    eprintln!(
+                        "view: the run is over; still serving {url} (Ctrl-C to stop: boardroom then exits with the run's code)"
+                    );
+                    let _ = presses.recv();
+                    // The process ends now, its threads with it: a client
+                    // that stopped reading an event stream must not hold
+                    // the exit up (stop() would join its worker).
+                    std::mem::forget(v);
+                }
+                None => {
+                    // SIGINT is ignored (a background job) or taken: say
+                    // how to stop it rather than hang on a Ctrl-C that
+                    // never comes.
+                    eprintln!(
+                        "view: the run is over; still serving {url} (Ctrl-C does not reach this process: stop it with `kill {}`)",
+                        std::process::id()
+                    );
+                    v.wait();
+                }
+            }
         }
     }
+}
+
+/// Ctrl-C presses, one message each; `None` when SIGINT cannot be caught
+/// here (it is ignored, or another handler took it). The handler is
+/// installed once per process, on first use: every caller shares it.
+pub(crate) fn ctrl_c() -> Option<Receiver<()>> {
+    static PRESSES: OnceLock<Option<Receiver<()>>> = OnceLock::new();
+    PRESSES
+        .get_or_init(|| {
+            let (tx, rx) = crossbeam_channel::unbounded();
+            // `ctrlc` runs the handler on a thread of its own.
+            match ctrlc::try_set_handler(move || {
+                let _ = tx.send(());
+            }) {
+                Ok(()) => Some(rx),
+                Err(e) => {
+                    log::debug!("no Ctrl-C handler: {e}");
+                    None
+                }
+            }
+        })
+        .clone()
 }

@@ -68,6 +68,16 @@ pub(crate) struct ResumeArgs {
     /// Neither use nor update the master's memory.
     #[arg(long)]
     no_memory: bool,
+    /// Serve the run's live page, as `run --view` does.
+    #[arg(long)]
+    view: bool,
+    /// Send the resumed run's trace to this OTLP/HTTP collector, as `run
+    /// --otlp` does.
+    #[arg(long, value_name = "URL")]
+    otlp: Option<String>,
+    /// Put prompts, answers and tool arguments and results into the spans.
+    #[arg(long)]
+    otlp_content: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -337,9 +347,21 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
     if let Some(t) = args.timeout {
         runtime = runtime.timeout(t);
     }
-    super::drive_and_report(runtime, rx, args.json, &runs_dir, |rt| {
+    let mut observers = match super::observe::Observers::start(
+        args.view,
+        args.otlp.as_deref(),
+        args.otlp_content,
+        &runs_dir,
+    ) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let rx = observers.tee(rx);
+    let code = super::drive_and_report(runtime, rx, args.json, &runs_dir, |rt| {
         rt.start_resume(&dir)
-    })
+    });
+    observers.finish();
+    code
 }
 
 /// Whether a finished run still owes the team its memory note: it was

@@ -14,7 +14,7 @@ use std::time::Duration;
 /// assert_eq!(config.endpoint(), "http://127.0.0.1:6006/v1/traces");
 /// # Ok::<(), boardroom::OtlpError>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct OtlpConfig {
     pub(crate) endpoint: String,
     pub(crate) headers: Vec<(String, String)>,
@@ -23,6 +23,34 @@ pub struct OtlpConfig {
     pub(crate) timeout: Duration,
     pub(crate) queue: usize,
     pub(crate) batch: usize,
+}
+
+/// Header values (credentials) and a password in the URL stay out.
+impl std::fmt::Debug for OtlpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("OtlpConfig")
+            .field("endpoint", &shown(&self.endpoint))
+            .field("headers", &headers)
+            .field("service_name", &self.service_name)
+            .field("content", &self.content)
+            .field("timeout", &self.timeout)
+            .field("queue", &self.queue)
+            .field("batch", &self.batch)
+            .finish()
+    }
+}
+
+/// A URL as it may be printed: a `user:password@` in it becomes `***@`.
+pub(crate) fn shown(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://***{}", &rest[at..]),
+        None => url.to_string(),
+    }
 }
 
 /// What is wrong with an OTLP setting.
@@ -100,7 +128,7 @@ impl OtlpConfig {
         if rest.is_none_or(|r| r.is_empty() || r.starts_with('/')) {
             return Err(OtlpError::BadEndpoint {
                 source: source.to_string(),
-                value: url.to_string(),
+                value: shown(url),
             });
         }
         let endpoint = if base && !url.trim_end_matches('/').ends_with("/v1/traces") {
@@ -202,6 +230,11 @@ impl OtlpConfig {
     pub fn endpoint(&self) -> &str {
         &self.endpoint
     }
+
+    /// The traces URL as it may be printed (a password in it masked).
+    pub(crate) fn shown_endpoint(&self) -> String {
+        shown(&self.endpoint)
+    }
 }
 
 /// `key1=value1,key2=value2`, values percent-decoded (W3C baggage style,
@@ -260,6 +293,24 @@ mod tests {
             e.to_string(),
             "--otlp: 'localhost:4318' is not an OTLP/HTTP endpoint (expected http://host:port or https://..., e.g. http://127.0.0.1:4318)"
         );
+    }
+
+    #[test]
+    fn neither_debug_nor_errors_show_header_values_or_url_passwords() {
+        let c = OtlpConfig::new("https://user:pa55@collector.example/otel")
+            .unwrap()
+            .header("Authorization", "Basic c2VjcmV0");
+        let debug = format!("{c:?}");
+        assert!(debug.contains("Authorization"), "{debug}");
+        assert!(!debug.contains("c2VjcmV0"), "{debug}");
+        assert!(!debug.contains("pa55"), "{debug}");
+        assert_eq!(
+            c.shown_endpoint(),
+            "https://***@collector.example/otel/v1/traces"
+        );
+        assert_eq!(shown("http://h:1/a@b"), "http://h:1/a@b");
+        let e = OtlpConfig::new("ftp://user:pa55@host").unwrap_err();
+        assert!(!e.to_string().contains("pa55"), "{e}");
     }
 
     #[test]

@@ -26,7 +26,7 @@ use super::spans::SpanBuilder;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ExportReport {
-    /// The traces URL.
+    /// The traces URL (a password in it masked).
     pub endpoint: String,
     /// Spans the collector accepted.
     pub exported: u64,
@@ -125,7 +125,7 @@ impl OtlpExporter {
         let stats = Arc::new(Stats::default());
         let (events_tx, events_rx) = crossbeam_channel::unbounded::<Event>();
         let (spans_tx, spans_rx) = crossbeam_channel::bounded::<Span>(config.queue);
-        let endpoint = config.endpoint.clone();
+        let endpoint = config.shown_endpoint();
         let post = Poster::new(&config);
         let s = Arc::clone(&stats);
         let batch = config.batch;
@@ -411,5 +411,5 @@ pub fn export_run(dir: &Path, config: &OtlpConfig) -> Result<ExportReport, OtlpE
             }
         }
     }
-    Ok(report(&stats, &config.endpoint))
+    Ok(report(&stats, &config.shown_endpoint()))
 }

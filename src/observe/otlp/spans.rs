@@ -14,8 +14,10 @@
 //!
 //! An agent turn is an agent's work in one (round, phase); its parent is
 //! the latest turn of the agent that set it to work (the event's
-//! `parent`), else the root. Span ids are derived from the run id and the
-//! turn, so exporting a saved run twice gives the same ids.
+//! `parent`), else the root. Span ids are derived from the run id, the
+//! time of the stream's first event and the turn, so exporting a saved run
+//! twice gives the same ids, and a resumed run's live trace (the same
+//! trace id) never reuses the ids of the part before.
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -58,6 +60,8 @@ struct OpenTool {
 pub(crate) struct SpanBuilder {
     content: bool,
     run_id: Option<String>,
+    /// The run id and the time of the first event: what span ids derive from.
+    id_base: String,
     trace_id: [u8; 16],
     root_id: SpanId,
     team: String,
@@ -81,6 +85,7 @@ impl SpanBuilder {
         SpanBuilder {
             content,
             run_id: None,
+            id_base: String::new(),
             trace_id: [0; 16],
             root_id: [0; 8],
             team: String::new(),
@@ -123,7 +128,10 @@ impl SpanBuilder {
         if self.run_id.is_none() {
             self.run_id = Some(e.run_id.clone());
             self.trace_id = trace_id(&e.run_id);
-            self.root_id = span_id(&e.run_id, "root");
+            // Span ids also hang on when this stream began: a resumed run
+            // exported live shares the run's trace, never its span ids.
+            self.id_base = format!("{}@{}", e.run_id, e.time_ms);
+            self.root_id = span_id(&self.id_base, "root");
         }
         self.start_ms = Some(self.start_ms.map_or(e.time_ms, |s| s.min(e.time_ms)));
         self.end_ms = self.end_ms.max(e.time_ms);
@@ -160,11 +168,11 @@ impl SpanBuilder {
                 t.input_tokens += usage.prompt_tokens;
                 t.output_tokens += usage.completion_tokens;
                 let parent = t.id;
-                let model = model.clone().unwrap_or_else(|| self.model.clone());
+                let label = model.clone().unwrap_or_else(|| self.model.clone());
+                let (provider, model) = provider_and_model(&label);
                 let mut attrs = vec![
                     KeyValue::str("gen_ai.operation.name", "chat"),
                     KeyValue::str("gen_ai.request.model", model.clone()),
-                    KeyValue::str("gen_ai.response.model", model.clone()),
                     KeyValue::str("gen_ai.agent.name", e.agent.clone()),
                     KeyValue::int("gen_ai.usage.input_tokens", to_i64(usage.prompt_tokens)),
                     KeyValue::int(
@@ -176,6 +184,12 @@ impl SpanBuilder {
                     KeyValue::int("boardroom.round", i64::from(*round)),
                     KeyValue::int("boardroom.retries", i64::from(*retries)),
                 ];
+                if let Some(p) = provider {
+                    attrs.push(KeyValue::str("gen_ai.provider.name", p));
+                }
+                if label != model {
+                    attrs.push(KeyValue::str("boardroom.model", label.clone()));
+                }
                 if let Some(reason) = finish_reason {
                     attrs.push(KeyValue::strs(
                         "gen_ai.response.finish_reasons",
@@ -197,7 +211,7 @@ impl SpanBuilder {
                 if error.is_some() {
                     attrs.push(KeyValue::str("error.type", "model_error"));
                 }
-                let id = span_id(self.run_key(), &format!("chat/{turn_id}"));
+                let id = span_id(&self.id_base, &format!("chat/{turn_id}"));
                 out.push(self.span(
                     id,
                     parent,
@@ -232,7 +246,15 @@ impl SpanBuilder {
                 id, is_error, text, ..
             } => {
                 if let Some(call) = self.tools.remove(id) {
-                    let error = is_error.then(|| text.clone());
+                    // A tool's error text is its output: content, like
+                    // its result.
+                    let error = is_error.then(|| {
+                        if self.content {
+                            text.clone()
+                        } else {
+                            "the tool reported an error".to_string()
+                        }
+                    });
                     out.push(self.tool_span(id, call, e.time_ms, Some(text), error));
                 }
             }
@@ -354,7 +376,7 @@ impl SpanBuilder {
             phase.as_str(),
             self.serial
         );
-        let id = span_id(self.run_key(), &key);
+        let id = span_id(&self.id_base, &key);
         self.latest.insert(e.agent.clone(), id);
         self.open.push(AgentTurn {
             agent: e.agent.clone(),
@@ -422,7 +444,7 @@ impl SpanBuilder {
             }
         }
         self.serial += 1;
-        let id = span_id(self.run_key(), &format!("tool/{call_id}/{}", self.serial));
+        let id = span_id(&self.id_base, &format!("tool/{call_id}/{}", self.serial));
         self.span(
             id,
             parent,
@@ -464,6 +486,25 @@ impl SpanBuilder {
             }),
         }
     }
+}
+
+/// `gen_ai.provider.name` and `gen_ai.request.model` from a model's name
+/// as boardroom labels it: `openai:gpt-4o-mini` and an endpoint URL
+/// `http://host/v1#qwen` are OpenAI chat completions of `gpt-4o-mini` and
+/// `qwen`; `sim` is the simulator; any other name (a team.yaml entry, a
+/// library user's model) is the model, its provider unknown.
+fn provider_and_model(label: &str) -> (Option<&'static str>, String) {
+    if let Some(model) = label.strip_prefix("openai:") {
+        return (Some("openai"), model.to_string());
+    }
+    if label.starts_with("http://") || label.starts_with("https://") {
+        let model = label.split_once('#').map_or(label, |(_, m)| m);
+        return (Some("openai"), model.to_string());
+    }
+    if label == "sim" || label.starts_with("sim:") {
+        return (Some("boardroom.sim"), label.to_string());
+    }
+    (None, label.to_string())
 }
 
 fn to_i64(n: u64) -> i64 {

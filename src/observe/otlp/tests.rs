@@ -145,7 +145,24 @@ fn spans_follow_the_call_graph_and_carry_errors() {
     assert_eq!(chats[0].end_time_unix_nano, 1_100_000_000);
     assert_eq!(chats[1].status.as_ref().unwrap().code, STATUS_ERROR);
     assert_eq!(writer.status.as_ref().unwrap().message, "writer: timed out");
-    assert_eq!(tool.status.as_ref().unwrap().message, "no such file");
+    // A tool's error text is its output: only with content.
+    assert_eq!(
+        tool.status.as_ref().unwrap().message,
+        "the tool reported an error"
+    );
+    assert!(spans.iter().all(|s| {
+        s.status
+            .as_ref()
+            .is_none_or(|st| !st.message.contains("no such file"))
+    }));
+    let mut with_content = SpanBuilder::new(true);
+    let tool_status = events
+        .iter()
+        .flat_map(|e| with_content.push(e))
+        .find(|s| s.name == "execute_tool workspace_read")
+        .and_then(|s| s.status)
+        .unwrap();
+    assert_eq!(tool_status.message, "no such file");
     assert_eq!(root.status.as_ref().unwrap().message, "the run failed");
     assert_eq!(
         attr(writer, "gen_ai.usage.input_tokens"),
@@ -184,4 +201,81 @@ fn a_run_that_never_finished_still_closes_its_spans() {
         "the run did not finish"
     );
     assert_eq!(spans[0].parent_span_id, root.span_id);
+}
+
+#[test]
+fn a_resumed_stream_shares_the_trace_never_a_span_id() {
+    let start = |t| {
+        ev(
+            "master",
+            None,
+            t,
+            EventKind::RunStarted {
+                task: "t".into(),
+                team: "owls".into(),
+                model: "sim".into(),
+                members: 1,
+                max_rounds: 2,
+            },
+        )
+    };
+    let segment = |t: u64| {
+        let mut b = SpanBuilder::new(false);
+        let mut spans: Vec<Span> = [
+            start(t),
+            ev("master", None, t + 10, turn("t0001", 0, Phase::Plan, None)),
+        ]
+        .iter()
+        .flat_map(|e| b.push(e))
+        .collect();
+        spans.extend(b.finish());
+        spans
+    };
+    let (before, again, resumed) = (segment(1000), segment(1000), segment(9000));
+    let ids = |spans: &[Span]| spans.iter().map(|s| s.span_id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&before), ids(&again), "the same events, the same ids");
+    assert_eq!(before[0].trace_id, resumed[0].trace_id);
+    for id in ids(&resumed) {
+        assert!(!ids(&before).contains(&id), "a span id used twice");
+    }
+}
+
+#[test]
+fn chat_spans_name_the_model_as_sent_and_its_provider() {
+    let chat = |label: &str| {
+        let mut b = SpanBuilder::new(false);
+        let mut kind = turn("t0001", 0, Phase::Plan, None);
+        if let EventKind::TurnCompleted { model, .. } = &mut kind {
+            *model = Some(label.to_string());
+        }
+        b.push(&ev("master", None, 100, kind))
+            .into_iter()
+            .find(|s| s.name.starts_with("chat "))
+            .unwrap()
+    };
+    let s = chat("openai:gpt-4o-mini");
+    assert_eq!(s.name, "chat gpt-4o-mini");
+    let text = |v: Option<&Value>| match v {
+        Some(Value::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    assert_eq!(
+        text(attr(&s, "gen_ai.request.model")).as_deref(),
+        Some("gpt-4o-mini")
+    );
+    assert_eq!(
+        text(attr(&s, "gen_ai.provider.name")).as_deref(),
+        Some("openai")
+    );
+    let s = chat("http://127.0.0.1:8080/v1#qwen");
+    assert_eq!(s.name, "chat qwen");
+    assert_eq!(
+        text(attr(&s, "gen_ai.provider.name")).as_deref(),
+        Some("openai")
+    );
+    let s = chat("sim");
+    assert_eq!(s.name, "chat sim");
+    let s = chat("fast");
+    assert_eq!(s.name, "chat fast");
+    assert_eq!(attr(&s, "gen_ai.provider.name"), None);
 }

@@ -121,6 +121,7 @@ impl ViewServer {
         let hosts: Option<Arc<[String]>> = addr.ip().is_loopback().then(|| {
             let port = addr.port();
             vec![
+                addr.to_string(),
                 format!("127.0.0.1:{port}"),
                 format!("localhost:{port}"),
                 format!("[::1]:{port}"),
