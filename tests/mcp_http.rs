@@ -281,3 +281,60 @@ fn a_token_the_server_echoes_in_an_error_is_masked() {
         "mcp server 'remote': http status 401: {\"error\":\"bad credentials: ***\"}"
     );
 }
+
+#[test]
+fn server_pings_whose_answers_hang_do_not_stretch_a_call_past_its_timeout() {
+    // The call's stream carries four pings, then the answer; the server
+    // takes 5 s to take each pong. Answering the pings belongs to the
+    // call: once its 1 s are up it ends, with no more pongs sent.
+    let pongs = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&pongs);
+    let server = Server::start(move |req: &Request| {
+        let id = &req.body["id"];
+        if req.body.get("result").is_some() {
+            seen.fetch_add(1, Ordering::SeqCst);
+            return Reply::Delayed(
+                std::time::Duration::from_secs(5),
+                Box::new(Reply::status(202, "")),
+            );
+        }
+        match req.body["method"].as_str().unwrap_or("") {
+            "initialize" => json_reply(
+                id,
+                json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                       "serverInfo": {"name": "pings"}}),
+            ),
+            "tools/list" => json_reply(id, json!({"tools": [{"name": "t"}]})),
+            "tools/call" => {
+                let mut events: Vec<String> = (0..4)
+                    .map(|i| {
+                        format!(
+                            "data: {{\"jsonrpc\":\"2.0\",\"id\":\"p{i}\",\"method\":\"ping\"}}\n\n"
+                        )
+                    })
+                    .collect();
+                events.push(format!(
+                    "data: {}\n\n",
+                    json!({"jsonrpc": "2.0", "id": id,
+                           "result": {"content": [{"type": "text", "text": "late"}]}})
+                ));
+                Reply::Sse(events)
+            }
+            "" if req.body.is_null() => Reply::status(405, ""),
+            _ => Reply::status(202, ""),
+        }
+    });
+    let mut config = McpServerConfig::http(url(&server));
+    config.timeout = Some(1.0);
+    let pool = pool(config).unwrap();
+    let err = pool.call("remote", "t", json!({})).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "mcp server 'remote': tools/call: no answer within 1.0s"
+    );
+    assert_eq!(
+        pongs.load(Ordering::SeqCst),
+        1,
+        "pongs sent after the call's time was up"
+    );
+}

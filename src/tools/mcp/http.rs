@@ -51,6 +51,9 @@ const MAX_RETRY: Duration = Duration::from_secs(30);
 const LISTEN_FAILURES: u32 = 3;
 /// Bytes of an error body read.
 const ERROR_BODY: u64 = 64 * 1024;
+/// The longest wait for the server to take the answer to one of its
+/// requests (a ping); never past the deadline of the exchange it came in.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The session's HTTP state.
 #[derive(Debug, Default)]
@@ -386,20 +389,20 @@ impl Inner {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_ascii_lowercase();
+        // A stream (or its resumption) that broke because the call's time
+        // was up is a timeout, not an unreachable server.
+        let timed_out = |e| match e {
+            McpError::Unreachable { .. } if Instant::now() >= deadline => McpError::Timeout {
+                method: method.to_string(),
+                after: timeout,
+            },
+            other => other,
+        };
         let outcome = if kind.starts_with("text/event-stream") {
             let reader = BufReader::new(response.into_body().into_reader());
             let mut events = SseReader::new(reader, MAX_LINE);
-            self.read_stream(&mut events, session, expect, method)
-                .map_err(|e| match e {
-                    // The stream broke because the call's time was up.
-                    McpError::Unreachable { .. } if Instant::now() >= deadline => {
-                        McpError::Timeout {
-                            method: method.to_string(),
-                            after: timeout,
-                        }
-                    }
-                    other => other,
-                })?
+            self.read_stream(&mut events, session, expect, method, deadline)
+                .map_err(timed_out)?
         } else if kind.starts_with("application/json") {
             let text = response
                 .into_body()
@@ -407,7 +410,7 @@ impl Inner {
                 .limit(MAX_LINE as u64)
                 .read_to_string()
                 .map_err(|e| self.read_error(method, timeout, &e))?;
-            self.route_json(&text, session)?;
+            self.route_json(&text, session, deadline)?;
             Outcome::Done
         } else if status == 202 || status == 204 || expect.is_none() {
             Outcome::Done
@@ -418,9 +421,9 @@ impl Inner {
         };
         match outcome {
             Outcome::Done => Ok(()),
-            Outcome::Resume(last_id, retry) => {
-                self.resume(session, expect, method, last_id, retry, deadline, timeout)
-            }
+            Outcome::Resume(last_id, retry) => self
+                .resume(session, expect, method, last_id, retry, deadline, timeout)
+                .map_err(timed_out),
         }
     }
 
@@ -439,7 +442,7 @@ impl Inner {
     }
 
     /// Routes a JSON body: one message or a batch.
-    fn route_json(&self, text: &str, session: &Session) -> Result<(), McpError> {
+    fn route_json(&self, text: &str, session: &Session, deadline: Instant) -> Result<(), McpError> {
         if text.trim().is_empty() {
             return Ok(());
         }
@@ -451,32 +454,52 @@ impl Inner {
             one => vec![one],
         };
         for m in &messages {
-            self.route(m, session);
+            self.route(m, session, deadline);
         }
         Ok(())
     }
 
     /// Hands one message to the session and sends back any answer it
-    /// gives; returns the id of the response it delivered.
-    fn route(&self, msg: &Value, session: &Session) -> Option<u64> {
+    /// gives, taking no longer than `deadline` (that of the exchange the
+    /// message came in: a server whose requests hang must not stretch a
+    /// call, or keep a listener from stopping); returns the id of the
+    /// response it delivered.
+    fn route(&self, msg: &Value, session: &Session, deadline: Instant) -> Option<u64> {
         let (reply, delivered) = session.handle(msg);
         if let Some(reply) = reply {
-            if let Err(e) = self.post(&reply, session, None, Duration::from_secs(30)) {
+            let left = deadline
+                .saturating_duration_since(Instant::now())
+                .min(REPLY_TIMEOUT);
+            if left.is_zero() {
+                log::debug!(
+                    "mcp '{}': no time left to answer a server request",
+                    self.server
+                );
+            } else if let Err(e) = self.post(&reply, session, None, left) {
                 log::warn!("mcp '{}': answering a server request: {e}", self.server);
             }
         }
         delivered
     }
 
-    /// Reads an event stream until the expected response (or its end).
+    /// Reads an event stream until the expected response (or its end, or
+    /// `deadline`: then a request's stream is cut as a timeout, another
+    /// one ends as if closed).
     fn read_stream<R: std::io::BufRead>(
         &self,
         events: &mut SseReader<R>,
         session: &Session,
         expect: Option<u64>,
         method: &str,
+        deadline: Instant,
     ) -> Result<Outcome, McpError> {
         loop {
+            if Instant::now() >= deadline {
+                return match expect {
+                    Some(_) => Err(self.unreachable(&format!("{method}: the time is up"))),
+                    None => Ok(Outcome::Done),
+                };
+            }
             let end = events.next_event();
             match end {
                 Ok(Some(ref event)) => {
@@ -490,7 +513,7 @@ impl Inner {
                             continue;
                         }
                     };
-                    let delivered = self.route(&msg, session);
+                    let delivered = self.route(&msg, session, deadline);
                     if expect.is_some() && delivered == expect {
                         return Ok(Outcome::Done);
                     }
@@ -565,7 +588,7 @@ impl Inner {
             let mut events = SseReader::new(reader, MAX_LINE);
             events.last_id = Some(last_id.clone());
             events.retry = retry;
-            match self.read_stream(&mut events, session, expect, method)? {
+            match self.read_stream(&mut events, session, expect, method, deadline)? {
                 Outcome::Done => return Ok(()),
                 Outcome::Resume(id, r) => {
                     last_id = id;
@@ -613,7 +636,8 @@ impl Inner {
                     let mut events = SseReader::new(reader, MAX_LINE);
                     events.last_id = last_id.take();
                     events.retry = retry;
-                    if let Err(e) = self.read_stream(&mut events, session, None, "GET") {
+                    let window = Instant::now() + LISTEN_WINDOW;
+                    if let Err(e) = self.read_stream(&mut events, session, None, "GET", window) {
                         log::warn!("mcp '{}': the listening stream: {e}", self.server);
                         return;
                     }
