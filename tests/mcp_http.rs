@@ -338,3 +338,42 @@ fn server_pings_whose_answers_hang_do_not_stretch_a_call_past_its_timeout() {
         "pongs sent after the call's time was up"
     );
 }
+
+#[test]
+fn a_piece_of_the_token_the_server_echoes_is_masked_too() {
+    // A server that echoes the credential cut short (as logs and error
+    // pages often do): any piece of 8 characters or more from its start is
+    // masked, as for the model API key.
+    let var = "BOARDROOM_TEST_MCP_CUT_TOKEN";
+    set_env(var, "cut-secret-0123456789abcdef");
+    let server = Server::start(|req: &Request| {
+        let auth = req.header("authorization").unwrap_or("");
+        let token = auth.strip_prefix("Bearer ").unwrap_or(auth);
+        Reply::status(
+            401,
+            &format!("{{\"error\":\"unknown token {}...\"}}", &token[..14]),
+        )
+    });
+    let config =
+        McpServerConfig::http(url(&server)).header("Authorization", format!("Bearer ${{{var}}}"));
+    let err = pool(config).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "mcp server 'remote': http status 401: {\"error\":\"unknown token ***...\"}"
+    );
+}
+
+#[test]
+fn a_token_from_the_environment_in_the_url_is_masked_on_its_own() {
+    let var = "BOARDROOM_TEST_MCP_URL_TOKEN";
+    set_env(var, "url-secret-77aa88bb");
+    let server = Server::start(|_: &Request| {
+        Reply::status(403, "{\"error\":\"key url-secret-77aa88bb is revoked\"}")
+    });
+    let config = McpServerConfig::http(format!("{}?key=${{{var}}}", url(&server)));
+    let err = pool(config).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "mcp server 'remote': http status 403: {\"error\":\"key *** is revoked\"}"
+    );
+}

@@ -126,6 +126,16 @@ impl McpServerConfig {
 /// The name of a variable that is not set (or not UTF-8), or a `${` with no
 /// closing `}`.
 pub(crate) fn expand_env(text: &str) -> Result<String, String> {
+    expand_env_into(text, &mut Vec::new())
+}
+
+/// [`expand_env`], also pushing each value filled in onto `values` (the
+/// secrets to mask where they appear).
+///
+/// # Errors
+///
+/// As [`expand_env`].
+pub(crate) fn expand_env_into(text: &str, values: &mut Vec<String>) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
@@ -138,6 +148,7 @@ pub(crate) fn expand_env(text: &str) -> Result<String, String> {
         let value =
             std::env::var(name).map_err(|_| format!("environment variable '{name}' is not set"))?;
         out.push_str(&value);
+        values.push(value);
         rest = &after[end + 1..];
     }
     out.push_str(rest);

@@ -22,7 +22,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, bounde
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 
-use super::config::expand_env;
+use super::config::expand_env_into;
 use super::lines::MAX_LINE;
 use super::session::Session;
 use super::sse::{SseError, SseReader};
@@ -98,11 +98,12 @@ impl Http {
         let template = config.url.clone().unwrap_or_default();
         let shown_url = crate::model::redact_url(&template);
         let bad = |detail: String| McpError::Config { detail };
-        let url = expand_env(&template).map_err(|e| bad(format!("url: {e}")))?;
-        let mut headers = Vec::new();
         let mut secrets = Vec::new();
+        let url = expand_env_into(&template, &mut secrets).map_err(|e| bad(format!("url: {e}")))?;
+        let mut headers = Vec::new();
         for (key, template) in &config.headers {
-            let value = expand_env(template).map_err(|e| bad(format!("header '{key}': {e}")))?;
+            let value = expand_env_into(template, &mut secrets)
+                .map_err(|e| bad(format!("header '{key}': {e}")))?;
             // What a value holds is only known for `${VAR}`s and the usual
             // credential headers; masking every value would also hide
             // harmless words like a client name in error texts.
@@ -114,12 +115,11 @@ impl Http {
             }
             headers.push((key.clone(), value));
         }
-        if url != template {
-            secrets.push(url.clone());
-        }
+        // (The url's `${VAR}` values are in `secrets` already.)
         secrets.retain(|s| s.len() >= 6);
         // Longest first, so that a whole value is masked before a part.
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        secrets.dedup();
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_connect(Some(CONNECT_TIMEOUT))
@@ -278,11 +278,13 @@ impl Inner {
         req.call()
     }
 
-    /// `text` with every configured secret replaced by `***`.
+    /// `text` with every configured secret, and any piece of one of 8
+    /// characters or more from its start (a server may echo it cut short),
+    /// replaced by `***`, as for the model API key.
     fn mask(&self, text: &str) -> String {
         let mut out = text.to_string();
         for s in &self.secrets {
-            out = out.replace(s.as_str(), "***");
+            out = crate::model::mask_key(&out, s);
         }
         out
     }
