@@ -22,7 +22,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, bounde
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 
-use super::config::expand_env_into;
+use super::config::expand_env;
 use super::lines::MAX_LINE;
 use super::session::Session;
 use super::sse::{SseError, SseReader};
@@ -99,10 +99,10 @@ impl Http {
         let shown_url = crate::model::redact_url(&template);
         let bad = |detail: String| McpError::Config { detail };
         let mut secrets = Vec::new();
-        let url = expand_env_into(&template, &mut secrets).map_err(|e| bad(format!("url: {e}")))?;
+        let url = expand_env(&template, &mut secrets).map_err(|e| bad(format!("url: {e}")))?;
         let mut headers = Vec::new();
         for (key, template) in &config.headers {
-            let value = expand_env_into(template, &mut secrets)
+            let value = expand_env(template, &mut secrets)
                 .map_err(|e| bad(format!("header '{key}': {e}")))?;
             // What a value holds is only known for `${VAR}`s and the usual
             // credential headers; masking every value would also hide
