@@ -377,3 +377,34 @@ fn a_token_from_the_environment_in_the_url_is_masked_on_its_own() {
         "mcp server 'remote': http status 403: {\"error\":\"key *** is revoked\"}"
     );
 }
+
+#[test]
+fn a_header_that_cannot_be_sent_is_named_before_anything_is_sent() {
+    let server = Server::start(|_: &Request| Reply::status(500, ""));
+    let err = pool(McpServerConfig::http(url(&server)).header("Bad Header", "x"))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "mcp server 'remote': header 'Bad Header': not a valid header name"
+    );
+    let var = "BOARDROOM_TEST_MCP_CRLF_TOKEN";
+    set_env(var, "tok-1\r\nX-Injected: secret-tail-99");
+    let config =
+        McpServerConfig::http(url(&server)).header("Authorization", format!("Bearer ${{{var}}}"));
+    let err = pool(config).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "mcp server 'remote': header 'Authorization': the value holds a line break or \
+         another control character"
+    );
+    assert!(server.seen().is_empty(), "a request was sent");
+
+    let err = pool(McpServerConfig::http("http://[::1/mcp"))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "mcp server 'remote': url 'http://[::1/mcp' is not a valid URL: invalid authority"
+    );
+}

@@ -100,10 +100,23 @@ impl Http {
         let bad = |detail: String| McpError::Config { detail };
         let mut secrets = Vec::new();
         let url = expand_env(&template, &mut secrets).map_err(|e| bad(format!("url: {e}")))?;
+        if let Err(e) = url.parse::<ureq::http::Uri>() {
+            return Err(bad(format!("url '{shown_url}' is not a valid URL: {e}")));
+        }
         let mut headers = Vec::new();
         for (key, template) in &config.headers {
             let value = expand_env(template, &mut secrets)
                 .map_err(|e| bad(format!("header '{key}': {e}")))?;
+            // Checked here, so that the error names the header (and never
+            // shows the value).
+            if ureq::http::HeaderName::from_bytes(key.as_bytes()).is_err() {
+                return Err(bad(format!("header '{key}': not a valid header name")));
+            }
+            if ureq::http::HeaderValue::from_str(&value).is_err() {
+                return Err(bad(format!(
+                    "header '{key}': the value holds a line break or another control character"
+                )));
+            }
             // What a value holds is only known for `${VAR}`s and the usual
             // credential headers; masking every value would also hide
             // harmless words like a client name in error texts.
