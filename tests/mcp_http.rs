@@ -408,3 +408,49 @@ fn a_header_that_cannot_be_sent_is_named_before_anything_is_sent() {
         "mcp server 'remote': url 'http://[::1/mcp' is not a valid URL: invalid authority"
     );
 }
+
+#[test]
+fn a_server_that_answers_each_pong_with_a_new_ping_cannot_nest_without_end() {
+    // The POST of each answer to a ping comes back with an event stream
+    // holding a new ping. Answering from inside that answer would nest one
+    // exchange in another until the stack runs out; an answer's own
+    // response is read, but requests in it are not answered.
+    let pongs = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&pongs);
+    let ping =
+        |n: usize| format!("data: {{\"jsonrpc\":\"2.0\",\"id\":\"p{n}\",\"method\":\"ping\"}}\n\n");
+    let server = Server::start(move |req: &Request| {
+        let id = &req.body["id"];
+        if req.body.get("result").is_some() {
+            let n = seen.fetch_add(1, Ordering::SeqCst) + 1;
+            return Reply::Sse(vec![ping(n)]);
+        }
+        match req.body["method"].as_str().unwrap_or("") {
+            "initialize" => json_reply(
+                id,
+                json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                       "serverInfo": {"name": "nest"}}),
+            ),
+            "tools/list" => json_reply(id, json!({"tools": [{"name": "t"}]})),
+            "tools/call" => Reply::Sse(vec![
+                ping(0),
+                format!(
+                    "data: {}\n\n",
+                    json!({"jsonrpc": "2.0", "id": id,
+                           "result": {"content": [{"type": "text", "text": "done"}]}})
+                ),
+            ]),
+            "" if req.body.is_null() => Reply::status(405, ""),
+            _ => Reply::status(202, ""),
+        }
+    });
+    let mut config = McpServerConfig::http(url(&server));
+    config.timeout = Some(3.0);
+    let pool = pool(config).unwrap();
+    assert_eq!(pool.call("remote", "t", json!({})).unwrap(), "done");
+    assert_eq!(
+        pongs.load(Ordering::SeqCst),
+        1,
+        "pongs answered inside pongs"
+    );
+}

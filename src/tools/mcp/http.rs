@@ -84,6 +84,16 @@ pub(crate) struct Http {
     listener: Mutex<Option<JoinHandle<()>>>,
 }
 
+/// The bounds of one exchange: its deadline, and whether the requests the
+/// server sends in it are answered. They are not inside the exchange of an
+/// answer: a server whose every answer brings a new request would nest
+/// exchanges without end (until the stack runs out).
+#[derive(Debug, Clone, Copy)]
+struct Within {
+    deadline: Instant,
+    answer: bool,
+}
+
 /// What came back for one POST.
 enum Outcome {
     /// Handled (the response, if one was expected, was delivered).
@@ -186,7 +196,7 @@ impl Http {
         expect: Option<u64>,
         timeout: Duration,
     ) -> Result<(), McpError> {
-        self.inner.post(msg, session, expect, timeout)
+        self.inner.post(msg, session, expect, timeout, true)
     }
 
     /// Opens the GET stream (its first connection here, so that it is
@@ -330,8 +340,10 @@ impl Inner {
         session: &Session,
         expect: Option<u64>,
         timeout: Duration,
+        answer: bool,
     ) -> Result<(), McpError> {
         let deadline = Instant::now() + timeout;
+        let within = Within { deadline, answer };
         let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
         let body = msg.to_string();
         let mut attempt = 0;
@@ -416,7 +428,7 @@ impl Inner {
         let outcome = if kind.starts_with("text/event-stream") {
             let reader = BufReader::new(response.into_body().into_reader());
             let mut events = SseReader::new(reader, MAX_LINE);
-            self.read_stream(&mut events, session, expect, method, deadline)
+            self.read_stream(&mut events, session, expect, method, within)
                 .map_err(timed_out)?
         } else if kind.starts_with("application/json") {
             let text = response
@@ -425,7 +437,7 @@ impl Inner {
                 .limit(MAX_LINE as u64)
                 .read_to_string()
                 .map_err(|e| self.read_error(method, timeout, &e))?;
-            self.route_json(&text, session, deadline)?;
+            self.route_json(&text, session, within)?;
             Outcome::Done
         } else if status == 202 || status == 204 || expect.is_none() {
             Outcome::Done
@@ -437,7 +449,7 @@ impl Inner {
         match outcome {
             Outcome::Done => Ok(()),
             Outcome::Resume(last_id, retry) => self
-                .resume(session, expect, method, last_id, retry, deadline, timeout)
+                .resume(session, expect, method, last_id, retry, within, timeout)
                 .map_err(timed_out),
         }
     }
@@ -457,7 +469,7 @@ impl Inner {
     }
 
     /// Routes a JSON body: one message or a batch.
-    fn route_json(&self, text: &str, session: &Session, deadline: Instant) -> Result<(), McpError> {
+    fn route_json(&self, text: &str, session: &Session, within: Within) -> Result<(), McpError> {
         if text.trim().is_empty() {
             return Ok(());
         }
@@ -469,7 +481,7 @@ impl Inner {
             one => vec![one],
         };
         for m in &messages {
-            self.route(m, session, deadline);
+            self.route(m, session, within);
         }
         Ok(())
     }
@@ -479,18 +491,24 @@ impl Inner {
     /// message came in: a server whose requests hang must not stretch a
     /// call, or keep a listener from stopping); returns the id of the
     /// response it delivered.
-    fn route(&self, msg: &Value, session: &Session, deadline: Instant) -> Option<u64> {
+    fn route(&self, msg: &Value, session: &Session, within: Within) -> Option<u64> {
         let (reply, delivered) = session.handle(msg);
         if let Some(reply) = reply {
-            let left = deadline
+            let left = within
+                .deadline
                 .saturating_duration_since(Instant::now())
                 .min(REPLY_TIMEOUT);
-            if left.is_zero() {
+            if !within.answer {
+                log::debug!(
+                    "mcp '{}': a request inside the answer to a request: not answered",
+                    self.server
+                );
+            } else if left.is_zero() {
                 log::debug!(
                     "mcp '{}': no time left to answer a server request",
                     self.server
                 );
-            } else if let Err(e) = self.post(&reply, session, None, left) {
+            } else if let Err(e) = self.post(&reply, session, None, left, false) {
                 log::warn!("mcp '{}': answering a server request: {e}", self.server);
             }
         }
@@ -506,10 +524,10 @@ impl Inner {
         session: &Session,
         expect: Option<u64>,
         method: &str,
-        deadline: Instant,
+        within: Within,
     ) -> Result<Outcome, McpError> {
         loop {
-            if Instant::now() >= deadline {
+            if Instant::now() >= within.deadline {
                 return match expect {
                     Some(_) => Err(self.unreachable(&format!("{method}: the time is up"))),
                     None => Ok(Outcome::Done),
@@ -528,7 +546,7 @@ impl Inner {
                             continue;
                         }
                     };
-                    let delivered = self.route(&msg, session, deadline);
+                    let delivered = self.route(&msg, session, within);
                     if expect.is_some() && delivered == expect {
                         return Ok(Outcome::Done);
                     }
@@ -569,9 +587,10 @@ impl Inner {
         method: &str,
         mut last_id: String,
         mut retry: Option<Duration>,
-        deadline: Instant,
+        within: Within,
         timeout: Duration,
     ) -> Result<(), McpError> {
+        let deadline = within.deadline;
         for _ in 0..RESUMES {
             let wait = retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY);
             if Instant::now() + wait >= deadline {
@@ -603,7 +622,7 @@ impl Inner {
             let mut events = SseReader::new(reader, MAX_LINE);
             events.last_id = Some(last_id.clone());
             events.retry = retry;
-            match self.read_stream(&mut events, session, expect, method, deadline)? {
+            match self.read_stream(&mut events, session, expect, method, within)? {
                 Outcome::Done => return Ok(()),
                 Outcome::Resume(id, r) => {
                     last_id = id;
@@ -651,7 +670,10 @@ impl Inner {
                     let mut events = SseReader::new(reader, MAX_LINE);
                     events.last_id = last_id.take();
                     events.retry = retry;
-                    let window = Instant::now() + LISTEN_WINDOW;
+                    let window = Within {
+                        deadline: Instant::now() + LISTEN_WINDOW,
+                        answer: true,
+                    };
                     if let Err(e) = self.read_stream(&mut events, session, None, "GET", window) {
                         log::warn!("mcp '{}': the listening stream: {e}", self.server);
                         return;
