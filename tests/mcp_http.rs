@@ -454,3 +454,19 @@ fn a_server_that_answers_each_pong_with_a_new_ping_cannot_nest_without_end() {
         "pongs answered inside pongs"
     );
 }
+
+#[test]
+fn a_json_answer_without_the_response_is_an_error_at_once() {
+    // A request's JSON answer must be its response; one that is not (here
+    // an empty object) is named, not waited on until the call's timeout.
+    let server = calls_answered_with(|| Reply::status(200, "{}"));
+    let mut config = McpServerConfig::http(url(&server));
+    config.timeout = Some(600.0);
+    let pool = pool(config).unwrap();
+    let err = pool.call("remote", "t", json!({})).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "mcp server 'remote': protocol error: tools/call: the server's JSON answer holds no \
+         response to it"
+    );
+}

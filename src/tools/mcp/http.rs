@@ -438,6 +438,13 @@ impl Inner {
                 .read_to_string()
                 .map_err(|e| self.read_error(method, timeout, &e))?;
             self.route_json(&text, session, within)?;
+            // A request's JSON answer is its response (spec); one without it
+            // is not waited on until the call's timeout.
+            if expect.is_some_and(|id| session.is_waiting(id)) {
+                return Err(McpError::Protocol {
+                    detail: format!("{method}: the server's JSON answer holds no response to it"),
+                });
+            }
             Outcome::Done
         } else if status == 202 || status == 204 || expect.is_none() {
             Outcome::Done
