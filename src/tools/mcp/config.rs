@@ -264,7 +264,7 @@ mod tests {
             expand_env("a ${PATH} b", &mut values).unwrap(),
             format!("a {path} b")
         );
-        assert_eq!(values, [path.clone()]);
+        assert_eq!(values, vec![path]);
         assert_eq!(expand_env("no vars", &mut Vec::new()).unwrap(), "no vars");
         assert_eq!(
             expand_env("Bearer ${BOARDROOM_SURELY_UNSET_VAR}", &mut Vec::new()).unwrap_err(),
