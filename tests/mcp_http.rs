@@ -470,3 +470,25 @@ fn a_json_answer_without_the_response_is_an_error_at_once() {
          response to it"
     );
 }
+
+#[test]
+fn a_redirect_is_named_not_followed_with_the_headers() {
+    // Following it would send the headers (here an API key) to whatever
+    // host the server names; like curl without -L, the client stops and
+    // says where the server points.
+    let elsewhere = Server::start(|_: &Request| Reply::status(500, ""));
+    let target = format!("http://127.0.0.1:{}/mcp", elsewhere.port);
+    let to = target.clone();
+    let server =
+        Server::start(move |_: &Request| Reply::status(307, "").with_header("Location", &to));
+    let config = McpServerConfig::http(url(&server)).header("X-Api-Key", "literal-key-123456");
+    let err = pool(config).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "mcp server 'remote': http status 307: the server redirects to '{target}'; \
+             redirects are not followed (they would carry the headers there): set that url"
+        )
+    );
+    assert!(elsewhere.seen().is_empty(), "the redirect was followed");
+}

@@ -146,6 +146,9 @@ impl Http {
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_connect(Some(CONNECT_TIMEOUT))
+            // Like curl without -L: a redirect would carry the headers (a
+            // key) to whatever host the server names; it is reported.
+            .max_redirects(0)
             .max_idle_connections_per_host(32)
             .build()
             .into();
@@ -398,6 +401,24 @@ impl Inner {
             let mut s = self.state.write();
             s.session_id = id;
             s.generation += 1;
+        }
+        if (300..400).contains(&status) {
+            let to = response
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            return Err(McpError::Http {
+                status,
+                detail: format!(
+                    "the server redirects to '{}'; redirects are not followed (they would \
+                     carry the headers there): set that url",
+                    self.mask(&crate::model::redact_url(to))
+                        .chars()
+                        .take(300)
+                        .collect::<String>()
+                ),
+            });
         }
         if !(200..300).contains(&status) {
             let mut response = response;
