@@ -492,3 +492,21 @@ fn a_redirect_is_named_not_followed_with_the_headers() {
     );
     assert!(elsewhere.seen().is_empty(), "the redirect was followed");
 }
+
+#[test]
+fn an_error_page_is_shown_on_one_line_without_terminal_escapes() {
+    let server = Server::start(|_: &Request| {
+        Reply::status(
+            500,
+            "<html>\r\n  <p>oops</p>\n\x1b[2J\x1b]0;owned\x07</html>",
+        )
+        .with_header("Content-Type", "text/html")
+    });
+    let err = pool(McpServerConfig::http(url(&server)))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "mcp server 'remote': http status 500: <html> <p>oops</p> [2J ]0;owned </html>"
+    );
+}

@@ -275,6 +275,16 @@ impl Http {
     }
 }
 
+/// A server's text as one line for an error message: control characters
+/// (terminal escapes, line breaks) become spaces, runs of spaces one.
+fn one_line(text: &str) -> String {
+    let plain: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    plain.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// Whether a header usually carries a credential.
 fn is_credential(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
@@ -428,7 +438,7 @@ impl Inner {
                 .limit(ERROR_BODY)
                 .read_to_string()
                 .unwrap_or_default();
-            let detail: String = self.mask(text.trim()).chars().take(300).collect();
+            let detail: String = one_line(&self.mask(&text)).chars().take(300).collect();
             return Err(McpError::Http { status, detail });
         }
         let kind = response
