@@ -525,7 +525,7 @@ impl Inner {
     }
 
     /// Hands one message to the session and sends back any answer it
-    /// gives, taking no longer than `deadline` (that of the exchange the
+    /// gives, taking no longer than `within.deadline` (that of the exchange the
     /// message came in: a server whose requests hang must not stretch a
     /// call, or keep a listener from stopping); returns the id of the
     /// response it delivered.
