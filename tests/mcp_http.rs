@@ -510,3 +510,37 @@ fn an_error_page_is_shown_on_one_line_without_terminal_escapes() {
         "mcp server 'remote': http status 500: <html> <p>oops</p> [2J ]0;owned </html>"
     );
 }
+
+#[test]
+fn a_retry_after_is_honoured_within_the_call_timeout() {
+    // 429 with `Retry-After: 1` until a second has passed since the first
+    // one: only a client that waits as asked gets through in 3 attempts.
+    let first = Arc::new(parking_lot::Mutex::new(None::<std::time::Instant>));
+    let server = calls_answered_with(move || {
+        let mut first = first.lock();
+        let since = first.get_or_insert_with(std::time::Instant::now).elapsed();
+        if since < std::time::Duration::from_millis(950) {
+            Reply::status(429, "slow down").with_header("Retry-After", "1")
+        } else {
+            json_reply(
+                &json!(3),
+                json!({"content": [{"type": "text", "text": "ok"}]}),
+            )
+        }
+    });
+    let pool = pool(McpServerConfig::http(url(&server))).unwrap();
+    let err = pool.call("remote", "t", json!({}));
+    assert_eq!(err.unwrap(), "ok");
+
+    // Asked to wait longer than the call may take: said at once.
+    let server =
+        calls_answered_with(|| Reply::status(429, "slow down").with_header("Retry-After", "3600"));
+    let pool = self::pool(McpServerConfig::http(url(&server))).unwrap();
+    let err = pool.call("remote", "t", json!({})).unwrap_err().to_string();
+    assert!(
+        err.ends_with(
+            "http status 429: the server asked to wait 3600 s, past the call's timeout of 60 s"
+        ),
+        "{err}"
+    );
+}

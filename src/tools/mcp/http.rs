@@ -285,6 +285,20 @@ fn one_line(text: &str) -> String {
     plain.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// A `Retry-After` of seconds (an HTTP date is not honoured), at most a
+/// day.
+fn retry_after(r: &ureq::http::Response<ureq::Body>) -> Option<Duration> {
+    let secs: f64 = r
+        .headers()
+        .get("retry-after")?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(86_400.0)))
+}
+
 /// Whether a header usually carries a credential.
 fn is_credential(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
@@ -372,8 +386,10 @@ impl Inner {
                     .header("Content-Type", "application/json")
                     .header("Accept", "application/json, text/event-stream"),
             );
+            let mut asked: Option<Duration> = None;
             let retry_reason = match req.send(&body) {
                 Ok(r) if matches!(r.status().as_u16(), 429 | 502 | 503 | 504) => {
+                    asked = retry_after(&r);
                     format!("http status {}", r.status().as_u16())
                 }
                 Ok(r) => break r,
@@ -391,7 +407,21 @@ impl Inner {
                 }
                 Err(e) => return Err(self.unreachable(&e.to_string())),
             };
-            let wait = BACKOFF * 2u32.pow(attempt - 1);
+            // The server's `Retry-After` (seconds), as for model calls,
+            // when it asks for longer than the backoff.
+            let wait = asked.map_or(BACKOFF * 2u32.pow(attempt - 1), |a| {
+                a.max(BACKOFF * 2u32.pow(attempt - 1))
+            });
+            if attempt < ATTEMPTS && Instant::now() + wait >= deadline {
+                if let Some(a) = asked {
+                    return Err(self.unreachable(&format!(
+                        "{retry_reason}: the server asked to wait {} s, past the call's \
+                         timeout of {} s",
+                        a.as_secs_f64(),
+                        timeout.as_secs_f64()
+                    )));
+                }
+            }
             if attempt >= ATTEMPTS || Instant::now() + wait >= deadline {
                 return Err(self.unreachable(&format!("{retry_reason} after {attempt} attempts")));
             }
