@@ -7,6 +7,7 @@
 //! check must be SUCCESS (INFO lines are the suite's log, not checks). A
 //! WARNING is accepted only where [`ACCEPTED_WARNINGS`] gives the reason.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -136,6 +137,8 @@ fn every_client_scenario_without_oauth_passes() {
             }
         }
     }
-    println!("{}", table.join("\n"));
+    // Straight to stderr, past the test harness's capture, so that the
+    // table is in the log of every run, passing or not.
+    let _ = writeln!(std::io::stderr(), "{}", table.join("\n"));
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -281,3 +281,266 @@ fn a_token_the_server_echoes_in_an_error_is_masked() {
         "mcp server 'remote': http status 401: {\"error\":\"bad credentials: ***\"}"
     );
 }
+
+#[test]
+fn server_pings_whose_answers_hang_do_not_stretch_a_call_past_its_timeout() {
+    // The call's stream carries four pings, then the answer; the server
+    // takes 5 s to take each pong. Answering the pings belongs to the
+    // call: once its 1 s are up it ends, with no more pongs sent.
+    let pongs = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&pongs);
+    let server = Server::start(move |req: &Request| {
+        let id = &req.body["id"];
+        if req.body.get("result").is_some() {
+            seen.fetch_add(1, Ordering::SeqCst);
+            return Reply::Delayed(
+                std::time::Duration::from_secs(5),
+                Box::new(Reply::status(202, "")),
+            );
+        }
+        match req.body["method"].as_str().unwrap_or("") {
+            "initialize" => json_reply(
+                id,
+                json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                       "serverInfo": {"name": "pings"}}),
+            ),
+            "tools/list" => json_reply(id, json!({"tools": [{"name": "t"}]})),
+            "tools/call" => {
+                let mut events: Vec<String> = (0..4)
+                    .map(|i| {
+                        format!(
+                            "data: {{\"jsonrpc\":\"2.0\",\"id\":\"p{i}\",\"method\":\"ping\"}}\n\n"
+                        )
+                    })
+                    .collect();
+                events.push(format!(
+                    "data: {}\n\n",
+                    json!({"jsonrpc": "2.0", "id": id,
+                           "result": {"content": [{"type": "text", "text": "late"}]}})
+                ));
+                Reply::Sse(events)
+            }
+            "" if req.body.is_null() => Reply::status(405, ""),
+            _ => Reply::status(202, ""),
+        }
+    });
+    let mut config = McpServerConfig::http(url(&server));
+    config.timeout = Some(1.0);
+    let pool = pool(config).unwrap();
+    let err = pool.call("remote", "t", json!({})).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "mcp server 'remote': tools/call: no answer within 1.0s"
+    );
+    assert_eq!(
+        pongs.load(Ordering::SeqCst),
+        1,
+        "pongs sent after the call's time was up"
+    );
+}
+
+#[test]
+fn a_piece_of_the_token_the_server_echoes_is_masked_too() {
+    // A server that echoes the credential cut short (as logs and error
+    // pages often do): any piece of 8 characters or more from its start is
+    // masked, as for the model API key.
+    let var = "BOARDROOM_TEST_MCP_CUT_TOKEN";
+    set_env(var, "cut-secret-0123456789abcdef");
+    let server = Server::start(|req: &Request| {
+        let auth = req.header("authorization").unwrap_or("");
+        let token = auth.strip_prefix("Bearer ").unwrap_or(auth);
+        Reply::status(
+            401,
+            &format!("{{\"error\":\"unknown token {}...\"}}", &token[..14]),
+        )
+    });
+    let config =
+        McpServerConfig::http(url(&server)).header("Authorization", format!("Bearer ${{{var}}}"));
+    let err = pool(config).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "mcp server 'remote': http status 401: {\"error\":\"unknown token ***...\"}"
+    );
+}
+
+#[test]
+fn a_token_from_the_environment_in_the_url_is_masked_on_its_own() {
+    let var = "BOARDROOM_TEST_MCP_URL_TOKEN";
+    set_env(var, "url-secret-77aa88bb");
+    let server = Server::start(|_: &Request| {
+        Reply::status(403, "{\"error\":\"key url-secret-77aa88bb is revoked\"}")
+    });
+    let config = McpServerConfig::http(format!("{}?key=${{{var}}}", url(&server)));
+    let err = pool(config).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "mcp server 'remote': http status 403: {\"error\":\"key *** is revoked\"}"
+    );
+}
+
+#[test]
+fn a_header_that_cannot_be_sent_is_named_before_anything_is_sent() {
+    let server = Server::start(|_: &Request| Reply::status(500, ""));
+    let err = pool(McpServerConfig::http(url(&server)).header("Bad Header", "x"))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "mcp server 'remote': header 'Bad Header': not a valid header name"
+    );
+    let var = "BOARDROOM_TEST_MCP_CRLF_TOKEN";
+    set_env(var, "tok-1\r\nX-Injected: secret-tail-99");
+    let config =
+        McpServerConfig::http(url(&server)).header("Authorization", format!("Bearer ${{{var}}}"));
+    let err = pool(config).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "mcp server 'remote': header 'Authorization': the value holds a line break or \
+         another control character"
+    );
+    assert!(server.seen().is_empty(), "a request was sent");
+
+    let err = pool(McpServerConfig::http("http://[::1/mcp"))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "mcp server 'remote': url 'http://[::1/mcp' is not a valid URL: invalid authority"
+    );
+}
+
+#[test]
+fn a_server_that_answers_each_pong_with_a_new_ping_cannot_nest_without_end() {
+    // The POST of each answer to a ping comes back with an event stream
+    // holding a new ping. Answering from inside that answer would nest one
+    // exchange in another until the stack runs out; an answer's own
+    // response is read, but requests in it are not answered.
+    let pongs = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&pongs);
+    let ping =
+        |n: usize| format!("data: {{\"jsonrpc\":\"2.0\",\"id\":\"p{n}\",\"method\":\"ping\"}}\n\n");
+    let server = Server::start(move |req: &Request| {
+        let id = &req.body["id"];
+        if req.body.get("result").is_some() {
+            let n = seen.fetch_add(1, Ordering::SeqCst) + 1;
+            return Reply::Sse(vec![ping(n)]);
+        }
+        match req.body["method"].as_str().unwrap_or("") {
+            "initialize" => json_reply(
+                id,
+                json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                       "serverInfo": {"name": "nest"}}),
+            ),
+            "tools/list" => json_reply(id, json!({"tools": [{"name": "t"}]})),
+            "tools/call" => Reply::Sse(vec![
+                ping(0),
+                format!(
+                    "data: {}\n\n",
+                    json!({"jsonrpc": "2.0", "id": id,
+                           "result": {"content": [{"type": "text", "text": "done"}]}})
+                ),
+            ]),
+            "" if req.body.is_null() => Reply::status(405, ""),
+            _ => Reply::status(202, ""),
+        }
+    });
+    let mut config = McpServerConfig::http(url(&server));
+    config.timeout = Some(3.0);
+    let pool = pool(config).unwrap();
+    assert_eq!(pool.call("remote", "t", json!({})).unwrap(), "done");
+    assert_eq!(
+        pongs.load(Ordering::SeqCst),
+        1,
+        "pongs answered inside pongs"
+    );
+}
+
+#[test]
+fn a_json_answer_without_the_response_is_an_error_at_once() {
+    // A request's JSON answer must be its response; one that is not (here
+    // an empty object) is named, not waited on until the call's timeout.
+    let server = calls_answered_with(|| Reply::status(200, "{}"));
+    let mut config = McpServerConfig::http(url(&server));
+    config.timeout = Some(600.0);
+    let pool = pool(config).unwrap();
+    let err = pool.call("remote", "t", json!({})).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "mcp server 'remote': protocol error: tools/call: the server's JSON answer holds no \
+         response to it"
+    );
+}
+
+#[test]
+fn a_redirect_is_named_not_followed_with_the_headers() {
+    // Following it would send the headers (here an API key) to whatever
+    // host the server names; like curl without -L, the client stops and
+    // says where the server points.
+    let elsewhere = Server::start(|_: &Request| Reply::status(500, ""));
+    let target = format!("http://127.0.0.1:{}/mcp", elsewhere.port);
+    let to = target.clone();
+    let server =
+        Server::start(move |_: &Request| Reply::status(307, "").with_header("Location", &to));
+    let config = McpServerConfig::http(url(&server)).header("X-Api-Key", "literal-key-123456");
+    let err = pool(config).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "mcp server 'remote': http status 307: the server redirects to '{target}'; \
+             redirects are not followed (they would carry the headers there): set that url"
+        )
+    );
+    assert!(elsewhere.seen().is_empty(), "the redirect was followed");
+}
+
+#[test]
+fn an_error_page_is_shown_on_one_line_without_terminal_escapes() {
+    let server = Server::start(|_: &Request| {
+        Reply::status(
+            500,
+            "<html>\r\n  <p>oops</p>\n\x1b[2J\x1b]0;owned\x07</html>",
+        )
+        .with_header("Content-Type", "text/html")
+    });
+    let err = pool(McpServerConfig::http(url(&server)))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "mcp server 'remote': http status 500: <html> <p>oops</p> [2J ]0;owned </html>"
+    );
+}
+
+#[test]
+fn a_retry_after_is_honoured_within_the_call_timeout() {
+    // 429 with `Retry-After: 1` until a second has passed since the first
+    // one: only a client that waits as asked gets through in 3 attempts.
+    let first = Arc::new(parking_lot::Mutex::new(None::<std::time::Instant>));
+    let server = calls_answered_with(move || {
+        let mut first = first.lock();
+        let since = first.get_or_insert_with(std::time::Instant::now).elapsed();
+        if since < std::time::Duration::from_millis(950) {
+            Reply::status(429, "slow down").with_header("Retry-After", "1")
+        } else {
+            json_reply(
+                &json!(3),
+                json!({"content": [{"type": "text", "text": "ok"}]}),
+            )
+        }
+    });
+    let pool = pool(McpServerConfig::http(url(&server))).unwrap();
+    let err = pool.call("remote", "t", json!({}));
+    assert_eq!(err.unwrap(), "ok");
+
+    // Asked to wait longer than the call may take: said at once.
+    let server =
+        calls_answered_with(|| Reply::status(429, "slow down").with_header("Retry-After", "3600"));
+    let pool = self::pool(McpServerConfig::http(url(&server))).unwrap();
+    let err = pool.call("remote", "t", json!({})).unwrap_err().to_string();
+    assert!(
+        err.ends_with(
+            "http status 429: the server asked to wait 3600 s, past the call's timeout of 60 s"
+        ),
+        "{err}"
+    );
+}

@@ -226,7 +226,9 @@ impl McpClient {
         }
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let sent = match &self.transport {
-            Transport::Stdio(s) => s.send(&msg).map_err(|_| self.session.closed()),
+            Transport::Stdio(s) => s
+                .send(&msg, deadline.saturating_duration_since(Instant::now()))
+                .map_err(|e| self.send_error(&e, method, timeout)),
             Transport::Http(h) => h.post(&msg, &self.session, Some(id), timeout),
         };
         if let Err(e) = sent {
@@ -279,8 +281,23 @@ impl McpClient {
             msg["params"] = p;
         }
         match &self.transport {
-            Transport::Stdio(s) => s.send(&msg).map_err(|_| self.session.closed()),
+            Transport::Stdio(s) => s
+                .send(&msg, timeout)
+                .map_err(|e| self.send_error(&e, method, timeout)),
             Transport::Http(h) => h.post(&msg, &self.session, None, timeout),
+        }
+    }
+
+    /// What a failed write to a stdio server means: no room within the
+    /// time (it is not reading), or the end of the session.
+    fn send_error(&self, e: &std::io::Error, method: &str, timeout: Duration) -> McpError {
+        if e.kind() == std::io::ErrorKind::TimedOut {
+            McpError::Timeout {
+                method: method.to_string(),
+                after: timeout,
+            }
+        } else {
+            self.session.closed()
         }
     }
 

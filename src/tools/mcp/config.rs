@@ -119,13 +119,14 @@ impl McpServerConfig {
     }
 }
 
-/// Fills every `${VAR}` in `text` from the environment.
+/// Fills every `${VAR}` in `text` from the environment, pushing each value
+/// filled in onto `values` (the secrets to mask where they appear).
 ///
 /// # Errors
 ///
 /// The name of a variable that is not set (or not UTF-8), or a `${` with no
 /// closing `}`.
-pub(crate) fn expand_env(text: &str) -> Result<String, String> {
+pub(crate) fn expand_env(text: &str, values: &mut Vec<String>) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
@@ -138,6 +139,7 @@ pub(crate) fn expand_env(text: &str) -> Result<String, String> {
         let value =
             std::env::var(name).map_err(|_| format!("environment variable '{name}' is not set"))?;
         out.push_str(&value);
+        values.push(value);
         rest = &after[end + 1..];
     }
     out.push_str(rest);
@@ -257,14 +259,19 @@ mod tests {
     fn variables_come_from_the_environment() {
         // PATH is set in every test environment.
         let path = std::env::var("PATH").unwrap();
-        assert_eq!(expand_env("a ${PATH} b").unwrap(), format!("a {path} b"));
-        assert_eq!(expand_env("no vars").unwrap(), "no vars");
+        let mut values = Vec::new();
         assert_eq!(
-            expand_env("Bearer ${BOARDROOM_SURELY_UNSET_VAR}").unwrap_err(),
+            expand_env("a ${PATH} b", &mut values).unwrap(),
+            format!("a {path} b")
+        );
+        assert_eq!(values, vec![path]);
+        assert_eq!(expand_env("no vars", &mut Vec::new()).unwrap(), "no vars");
+        assert_eq!(
+            expand_env("Bearer ${BOARDROOM_SURELY_UNSET_VAR}", &mut Vec::new()).unwrap_err(),
             "environment variable 'BOARDROOM_SURELY_UNSET_VAR' is not set"
         );
         assert_eq!(
-            expand_env("x ${OPEN").unwrap_err(),
+            expand_env("x ${OPEN", &mut Vec::new()).unwrap_err(),
             "'${' without a closing '}'"
         );
     }

@@ -51,6 +51,9 @@ const MAX_RETRY: Duration = Duration::from_secs(30);
 const LISTEN_FAILURES: u32 = 3;
 /// Bytes of an error body read.
 const ERROR_BODY: u64 = 64 * 1024;
+/// The longest wait for the server to take the answer to one of its
+/// requests (a ping); never past the deadline of the exchange it came in.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The session's HTTP state.
 #[derive(Debug, Default)]
@@ -81,6 +84,16 @@ pub(crate) struct Http {
     listener: Mutex<Option<JoinHandle<()>>>,
 }
 
+/// The bounds of one exchange: its deadline, and whether the requests the
+/// server sends in it are answered. They are not inside the exchange of an
+/// answer: a server whose every answer brings a new request would nest
+/// exchanges without end (until the stack runs out).
+#[derive(Debug, Clone, Copy)]
+struct Within {
+    deadline: Instant,
+    answer: bool,
+}
+
 /// What came back for one POST.
 enum Outcome {
     /// Handled (the response, if one was expected, was delivered).
@@ -95,11 +108,25 @@ impl Http {
         let template = config.url.clone().unwrap_or_default();
         let shown_url = crate::model::redact_url(&template);
         let bad = |detail: String| McpError::Config { detail };
-        let url = expand_env(&template).map_err(|e| bad(format!("url: {e}")))?;
-        let mut headers = Vec::new();
         let mut secrets = Vec::new();
+        let url = expand_env(&template, &mut secrets).map_err(|e| bad(format!("url: {e}")))?;
+        if let Err(e) = url.parse::<ureq::http::Uri>() {
+            return Err(bad(format!("url '{shown_url}' is not a valid URL: {e}")));
+        }
+        let mut headers = Vec::new();
         for (key, template) in &config.headers {
-            let value = expand_env(template).map_err(|e| bad(format!("header '{key}': {e}")))?;
+            let value = expand_env(template, &mut secrets)
+                .map_err(|e| bad(format!("header '{key}': {e}")))?;
+            // Checked here, so that the error names the header (and never
+            // shows the value).
+            if ureq::http::HeaderName::from_bytes(key.as_bytes()).is_err() {
+                return Err(bad(format!("header '{key}': not a valid header name")));
+            }
+            if ureq::http::HeaderValue::from_str(&value).is_err() {
+                return Err(bad(format!(
+                    "header '{key}': the value holds a line break or another control character"
+                )));
+            }
             // What a value holds is only known for `${VAR}`s and the usual
             // credential headers; masking every value would also hide
             // harmless words like a client name in error texts.
@@ -111,15 +138,17 @@ impl Http {
             }
             headers.push((key.clone(), value));
         }
-        if url != template {
-            secrets.push(url.clone());
-        }
+        // (The url's `${VAR}` values are in `secrets` already.)
         secrets.retain(|s| s.len() >= 6);
         // Longest first, so that a whole value is masked before a part.
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        secrets.dedup();
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_connect(Some(CONNECT_TIMEOUT))
+            // Like curl without -L: a redirect would carry the headers (a
+            // key) to whatever host the server names; it is reported.
+            .max_redirects(0)
             .max_idle_connections_per_host(32)
             .build()
             .into();
@@ -170,7 +199,7 @@ impl Http {
         expect: Option<u64>,
         timeout: Duration,
     ) -> Result<(), McpError> {
-        self.inner.post(msg, session, expect, timeout)
+        self.inner.post(msg, session, expect, timeout, true)
     }
 
     /// Opens the GET stream (its first connection here, so that it is
@@ -246,6 +275,30 @@ impl Http {
     }
 }
 
+/// A server's text as one line for an error message: control characters
+/// (terminal escapes, line breaks) become spaces, runs of spaces one.
+fn one_line(text: &str) -> String {
+    let plain: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    plain.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A `Retry-After` of seconds (an HTTP date is not honoured), at most a
+/// day.
+fn retry_after(r: &ureq::http::Response<ureq::Body>) -> Option<Duration> {
+    let secs: f64 = r
+        .headers()
+        .get("retry-after")?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(86_400.0)))
+}
+
 /// Whether a header usually carries a credential.
 fn is_credential(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
@@ -275,11 +328,13 @@ impl Inner {
         req.call()
     }
 
-    /// `text` with every configured secret replaced by `***`.
+    /// `text` with every configured secret, and any piece of one of 8
+    /// characters or more from its start (a server may echo it cut short),
+    /// replaced by `***`, as for the model API key.
     fn mask(&self, text: &str) -> String {
         let mut out = text.to_string();
         for s in &self.secrets {
-            out = out.replace(s.as_str(), "***");
+            out = crate::model::mask_key(&out, s);
         }
         out
     }
@@ -312,8 +367,10 @@ impl Inner {
         session: &Session,
         expect: Option<u64>,
         timeout: Duration,
+        answer: bool,
     ) -> Result<(), McpError> {
         let deadline = Instant::now() + timeout;
+        let within = Within { deadline, answer };
         let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
         let body = msg.to_string();
         let mut attempt = 0;
@@ -329,8 +386,10 @@ impl Inner {
                     .header("Content-Type", "application/json")
                     .header("Accept", "application/json, text/event-stream"),
             );
+            let mut asked: Option<Duration> = None;
             let retry_reason = match req.send(&body) {
                 Ok(r) if matches!(r.status().as_u16(), 429 | 502 | 503 | 504) => {
+                    asked = retry_after(&r);
                     format!("http status {}", r.status().as_u16())
                 }
                 Ok(r) => break r,
@@ -348,7 +407,21 @@ impl Inner {
                 }
                 Err(e) => return Err(self.unreachable(&e.to_string())),
             };
-            let wait = BACKOFF * 2u32.pow(attempt - 1);
+            // The server's `Retry-After` (seconds), as for model calls,
+            // when it asks for longer than the backoff.
+            let wait = asked.map_or(BACKOFF * 2u32.pow(attempt - 1), |a| {
+                a.max(BACKOFF * 2u32.pow(attempt - 1))
+            });
+            if attempt < ATTEMPTS && Instant::now() + wait >= deadline {
+                if let Some(a) = asked {
+                    return Err(self.unreachable(&format!(
+                        "{retry_reason}: the server asked to wait {} s, past the call's \
+                         timeout of {} s",
+                        a.as_secs_f64(),
+                        timeout.as_secs_f64()
+                    )));
+                }
+            }
             if attempt >= ATTEMPTS || Instant::now() + wait >= deadline {
                 return Err(self.unreachable(&format!("{retry_reason} after {attempt} attempts")));
             }
@@ -369,6 +442,24 @@ impl Inner {
             s.session_id = id;
             s.generation += 1;
         }
+        if (300..400).contains(&status) {
+            let to = response
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            return Err(McpError::Http {
+                status,
+                detail: format!(
+                    "the server redirects to '{}'; redirects are not followed (they would \
+                     carry the headers there): set that url",
+                    self.mask(&crate::model::redact_url(to))
+                        .chars()
+                        .take(300)
+                        .collect::<String>()
+                ),
+            });
+        }
         if !(200..300).contains(&status) {
             let mut response = response;
             let text = response
@@ -377,7 +468,7 @@ impl Inner {
                 .limit(ERROR_BODY)
                 .read_to_string()
                 .unwrap_or_default();
-            let detail: String = self.mask(text.trim()).chars().take(300).collect();
+            let detail: String = one_line(&self.mask(&text)).chars().take(300).collect();
             return Err(McpError::Http { status, detail });
         }
         let kind = response
@@ -386,20 +477,20 @@ impl Inner {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_ascii_lowercase();
+        // A stream (or its resumption) that broke because the call's time
+        // was up is a timeout, not an unreachable server.
+        let timed_out = |e| match e {
+            McpError::Unreachable { .. } if Instant::now() >= deadline => McpError::Timeout {
+                method: method.to_string(),
+                after: timeout,
+            },
+            other => other,
+        };
         let outcome = if kind.starts_with("text/event-stream") {
             let reader = BufReader::new(response.into_body().into_reader());
             let mut events = SseReader::new(reader, MAX_LINE);
-            self.read_stream(&mut events, session, expect, method)
-                .map_err(|e| match e {
-                    // The stream broke because the call's time was up.
-                    McpError::Unreachable { .. } if Instant::now() >= deadline => {
-                        McpError::Timeout {
-                            method: method.to_string(),
-                            after: timeout,
-                        }
-                    }
-                    other => other,
-                })?
+            self.read_stream(&mut events, session, expect, method, within)
+                .map_err(timed_out)?
         } else if kind.starts_with("application/json") {
             let text = response
                 .into_body()
@@ -407,7 +498,14 @@ impl Inner {
                 .limit(MAX_LINE as u64)
                 .read_to_string()
                 .map_err(|e| self.read_error(method, timeout, &e))?;
-            self.route_json(&text, session)?;
+            self.route_json(&text, session, within)?;
+            // A request's JSON answer is its response (spec); one without it
+            // is not waited on until the call's timeout.
+            if expect.is_some_and(|id| session.is_waiting(id)) {
+                return Err(McpError::Protocol {
+                    detail: format!("{method}: the server's JSON answer holds no response to it"),
+                });
+            }
             Outcome::Done
         } else if status == 202 || status == 204 || expect.is_none() {
             Outcome::Done
@@ -418,9 +516,9 @@ impl Inner {
         };
         match outcome {
             Outcome::Done => Ok(()),
-            Outcome::Resume(last_id, retry) => {
-                self.resume(session, expect, method, last_id, retry, deadline, timeout)
-            }
+            Outcome::Resume(last_id, retry) => self
+                .resume(session, expect, method, last_id, retry, within, timeout)
+                .map_err(timed_out),
         }
     }
 
@@ -439,7 +537,7 @@ impl Inner {
     }
 
     /// Routes a JSON body: one message or a batch.
-    fn route_json(&self, text: &str, session: &Session) -> Result<(), McpError> {
+    fn route_json(&self, text: &str, session: &Session, within: Within) -> Result<(), McpError> {
         if text.trim().is_empty() {
             return Ok(());
         }
@@ -451,32 +549,58 @@ impl Inner {
             one => vec![one],
         };
         for m in &messages {
-            self.route(m, session);
+            self.route(m, session, within);
         }
         Ok(())
     }
 
     /// Hands one message to the session and sends back any answer it
-    /// gives; returns the id of the response it delivered.
-    fn route(&self, msg: &Value, session: &Session) -> Option<u64> {
+    /// gives, taking no longer than `within.deadline` (that of the exchange the
+    /// message came in: a server whose requests hang must not stretch a
+    /// call, or keep a listener from stopping); returns the id of the
+    /// response it delivered.
+    fn route(&self, msg: &Value, session: &Session, within: Within) -> Option<u64> {
         let (reply, delivered) = session.handle(msg);
         if let Some(reply) = reply {
-            if let Err(e) = self.post(&reply, session, None, Duration::from_secs(30)) {
+            let left = within
+                .deadline
+                .saturating_duration_since(Instant::now())
+                .min(REPLY_TIMEOUT);
+            if !within.answer {
+                log::debug!(
+                    "mcp '{}': a request inside the answer to a request: not answered",
+                    self.server
+                );
+            } else if left.is_zero() {
+                log::debug!(
+                    "mcp '{}': no time left to answer a server request",
+                    self.server
+                );
+            } else if let Err(e) = self.post(&reply, session, None, left, false) {
                 log::warn!("mcp '{}': answering a server request: {e}", self.server);
             }
         }
         delivered
     }
 
-    /// Reads an event stream until the expected response (or its end).
+    /// Reads an event stream until the expected response (or its end, or
+    /// `deadline`: then a request's stream is cut as a timeout, another
+    /// one ends as if closed).
     fn read_stream<R: std::io::BufRead>(
         &self,
         events: &mut SseReader<R>,
         session: &Session,
         expect: Option<u64>,
         method: &str,
+        within: Within,
     ) -> Result<Outcome, McpError> {
         loop {
+            if Instant::now() >= within.deadline {
+                return match expect {
+                    Some(_) => Err(self.unreachable(&format!("{method}: the time is up"))),
+                    None => Ok(Outcome::Done),
+                };
+            }
             let end = events.next_event();
             match end {
                 Ok(Some(ref event)) => {
@@ -490,7 +614,7 @@ impl Inner {
                             continue;
                         }
                     };
-                    let delivered = self.route(&msg, session);
+                    let delivered = self.route(&msg, session, within);
                     if expect.is_some() && delivered == expect {
                         return Ok(Outcome::Done);
                     }
@@ -531,9 +655,10 @@ impl Inner {
         method: &str,
         mut last_id: String,
         mut retry: Option<Duration>,
-        deadline: Instant,
+        within: Within,
         timeout: Duration,
     ) -> Result<(), McpError> {
+        let deadline = within.deadline;
         for _ in 0..RESUMES {
             let wait = retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY);
             if Instant::now() + wait >= deadline {
@@ -565,7 +690,7 @@ impl Inner {
             let mut events = SseReader::new(reader, MAX_LINE);
             events.last_id = Some(last_id.clone());
             events.retry = retry;
-            match self.read_stream(&mut events, session, expect, method)? {
+            match self.read_stream(&mut events, session, expect, method, within)? {
                 Outcome::Done => return Ok(()),
                 Outcome::Resume(id, r) => {
                     last_id = id;
@@ -613,7 +738,11 @@ impl Inner {
                     let mut events = SseReader::new(reader, MAX_LINE);
                     events.last_id = last_id.take();
                     events.retry = retry;
-                    if let Err(e) = self.read_stream(&mut events, session, None, "GET") {
+                    let window = Within {
+                        deadline: Instant::now() + LISTEN_WINDOW,
+                        answer: true,
+                    };
+                    if let Err(e) = self.read_stream(&mut events, session, None, "GET", window) {
                         log::warn!("mcp '{}': the listening stream: {e}", self.server);
                         return;
                     }

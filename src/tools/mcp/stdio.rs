@@ -4,8 +4,10 @@
 //! One reader thread per process reads every line the server writes and
 //! hands it to the [`Session`] (a response goes to the caller waiting for
 //! its id); the answers to server requests are written back from there.
-//! A second thread drains stderr, keeping only a short tail for error
-//! messages. A line longer than [`MAX_LINE`] ends the session with an
+//! A writer thread owns the server's stdin: callers queue their lines and
+//! never block on a server that stops reading (a full pipe), beyond their
+//! own timeout. A third thread drains stderr, keeping only a short tail
+//! for error messages. A line longer than [`MAX_LINE`] ends the session with an
 //! error instead of growing a buffer without end.
 
 use std::io::{BufReader, Write};
@@ -13,7 +15,9 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio as Pipe};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
+use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
 use parking_lot::Mutex;
 use serde_json::Value;
 
@@ -25,10 +29,14 @@ use super::{McpError, McpServerConfig};
 const STDERR_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 /// Bytes of one stderr line read (the rest is skipped, unread into memory).
 const STDERR_READ: usize = 64 * 1024;
+/// Lines queued for a server that is not reading its input; past this a
+/// caller waits (at most its timeout) for room.
+const QUEUED_LINES: usize = 64;
 
 /// A running server process.
 pub(crate) struct Stdio {
-    stdin: Arc<Mutex<Option<ChildStdin>>>,
+    /// The queue of lines to the writer thread (taken at shutdown).
+    stdin: Mutex<Option<Sender<Vec<u8>>>>,
     child: Mutex<Option<Child>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     pid: u32,
@@ -68,12 +76,13 @@ impl Stdio {
             let _ = child.wait();
             return Err(spawn_err("no pipes to the child".into()));
         };
-        let stdin = Arc::new(Mutex::new(Some(stdin)));
+        let (lines, queued) = crossbeam_channel::bounded::<Vec<u8>>(QUEUED_LINES);
+        let answers = lines.clone();
         // Dropped when the stderr thread ends: the reader waits for it
         // (briefly) so that a dying server's last words are in the error.
         let (err_done_tx, err_done) = crossbeam_channel::bounded::<()>(0);
         let transport = Stdio {
-            stdin: Arc::clone(&stdin),
+            stdin: Mutex::new(Some(lines)),
             child: Mutex::new(Some(child)),
             threads: Mutex::new(Vec::new()),
             pid,
@@ -83,8 +92,11 @@ impl Stdio {
             let server = name.to_string();
             std::thread::Builder::new()
                 .name(format!("mcp-{name}-reader"))
-                .spawn(move || read_loop(&server, stdout, &session, &stdin, &err_done))
+                .spawn(move || read_loop(&server, stdout, &session, &answers, &err_done))
         };
+        let writer = std::thread::Builder::new()
+            .name(format!("mcp-{name}-writer"))
+            .spawn(move || write_loop(stdin, &queued));
         let errlog = {
             let session = Arc::clone(session);
             let server = name.to_string();
@@ -95,7 +107,7 @@ impl Stdio {
                     drop(err_done_tx);
                 })
         };
-        for t in [reader, errlog] {
+        for t in [reader, errlog, writer] {
             match t {
                 Ok(handle) => transport.threads.lock().push(handle),
                 Err(e) => {
@@ -112,16 +124,27 @@ impl Stdio {
         self.pid
     }
 
-    /// Writes one message as a line.
-    pub(crate) fn send(&self, msg: &Value) -> std::io::Result<()> {
-        write_line(&self.stdin, msg)
+    /// Queues one message as a line, waiting at most `timeout` for room
+    /// (`TimedOut`) when the server is not reading; `BrokenPipe` once its
+    /// input is closed.
+    pub(crate) fn send(&self, msg: &Value, timeout: Duration) -> std::io::Result<()> {
+        // Cloned out, so that no lock is held while waiting for room.
+        let queue = self.stdin.lock().clone();
+        let queue = queue.ok_or_else(|| std::io::Error::from(std::io::ErrorKind::BrokenPipe))?;
+        queue
+            .send_timeout(line_of(msg), timeout)
+            .map_err(|e| match e {
+                SendTimeoutError::Timeout(_) => std::io::ErrorKind::TimedOut.into(),
+                SendTimeoutError::Disconnected(_) => std::io::ErrorKind::BrokenPipe.into(),
+            })
     }
 
     /// Ends the process (and its process group) and joins the threads.
     /// Idempotent.
     pub(crate) fn shutdown(&self) {
-        // Closing stdin lets a well-behaved server (and anything it spawned)
-        // see end of input; the kill makes sure.
+        // The writer closes stdin once the queue is dropped (and the reader,
+        // which holds the other end, ends); the kill makes sure, and ends a
+        // write blocked on a server that does not read.
         self.stdin.lock().take();
         if let Some(mut child) = self.child.lock().take() {
             // The group first, while the unreaped leader keeps its id taken.
@@ -141,15 +164,20 @@ impl Stdio {
     }
 }
 
-fn write_line(stdin: &Mutex<Option<ChildStdin>>, msg: &Value) -> std::io::Result<()> {
-    let mut line = msg.to_string();
-    line.push('\n');
-    let mut guard = stdin.lock();
-    let pipe = guard
-        .as_mut()
-        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::BrokenPipe))?;
-    pipe.write_all(line.as_bytes())?;
-    pipe.flush()
+fn line_of(msg: &Value) -> Vec<u8> {
+    let mut line = msg.to_string().into_bytes();
+    line.push(b'\n');
+    line
+}
+
+/// Writes the queued lines to the server's stdin until the queue is
+/// dropped or the pipe breaks (then stdin is closed and later sends fail).
+fn write_loop(mut stdin: ChildStdin, queued: &Receiver<Vec<u8>>) {
+    for line in queued {
+        if stdin.write_all(&line).and_then(|()| stdin.flush()).is_err() {
+            break;
+        }
+    }
 }
 
 /// Reads the server's output until it closes (or writes a line past the
@@ -158,7 +186,7 @@ fn read_loop(
     server: &str,
     stdout: std::process::ChildStdout,
     session: &Session,
-    stdin: &Mutex<Option<ChildStdin>>,
+    answers: &Sender<Vec<u8>>,
     stderr_done: &crossbeam_channel::Receiver<()>,
 ) {
     let mut reader = BufReader::new(stdout);
@@ -192,7 +220,13 @@ fn read_loop(
             }
         };
         if let (Some(reply), _) = session.handle(&msg) {
-            let _ = write_line(stdin, &reply);
+            // Never wait here: a server that does not read must not stop us
+            // reading what it writes.
+            if let Err(TrySendError::Full(_)) = answers.try_send(line_of(&reply)) {
+                log::warn!(
+                    "mcp '{server}': not reading its input; a request of it goes unanswered"
+                );
+            }
         }
     }
     // Drop the pipe first: a server blocked writing the rest of an endless
