@@ -20,6 +20,13 @@ pub(crate) const CALL_TIMEOUT: DurationRange = DurationRange {
     max: Duration::from_secs(24 * 3600),
 };
 
+/// A whole run's wall-clock limit (`--timeout`, team.yaml `timeout:`):
+/// 1 ms to 365 days.
+pub(crate) const RUN_TIMEOUT: DurationRange = DurationRange {
+    min: Duration::from_millis(1),
+    max: Duration::from_secs(365 * 24 * 3600),
+};
+
 /// The sim's simulated latency: none to 1 h.
 pub(crate) const SIM_LATENCY: DurationRange = DurationRange {
     min: Duration::ZERO,

@@ -134,7 +134,8 @@ impl Run<'_> {
 }
 
 /// Reads a run's time limit: `500ms`, `90s`, `10m`, `1.5h`, or a number of
-/// seconds. Zero, negative and non-finite values are refused.
+/// seconds, from 1 ms to 365 days (the one duration parser every setting
+/// uses). Zero, negative and non-finite values are refused.
 ///
 /// # Errors
 ///
@@ -148,27 +149,7 @@ impl Run<'_> {
 /// assert!(boardroom::parse_timeout("0s").is_err());
 /// ```
 pub fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
-    let v = text.trim();
-    let (num, scale) = if let Some(n) = v.strip_suffix("ms") {
-        (n, 0.001)
-    } else if let Some(n) = v.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = v.strip_suffix('m') {
-        (n, 60.0)
-    } else if let Some(n) = v.strip_suffix('h') {
-        (n, 3600.0)
-    } else {
-        (v, 1.0)
-    };
-    num.trim()
-        .parse::<f64>()
-        .ok()
-        .map(|x| x * scale)
-        .filter(|x| x.is_finite() && *x > 0.0 && *x < 1e9)
-        .map(std::time::Duration::from_secs_f64)
-        .ok_or_else(|| {
-            format!("'{text}' is not a time limit (a positive duration such as 90s, 10m or 1h)")
-        })
+    crate::model::duration::RUN_TIMEOUT.parse("", text)
 }
 
 fn capitalized(s: &str) -> String {
