@@ -6,7 +6,6 @@
 //! own pool with an explicit size and named threads; the pool is joined
 //! when the phase ends.
 
-use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use parking_lot::Mutex;
@@ -46,7 +45,8 @@ where
         for (item, slot) in items.into_iter().zip(&slots) {
             let f = &f;
             scope.spawn(move |_| {
-                let result = catch_unwind(AssertUnwindSafe(|| f(item))).map_err(panic_message);
+                let result = catch_unwind(AssertUnwindSafe(|| f(item)))
+                    .map_err(|p| super::tool_loop::panic_text(p.as_ref()));
                 *slot.lock() = Some(result);
             });
         }
@@ -58,16 +58,6 @@ where
                 .unwrap_or_else(|| Err("the job did not run".into()))
         })
         .collect())
-}
-
-fn panic_message(payload: Box<dyn Any + Send>) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic with a non-text payload".into()
-    }
 }
 
 #[cfg(test)]

@@ -202,17 +202,7 @@ fn open_no_follow(
     tool: &str,
 ) -> Result<cap_std::fs::File, ToolError> {
     use cap_std::fs::{Dir, OpenOptions};
-    let escape = |e: std::io::Error| {
-        // cap-std refuses a path that would leave the directory handle.
-        if e.kind() == std::io::ErrorKind::PermissionDenied && e.to_string().contains("outside") {
-            refuse(rel, "it leads out of the workspace through a symbolic link")
-        } else {
-            ToolError::Io {
-                path: PathBuf::from(rel),
-                source: e,
-            }
-        }
-    };
+    let escape = |e| cap_error(rel, e);
     let parts: Vec<&std::ffi::OsStr> = Path::new(rel)
         .components()
         .filter_map(|c| match c {
@@ -261,6 +251,19 @@ fn open_no_follow(
     dir.open_with(name, &options).map_err(escape)
 }
 
+/// An error of a `cap-std` open: a path that would leave the directory
+/// handle (a symbolic link swapped in) is refused, anything else is I/O.
+fn cap_error(rel: &str, e: std::io::Error) -> ToolError {
+    if e.kind() == std::io::ErrorKind::PermissionDenied && e.to_string().contains("outside") {
+        refuse(rel, "it leads out of the workspace through a symbolic link")
+    } else {
+        ToolError::Io {
+            path: PathBuf::from(rel),
+            source: e,
+        }
+    }
+}
+
 /// Opens `path` (what [`resolve`] made of `rel`) for reading through a
 /// capability-based handle on the workspace (`cap-std`): a link swapped in
 /// after the check cannot lead the read out of the workspace. A link that
@@ -274,16 +277,7 @@ fn open_read(
     tool: &str,
 ) -> Result<cap_std::fs::File, ToolError> {
     use cap_std::fs::Dir;
-    let escape = |e: std::io::Error| {
-        if e.kind() == std::io::ErrorKind::PermissionDenied && e.to_string().contains("outside") {
-            refuse(rel, "it leads out of the workspace through a symbolic link")
-        } else {
-            ToolError::Io {
-                path: PathBuf::from(rel),
-                source: e,
-            }
-        }
-    };
+    let escape = |e| cap_error(rel, e);
     let root_real = root.canonicalize().map_err(escape)?;
     let real = path.canonicalize().map_err(escape)?;
     let clean = real
