@@ -252,3 +252,45 @@ fn an_agents_own_max_tokens_is_never_passed() {
     assert_eq!(drafts[0].max_tokens, Some(300));
     assert_eq!(drafts[1].max_tokens, Some(300));
 }
+
+/// A server that reports an absurd completion count with a cut answer
+/// (`completion_tokens` near `u64::MAX`) gets the usual retry note, capped
+/// words and cap, not an overflow panic in the run's thread.
+#[test]
+fn an_absurd_token_count_on_a_cut_answer_does_not_panic() {
+    let team = Team::new(
+        "pair",
+        TeamConfig::default(),
+        vec![
+            AgentSpec::master("master", "You lead."),
+            AgentSpec::member("writer", "Writes", "You write."),
+        ],
+    )
+    .unwrap();
+    let absurd = Usage {
+        prompt_tokens: 1,
+        completion_tokens: u64::MAX,
+    };
+    let model = Scripted::new()
+        .respond(
+            "master",
+            ChatResponse {
+                finish: FinishReason::Length,
+                ..ChatResponse::text("ASSIGN:wri", absurd)
+            },
+        )
+        .reply("master", "ASSIGN:writer:write")
+        .reply("master", "DONE: fine")
+        .reply("writer", "A draft.");
+    let run = Runtime::new(team, model.clone()).run("Task").unwrap();
+    assert_eq!(run.answer, "fine");
+    let plans: Vec<_> = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.phase == Phase::Plan)
+        .collect();
+    assert_eq!(plans.len(), 2);
+    assert_eq!(plans[1].max_tokens, Some(4096), "the raised cap's ceiling");
+    let note = &plans[1].messages.last().unwrap().content;
+    assert!(note.contains("at most 1536 words"), "{note}");
+}
