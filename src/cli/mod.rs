@@ -7,6 +7,7 @@ mod observe;
 mod render;
 mod runs;
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -370,7 +371,14 @@ pub(crate) fn drive_and_report(
                 return EXIT_STOPPED;
             }
             if !json {
-                println!("{}", outcome.answer.trim_end());
+                // Exact into a file or a pipe; on a terminal, escape
+                // sequences in the model's text are shown, not obeyed.
+                let answer = outcome.answer.trim_end();
+                if std::io::stdout().is_terminal() {
+                    println!("{}", runs::terminal_safe(answer));
+                } else {
+                    println!("{answer}");
+                }
                 render::usage_by_agent(&outcome.usage_by_agent);
                 let drafted = outcome.board.iter().any(|e| e.kind == EntryKind::Draft);
                 if !drafted && outcome.status == RunStatus::Done {
@@ -421,15 +429,18 @@ fn key_line(path: &Path, key: &str) -> usize {
         .map_or(1, |i| i + 1)
 }
 
-/// The first line of `s`, cut to `max` characters with an ellipsis.
+/// The first line of `s`, cut to `max` characters with an ellipsis, safe
+/// to print on a terminal: model and server text can hold escape sequences
+/// and bidirectional overrides, shown escaped instead of obeyed.
 pub(crate) fn one_line(s: &str, max: usize) -> String {
     let line = s.trim().lines().next().unwrap_or("").trim();
-    if line.chars().count() > max {
+    let line = if line.chars().count() > max {
         let cut: String = line.chars().take(max.saturating_sub(1)).collect();
         format!("{cut}…")
     } else {
         line.to_string()
-    }
+    };
+    runs::terminal_safe(&line).into_owned()
 }
 
 fn check(dir: Option<&Path>) -> u8 {

@@ -162,8 +162,11 @@ impl Human {
             tail = tail.chars().skip(n - TAIL_CHARS).collect();
         }
         line.tail.clone_from(&tail);
-        line.bar
-            .set_prefix(format!("{} chars · …{tail}", line.chars));
+        line.bar.set_prefix(format!(
+            "{} chars · …{}",
+            line.chars,
+            super::runs::terminal_safe(&tail)
+        ));
     }
 
     fn show(&mut self, event: Event) {
