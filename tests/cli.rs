@@ -461,3 +461,25 @@ fn escape_sequences_in_model_text_never_reach_the_terminal_raw() {
         "shown escaped: {stderr}"
     );
 }
+
+/// A server's error text is untrusted too: the `error:` line that ends a
+/// run shows its escape sequences escaped.
+#[test]
+fn escape_sequences_in_a_server_error_never_reach_the_terminal_raw() {
+    let server = support::Server::start(|_| {
+        support::Reply::status(
+            400,
+            r#"{"error":{"message":"bad \u001b]0;PWNED\u0007\u001b[2J request"}}"#,
+        )
+    });
+    let model = format!("{}#m", server.base_url());
+    let out = boardroom(&["run", "Write x", "--model", &model], repo());
+    let stderr = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("PWNED"),
+        "the server's text is shown: {stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "raw ESC on stderr: {stderr:?}");
+    assert!(!stderr.contains('\u{7}'), "raw BEL on stderr: {stderr:?}");
+}

@@ -396,20 +396,20 @@ pub(crate) fn drive_and_report(
             }
         }
         Err(e @ RunError::NoUsableDraft { .. }) => {
-            eprintln!("failed: {e}");
+            eprintln!("failed: {}", runs::terminal_safe(&e.to_string()));
             EXIT_FAILED
         }
         Err(e @ (RunError::EmptyTask | RunError::Model { .. } | RunError::Tools(_))) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", runs::terminal_safe(&e.to_string()));
             EXIT_BAD_INPUT
         }
         // Another boardroom works on the run: say so plainly, as bad input.
         Err(RunError::Store(e @ boardroom::StoreError::InUse { .. })) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", runs::terminal_safe(&e.to_string()));
             EXIT_BAD_INPUT
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", runs::terminal_safe(&e.to_string()));
             EXIT_FAILED
         }
     }
