@@ -5,6 +5,8 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
+mod support;
+
 fn boardroom(args: &[&str], dir: &Path) -> Output {
     // Each call saves its run (and the master's memory) in a fresh place, so
     // tests never see each other's runs.
@@ -417,4 +419,67 @@ fn runs_columns_align_whatever_the_status() {
     );
     let at: Vec<usize> = lines.iter().map(|l| l.find(" rounds ").unwrap()).collect();
     assert_eq!(at[0], at[1], "{listed}");
+}
+
+/// Model text is untrusted: escape sequences (a window-title OSC, a screen
+/// clear, colours) and bidirectional overrides in a challenge or a draft
+/// are shown escaped in the progress lines, never sent raw to the terminal.
+#[test]
+fn escape_sequences_in_model_text_never_reach_the_terminal_raw() {
+    let server = support::Server::start(|req| {
+        let text = req.all_text();
+        let reply = if text.contains("Split this task") {
+            "ASSIGN:writer:write it\nASSIGN:critic:check it".to_string()
+        } else if text.contains("## The challenge round") {
+            "CHALLENGE: \u{1b}]0;PWNED\u{7}\u{1b}[31mred\u{202e}evil".to_string()
+        } else if text.contains("<assignment>") {
+            "A draft \u{1b}[2J with a clear-screen.".to_string()
+        } else {
+            "DONE\nThe answer.".to_string()
+        };
+        support::Reply::answer(req, &reply)
+    });
+    let model = format!("{}#m", server.base_url());
+    let out = boardroom(
+        &["run", "Write x", "--rounds", "1", "--model", &model],
+        repo(),
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("challenges:"),
+        "a challenge was shown: {stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "raw ESC on stderr: {stderr:?}");
+    assert!(!stderr.contains('\u{7}'), "raw BEL on stderr: {stderr:?}");
+    assert!(
+        !stderr.contains('\u{202e}'),
+        "raw bidi override: {stderr:?}"
+    );
+    assert!(
+        stderr.contains("\\u{1b}]0;PWNED"),
+        "shown escaped: {stderr}"
+    );
+}
+
+/// A server's error text is untrusted too: the `error:` line that ends a
+/// run shows its escape sequences escaped.
+#[test]
+fn escape_sequences_in_a_server_error_never_reach_the_terminal_raw() {
+    let server = support::Server::start(|_| {
+        support::Reply::status(
+            400,
+            r#"{"error":{"message":"bad \u001b]0;PWNED\u0007\u001b[2J request"}}"#,
+        )
+    });
+    let model = format!("{}#m", server.base_url());
+    let out = boardroom(&["run", "Write x", "--model", &model], repo());
+    let stderr = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("PWNED"),
+        "the server's text is shown: {stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "raw ESC on stderr: {stderr:?}");
+    assert!(!stderr.contains('\u{7}'), "raw BEL on stderr: {stderr:?}");
 }

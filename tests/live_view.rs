@@ -7,6 +7,8 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+mod support;
+
 const SPINNER: &[char] = &['⠁', '⠂', '⠄', '⡀', '⢀', '⠠', '⠐', '⠈'];
 
 fn tmux(args: &[&str]) -> std::process::Output {
@@ -111,5 +113,61 @@ fn every_phase_shows_a_live_line_and_log_lines_never_tear_it() {
     assert!(
         !last.lines().any(|l| l.trim_start().starts_with(SPINNER)),
         "a frozen live line: {last}"
+    );
+}
+
+/// A log line carries a server's text (a WARN for a refused call): on the
+/// live view it prints above the live lines with escape sequences shown
+/// escaped, never obeyed by the terminal (a screen clear, colours).
+#[test]
+fn a_log_line_with_escape_sequences_is_shown_escaped() {
+    let server = support::Server::start(|req| {
+        if req.all_text().contains("Split this task") {
+            support::Reply::answer(req, "ASSIGN:writer:write it")
+        } else {
+            support::Reply::status(
+                400,
+                r#"{"error":{"message":"\u001b[2J\u001b[31mRED-ALERT\u001b[0m"}}"#,
+            )
+        }
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let name = format!("boardroom-esc-{}", std::process::id());
+    let script = format!(
+        "RUST_LOG=warn '{bin}' run 'Write x' --model '{url}#m' --rounds 1 \
+         --runs-dir '{runs}' >/dev/null; echo \"EXIT:$?\"; sleep 60",
+        bin = env!("CARGO_BIN_EXE_boardroom"),
+        url = server.base_url(),
+        runs = tmp.path().join("runs").display()
+    );
+    let started = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &name,
+        "-x",
+        "400",
+        "-y",
+        "50",
+        "bash",
+        "-c",
+        &script,
+    ]);
+    assert!(started.status.success(), "{started:?}");
+    let _session = Session(name.clone());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let screen = loop {
+        let out = tmux(&["capture-pane", "-p", "-J", "-S", "-", "-t", &name]);
+        let screen = String::from_utf8_lossy(&out.stdout).into_owned();
+        if screen.contains("EXIT:") {
+            break screen;
+        }
+        assert!(Instant::now() < deadline, "the run did not end: {screen}");
+        std::thread::sleep(Duration::from_millis(150));
+    };
+    let warn = screen.lines().find(|l| l.starts_with("WARN"));
+    assert!(
+        warn.is_some_and(|w| w.contains("\\u{1b}[31mRED-ALERT")),
+        "the WARN line shows the escapes: {screen}"
     );
 }

@@ -252,3 +252,88 @@ fn an_agents_own_max_tokens_is_never_passed() {
     assert_eq!(drafts[0].max_tokens, Some(300));
     assert_eq!(drafts[1].max_tokens, Some(300));
 }
+
+/// A server that reports an absurd completion count with a cut answer
+/// (`completion_tokens` near `u64::MAX`) gets the usual retry note, capped
+/// words and cap, not an overflow panic in the run's thread.
+#[test]
+fn an_absurd_token_count_on_a_cut_answer_does_not_panic() {
+    let team = Team::new(
+        "pair",
+        TeamConfig::default(),
+        vec![
+            AgentSpec::master("master", "You lead."),
+            AgentSpec::member("writer", "Writes", "You write."),
+        ],
+    )
+    .unwrap();
+    let absurd = Usage {
+        prompt_tokens: 1,
+        completion_tokens: u64::MAX,
+    };
+    let model = Scripted::new()
+        .respond(
+            "master",
+            ChatResponse {
+                finish: FinishReason::Length,
+                ..ChatResponse::text("ASSIGN:wri", absurd)
+            },
+        )
+        .reply("master", "ASSIGN:writer:write")
+        .reply("master", "DONE: fine")
+        .reply("writer", "A draft.");
+    let run = Runtime::new(team, model.clone()).run("Task").unwrap();
+    assert_eq!(run.answer, "fine");
+    let plans: Vec<_> = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.phase == Phase::Plan)
+        .collect();
+    assert_eq!(plans.len(), 2);
+    assert_eq!(plans[1].max_tokens, Some(4096), "the raised cap's ceiling");
+    let note = &plans[1].messages.last().unwrap().content;
+    assert!(note.contains("at most 1536 words"), "{note}");
+}
+
+/// A master that says DONE in its very first turn answers with no member
+/// draft: the run ends as the protocol allows ("DONE with the answer if it
+/// needs no team"), but the user is told that nobody checked the answer.
+#[test]
+fn a_master_that_answers_in_its_plan_is_reported_as_unchecked() {
+    let server = Server::start(|req| Reply::answer(req, "DONE\nthe complete final answer"));
+    let dir = tempfile::tempdir().unwrap();
+    team_dir(&dir.path().join("team"));
+    let out = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["run", "Write a guide", "--team", "team"])
+        .arg("--runs-dir")
+        .arg(dir.path().join("runs"))
+        .args(["--model", &format!("{}#tiny", server.base_url())])
+        .current_dir(dir.path())
+        .env_remove("BOARDROOM_MODEL")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("note: the master answered alone in its plan; no member drafted"),
+        "{stderr}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "the complete final answer"
+    );
+    // A run in which members drafted carries no such note.
+    let normal = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["run", "Write a guide", "--model", "sim"])
+        .arg("--runs-dir")
+        .arg(dir.path().join("runs"))
+        .current_dir(dir.path())
+        .env_remove("BOARDROOM_MODEL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&normal.stderr);
+    assert_eq!(normal.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("answered alone"), "{stderr}");
+}

@@ -120,6 +120,32 @@ fn the_first_sigint_stops_gracefully_and_resume_finishes_the_run() {
     assert_eq!(record.state.status, boardroom::RunStatus::Cancelled);
     assert_ne!(record.state.phase, boardroom::RunPhase::Finished);
     assert!(record.state.answer.is_none());
+    // Stopped in round 1 with drafts in flight: they return within the
+    // grace and every draft a member wrote is on the saved board (a member
+    // whose call was not yet sent has none).
+    let drafts_of_round_1 = |record: &boardroom::RunRecord| {
+        record
+            .state
+            .board
+            .iter()
+            .filter(|e| e.round == 1 && e.kind == boardroom::EntryKind::Draft)
+            .count()
+    };
+    let draft_turns_of_round_1 = || {
+        boardroom::read_turns(&runs.join(&id))
+            .unwrap()
+            .items
+            .iter()
+            .filter(|t| t.round == 1 && t.phase == boardroom::Phase::Draft)
+            .count()
+    };
+    let answered = draft_turns_of_round_1();
+    assert!(answered > 0, "stopped with drafts in flight: {stderr}");
+    assert_eq!(
+        drafts_of_round_1(&record),
+        answered,
+        "no draft lost: {stderr}"
+    );
 
     let listed = boardroom(&runs, &["runs"]);
     let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
@@ -135,6 +161,10 @@ fn the_first_sigint_stops_gracefully_and_resume_finishes_the_run() {
     let (_, record) = the_run(&runs);
     assert_eq!(record.state.status, boardroom::RunStatus::Done);
     assert_eq!(record.state.phase, boardroom::RunPhase::Finished);
+    // The resume kept those drafts, asked only the members that had none,
+    // and asked each of them once: one draft per member of round 1.
+    assert_eq!(drafts_of_round_1(&record), 4);
+    assert_eq!(draft_turns_of_round_1(), 4, "resume redid no draft");
 }
 
 #[test]

@@ -7,11 +7,12 @@ mod observe;
 mod render;
 mod runs;
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use boardroom::{RunError, RunHandle, RunStatus, Runtime, SharedModel, Team};
+use boardroom::{EntryKind, RunError, RunHandle, RunStatus, Runtime, SharedModel, Team};
 use clap::Parser;
 
 use args::{Cli, Command, RunArgs};
@@ -352,8 +353,23 @@ pub(crate) fn drive_and_report(
                 return EXIT_STOPPED;
             }
             if !json {
-                println!("{}", outcome.answer.trim_end());
+                // Exact into a file or a pipe; on a terminal, escape
+                // sequences in the model's text are shown, not obeyed.
+                let answer = outcome.answer.trim_end();
+                if std::io::stdout().is_terminal() {
+                    println!("{}", runs::terminal_safe(answer));
+                } else {
+                    println!("{answer}");
+                }
                 render::usage_by_agent(&outcome.usage_by_agent);
+                let drafted = outcome.board.iter().any(|e| e.kind == EntryKind::Draft);
+                if !drafted && outcome.status == RunStatus::Done {
+                    // The master said DONE in its plan: no member was asked.
+                    eprintln!(
+                        "note: the master answered alone in its plan; no member drafted, \
+                         so nothing checked this answer"
+                    );
+                }
                 runs::saved_note(runs_dir, &outcome.run_id);
             }
             match outcome.status {
@@ -362,20 +378,20 @@ pub(crate) fn drive_and_report(
             }
         }
         Err(e @ RunError::NoUsableDraft { .. }) => {
-            eprintln!("failed: {e}");
+            eprintln!("failed: {}", runs::terminal_safe(&e.to_string()));
             EXIT_FAILED
         }
         Err(e @ (RunError::EmptyTask | RunError::Model { .. } | RunError::Tools(_))) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", runs::terminal_safe(&e.to_string()));
             EXIT_BAD_INPUT
         }
         // Another boardroom works on the run: say so plainly, as bad input.
         Err(RunError::Store(e @ boardroom::StoreError::InUse { .. })) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", runs::terminal_safe(&e.to_string()));
             EXIT_BAD_INPUT
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", runs::terminal_safe(&e.to_string()));
             EXIT_FAILED
         }
     }
@@ -395,15 +411,18 @@ fn key_line(path: &Path, key: &str) -> usize {
         .map_or(1, |i| i + 1)
 }
 
-/// The first line of `s`, cut to `max` characters with an ellipsis.
+/// The first line of `s`, cut to `max` characters with an ellipsis, safe
+/// to print on a terminal: model and server text can hold escape sequences
+/// and bidirectional overrides, shown escaped instead of obeyed.
 pub(crate) fn one_line(s: &str, max: usize) -> String {
     let line = s.trim().lines().next().unwrap_or("").trim();
-    if line.chars().count() > max {
+    let line = if line.chars().count() > max {
         let cut: String = line.chars().take(max.saturating_sub(1)).collect();
         format!("{cut}…")
     } else {
         line.to_string()
-    }
+    };
+    runs::terminal_safe(&line).into_owned()
 }
 
 fn check(dir: Option<&Path>) -> u8 {

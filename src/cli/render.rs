@@ -45,8 +45,11 @@ pub(crate) fn render(rx: Receiver<Event>, mode: Mode) {
 static VIEW: OnceLock<MultiProgress> = OnceLock::new();
 
 /// Prints a whole line on stderr above the live lines (or plainly when
-/// there is no live view), so it never tears them.
+/// there is no live view), so it never tears them. A log line can carry a
+/// server's text: escape sequences in it are shown, not obeyed.
 pub(crate) fn print_above(line: &str) {
+    let line = super::runs::terminal_safe(line);
+    let line = line.as_ref();
     match VIEW.get() {
         Some(multi) if !multi.is_hidden() => {
             let _ = multi.println(line);
@@ -162,8 +165,11 @@ impl Human {
             tail = tail.chars().skip(n - TAIL_CHARS).collect();
         }
         line.tail.clone_from(&tail);
-        line.bar
-            .set_prefix(format!("{} chars · …{tail}", line.chars));
+        line.bar.set_prefix(format!(
+            "{} chars · …{}",
+            line.chars,
+            super::runs::terminal_safe(&tail)
+        ));
     }
 
     fn show(&mut self, event: Event) {

@@ -209,7 +209,10 @@ impl Run<'_> {
                         let raised = (used.saturating_mul(2)).clamp(256, RAISED_MAX_TOKENS.into());
                         info.max_tokens = Some(raised as u32);
                     }
-                    let words = (used * 3 / 8).max(40);
+                    // Never more words than the raised cap holds (and no
+                    // overflow on a count no server could mean).
+                    let most = u64::from(RAISED_MAX_TOKENS) * 3 / 8;
+                    let words = (used.saturating_mul(3) / 8).clamp(40, most);
                     messages.push(shorter(used, words, expected));
                 }
                 Err(p) => {
