@@ -107,6 +107,13 @@ fn json_mode_sends_schemas_and_reads_json_decisions() {
         !plan.all_text().contains("ASSIGN"),
         "no line-protocol asks left"
     );
+    let ask = plan.body["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap();
+    assert!(
+        ask.contains("\"assign\" decision") && !ask.contains("\"done\""),
+        "the plan is not offered a done decision: {ask}"
+    );
     let challenger = seen
         .iter()
         .find(|r| r.all_text().contains("The challenge round"))

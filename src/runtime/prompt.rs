@@ -135,9 +135,9 @@ pub(crate) fn plan(team: &Team, memory: &str, task: &str) -> Vec<Message> {
     vec![
         master_system(team, memory),
         Message::user(format!(
-            "{}\n\nSplit this task among the members of your roster. Reply with ASSIGN lines \
-             that give at least one member a task: nobody has worked yet, so the plan cannot \
-             finish the work.",
+            "{}\n\nSplit this task among the members of your roster. Reply with ASSIGN lines; \
+             give at least one member a task: nobody has worked yet, so the plan cannot finish \
+             the work.",
             task_block(task)
         )),
     ]
