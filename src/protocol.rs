@@ -384,7 +384,7 @@ mod json;
 mod tests;
 
 pub(crate) use json::{
-    CHALLENGE_RULES_JSON, MASTER_EXPECTED, MASTER_RULES_JSON, REPLY_JSON, VERDICT_EXPECTED,
-    line_to_json, master_schema, verdict_schema,
+    CHALLENGE_RULES_JSON, MASTER_EXPECTED, MASTER_RULES_JSON, PLAN_EXPECTED, REPLY_JSON,
+    VERDICT_EXPECTED, line_to_json, master_schema, plan_schema, verdict_schema,
 };
 pub use json::{Protocol, parse_master_json, parse_verdict_json};

@@ -110,7 +110,7 @@ fn finding1_a_key_echoed_in_an_error_body_is_masked_before_it_is_cut() {
 #[test]
 fn finding1_no_log_setting_prints_the_key() {
     let key = "sk-Qz8yX4wM0oK3nJ9iG5hE7fT2bR1uV6cL";
-    let server = Server::start(|req| Reply::answer(req, "DONE\nHello."));
+    let server = Server::start(|req| Reply::one_round(req, "writer", "Hello."));
     let url = server.base_url();
     for filter in [
         "ureq_proto",
@@ -589,7 +589,7 @@ fn finding10_the_task_comes_from_a_file_or_stdin() {
     let dir = tempfile::tempdir().unwrap();
     let task = format!("Summarise this:\n{}", "long text ".repeat(300_000));
     std::fs::write(dir.path().join("task.md"), &task).unwrap();
-    let server = Server::start(|req| Reply::answer(req, "DONE\nSummarised."));
+    let server = Server::start(|req| Reply::one_round(req, "writer", "Summarised."));
     let url = server.base_url();
     let model = format!("{url}#m");
     let out = boardroom(

@@ -71,7 +71,28 @@ fn json_mode_sends_schemas_and_reads_json_decisions() {
         .unwrap();
     let format = &plan.body["response_format"];
     assert_eq!(format["type"], "json_schema");
-    assert_eq!(format["json_schema"]["name"], "master_decision");
+    // The plan's schema allows only an assignment: nobody has drafted yet.
+    assert_eq!(format["json_schema"]["name"], "master_plan");
+    assert_eq!(
+        format["json_schema"]["schema"]["properties"]["decision"]["enum"],
+        json!(["assign"])
+    );
+    assert_eq!(
+        format["json_schema"]["schema"]["properties"]["assignments"]["minItems"],
+        1
+    );
+    let review = seen
+        .iter()
+        .find(|r| r.all_text().contains("is over. This is the board"))
+        .unwrap();
+    assert_eq!(
+        review.body["response_format"]["json_schema"]["name"],
+        "master_decision"
+    );
+    assert_eq!(
+        review.body["response_format"]["json_schema"]["schema"]["properties"]["decision"]["enum"],
+        json!(["assign", "done"])
+    );
     assert_eq!(
         format["json_schema"]["schema"]["properties"]["assignments"]["items"]["properties"]["member"]
             ["enum"],
@@ -85,6 +106,13 @@ fn json_mode_sends_schemas_and_reads_json_decisions() {
     assert!(
         !plan.all_text().contains("ASSIGN"),
         "no line-protocol asks left"
+    );
+    let ask = plan.body["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap();
+    assert!(
+        ask.contains("\"assign\" decision") && !ask.contains("\"done\""),
+        "the plan is not offered a done decision: {ask}"
     );
     let challenger = seen
         .iter()
@@ -143,10 +171,17 @@ fn a_bad_json_decision_is_asked_again_with_the_problem() {
         } else if text.contains("Split this task") {
             Reply::answer(
                 req,
-                r#"{"decision":"done","assignments":[],"answer":"alone"}"#,
+                r#"{"decision":"assign","assignments":[{"member":"writer","task":"x"}],"answer":""}"#,
             )
+        } else if text.contains("is over. This is the board") {
+            Reply::answer(
+                req,
+                r#"{"decision":"done","assignments":[],"answer":"fixed"}"#,
+            )
+        } else if text.contains("The challenge round") {
+            Reply::answer(req, r#"{"verdict":"agree","reason":""}"#)
         } else {
-            Reply::answer(req, "?")
+            Reply::answer(req, "A draft.")
         }
     });
     let model = OpenAi::builder(server.base_url(), "m").build().unwrap();
@@ -154,7 +189,7 @@ fn a_bad_json_decision_is_asked_again_with_the_problem() {
         .protocol(Protocol::Json)
         .run("Write about tea")
         .unwrap();
-    assert_eq!(outcome.answer, "alone");
+    assert_eq!(outcome.answer, "fixed");
     let retry = &server.seen()[1];
     assert!(
         retry

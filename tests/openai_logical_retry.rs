@@ -295,11 +295,13 @@ fn an_absurd_token_count_on_a_cut_answer_does_not_panic() {
     assert!(note.contains("at most 1536 words"), "{note}");
 }
 
-/// A master that says DONE in its very first turn answers with no member
-/// draft: the run ends as the protocol allows ("DONE with the answer if it
-/// needs no team"), but the user is told that nobody checked the answer.
+/// A master that says DONE in its very first turn has no plan: nobody has
+/// drafted, so nothing would check its answer. It is asked again with a
+/// note that says a plan must assign; a master that still finishes alone
+/// fails the run as an unusable plan does (exit 1, resumable), and a
+/// master that then assigns gets its team's work.
 #[test]
-fn a_master_that_answers_in_its_plan_is_reported_as_unchecked() {
+fn a_master_that_answers_in_its_plan_is_asked_again_then_fails() {
     let server = Server::start(|req| Reply::answer(req, "DONE\nthe complete final answer"));
     let dir = tempfile::tempdir().unwrap();
     team_dir(&dir.path().join("team"));
@@ -314,26 +316,85 @@ fn a_master_that_answers_in_its_plan_is_reported_as_unchecked() {
         .env_remove("OPENAI_BASE_URL")
         .output()
         .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("note: the master answered alone in its plan; no member drafted"),
+        stderr
+            .contains("failed: no member produced a usable draft (the master gave no usable plan)"),
         "{stderr}"
     );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "the complete final answer"
+    // Saved as failed, not finished: a resume asks the master again.
+    let run_dir = std::fs::read_dir(dir.path().join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("run.json").is_file())
+        .unwrap();
+    let record = boardroom::load_run(&run_dir).unwrap();
+    assert_eq!(record.state.status, RunStatus::Failed);
+    assert_ne!(record.state.phase, boardroom::RunPhase::Finished);
+    assert_eq!(record.state.answer, None);
+    assert!(
+        !stdout.contains("the complete final answer"),
+        "the unchecked answer is not reported: {stdout}"
     );
-    // A run in which members drafted carries no such note.
-    let normal = Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args(["run", "Write a guide", "--model", "sim"])
+    // The plan, then the plan again with the corrective note (twice, the
+    // logical retries); no member, no final answer, no memory call.
+    let seen = server.seen();
+    assert_eq!(
+        seen.len(),
+        3,
+        "{:#?}",
+        seen.iter().map(|r| r.all_text()).collect::<Vec<_>>()
+    );
+    assert!(
+        seen.iter()
+            .all(|r| r.all_text().contains("Split this task"))
+    );
+    let first = seen[0].body["messages"].as_array().unwrap();
+    let second = seen[1].body["messages"].as_array().unwrap();
+    let ask = first.last().unwrap()["content"].as_str().unwrap();
+    assert!(
+        ask.contains("give at least one member a task") && !ask.contains("needs no team"),
+        "the plan prompt offers no DONE: {ask}"
+    );
+    assert!(second.len() > first.len(), "{second:#?}");
+    let note = second.last().unwrap()["content"].as_str().unwrap();
+    assert!(
+        note.contains("the plan finished the work before any member drafted")
+            && note.contains("ASSIGN:<member>:<task> lines")
+            && !note.contains("or DONE"),
+        "{note}"
+    );
+
+    // A master that assigns after the note gets a normal run.
+    let server = Server::start(|req| {
+        let text = req.all_text();
+        if text.contains("before any member drafted") {
+            Reply::answer(req, "ASSIGN:m0:write it")
+        } else if text.contains("Split this task") {
+            Reply::answer(req, "DONE\nalone")
+        } else if text.contains("Round 1 of") {
+            Reply::answer(req, "DONE\nthe checked answer")
+        } else {
+            Reply::answer(req, "A draft.")
+        }
+    });
+    let ok = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["run", "Write a guide", "--team", "team"])
         .arg("--runs-dir")
         .arg(dir.path().join("runs"))
+        .args(["--model", &format!("{}#tiny", server.base_url())])
         .current_dir(dir.path())
         .env_remove("BOARDROOM_MODEL")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&normal.stderr);
-    assert_eq!(normal.status.code(), Some(0), "{stderr}");
-    assert!(!stderr.contains("answered alone"), "{stderr}");
+    let stderr = String::from_utf8_lossy(&ok.stderr);
+    assert_eq!(ok.status.code(), Some(0), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&ok.stdout).contains("the checked answer"),
+        "{stderr}"
+    );
 }

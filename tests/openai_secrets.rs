@@ -22,7 +22,7 @@ fn server(refuse: bool) -> Server {
                 &format!(r#"{{"error":{{"message":"invalid key {auth}"}}}}"#),
             )
         } else {
-            Reply::answer(req, "DONE\nThe answer.")
+            Reply::one_round(req, "writer", "The answer.")
         }
     })
 }

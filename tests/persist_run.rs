@@ -169,7 +169,9 @@ fn the_second_master_remembers_what_the_first_stored_unless_memory_is_off() {
 
     let script = || {
         Scripted::new()
-            .reply("master", "DONE\nDone at once.")
+            .reply("master", "ASSIGN:writer:Draft it")
+            .reply("master", "DONE\nDone in one round.")
+            .reply("writer", "A draft.")
             .otherwise("master", "- nothing")
     };
     let second = script();

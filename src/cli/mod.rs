@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use boardroom::{EntryKind, RunError, RunHandle, RunStatus, Runtime, SharedModel, Team};
+use boardroom::{RunError, RunHandle, RunStatus, Runtime, SharedModel, Team};
 use clap::Parser;
 
 use args::{Cli, Command, RunArgs};
@@ -362,14 +362,6 @@ pub(crate) fn drive_and_report(
                     println!("{answer}");
                 }
                 render::usage_by_agent(&outcome.usage_by_agent);
-                let drafted = outcome.board.iter().any(|e| e.kind == EntryKind::Draft);
-                if !drafted && outcome.status == RunStatus::Done {
-                    // The master said DONE in its plan: no member was asked.
-                    eprintln!(
-                        "note: the master answered alone in its plan; no member drafted, \
-                         so nothing checked this answer"
-                    );
-                }
                 runs::saved_note(runs_dir, &outcome.run_id);
             }
             match outcome.status {

@@ -78,6 +78,9 @@ pub(crate) const REPLY_JSON: &str = "Reply with the JSON object only.";
 /// What the corrective note asks for in JSON mode.
 pub(crate) const MASTER_EXPECTED: &str = "one JSON object: {\"decision\": \"assign\" or \"done\", \"assignments\": [...], \"answer\": \"...\"}";
 
+/// What the corrective note asks the master's plan for in JSON mode.
+pub(crate) const PLAN_EXPECTED: &str = "one JSON object: {\"decision\": \"assign\", \"assignments\": [at least one {\"member\", \"task\"}], \"answer\": \"\"}";
+
 /// What the corrective note asks a challenger for in JSON mode.
 pub(crate) const VERDICT_EXPECTED: &str =
     "one JSON object: {\"verdict\": \"agree\" or \"challenge\", \"reason\": \"...\"}";
@@ -111,6 +114,16 @@ pub(crate) fn master_schema(members: &[&str]) -> OutputSchema {
             "additionalProperties": false
         }),
     }
+}
+
+/// The schema of the master's plan: an "assign" decision with at least one
+/// assignment (nobody has worked yet, so a plan cannot finish the work).
+pub(crate) fn plan_schema(members: &[&str]) -> OutputSchema {
+    let mut plan = master_schema(members);
+    plan.name = "master_plan".into();
+    plan.schema["properties"]["decision"]["enum"] = json!(["assign"]);
+    plan.schema["properties"]["assignments"]["minItems"] = json!(1);
+    plan
 }
 
 /// The schema of a challenger's verdict.

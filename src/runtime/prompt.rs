@@ -125,13 +125,19 @@ fn task_block(task: &str) -> String {
     format!("<task>\n{}\n</task>", escape_xml(task.trim()))
 }
 
+/// What the master is told when its plan finished the work (DONE) before
+/// any member was asked: a plan must assign.
+pub(crate) const PLAN_DONE: &str = "the plan finished the work before any member drafted: a plan must give at least one \
+     member a task (finish only after the team has drafted)";
+
 /// The master's first turn.
 pub(crate) fn plan(team: &Team, memory: &str, task: &str) -> Vec<Message> {
     vec![
         master_system(team, memory),
         Message::user(format!(
-            "{}\n\nSplit this task among the members of your roster. Reply with ASSIGN lines \
-             (or DONE with the answer if it needs no team).",
+            "{}\n\nSplit this task among the members of your roster. Reply with ASSIGN lines; \
+             give at least one member a task: nobody has worked yet, so the plan cannot finish \
+             the work.",
             task_block(task)
         )),
     ]

@@ -146,8 +146,9 @@ impl<'a> Run<'a> {
         let planned = decision.is_some();
         self.decide(0, decision);
         if !planned && self.state.phase == RunPhase::Plan {
-            // No usable directive after the logical retries: the error goes
-            // on the board and the master answers alone.
+            // No usable plan after the logical retries (no directive, or a
+            // DONE before any member worked): the error goes on the board
+            // and the run fails with no usable draft.
             let master = self.team.master().name.clone();
             let text = format!(
                 "the master gave no usable plan: {}",
@@ -438,11 +439,18 @@ impl<'a> Run<'a> {
             phase,
             round,
             messages,
-            self.master_expected(),
+            self.master_expected(phase),
             |r| {
                 let reply = self.read_master(&r.text, &members, &master.name);
-                let problems: Vec<String> = reply.errors.iter().map(ToString::to_string).collect();
+                let mut problems: Vec<String> =
+                    reply.errors.iter().map(ToString::to_string).collect();
                 match reply.decision {
+                    // A plan that finishes the work before any member was
+                    // asked is no plan: nothing on the board checks it.
+                    Some(Decision::Done(_)) if phase == Phase::Plan => {
+                        problems.push(prompt::PLAN_DONE.to_string());
+                        Err(problems)
+                    }
                     Some(decision) => Ok((decision, problems, r.text.clone())),
                     None => Err(problems),
                 }

@@ -4,9 +4,9 @@
 
 use crate::model::{Message, OutputSchema, Phase, Role};
 use crate::protocol::{
-    CHALLENGE_RULES_JSON, MASTER_EXPECTED, MASTER_RULES_JSON, MasterReply, Protocol, ProtocolError,
-    REPLY_JSON, VERDICT_EXPECTED, Verdict, master_schema, parse_master, parse_master_json,
-    parse_verdict, parse_verdict_json, verdict_schema,
+    CHALLENGE_RULES_JSON, MASTER_EXPECTED, MASTER_RULES_JSON, MasterReply, PLAN_EXPECTED, Protocol,
+    ProtocolError, REPLY_JSON, VERDICT_EXPECTED, Verdict, master_schema, parse_master,
+    parse_master_json, parse_verdict, parse_verdict_json, plan_schema, verdict_schema,
 };
 
 use super::prompt;
@@ -17,10 +17,6 @@ const ASKS_IN_JSON: &[(&str, &str)] = &[
     (
         "Reply with ASSIGN lines",
         "Reply with an \"assign\" decision",
-    ),
-    (
-        "(or DONE with the answer",
-        "(or a \"done\" decision with the answer",
     ),
     ("Reply with DONE and", "Reply with a \"done\" decision and"),
     (
@@ -58,7 +54,11 @@ impl Run<'_> {
         match phase {
             Phase::Plan | Phase::Review => {
                 let members: Vec<&str> = self.team.members().map(|m| m.name.as_str()).collect();
-                Some(master_schema(&members))
+                Some(if phase == Phase::Plan {
+                    plan_schema(&members)
+                } else {
+                    master_schema(&members)
+                })
             }
             Phase::Challenge => Some(verdict_schema()),
             _ => None,
@@ -89,12 +89,13 @@ impl Run<'_> {
         }
     }
 
-    /// What the corrective note asks the master for.
-    pub(crate) fn master_expected(&self) -> &'static str {
-        if self.json() {
-            MASTER_EXPECTED
-        } else {
-            "ASSIGN:<member>:<task> lines or DONE"
+    /// What the corrective note asks the master for: a plan must assign.
+    pub(crate) fn master_expected(&self, phase: Phase) -> &'static str {
+        match (self.json(), phase) {
+            (true, Phase::Plan) => PLAN_EXPECTED,
+            (true, _) => MASTER_EXPECTED,
+            (false, Phase::Plan) => "ASSIGN:<member>:<task> lines",
+            (false, _) => "ASSIGN:<member>:<task> lines or DONE",
         }
     }
 

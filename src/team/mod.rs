@@ -306,6 +306,15 @@ impl Team {
                     "no master: exactly one agent needs 'role: master'",
                 ));
             }
+            [_] if agents.len() == 1 => {
+                // The master's plan must assign work (a DONE in the plan is
+                // no plan), so a team with nobody to assign to cannot run.
+                return Err(TeamError::in_file(
+                    team_path,
+                    "no member: the master's plan must assign work, so a team needs at least \
+                     one agent with 'role: member'",
+                ));
+            }
             [_] => {}
             [first, second, ..] => {
                 return Err(TeamError::in_file(

@@ -103,6 +103,19 @@ fn no_master_is_refused() {
 }
 
 #[test]
+fn a_team_of_the_master_alone_is_refused() {
+    let dir = team_dir(&[("master", MASTER, Some("s"))], None);
+    let err = err_text(dir.path());
+    assert!(
+        err.ends_with(
+            "agents: no member: the master's plan must assign work, so a team needs at least one \
+             agent with 'role: member'"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_bad_name_is_refused_at_its_line() {
     let bad = "---\nrole: member\nname: 9 lives\n---\n";
     let dir = team_dir(

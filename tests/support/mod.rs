@@ -177,6 +177,25 @@ impl Reply {
         Reply::Sse(all)
     }
 
+    /// The line protocol played in one round: the plan assigns `member`,
+    /// members draft, challengers agree, the master's review says DONE with
+    /// `answer` (a plan must assign: nobody has drafted yet).
+    pub fn one_round(req: &Request, member: &str, answer: &str) -> Reply {
+        let text = req.all_text();
+        let reply = if text.contains("Split this task") {
+            format!("ASSIGN:{member}:do your part")
+        } else if text.contains("Round 1 of") || text.contains("The work is over") {
+            format!("DONE\n{answer}")
+        } else if text.contains("Reply CHALLENGE:<...> or AGREE") {
+            "AGREE".into()
+        } else if text.contains("worth remembering") {
+            "- nothing".into()
+        } else {
+            "A draft.".into()
+        };
+        Reply::answer(req, &reply)
+    }
+
     /// A completion in whichever form the request asked for.
     pub fn answer(req: &Request, text: &str) -> Reply {
         if req.streaming() {
