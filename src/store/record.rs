@@ -53,7 +53,7 @@ pub struct RunSettings {
     /// Whether master memory was on.
     #[serde(default)]
     pub memory: bool,
-    /// The token budget the caller set (`--max-tokens`), if any; the team's
+    /// The token budget the caller set (`--token-budget`), if any; the team's
     /// own `token_budget` is in the saved team.
     #[serde(default)]
     pub token_budget: Option<u64>,
