@@ -424,6 +424,36 @@ fn members_cancelled_before_their_call_run_on_resume() {
     totals_match_turns(&dir);
 }
 
+/// The saved run holds an error entry for each of the 4 round-1
+/// assignments (each passes `check`); resuming it on a working model
+/// gives every member its draft, and the totals still match the turns.
+fn every_member_failed_then_resume_drafts(
+    runs: &std::path::Path,
+    check: impl Fn(&boardroom::Entry),
+) {
+    let dir = only_run_dir(runs);
+    let saved = load_run(&dir).unwrap();
+    let member_errors: Vec<_> = saved
+        .state
+        .board
+        .iter()
+        .filter(|e| e.kind == EntryKind::Error && e.task.is_some())
+        .collect();
+    assert_eq!(member_errors.len(), 4, "{:?}", saved.state.board);
+    for e in member_errors {
+        check(e);
+    }
+    let resumed = Runtime::new(saved.team.to_team().unwrap(), Sim::new())
+        .resume(&dir)
+        .unwrap();
+    assert_eq!(resumed.status, RunStatus::Done);
+    assert_eq!(
+        round_one_drafts(&resumed.board),
+        ["analyst", "critic", "researcher", "writer"]
+    );
+    totals_match_turns(&dir);
+}
+
 /// A call that runs out of its deadline (a server that accepts and never
 /// answers) is a transport failure: resume runs the assignment again.
 #[test]
@@ -446,16 +476,7 @@ fn a_member_past_its_call_deadline_runs_again_on_resume() {
         failed.is_err(),
         "the master cannot answer either: {failed:?}"
     );
-    let dir = only_run_dir(&runs);
-    let saved = load_run(&dir).unwrap();
-    let member_errors: Vec<_> = saved
-        .state
-        .board
-        .iter()
-        .filter(|e| e.kind == EntryKind::Error && e.task.is_some())
-        .collect();
-    assert_eq!(member_errors.len(), 4, "{:?}", saved.state.board);
-    for e in &member_errors {
+    every_member_failed_then_resume_drafts(&runs, |e| {
         assert!(
             e.text
                 .contains("no complete answer within the call deadline of 300ms"),
@@ -463,16 +484,7 @@ fn a_member_past_its_call_deadline_runs_again_on_resume() {
             e.text
         );
         assert!(e.transport, "a deadline is a transport failure: {}", e.text);
-    }
-    let resumed = Runtime::new(saved.team.to_team().unwrap(), Sim::new())
-        .resume(&dir)
-        .unwrap();
-    assert_eq!(resumed.status, RunStatus::Done);
-    assert_eq!(
-        round_one_drafts(&resumed.board),
-        ["analyst", "critic", "researcher", "writer"]
-    );
-    totals_match_turns(&dir);
+    });
     drop(silent);
 }
 
@@ -496,26 +508,8 @@ fn members_refused_with_an_http_error_run_again_on_resume() {
         .runs_dir(&runs)
         .run("Plan a garden party");
     assert!(failed.is_err(), "the master is refused too: {failed:?}");
-    let dir = only_run_dir(&runs);
-    let saved = load_run(&dir).unwrap();
-    let member_errors: Vec<_> = saved
-        .state
-        .board
-        .iter()
-        .filter(|e| e.kind == EntryKind::Error && e.task.is_some())
-        .collect();
-    assert_eq!(member_errors.len(), 4, "{:?}", saved.state.board);
-    for e in &member_errors {
+    every_member_failed_then_resume_drafts(&runs, |e| {
         assert!(e.text.contains("http 401"), "{}", e.text);
         assert!(e.transport, "refused, never answered: {}", e.text);
-    }
-    let resumed = Runtime::new(saved.team.to_team().unwrap(), Sim::new())
-        .resume(&dir)
-        .unwrap();
-    assert_eq!(resumed.status, RunStatus::Done);
-    assert_eq!(
-        round_one_drafts(&resumed.board),
-        ["analyst", "critic", "researcher", "writer"]
-    );
-    totals_match_turns(&dir);
+    });
 }
