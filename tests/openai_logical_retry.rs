@@ -93,24 +93,12 @@ fn every_member_cut_off_fails_the_run_after_one_different_retry_each() {
     let dir = tempfile::tempdir().unwrap();
     team_dir(&dir.path().join("team"));
     let runs = dir.path().join("runs");
-    let out = Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args([
-            "run",
-            "Write a guide to green tea",
-            "--rounds",
-            "1",
-            "--team",
-            "team",
-        ])
-        .arg("--runs-dir")
-        .arg(&runs)
-        .args(["--model", &format!("{}#tiny", server.base_url())])
-        .current_dir(dir.path())
-        .env_remove("BOARDROOM_MODEL")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .unwrap();
+    let out = run_team(
+        dir.path(),
+        &server,
+        &runs,
+        &["Write a guide to green tea", "--rounds", "1"],
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -305,17 +293,12 @@ fn a_master_that_answers_in_its_plan_is_asked_again_then_fails() {
     let server = Server::start(|req| Reply::answer(req, "DONE\nthe complete final answer"));
     let dir = tempfile::tempdir().unwrap();
     team_dir(&dir.path().join("team"));
-    let out = Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args(["run", "Write a guide", "--team", "team"])
-        .arg("--runs-dir")
-        .arg(dir.path().join("runs"))
-        .args(["--model", &format!("{}#tiny", server.base_url())])
-        .current_dir(dir.path())
-        .env_remove("BOARDROOM_MODEL")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .unwrap();
+    let out = run_team(
+        dir.path(),
+        &server,
+        &dir.path().join("runs"),
+        &["Write a guide"],
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -380,21 +363,39 @@ fn a_master_that_answers_in_its_plan_is_asked_again_then_fails() {
             Reply::answer(req, "A draft.")
         }
     });
-    let ok = Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args(["run", "Write a guide", "--team", "team"])
-        .arg("--runs-dir")
-        .arg(dir.path().join("runs"))
-        .args(["--model", &format!("{}#tiny", server.base_url())])
-        .current_dir(dir.path())
-        .env_remove("BOARDROOM_MODEL")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .unwrap();
+    let ok = run_team(
+        dir.path(),
+        &server,
+        &dir.path().join("runs"),
+        &["Write a guide"],
+    );
     let stderr = String::from_utf8_lossy(&ok.stderr);
     assert_eq!(ok.status.code(), Some(0), "{stderr}");
     assert!(
         String::from_utf8_lossy(&ok.stdout).contains("the checked answer"),
         "{stderr}"
     );
+}
+
+/// `boardroom run ARGS --team team` in `dir`, saving in `runs`, against the
+/// loopback `server`, with no model or OpenAI setting from the environment.
+fn run_team(
+    dir: &std::path::Path,
+    server: &Server,
+    runs: &std::path::Path,
+    args: &[&str],
+) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .arg("run")
+        .args(args)
+        .args(["--team", "team"])
+        .arg("--runs-dir")
+        .arg(runs)
+        .args(["--model", &format!("{}#tiny", server.base_url())])
+        .current_dir(dir)
+        .env_remove("BOARDROOM_MODEL")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .unwrap()
 }
