@@ -66,6 +66,7 @@ mod memory;
 mod model;
 mod observe;
 mod plan;
+mod process;
 mod protocol;
 mod runtime;
 mod store;
