@@ -94,6 +94,7 @@ pub use model::{
 pub use observe::otlp::{ExportReport, OtlpConfig, OtlpError, OtlpExporter, export_run};
 pub use observe::view::{ViewError, ViewServer};
 pub use plan::{ModuleStatus, Plan, WorkModule};
+pub use process::handoff::{HandoffState, HandoffStep};
 pub use protocol::{
     Assignment, Decision, MasterReply, Protocol, ProtocolError, Verdict, parse_master,
     parse_master_json, parse_verdict, parse_verdict_json,

@@ -5,6 +5,7 @@
 //! `match` of this file.
 
 pub(crate) mod blackboard;
+pub(crate) mod handoff;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -51,14 +52,21 @@ impl<'a> Driver<'a> {
 }
 
 /// The state a saved run goes on from: the process replays what its
-/// journal holds after the snapshot, and makes a stopped or failed run
-/// runnable again.
+/// journal holds after the snapshot, makes a stopped or failed run
+/// runnable again, and takes the user's message if there is one.
 pub(crate) fn prepare_resume(
     team: &Team,
     dir: &Path,
     record: RunRecord,
+    message: Option<&str>,
 ) -> Result<RunState, RunError> {
     match team.config().process {
-        Process::Blackboard => blackboard::resume::prepare(dir, record),
+        Process::Blackboard => {
+            let mut state = blackboard::resume::prepare(dir, record)?;
+            if let Some(message) = message {
+                blackboard::resume::take_message(&mut state, message)?;
+            }
+            Ok(state)
+        }
     }
 }

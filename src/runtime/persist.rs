@@ -195,7 +195,33 @@ impl Runtime {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn resume(&self, run_dir: impl AsRef<Path>) -> Result<RunOutcome, RunError> {
-        let dir = run_dir.as_ref();
+        self.resume_saved(run_dir.as_ref(), None)
+    }
+
+    /// Continues the run saved in `run_dir` with the user's `message`: the
+    /// reply to a run that waits for its user (status
+    /// [`RunStatus::AwaitingUser`]), or a follow-up to a finished one. The
+    /// run's process decides what the message means: a handoff run adds
+    /// it to the shared history and the agent that returned to the user
+    /// goes on.
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::Process`] when the message is empty or the run's
+    /// process does not take one in its state; otherwise as
+    /// [`Runtime::resume`].
+    pub fn resume_with_message(
+        &self,
+        run_dir: impl AsRef<Path>,
+        message: &str,
+    ) -> Result<RunOutcome, RunError> {
+        if message.trim().is_empty() {
+            return Err(RunError::Process("the message is empty".into()));
+        }
+        self.resume_saved(run_dir.as_ref(), Some(message.trim()))
+    }
+
+    fn resume_saved(&self, dir: &Path, message: Option<&str>) -> Result<RunOutcome, RunError> {
         // The lock first, then the state: what is read is what no other
         // process can change any more.
         let lock = match store::RunLock::acquire(dir) {
@@ -218,7 +244,7 @@ impl Runtime {
                 ),
             }));
         }
-        let state = crate::process::prepare_resume(&self.team, dir, record)?;
+        let state = crate::process::prepare_resume(&self.team, dir, record, message)?;
         let mut rt = self.clone();
         rt.runs_dir = Some(dir.parent().map_or_else(PathBuf::new, Path::to_path_buf));
         rt.drive_in(state, Opening::Resume(lock))

@@ -88,6 +88,11 @@ impl<'a> Blackboard<'a> {
                 }
                 RunPhase::Final => self.final_answer(),
                 RunPhase::Finished => Ok(()),
+                // Only a hand-edited run.json gets here.
+                RunPhase::Step => Err(RunError::Process(format!(
+                    "run {}: a handoff step in a blackboard run",
+                    self.core.run_id
+                ))),
             };
             if let Err(e) = step {
                 match self.core.stop_reason() {

@@ -24,6 +24,19 @@ pub(crate) fn prepare(dir: &Path, record: RunRecord) -> Result<RunState, RunErro
     Ok(state)
 }
 
+/// The user's message for a saved blackboard run: the hook of the human
+/// in the loop (a master's `ASK:` answered, a finished run followed up).
+/// The blackboard takes no message yet: every state refuses it, saying
+/// what the run is.
+pub(crate) fn take_message(state: &mut RunState, message: &str) -> Result<(), RunError> {
+    let _ = message;
+    Err(RunError::Process(format!(
+        "run {} is {}: a blackboard run does not take a message (resume it without --message)",
+        state.run_id,
+        state.status.as_str()
+    )))
+}
+
 /// The last snapshot of a run, with the journal records written after it
 /// (from byte `journal_len`) replayed on top: for a members phase, the
 /// entries, modules and usage of the drafts that landed (they are not
