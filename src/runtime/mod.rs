@@ -65,6 +65,8 @@ pub struct Runtime {
     pub(crate) master_memory: Option<crate::memory::MasterMemory>,
     pub(crate) model_spec: Option<String>,
     pub(crate) tools: Vec<Arc<dyn crate::tools::Tool>>,
+    /// Context variables set for this run (`--var`), in order.
+    pub(crate) vars: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -97,6 +99,8 @@ pub struct RunOutcome {
     pub usage_by_agent: std::collections::BTreeMap<String, Usage>,
     /// The work modules.
     pub plan: crate::plan::Plan,
+    /// The steps of a handoff run (empty for a blackboard run).
+    pub steps: Vec<crate::process::handoff::HandoffStep>,
 }
 
 impl Runtime {
@@ -119,6 +123,7 @@ impl Runtime {
             master_memory: None,
             model_spec: None,
             tools: Vec::new(),
+            vars: Vec::new(),
         }
     }
 
@@ -194,6 +199,17 @@ impl Runtime {
     /// `tools:` grants its name.
     pub fn tool(mut self, tool: impl crate::tools::Tool + 'static) -> Self {
         self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Sets a context variable of a handoff team for this run (as `--var
+    /// name=value` does), over its default in `team.yaml`. Repeatable;
+    /// the last value wins.
+    ///
+    /// A name the team does not declare makes the run fail to start with
+    /// [`RunError::Process`], naming the declared ones.
+    pub fn var(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.vars.push((name.into(), value.into()));
         self
     }
 

@@ -601,6 +601,7 @@ impl<'a> Blackboard<'a> {
             usage,
             usage_by_agent,
             plan: self.core.plan.lock().clone(),
+            steps: Vec::new(),
         }
     }
 
