@@ -254,6 +254,9 @@ impl ChatModel for Sim {
                 detail: "the model is configured to fail for this agent".into(),
             });
         }
+        if let Some(resp) = super::sim_handoff::reply(&self.options, req, on_delta) {
+            return Ok(resp);
+        }
         if let Some(calls) = self.tool_calls_for(req) {
             return Ok(ChatResponse {
                 tool_calls: calls,
