@@ -12,6 +12,7 @@ mod error;
 mod openai;
 mod scripted;
 mod sim;
+mod sim_handoff;
 mod spec;
 
 use std::sync::Arc;

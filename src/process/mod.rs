@@ -34,6 +34,9 @@ impl<'a> Driver<'a> {
             Process::Blackboard => Ok(Driver::Blackboard(Box::new(blackboard::Blackboard::start(
                 rt, state, opening,
             )?))),
+            Process::Handoff => Ok(Driver::Handoff(Box::new(handoff::Handoff::start(
+                rt, state, opening,
+            )?))),
         }
     }
 

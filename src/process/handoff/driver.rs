@@ -31,7 +31,7 @@ use crate::runtime::call::{Ask, Attempt, Intercepted};
 use crate::runtime::core::Core;
 use crate::runtime::persist::Opening;
 use crate::runtime::{RunError, RunOutcome, RunPhase, RunState, Runtime, Turn};
-use crate::team::{AfterWork, AgentSpec, HandoffSettings, Team, Variables, render};
+use crate::team::{AfterWork, AgentSpec, HandoffSettings, Team, render};
 use crate::tools::wire_name;
 
 /// One handoff run in progress.
@@ -87,11 +87,17 @@ impl<'a> Handoff<'a> {
     }
 
     fn hs(&self) -> &HandoffState {
-        self.state.handoff.as_ref().expect("a handoff run has its state")
+        self.state
+            .handoff
+            .as_ref()
+            .expect("a handoff run has its state")
     }
 
     fn hs_mut(&mut self) -> &mut HandoffState {
-        self.state.handoff.as_mut().expect("a handoff run has its state")
+        self.state
+            .handoff
+            .as_mut()
+            .expect("a handoff run has its state")
     }
 
     /// Runs steps until the run ends, stops, or waits for its user.
@@ -134,11 +140,7 @@ impl<'a> Handoff<'a> {
     /// Agent turns since the user last spoke (against `max_turns`).
     fn turns_since_user(&self) -> u32 {
         let steps = &self.hs().steps;
-        steps
-            .iter()
-            .rev()
-            .take_while(|s| s.agent != USER)
-            .count() as u32
+        steps.iter().rev().take_while(|s| s.agent != USER).count() as u32
     }
 
     /// Whether agents hand off with the tool (else a `HANDOFF:` line):
@@ -268,7 +270,11 @@ impl<'a> Handoff<'a> {
             for f in &feedback {
                 note.push_str(&format!("- {f}\n"));
             }
-            if let Some(last) = messages.iter_mut().rev().find(|m| m.role == crate::Role::User) {
+            if let Some(last) = messages
+                .iter_mut()
+                .rev()
+                .find(|m| m.role == crate::Role::User)
+            {
                 last.content.push_str("\n\n");
                 last.content.push_str(note.trim_end());
             }
@@ -547,7 +553,10 @@ impl<'a> Handoff<'a> {
         {
             Ok(Attempt::Usable(text)) => Some(text),
             Ok(Attempt::Unusable(problems)) => {
-                log::warn!("routing after {last}: no usable answer: {}", problems.join("; "));
+                log::warn!(
+                    "routing after {last}: no usable answer: {}",
+                    problems.join("; ")
+                );
                 None
             }
             Err(e) => {

@@ -73,11 +73,6 @@ impl HandoffState {
     pub(crate) fn next_id(&self) -> String {
         format!("s{}", self.steps.len() + 1)
     }
-
-    /// Agent turns so far (against `max_turns`).
-    pub(crate) fn turns(&self) -> u32 {
-        self.steps.iter().filter(|s| s.agent != USER).count() as u32
-    }
 }
 
 /// The author of a user's message in the history.
