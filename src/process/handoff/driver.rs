@@ -132,6 +132,10 @@ impl<'a> Handoff<'a> {
                 self.checkpoint();
                 return Err(e);
             }
+            // Filed under the next step from here on: a resume replays
+            // the usage of the calls that finish after this snapshot.
+            self.state.round = self.hs().steps.len() as u32;
+            self.core.at(self.state.round, RunPhase::Step);
             self.checkpoint();
         }
         Ok(self.finish())
