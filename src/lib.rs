@@ -57,6 +57,34 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+//!
+//! # How a run is built
+//!
+//! A run is a process driver over a shared core. The core owns what every
+//! run has; a process drives phases or steps through it and knows nothing
+//! of the other process. Events flow one way, from the run to its
+//! subscribers.
+//!
+//! ```text
+//!   blackboard (process: blackboard, the default)     handoff (process: handoff)
+//!   plan -> [members ‖ -> challenge ‖ -> review]*      active agent -> step -> handoff
+//!   -> answer                                          | rules | router | after-work
+//!            \                                          /
+//!             +--------------- the run core -----------+
+//!             | ids, models, tools and the plan, token budget and usage,
+//!             | deadline and cancellation, turn records, the run directory
+//!             +------------------ event bus ----------------------------+
+//!                   |                    |                      |
+//!           your channel      run store (events.jsonl,     the CLI's live view,
+//!           (Runtime::events)  turns.jsonl, journal,        traces, the web page
+//!                              run.json after each phase)
+//! ```
+//!
+//! [`Runtime::start`] runs a task on its own thread and returns a
+//! [`RunHandle`]; [`Runtime::resume`] goes on with a saved run, and
+//! [`Runtime::resume_with_message`] gives a run that waits for its user
+//! ([`RunStatus::AwaitingUser`]) the user's reply.
+
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
