@@ -218,7 +218,8 @@ impl Human {
                     Phase::Review => format!("reviewing round {round}"),
                     Phase::Final => "writing the final answer".to_string(),
                     Phase::Memory => "noting what to remember".to_string(),
-                    _ => phase.as_str().to_string(),
+                    Phase::Converse => "taking its turn".to_string(),
+                    Phase::Route => "choosing who acts next".to_string(),
                 };
                 if attempt > 0 {
                     what.push_str(&format!(" (asked again, {attempt})"));

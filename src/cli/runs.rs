@@ -356,17 +356,16 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
     };
     let runs_dir = dir.parent().map_or_else(PathBuf::new, Path::to_path_buf);
     let (tx, rx) = crossbeam_channel::unbounded();
-    let mut runtime = Runtime::with_shared_model(team, model)
-        .events(tx)
-        .max_rounds(record.settings.max_rounds);
-    if let Some(p) = args.parallel.or(record.settings.max_parallel) {
+    // The library rebuilds the run's settings; the flags given now win.
+    let mut runtime = match Runtime::for_saved(&record, model) {
+        Ok(rt) => rt.events(tx),
+        Err(e) => {
+            eprintln!("error: {}: the saved team: {e}", dir.display());
+            return EXIT_BAD_INPUT;
+        }
+    };
+    if let Some(p) = args.parallel {
         runtime = runtime.max_parallel(p);
-    }
-    if let Some(n) = record.settings.token_budget {
-        runtime = runtime.token_budget(n);
-    }
-    if let Some(p) = record.settings.protocol {
-        runtime = runtime.protocol(p);
     }
     let no_memory = args.no_memory || !record.settings.memory;
     runtime = prepare(runtime, &runs_dir, no_memory, spec);

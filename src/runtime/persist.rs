@@ -166,6 +166,36 @@ impl Runtime {
         self
     }
 
+    /// A runtime for a saved run, as it was started: its team (as saved,
+    /// souls included), round cap, parallelism, token budget and protocol,
+    /// with `model` as the default model (build it from
+    /// [`RunSettings::model_spec`] or choose another). Add what the saved
+    /// run cannot know (events, memory, a time limit), then call
+    /// [`Runtime::resume`] or [`Runtime::resume_with_message`].
+    ///
+    /// # Errors
+    ///
+    /// A [`TeamError`](crate::TeamError) when the saved team no longer
+    /// loads.
+    pub fn for_saved(
+        record: &RunRecord,
+        model: crate::model::SharedModel,
+    ) -> Result<Runtime, crate::team::TeamError> {
+        let settings = &record.settings;
+        let mut rt = Runtime::with_shared_model(record.team.to_team()?, model)
+            .max_rounds(settings.max_rounds);
+        if let Some(p) = settings.max_parallel {
+            rt = rt.max_parallel(p);
+        }
+        if let Some(n) = settings.token_budget {
+            rt = rt.token_budget(n);
+        }
+        if let Some(p) = settings.protocol {
+            rt = rt.protocol(p);
+        }
+        Ok(rt)
+    }
+
     /// Continues the run saved in `run_dir` (`<runs-dir>/<run-id>`) from
     /// its last completed phase. Members whose drafts for the interrupted
     /// round are already on the board are not called again. The run keeps

@@ -492,10 +492,11 @@ impl<'a> Handoff<'a> {
         }
         let mut conditions: Vec<Option<String>> = Vec::new();
         for (_, r) in &rules {
-            conditions.push(match &r.condition {
-                Some(c) => Some(render(c, &self.hs().variables).unwrap_or_else(|_| c.clone())),
-                None => None,
-            });
+            conditions.push(
+                r.condition
+                    .as_ref()
+                    .map(|c| render(c, &self.hs().variables).unwrap_or_else(|_| c.clone())),
+            );
         }
         let routing: Vec<RoutingRule<'_>> = rules
             .iter()
