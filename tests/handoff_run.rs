@@ -395,3 +395,23 @@ fn var_and_set_variable_change_how_a_condition_reads() {
         "{err}"
     );
 }
+
+#[test]
+fn the_token_budget_ends_a_chain_with_the_last_answer() {
+    let (_t, team) = team("");
+    let model = Scripted::new()
+        .otherwise("researcher", "notes\nHANDOFF: writer: go on")
+        .otherwise("writer", "draft\nHANDOFF: researcher: go on");
+    let run = Runtime::new(team, model.clone())
+        .protocol(Protocol::Line)
+        .token_budget(1)
+        .run("Explain tea")
+        .unwrap();
+    assert_eq!(run.status, RunStatus::BudgetExhausted);
+    assert_eq!(run.answer, "notes");
+    assert_eq!(
+        model.requests().len(),
+        1,
+        "no call after the budget ran out"
+    );
+}
