@@ -86,13 +86,25 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
         s.usage.prompt_tokens,
         s.usage.completion_tokens,
     );
-    out!(
-        "{} board entries · {} work modules · {} turns · {} events",
-        s.board.len(),
-        s.plan.tasks.len(),
-        turns.items.len(),
-        events.items.len()
-    );
+    match &s.handoff {
+        Some(h) => out!(
+            "handoff · {} steps · {} handoffs · {} turns · {} events",
+            h.steps.len(),
+            h.steps
+                .iter()
+                .filter(|st| st.agent != "user" && st.handoff_target.is_some())
+                .count(),
+            turns.items.len(),
+            events.items.len()
+        ),
+        None => out!(
+            "{} board entries · {} work modules · {} turns · {} events",
+            s.board.len(),
+            s.plan.tasks.len(),
+            turns.items.len(),
+            events.items.len()
+        ),
+    }
     out!("task: {}", s.task.trim());
     if let Some(e) = &s.error {
         out!("error: {e}");
