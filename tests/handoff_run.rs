@@ -415,3 +415,39 @@ fn the_token_budget_ends_a_chain_with_the_last_answer() {
         "no call after the budget ran out"
     );
 }
+
+#[test]
+fn a_cancelled_handoff_run_is_saved_where_it_stood_and_resume_finishes_it() {
+    let (_t, team) = team("after_work_behavior: terminate\n");
+    let runs = tempfile::tempdir().unwrap();
+    let sim = boardroom::Sim::with_options(boardroom::SimOptions {
+        latency: std::time::Duration::from_millis(300),
+        latency_phases: vec![Phase::Converse],
+        ..boardroom::SimOptions::default()
+    });
+    let runtime = Runtime::new(team, sim).runs_dir(runs.path());
+    let handle = runtime.start("Explain tea").unwrap();
+    let dir = runs.path().join(handle.run_id());
+    // Stop once the first step is saved: the call in flight finishes.
+    let started = std::time::Instant::now();
+    while load_run(&dir)
+        .ok()
+        .and_then(|r| r.state.handoff)
+        .is_none_or(|h| h.steps.is_empty())
+    {
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    handle.cancel();
+    let stopped = handle.wait().unwrap();
+    assert_eq!(stopped.status, RunStatus::Cancelled);
+    let saved = load_run(&dir).unwrap().state;
+    assert_eq!(saved.status, RunStatus::Cancelled);
+    let before = saved.handoff.unwrap().steps;
+    assert!(!before.is_empty() && before.len() < 3, "{before:?}");
+    let done = runtime.resume(&dir).unwrap();
+    assert_eq!(done.status, RunStatus::Done);
+    assert_eq!(&done.steps[..before.len()], &before[..]);
+    let agents: Vec<&str> = done.steps.iter().map(|s| s.agent.as_str()).collect();
+    assert_eq!(agents, ["researcher", "reviewer", "writer"], "each once");
+}
