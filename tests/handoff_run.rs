@@ -451,3 +451,24 @@ fn a_cancelled_handoff_run_is_saved_where_it_stood_and_resume_finishes_it() {
     let agents: Vec<&str> = done.steps.iter().map(|s| s.agent.as_str()).collect();
     assert_eq!(agents, ["researcher", "reviewer", "writer"], "each once");
 }
+
+#[test]
+fn a_handoff_call_with_no_text_is_a_step_not_an_empty_answer() {
+    let (_t, team) = team("after_work_behavior: terminate\n");
+    let mut silent = handoff_call("writer", "over to you");
+    silent.text.clear();
+    let model = Scripted::new()
+        .respond("researcher", silent)
+        .reply("writer", "the article")
+        .reply("writer", "NONE");
+    let run = Runtime::new(team, model.clone())
+        .run("Explain tea")
+        .unwrap();
+    assert_eq!(
+        calls(&model, "researcher", Phase::Converse).len(),
+        1,
+        "not asked again"
+    );
+    assert_eq!(run.steps[0].text, "");
+    assert_eq!(run.steps[0].handoff_target.as_deref(), Some("writer"));
+}
