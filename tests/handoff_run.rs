@@ -472,3 +472,17 @@ fn a_handoff_call_with_no_text_is_a_step_not_an_empty_answer() {
     assert_eq!(run.steps[0].text, "");
     assert_eq!(run.steps[0].handoff_target.as_deref(), Some("writer"));
 }
+
+#[test]
+fn a_task_that_is_not_a_template_is_used_as_it_stands() {
+    let (_t, team) = team("after_work_behavior: terminate\n");
+    let model = Scripted::new()
+        .reply("researcher", "done")
+        .reply("researcher", "NONE");
+    let run = Runtime::new(team, model.clone())
+        .run("Explain {{ this }} and {% that")
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Done);
+    let turn = &calls(&model, "researcher", Phase::Converse)[0];
+    assert!(last_user(turn).contains("{% that"));
+}

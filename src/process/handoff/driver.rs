@@ -242,7 +242,10 @@ impl<'a> Handoff<'a> {
             .map(|a| (a.name.as_str(), a.description.as_str()))
             .collect();
         let soul = self.rendered(&agent.soul, &format!("the soul of '{name}'"))?;
-        let task = self.rendered(&self.state.task, "the task")?;
+        // A task is the user's text: one that is not a valid template
+        // (a stray `{{`) is used as it stands.
+        let task = render(&self.state.task, &self.hs().variables)
+            .unwrap_or_else(|_| self.state.task.clone());
         let mut rules: Vec<(String, Option<String>)> = Vec::new();
         for r in self.settings.rules_from(name) {
             let condition = match &r.condition {
