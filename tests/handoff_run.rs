@@ -486,3 +486,32 @@ fn a_task_that_is_not_a_template_is_used_as_it_stands() {
     let turn = &calls(&model, "researcher", Phase::Converse)[0];
     assert!(last_user(turn).contains("{% that"));
 }
+
+#[test]
+fn a_step_whose_model_fails_fails_the_run_and_resume_tries_it_again() {
+    let (_t, team) = team("after_work_behavior: terminate\n");
+    let runs = tempfile::tempdir().unwrap();
+    let model = Scripted::new()
+        .reply("researcher", "notes\nHANDOFF: writer: go")
+        .fail("writer", "the server is down")
+        .reply("writer", "the article")
+        .reply("writer", "NONE");
+    let runtime = Runtime::new(team, model.clone())
+        .protocol(Protocol::Line)
+        .runs_dir(runs.path());
+    let err = runtime.run("Explain tea").unwrap_err();
+    assert!(err.to_string().contains("the server is down"), "{err}");
+    let dir = std::fs::read_dir(runs.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let saved = load_run(&dir).unwrap().state;
+    assert_eq!(saved.status, RunStatus::Failed);
+    assert_eq!(saved.handoff.unwrap().steps.len(), 1);
+    let done = runtime.resume(&dir).unwrap();
+    assert_eq!(done.status, RunStatus::Done);
+    assert_eq!(done.answer, "the article");
+    assert_eq!(calls(&model, "researcher", Phase::Converse).len(), 1);
+}
