@@ -89,7 +89,7 @@ pub struct RunOutcome {
     pub answer: String,
     /// How it ended.
     pub status: RunStatus,
-    /// Rounds of members that ran.
+    /// Rounds of members that ran (a handoff run: its steps).
     pub rounds: u32,
     /// The whole board.
     pub board: Vec<Entry>,

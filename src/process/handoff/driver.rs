@@ -39,7 +39,9 @@ pub(crate) struct Handoff<'a> {
     pub(crate) core: Core<'a>,
     team: &'a Team,
     settings: &'a HandoffSettings,
+    /// The run's state but for its handoff part, which is `hs`.
     state: RunState,
+    hs: HandoffState,
 }
 
 /// What an agent's turn gave.
@@ -65,44 +67,37 @@ impl<'a> Handoff<'a> {
                 team.name()
             )));
         };
-        if state.handoff.is_none() {
-            let variables = team
-                .variables()
-                .with_overrides(&rt.vars)
-                .map_err(|e| RunError::Process(format!("--var: {e}")))?;
-            state.handoff = Some(HandoffState {
-                active: settings.entry.clone(),
-                variables,
-                ..HandoffState::default()
-            });
-            state.phase = RunPhase::Step;
-        }
+        let hs = match state.handoff.take() {
+            Some(hs) => hs,
+            None => {
+                let variables = team
+                    .variables()
+                    .with_overrides(&rt.vars)
+                    .map_err(|e| RunError::Process(format!("--var: {e}")))?;
+                state.phase = RunPhase::Step;
+                HandoffState {
+                    active: settings.entry.clone(),
+                    variables,
+                    ..HandoffState::default()
+                }
+            }
+        };
+        // The first snapshot of a new run holds the variables of --var.
+        state.handoff = Some(hs.clone());
         let core = Core::start(rt, &mut state, opening)?;
+        state.handoff = None;
         Ok(Handoff {
             core,
             team,
             settings,
             state,
+            hs,
         })
-    }
-
-    fn hs(&self) -> &HandoffState {
-        self.state
-            .handoff
-            .as_ref()
-            .expect("a handoff run has its state")
-    }
-
-    fn hs_mut(&mut self) -> &mut HandoffState {
-        self.state
-            .handoff
-            .as_mut()
-            .expect("a handoff run has its state")
     }
 
     /// Runs steps until the run ends, stops, or waits for its user.
     pub(crate) fn drive(mut self) -> Result<RunOutcome, RunError> {
-        let entry = self.hs().active.clone();
+        let entry = self.hs.active.clone();
         self.core.emit(
             &entry,
             None,
@@ -115,13 +110,13 @@ impl<'a> Handoff<'a> {
             },
         );
         while self.state.phase == RunPhase::Step {
-            self.state.round = self.hs().steps.len() as u32;
+            self.state.round = self.hs.steps.len() as u32;
             self.core.at(self.state.round, RunPhase::Step);
             if let Some(stop) = self.core.stop_reason() {
                 self.end_early(stop)?;
                 break;
             }
-            if self.hs().routing {
+            if self.hs.routing {
                 self.route();
             } else if self.turns_since_user() >= self.settings.max_turns {
                 self.end_with(
@@ -134,7 +129,7 @@ impl<'a> Handoff<'a> {
             }
             // Filed under the next step from here on: a resume replays
             // the usage of the calls that finish after this snapshot.
-            self.state.round = self.hs().steps.len() as u32;
+            self.state.round = self.hs.steps.len() as u32;
             self.core.at(self.state.round, RunPhase::Step);
             self.checkpoint();
         }
@@ -143,7 +138,7 @@ impl<'a> Handoff<'a> {
 
     /// Agent turns since the user last spoke (against `max_turns`).
     fn turns_since_user(&self) -> u32 {
-        let steps = &self.hs().steps;
+        let steps = &self.hs.steps;
         steps.iter().rev().take_while(|s| s.agent != USER).count() as u32
     }
 
@@ -163,7 +158,7 @@ impl<'a> Handoff<'a> {
     }
 
     fn history(&self) -> Vec<HistoryStep> {
-        self.hs()
+        self.hs
             .steps
             .iter()
             .map(|s| HistoryStep {
@@ -177,13 +172,12 @@ impl<'a> Handoff<'a> {
     }
 
     fn rendered(&self, template: &str, what: &str) -> Result<String, RunError> {
-        render(template, &self.hs().variables)
-            .map_err(|e| RunError::Process(format!("{what}: {e}")))
+        render(template, &self.hs.variables).map_err(|e| RunError::Process(format!("{what}: {e}")))
     }
 
     /// The active agent's turn: one step on the history.
     fn turn(&mut self) -> Result<(), RunError> {
-        let name = self.hs().active.clone();
+        let name = self.hs.active.clone();
         let Some(agent) = self.team.agent(&name) else {
             return Err(RunError::Process(format!(
                 "the active agent '{name}' is not in the team"
@@ -201,7 +195,7 @@ impl<'a> Handoff<'a> {
             // Stopped before it was sent: the loop ends the run.
             return Ok(());
         };
-        let id = self.hs().next_id();
+        let id = self.hs.next_id();
         let mut step = HandoffStep {
             step_id: id,
             agent: name.clone(),
@@ -213,16 +207,16 @@ impl<'a> Handoff<'a> {
             reason: None,
             how: None,
         };
-        self.hs_mut().feedback = result.problems;
+        self.hs.feedback = result.problems;
         match result.directive {
             Some((d, how)) => {
                 step.handoff_triggered = true;
-                self.hs_mut().steps.push(step);
+                self.hs.steps.push(step);
                 self.hand_off(&name, &d.to, &d.reason, how.to_string());
             }
             None => {
-                self.hs_mut().steps.push(step);
-                self.hs_mut().routing = true;
+                self.hs.steps.push(step);
+                self.hs.routing = true;
             }
         }
         Ok(())
@@ -244,7 +238,7 @@ impl<'a> Handoff<'a> {
         let soul = self.rendered(&agent.soul, &format!("the soul of '{name}'"))?;
         // A task is the user's text: one that is not a valid template
         // (a stray `{{`) is used as it stands.
-        let task = render(&self.state.task, &self.hs().variables)
+        let task = render(&self.state.task, &self.hs.variables)
             .unwrap_or_else(|_| self.state.task.clone());
         let mut rules: Vec<(String, Option<String>)> = Vec::new();
         for r in self.settings.rules_from(name) {
@@ -260,7 +254,7 @@ impl<'a> Handoff<'a> {
             .collect();
         let history = self.history();
         let tools = self.with_tools();
-        let variables = self.hs().variables.clone();
+        let variables = self.hs.variables.clone();
         let mut messages = turn_prompt(&TurnInput {
             agent: name,
             soul: &soul,
@@ -271,7 +265,7 @@ impl<'a> Handoff<'a> {
             history: &history,
             tools,
         });
-        let feedback = self.hs().feedback.clone();
+        let feedback = self.hs.feedback.clone();
         if !feedback.is_empty() {
             let mut note = String::from("Your last handoff could not be used:\n");
             for f in &feedback {
@@ -373,7 +367,7 @@ impl<'a> Handoff<'a> {
             }
         };
         let outcome = self.core.call_until(agent, &ask, messages, accept);
-        self.hs_mut().variables = vars.into_inner();
+        self.hs.variables = vars.into_inner();
         let (tool_calls, artifacts) = used.into_inner();
         let (text, directive, problems) = match outcome {
             Ok(Attempt::Usable((text, directive))) => (text, directive, Vec::new()),
@@ -402,14 +396,14 @@ impl<'a> Handoff<'a> {
     /// handoff cap.
     fn hand_off(&mut self, from: &str, to: &str, reason: &str, how: String) {
         let max = self.settings.max_handoffs;
-        if self.hs().handoffs >= max {
+        if self.hs.handoffs >= max {
             self.end_with(
                 RunStatus::HandoffLimit,
                 format!("the handoff cap ({max}) was reached"),
             );
             return;
         }
-        let hs = self.hs_mut();
+        let hs = &mut self.hs;
         hs.handoffs += 1;
         hs.active = to.to_string();
         hs.routing = false;
@@ -433,7 +427,7 @@ impl<'a> Handoff<'a> {
     /// After a step that handed off to nobody: the rules, then the
     /// router, then after-work.
     fn route(&mut self) {
-        let last = self.hs().active.clone();
+        let last = self.hs.active.clone();
         if let Some((n, to, reason)) = self.by_rules(&last) {
             self.hand_off(&last, &to, &reason, format!("rule {n}"));
             return;
@@ -449,7 +443,7 @@ impl<'a> Handoff<'a> {
             return;
         }
         let answer = self.last_answer();
-        self.hs_mut().routing = false;
+        self.hs.routing = false;
         match self.settings.after_work {
             AfterWork::Terminate => {
                 self.state.status = RunStatus::Done;
@@ -457,13 +451,13 @@ impl<'a> Handoff<'a> {
                 self.state.phase = RunPhase::Finished;
             }
             AfterWork::Continue => {
-                if let Some(step) = self.hs_mut().steps.last_mut() {
+                if let Some(step) = self.hs.steps.last_mut() {
                     step.handoff_target = Some(last.clone());
                     step.how = Some(HOW_AFTER_WORK.to_string());
                 }
             }
             AfterWork::ReturnToUser => {
-                if let Some(step) = self.hs_mut().steps.last_mut() {
+                if let Some(step) = self.hs.steps.last_mut() {
                     step.how = Some(HOW_AFTER_WORK.to_string());
                 }
                 self.state.status = RunStatus::AwaitingUser;
@@ -498,7 +492,7 @@ impl<'a> Handoff<'a> {
             conditions.push(
                 r.condition
                     .as_ref()
-                    .map(|c| render(c, &self.hs().variables).unwrap_or_else(|_| c.clone())),
+                    .map(|c| render(c, &self.hs.variables).unwrap_or_else(|_| c.clone())),
             );
         }
         let routing: Vec<RoutingRule<'_>> = rules
@@ -576,7 +570,7 @@ impl<'a> Handoff<'a> {
 
     /// The text of the last agent step (the run's answer when it ends).
     fn last_answer(&self) -> String {
-        self.hs()
+        self.hs
             .steps
             .iter()
             .rev()
@@ -588,7 +582,7 @@ impl<'a> Handoff<'a> {
     /// Ends the run at a cap with the last answer.
     fn end_with(&mut self, status: RunStatus, why: String) {
         log::info!("run {}: {why}", self.core.run_id);
-        self.hs_mut().routing = false;
+        self.hs.routing = false;
         self.state.status = status;
         self.state.answer = Some(self.last_answer());
         self.state.phase = RunPhase::Finished;
@@ -602,7 +596,7 @@ impl<'a> Handoff<'a> {
             self.checkpoint();
             return Ok(());
         }
-        if self.hs().steps.iter().all(|s| s.agent == USER) {
+        if self.hs.steps.iter().all(|s| s.agent == USER) {
             self.checkpoint();
             return Err(RunError::NoUsableDraft {
                 reason: format!("{} before any agent answered", stop.what()),
@@ -619,13 +613,15 @@ impl<'a> Handoff<'a> {
     }
 
     fn checkpoint(&self) {
-        self.core.save(self.state.clone());
+        let mut state = self.state.clone();
+        state.handoff = Some(self.hs.clone());
+        self.core.save(state);
     }
 
     fn finish(self) -> RunOutcome {
         let answer = self.state.answer.clone().unwrap_or_default();
         let (usage, usage_by_agent) = self.core.usage();
-        let agent = self.hs().active.clone();
+        let agent = self.hs.active.clone();
         self.core.emit(
             &agent,
             None,
@@ -633,7 +629,7 @@ impl<'a> Handoff<'a> {
                 status: RoomStatus::Done,
             },
         );
-        let steps = self.hs().steps.clone();
+        let steps = self.hs.steps.clone();
         self.core.emit(
             &agent,
             None,
