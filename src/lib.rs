@@ -65,6 +65,7 @@ mod event;
 mod memory;
 mod model;
 mod observe;
+mod partner;
 mod plan;
 mod protocol;
 mod runtime;
@@ -92,6 +93,10 @@ pub use model::{
 };
 pub use observe::otlp::{ExportReport, OtlpConfig, OtlpError, OtlpExporter, export_run};
 pub use observe::view::{ViewError, ViewServer};
+pub use partner::{
+    Chat, ChatError, ChatEvent, ChatIo, ChatRecord, ChatStore, Inbox, InboxItem, TeamNews, TurnEnd,
+    ingest,
+};
 pub use plan::{ModuleStatus, Plan, WorkModule};
 pub use protocol::{
     Assignment, Decision, MasterReply, Protocol, ProtocolError, Verdict, parse_master,
