@@ -2,6 +2,7 @@
 //! events, map errors to exit codes. No orchestration lives here.
 
 mod args;
+mod chat;
 mod logging;
 mod observe;
 mod render;
@@ -46,6 +47,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Memory(args) => runs::memory(&args),
         Command::View(args) => observe::view(&args),
         Command::Export(args) => observe::export(&args),
+        Command::Chat(args) => chat::chat(&args),
     };
     ExitCode::from(code)
 }
@@ -469,6 +471,7 @@ fn check(dir: Option<&Path>) -> u8 {
     for a in team.agents() {
         let role = match a.role {
             boardroom::AgentRole::Master => "master",
+            boardroom::AgentRole::Partner => "partner",
             _ => "member",
         };
         let mut flags = Vec::new();

@@ -12,6 +12,7 @@ mod error;
 mod openai;
 mod scripted;
 mod sim;
+mod sim_partner;
 mod spec;
 
 use std::sync::Arc;

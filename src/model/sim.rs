@@ -178,7 +178,11 @@ impl Sim {
     fn answer(&self, req: &ChatRequest) -> String {
         let text = all_text(req);
         match req.phase {
-            Phase::Plan => plan(&text),
+            Phase::Plan => super::sim_partner::plan_with_modules(
+                &tag(&text, "task").unwrap_or_default(),
+                &roster(&text),
+            )
+            .unwrap_or_else(|| plan(&text)),
             Phase::Draft => draft(&req.agent, &last_user(req)),
             Phase::Challenge => {
                 if self.options.challenge_round == Some(req.round) {
@@ -253,6 +257,9 @@ impl ChatModel for Sim {
                 agent: req.agent.clone(),
                 detail: "the model is configured to fail for this agent".into(),
             });
+        }
+        if let Some(resp) = super::sim_partner::respond(req) {
+            return Ok(resp);
         }
         if let Some(calls) = self.tool_calls_for(req) {
             return Ok(ChatResponse {
