@@ -170,7 +170,12 @@ pub(crate) fn chat(args: &ChatArgs) -> u8 {
         }
     };
     let Some(partner) = team.partner().cloned() else {
-        eprintln!("error: {}", boardroom::ChatError::NoPartner { team: team.name().into() });
+        eprintln!(
+            "error: {}",
+            boardroom::ChatError::NoPartner {
+                team: team.name().into()
+            }
+        );
         return EXIT_BAD_INPUT;
     };
     let model = match default_model(&team, args.model.as_deref()) {
@@ -476,7 +481,9 @@ fn start_editor(
 ) -> Result<(Out, Option<std::thread::JoinHandle<()>>), String> {
     use rustyline::error::ReadlineError;
     let mut editor = rustyline::DefaultEditor::new().map_err(|e| e.to_string())?;
-    let printer = editor.create_external_printer().map_err(|e| e.to_string())?;
+    let printer = editor
+        .create_external_printer()
+        .map_err(|e| e.to_string())?;
     let thread = std::thread::Builder::new()
         .name("boardroom-chat-editor".into())
         .spawn(move || {

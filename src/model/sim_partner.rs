@@ -73,9 +73,15 @@ fn partner(req: &ChatRequest) -> (String, Calls) {
             .iter()
             .any(|m| m.role == Role::Tool && m.content.starts_with("launched run"));
     if launched
-        && ["how is it going", "how's it going", "status", "progress", "how far"]
-            .iter()
-            .any(|k| lower.contains(k))
+        && [
+            "how is it going",
+            "how's it going",
+            "status",
+            "progress",
+            "how far",
+        ]
+        .iter()
+        .any(|k| lower.contains(k))
     {
         return (String::new(), vec![("team_status", json!({}))]);
     }
@@ -86,8 +92,7 @@ fn partner(req: &ChatRequest) -> (String, Calls) {
         let asked = msgs
             .iter()
             .any(|m| m.role == Role::Assistant && m.content.starts_with(CLARIFY));
-        if requests.len() == 1 && first.split_whitespace().count() < SHORT_REQUEST_WORDS && !asked
-        {
+        if requests.len() == 1 && first.split_whitespace().count() < SHORT_REQUEST_WORDS && !asked {
             return (
                 format!(
                     "{CLARIFY} who is it for and how big is it (people, pages, budget)? \
@@ -107,7 +112,11 @@ fn partner(req: &ChatRequest) -> (String, Calls) {
             .collect();
         return (String::new(), calls);
     }
-    if !launched && ["yes", "launch", "go ahead", "go"].iter().any(|k| lower == *k) {
+    if !launched
+        && ["yes", "launch", "go ahead", "go"]
+            .iter()
+            .any(|k| lower == *k)
+    {
         return (
             String::new(),
             vec![("launch_team", json!({ "brief": brief(msgs) }))],
@@ -140,7 +149,9 @@ fn after_tools(msgs: &[Message]) -> (String, Calls) {
             .collect();
         msgs.iter()
             .rev()
-            .find(|m| m.role == Role::Tool && m.tool_call_id.as_deref().is_some_and(|i| ids.contains(&i)))
+            .find(|m| {
+                m.role == Role::Tool && m.tool_call_id.as_deref().is_some_and(|i| ids.contains(&i))
+            })
             .map(|m| m.content.trim().to_string())
     };
     if let Some(r) = result("launch_team") {
@@ -192,10 +203,7 @@ fn after_tools(msgs: &[Message]) -> (String, Calls) {
             let _ = writeln!(list, "{}. {d}", i + 1);
         }
         list.push_str("Shall I launch the team on it?");
-        return (
-            list,
-            vec![("launch_team", json!({ "brief": brief(msgs) }))],
-        );
+        return (list, vec![("launch_team", json!({ "brief": brief(msgs) }))]);
     }
     ("Done.".into(), Vec::new())
 }
