@@ -256,8 +256,9 @@ impl Chat {
 
     /// One partner turn: drains the inbox, calls the model, runs the tools
     /// it asks for (feeding their results back through the inbox) until it
-    /// answers. `cancel` ends the turn after the call in flight (whose
-    /// answer is dropped).
+    /// answers. `cancel` ends the turn at once: the call in flight is
+    /// abandoned (its thread is joined when the chat closes) and its answer
+    /// dropped.
     ///
     /// # Errors
     ///
@@ -265,7 +266,6 @@ impl Chat {
     /// retries (the conversation is kept; the user may try again).
     pub fn turn(&mut self, io: &mut dyn ChatIo, cancel: &Cancel) -> Result<TurnEnd, ChatError> {
         self.reap();
-        let mut keep = self.messages.len();
         for step in 0..MAX_STEPS {
             let items = self.inbox.drain();
             if items.is_empty() && step == 0 {
@@ -290,11 +290,9 @@ impl Chat {
                 }
                 self.messages.push(ingest(item));
             }
-            if step == 0 {
-                keep = self.messages.len();
-            }
+            // Cancelled: the unanswered call is dropped; what came before
+            // (tool calls and their results) stays, consistent.
             let Some(response) = self.call(cancel)? else {
-                self.messages.truncate(keep);
                 self.save();
                 return Ok(TurnEnd::Cancelled);
             };
