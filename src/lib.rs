@@ -99,8 +99,8 @@ pub use partner::{
 };
 pub use plan::{ModuleStatus, Plan, WorkModule};
 pub use protocol::{
-    Assignment, Decision, MasterReply, Protocol, ProtocolError, Verdict, parse_master,
-    parse_master_json, parse_verdict, parse_verdict_json,
+    Assignment, Decision, MasterReply, Protocol, ProtocolError, Verdict, parse_ask, parse_ask_json,
+    parse_master, parse_master_json, parse_verdict, parse_verdict_json,
 };
 pub use runtime::{
     Cancel, DEFAULT_MAX_ROUNDS, RunError, RunHandle, RunOutcome, RunPhase, RunState, Runtime, Turn,

@@ -379,10 +379,12 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+mod ask;
 mod json;
 #[cfg(test)]
 mod tests;
 
+pub use ask::{parse_ask, parse_ask_json};
 pub(crate) use json::{
     CHALLENGE_RULES_JSON, MASTER_EXPECTED, MASTER_RULES_JSON, PLAN_EXPECTED, REPLY_JSON,
     VERDICT_EXPECTED, line_to_json, master_schema, plan_schema, verdict_schema,
