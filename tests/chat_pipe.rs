@@ -311,3 +311,56 @@ fn a_run_killed_with_the_chat_is_shown_interrupted_on_resume_and_finishes() {
         serde_json::from_str(&std::fs::read_to_string(&run_json).unwrap()).unwrap();
     assert_eq!(saved["status"], "done");
 }
+
+#[test]
+fn ctrl_c_during_a_partner_turn_cancels_that_turn_and_the_chat_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["chat", "--model", "sim:latency=3s"])
+        .current_dir(tmp.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"Plan a team offsite\n").unwrap();
+    let rx = lines_of(&mut child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    let mut next = |seen: &mut Vec<String>| {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("the chat went quiet:\n{}", seen.join("\n")));
+        seen.push(line.clone());
+        line
+    };
+    while next(&mut seen) != "you: Plan a team offsite" {}
+    // The partner is thinking (3 s a call): Ctrl-C.
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    assert_eq!(
+        next(&mut seen),
+        "[boardroom] the partner's turn was cancelled",
+        "the turn ends at once, before its answer"
+    );
+    // The chat goes on: the next message gets a real turn.
+    stdin.write_all(b"about 20 people, two days\n").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let rest: Vec<String> = rx.iter().collect();
+    let all = format!("{}\n{}", seen.join("\n"), rest.join("\n"));
+    assert!(
+        !all.contains("partner: Before I draft the work"),
+        "the cancelled turn's answer is never shown:\n{all}"
+    );
+    assert!(all.contains("you: about 20 people, two days"), "{all}");
+    assert!(
+        all.contains("partner: Here is the work I would give the team:"),
+        "{all}"
+    );
+}
