@@ -227,11 +227,11 @@ fn called(msgs: &[Message], tool: &str) -> bool {
 fn brief(msgs: &[Message]) -> String {
     let requests = user_texts(msgs);
     let first = requests.first().cloned().unwrap_or_default();
-    let mut b = format!("{}.", first.trim_end_matches(['.', '!', '?']));
+    let mut b = first.trim_end_matches(['.', '!', '?']).to_string();
     if requests.len() > 1 {
-        let _ = write!(b, "\nDetails from the user: {}.", requests[1..].join("; "));
+        let _ = write!(b, " ({})", requests[1..].join("; "));
     }
-    b.push_str("\nThe final report covers every work module.");
+    b.push_str(". The final report covers every work module.");
     b
 }
 
