@@ -67,6 +67,7 @@ mod model;
 mod observe;
 mod partner;
 mod plan;
+mod process;
 mod protocol;
 mod runtime;
 mod store;
@@ -98,6 +99,7 @@ pub use partner::{
     ingest,
 };
 pub use plan::{ModuleStatus, Plan, WorkModule};
+pub use process::handoff::{HandoffState, HandoffStep};
 pub use protocol::{
     Assignment, Decision, MasterReply, Protocol, ProtocolError, Verdict, parse_ask, parse_ask_json,
     parse_master, parse_master_json, parse_verdict, parse_verdict_json,
