@@ -118,6 +118,28 @@ fn a_piped_conversation_clarifies_drafts_launches_answers_status_and_reports() {
     )
     .unwrap();
     assert_eq!(run["status"], "done");
+    // The run was seeded with the partner's modules: the master assigned
+    // those four (no others were added), and all are completed.
+    let tasks = run["plan"]["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 4, "{tasks:?}");
+    for t in tasks {
+        assert_eq!(t["status"], "completed", "{t}");
+        assert_eq!(t["metadata"]["added_by"], "partner", "{t}");
+        assert!(t["assigned_agent"].is_string(), "{t}");
+    }
+    // The partner is the run's parent: every event carries a parent.
+    let events =
+        std::fs::read_to_string(tmp.path().join("runs").join(&run_id).join("events.jsonl"))
+            .unwrap();
+    for line in events.lines() {
+        let e: serde_json::Value = serde_json::from_str(line).unwrap();
+        let parent = e["parent"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no parent: {line}"));
+        if e["agent"] == "master" {
+            assert_eq!(parent, "partner", "{line}");
+        }
+    }
 }
 
 #[test]

@@ -178,11 +178,8 @@ impl Sim {
     fn answer(&self, req: &ChatRequest) -> String {
         let text = all_text(req);
         match req.phase {
-            Phase::Plan => super::sim_partner::plan_with_modules(
-                &tag(&text, "task").unwrap_or_default(),
-                &roster(&text),
-            )
-            .unwrap_or_else(|| plan(&text)),
+            Phase::Plan => super::sim_partner::plan_with_modules(&text, &roster(&text))
+                .unwrap_or_else(|| plan(&text)),
             Phase::Draft => draft(&req.agent, &last_user(req)),
             Phase::Challenge => {
                 if self.options.challenge_round == Some(req.round) {

@@ -301,13 +301,21 @@ fn relay(text: &str) -> String {
 }
 
 /// The master's plan for a run seeded with work modules (a `<modules>`
-/// block in its task): every pending module goes to a member, in roster
-/// order.
-pub(crate) fn plan_with_modules(task: &str, roster: &[String]) -> Option<String> {
-    let (_, list) = task.split_once("Work modules:")?;
-    let modules: Vec<&str> = list
+/// block in its prompt): every pending module goes to a member, in roster
+/// order, its task starting with the module's id.
+pub(crate) fn plan_with_modules(prompt: &str, roster: &[String]) -> Option<String> {
+    let start = prompt.rfind("<modules>")? + "<modules>".len();
+    let end = prompt[start..].find("</modules>")? + start;
+    let modules: Vec<String> = prompt[start..end]
         .lines()
         .filter_map(|l| l.trim().strip_prefix("- "))
+        .map(|m| {
+            m.replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&quot;", "\"")
+                .replace("&apos;", "'")
+                .replace("&amp;", "&")
+        })
         .collect();
     if modules.is_empty() || roster.is_empty() {
         return None;

@@ -429,8 +429,8 @@ impl Chat {
             );
         }
         let plan = self.plan.lock().clone();
-        let task = tools::run_task(&brief, &plan);
-        match self.start(io, plan, |rt| rt.start(&task)) {
+        let seed = plan.clone();
+        match self.start(io, plan, |rt| rt.clone().modules(seed).start(&brief)) {
             Ok(id) => Ok(format!(
                 "launched run {id}: the team is working on {open} modules. Its news will reach \
                  you as <team_event> messages; team_status tells how it stands."
@@ -495,7 +495,7 @@ impl Chat {
     ) -> Result<String, ChatError> {
         self.reap();
         let (tx, rx) = crossbeam_channel::unbounded::<Event>();
-        let rt = self.runtime.clone().events(tx);
+        let rt = self.runtime.clone().events(tx).parent(&self.partner.name);
         let handle = go(&rt)?;
         // The run's thread holds the only other sender: the forwarder ends
         // when the run does.

@@ -75,16 +75,6 @@ pub(crate) fn check_launchable(plan: &Plan) -> Result<usize, String> {
     Ok(open)
 }
 
-/// The task a launched run gets: the brief, then the modules.
-pub(crate) fn run_task(brief: &str, plan: &Plan) -> String {
-    let mut task = brief.trim().to_string();
-    task.push_str("\n\nWork modules:");
-    for m in &plan.tasks {
-        let _ = write!(task, "\n- {}: {}", m.task_id, m.description.trim());
-    }
-    task
-}
-
 /// The plan as a numbered list, as the user is shown it.
 pub(crate) fn module_lines(plan: &Plan) -> String {
     let mut out = String::new();
@@ -130,10 +120,6 @@ mod tests {
             brief_of("{oops")
                 .unwrap_err()
                 .starts_with("the arguments are not JSON")
-        );
-        assert_eq!(
-            run_task("Plan it.", &plan),
-            "Plan it.\n\nWork modules:\n- task_001: one\n- task_002: two"
         );
         assert_eq!(module_lines(&plan), "1. [pending] one\n2. [pending] two\n");
     }

@@ -14,6 +14,7 @@ pub(crate) mod id;
 mod models;
 pub(crate) mod persist;
 pub(crate) mod pool;
+mod seed;
 mod state;
 pub(crate) mod tool_loop;
 pub(crate) mod turns;
@@ -65,6 +66,10 @@ pub struct Runtime {
     pub(crate) master_memory: Option<crate::memory::MasterMemory>,
     pub(crate) model_spec: Option<String>,
     pub(crate) tools: Vec<Arc<dyn crate::tools::Tool>>,
+    /// Work modules a new run starts with (see [`Runtime::modules`]).
+    pub(crate) seed: crate::plan::Plan,
+    /// The agent that launched the run (see [`Runtime::parent`]).
+    pub(crate) parent: Option<String>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -119,6 +124,8 @@ impl Runtime {
             master_memory: None,
             model_spec: None,
             tools: Vec::new(),
+            seed: crate::plan::Plan::default(),
+            parent: None,
         }
     }
 
@@ -223,7 +230,7 @@ impl Runtime {
         if task.trim().is_empty() {
             return Err(RunError::EmptyTask);
         }
-        let state = RunState::new(id::new_run_id(), task.trim().to_string());
+        let state = self.seeded(RunState::new(id::new_run_id(), task.trim().to_string()));
         self.drive_in(state, persist::Opening::New)
     }
 

@@ -122,7 +122,8 @@ impl<'a> Blackboard<'a> {
 
     fn plan(&mut self) -> Result<(), RunError> {
         self.status(RoomStatus::Thinking);
-        let messages = prompt::plan(self.team, &self.core.memory, &self.state.task);
+        let mut messages = prompt::plan(self.team, &self.core.memory, &self.state.task);
+        prompt::add_seeded_modules(&mut messages, &self.core.plan.lock());
         let (decision, problems) =
             self.master_turn(Phase::Plan, 0, messages)
                 .map_err(|source| RunError::Master {
