@@ -106,7 +106,7 @@ pub use protocol::{
 };
 pub use runtime::{
     Cancel, DEFAULT_MAX_ROUNDS, RunError, RunHandle, RunOutcome, RunPhase, RunState, Runtime, Turn,
-    parse_timeout,
+    UserNote, parse_timeout,
 };
 pub use store::{
     Lines, RUN_FORMAT_VERSION, RunListing, RunRecord, RunSettings, StoreError, TeamSnapshot,

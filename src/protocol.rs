@@ -31,6 +31,9 @@ pub enum Decision {
     /// Finished; the answer may be empty, in which case the runtime asks
     /// for the final report.
     Done(String),
+    /// The master asks its user something (`ASK:<question>`): the run
+    /// waits for the reply (status `awaiting_user`).
+    Ask(String),
 }
 
 /// A master turn, parsed: the decision (if any) and what was wrong.
@@ -260,6 +263,13 @@ pub fn parse_master(reply: &str, members: &[&str], master: &str) -> MasterReply 
             // Challenger words in a master reply are not directives for it.
             Keyword::Challenge | Keyword::Agree => {}
         }
+    }
+    // A question for the user wins: the master cannot go on without it.
+    if let Some(question) = ask::parse_ask(reply) {
+        return MasterReply {
+            decision: Some(Decision::Ask(question)),
+            errors: Vec::new(),
+        };
     }
     let decision = match done {
         Some(answer) if !answer.is_empty() || assignments.is_empty() => {

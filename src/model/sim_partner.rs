@@ -67,6 +67,18 @@ fn partner(req: &ChatRequest) -> (String, Calls) {
     if text.starts_with("<briefing>") {
         return ("Welcome back. Where were we?".into(), Vec::new());
     }
+    let since = msgs
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .map_or(0, |i| i + 1);
+    if msgs[since..].iter().any(|m| {
+        m.content.starts_with("<briefing>") && m.content.contains("as the answer to its question")
+    }) {
+        return (
+            "Thank you: I passed your answer to the team, and it goes on.".into(),
+            Vec::new(),
+        );
+    }
     let lower = text.to_lowercase();
     let launched = called(msgs, "launch_team")
         && msgs
@@ -323,6 +335,42 @@ pub(crate) fn plan_with_modules(prompt: &str, roster: &[String]) -> Option<Strin
     let mut out = String::from("The partner's modules, one member each.\n");
     for (i, m) in modules.iter().enumerate() {
         let _ = writeln!(out, "ASSIGN:{}:{m}", roster[i % roster.len()]);
+    }
+    Some(out)
+}
+
+/// The master's `ASK:` (sim option `ask=QUESTION`) until the task holds the
+/// user's answer.
+pub(crate) fn ask(prompt: &str, question: Option<&str>) -> Option<String> {
+    let question = question?;
+    (!prompt.contains("The user answered:")).then(|| format!("ASK: {question}"))
+}
+
+/// A review after a follow-up on a finished run: the board ends with the
+/// master's DONE (nothing happened since), so every member who drafted
+/// revises for the follow-up.
+pub(crate) fn follow_up(prompt: &str, drafts: &[(String, String)]) -> Option<String> {
+    let message = prompt
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("- Follow-up from the user: "))?;
+    let board = &prompt[prompt.rfind("<board>")?..];
+    let last = board.rfind("<entry ")?;
+    let last = &board[last..];
+    let done = last.contains("kind=\"review\"")
+        && last
+            .split_once('>')
+            .is_some_and(|(_, body)| body.trim_start().to_ascii_uppercase().starts_with("DONE"));
+    if !done || drafts.is_empty() {
+        return None;
+    }
+    let mut out = String::from("A follow-up from the user: one more round.\n");
+    for (member, _) in drafts {
+        let _ = writeln!(
+            out,
+            "ASSIGN:{member}:Revise your draft for the user's follow-up: {}",
+            message.replace("&quot;", "\"").replace("&amp;", "&")
+        );
     }
     Some(out)
 }

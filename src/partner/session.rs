@@ -120,6 +120,8 @@ pub struct Chat {
     abandoned: Vec<JoinHandle<()>>,
     store: Option<(ChatStore, String, u64)>,
     events_out: Option<Sender<Event>>,
+    /// A run of this chat that waits for the user's answer.
+    awaiting: Option<String>,
 }
 
 impl std::fmt::Debug for Chat {
@@ -170,6 +172,7 @@ impl Chat {
             abandoned: Vec::new(),
             store: None,
             events_out: None,
+            awaiting: None,
         })
     }
 
@@ -186,6 +189,18 @@ impl Chat {
         self.runs = record.runs;
         if let Some((_, _, created)) = &mut self.store {
             *created = record.created_ms;
+        }
+        // A run that still waits for the user's answer asks again.
+        if let Some(run_id) = self.runs.last() {
+            if let Ok(r) = crate::store::load_run(&self.runs_dir.join(run_id)) {
+                if r.state.status == RunStatus::AwaitingUser {
+                    self.inbox
+                        .push(InboxItem::TeamEvent(TeamNews::AwaitingUser {
+                            run_id: run_id.clone(),
+                            question: r.state.answer.unwrap_or_default(),
+                        }));
+                }
+            }
         }
         self
     }
@@ -230,6 +245,8 @@ impl Chat {
     }
 
     /// The user said `text`: it is shown, recorded and put in the inbox.
+    /// When a run of the chat waits for the user (its master asked), the
+    /// text is the answer: the run is resumed with it.
     pub fn user_says(&mut self, text: &str, io: &mut dyn ChatIo) {
         self.show(
             io,
@@ -237,7 +254,28 @@ impl Chat {
                 text: text.to_string(),
             },
         );
+        if let Some(run_id) = self.awaiting.take() {
+            let dir = self.runs_dir.join(&run_id);
+            let plan = crate::store::load_run(&dir)
+                .map(|r| r.state.plan)
+                .unwrap_or_default();
+            let answer = text.to_string();
+            let note = match self.start(io, plan, |rt| rt.start_resume_with_message(&dir, &answer))
+            {
+                Ok(_) => format!(
+                    "The user's message was passed to run {run_id} as the answer to its question; \
+                     the team goes on."
+                ),
+                Err(e) => format!("The user's answer could not be passed to run {run_id}: {e}"),
+            };
+            self.inbox.push(InboxItem::Briefing { text: note });
+        }
         self.inbox.push(InboxItem::user(text));
+    }
+
+    /// The run that waits for the user's answer, if any.
+    pub fn awaiting(&self) -> Option<&str> {
+        self.awaiting.as_deref()
     }
 
     /// Shows an event and keeps it in the transcript.
@@ -272,6 +310,9 @@ impl Chat {
                 return Ok(TurnEnd::Idle);
             }
             for item in &items {
+                if let InboxItem::TeamEvent(TeamNews::AwaitingUser { run_id, .. }) = item {
+                    self.awaiting = Some(run_id.clone());
+                }
                 if let InboxItem::TeamEvent(TeamNews::RunFinished {
                     run_id,
                     report: Some(path),
@@ -546,6 +587,10 @@ impl Chat {
                 let outcome = handle.wait();
                 let _ = forwarder.join();
                 let news = match outcome {
+                    Ok(o) if o.status == RunStatus::AwaitingUser => TeamNews::AwaitingUser {
+                        run_id: watched,
+                        question: o.answer,
+                    },
                     Ok(o) => TeamNews::RunFinished {
                         run_id: watched,
                         status: o.status,

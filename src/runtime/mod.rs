@@ -31,7 +31,7 @@ use crate::team::Team;
 pub use budget::parse_timeout;
 pub use error::RunError;
 pub use handle::{Cancel, RunHandle};
-pub use state::{RunPhase, RunState};
+pub use state::{RunPhase, RunState, UserNote};
 pub use turns::Turn;
 
 /// The default round cap.

@@ -44,7 +44,7 @@ impl Blackboard<'_> {
     pub(crate) fn plan_decided(&self, round: u32, decision: Option<&Decision>) {
         let mut plan = self.core.plan.lock();
         match decision {
-            Some(Decision::Assign(assignments)) if round < self.core.rt.rounds_cap() => {
+            Some(Decision::Assign(assignments)) if round < self.cap() => {
                 let next = round + 1;
                 let mut reopened: Vec<String> = Vec::new();
                 for a in assignments {
@@ -94,6 +94,8 @@ impl Blackboard<'_> {
                 }
                 complete(&mut plan);
             }
+            // A question for the user accepts nothing yet.
+            Some(Decision::Ask(_)) => {}
             Some(_) => complete(&mut plan),
             None => {}
         }

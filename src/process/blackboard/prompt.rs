@@ -19,6 +19,9 @@ ASSIGN:<member>:<task>
 DONE
   Ends the work. Write the complete final answer after DONE (on the same line or
   the lines below): it goes to the user as it stands.
+ASK:<question>
+  Only when the work cannot go on without the user's answer (a choice only the
+  user can make): the run waits for the reply, and you see it in your next turn.
 
 Members work in parallel, so split the task into parts that can be done at the
 same time. After every round you see the board (drafts, challenges, errors) and
