@@ -386,3 +386,56 @@ fn ctrl_c_during_a_partner_turn_cancels_that_turn_and_the_chat_goes_on() {
         "{all}"
     );
 }
+
+#[test]
+fn the_partner_relays_a_runs_question_and_the_users_answer_resumes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["chat", "--model", "sim:ask=Which city?"])
+        .current_dir(tmp.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"Plan a team offsite for about 20 people over two days\ny\n")
+        .unwrap();
+    let rx = lines_of(&mut child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = String::new();
+    loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no question relayed in:\n{seen}"));
+        seen.push_str(&line);
+        seen.push('\n');
+        if line == "partner: The team has a question for you: Which city?" {
+            break;
+        }
+    }
+    // The next line is the answer: it resumes the run.
+    stdin.write_all(b"Lisbon\n").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let rest: Vec<String> = rx.iter().collect();
+    let all = format!("{seen}{}", rest.join("\n"));
+    let answered = at(&all, "you: Lisbon");
+    let resumed = at(&all[answered..], "[team] run ") + answered;
+    let thanks = at(&all, "partner: Thank you: I passed your answer to the team");
+    let report = at(&all, "──── report (runs/");
+    assert!(
+        answered < resumed && resumed < report && answered < thanks,
+        "{all}"
+    );
+    let run_id = only_dir(&tmp.path().join("runs"));
+    let run: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("runs").join(&run_id).join("run.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(run["status"], "done");
+    assert_eq!(run["user_notes"][0]["message"], "Lisbon");
+    assert_eq!(run["user_notes"][0]["question"], "Which city?");
+}

@@ -124,3 +124,45 @@ fn ctrl_c_during_a_run_asks_then_stops_the_team_and_the_run_stays_resumable() {
         .unwrap_or_else(|| panic!("{run_id} not in:\n{listed}"));
     assert!(line.contains("stopped, resumable"), "{line}");
 }
+
+#[test]
+fn boardroom_run_on_a_terminal_asks_the_masters_question_inline() {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = format!("boardroom-ask-{}", std::process::id());
+    let script = format!(
+        "cd '{dir}' && '{bin}' run 'Plan a picnic' --model 'sim:ask=Which city?' >/dev/null; \
+         echo \"EXIT:$?\"; sleep 60",
+        dir = tmp.path().display(),
+        bin = env!("CARGO_BIN_EXE_boardroom"),
+    );
+    let started = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &name,
+        "-x",
+        "200",
+        "-y",
+        "50",
+        "bash",
+        "-c",
+        &script,
+    ]);
+    assert!(started.status.success(), "{started:?}");
+    let s = Session(name);
+    s.wait_for("master asks you: Which city?");
+    s.wait_for("your answer (empty: answer later with resume --message)>");
+    s.type_line("Lisbon");
+    let screen = s.wait_for("EXIT:");
+    assert!(screen.contains("EXIT:0"), "{screen}");
+    let runs = tmp.path().join("runs");
+    let id = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find(|n| n != "memory")
+        .unwrap();
+    let turns = std::fs::read_to_string(runs.join(&id).join("turns.jsonl")).unwrap();
+    assert!(turns.contains("The user answered: Lisbon"));
+    let run = std::fs::read_to_string(runs.join(&id).join("run.json")).unwrap();
+    assert!(run.contains("\"status\": \"done\""), "{run}");
+}
