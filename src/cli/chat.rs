@@ -368,15 +368,17 @@ fn main_loop(chat: &mut Chat, io: &mut Io, interrupts: &Interrupts, terminal: bo
             continue;
         }
         if io.eof {
-            match chat.running() {
-                // A pipe ends when the team has: its report is the end of
-                // the conversation.
-                Some(_) if !terminal => {
-                    let _ = wake.recv_timeout(Duration::from_millis(200));
-                    continue;
-                }
-                _ => return,
+            // A pipe ends when the team has: its report is the end of the
+            // conversation.
+            if chat.running().is_some() && !terminal {
+                let _ = wake.recv_timeout(Duration::from_millis(200));
+                continue;
             }
+            // The run's last news may have landed after the check above.
+            if !chat.inbox().is_empty() {
+                continue;
+            }
+            return;
         }
         crossbeam_channel::select! {
             recv(io.inputs.clone()) -> input => match input {

@@ -46,16 +46,15 @@ impl NewsTracker {
                     .iter()
                     .filter(|(r, _, _)| r == round)
                     .map(|(_, member, task)| {
-                        let task_id = self
-                            .seeded
-                            .tasks
-                            .iter()
-                            .find(|m| task.contains(m.description.trim()))
-                            .map_or_else(|| format!("{member}'s part"), |m| m.task_id.clone());
+                        let seeded = self.seeded.tasks.iter().find(|m| {
+                            task.starts_with(&m.task_id) || task.contains(m.description.trim())
+                        });
                         TeamNews::ModuleCompleted {
                             run_id: e.run_id.clone(),
-                            task_id,
-                            description: first_line(task),
+                            task_id: seeded
+                                .map_or_else(|| format!("{member}'s part"), |m| m.task_id.clone()),
+                            description: seeded
+                                .map_or_else(|| first_line(task), |m| first_line(&m.description)),
                         }
                     })
                     .collect()
@@ -146,7 +145,7 @@ mod tests {
                 TeamNews::ModuleCompleted {
                     run_id: "r1".into(),
                     task_id: "task_001".into(),
-                    description: "task_001: Find a venue".into(),
+                    description: "Find a venue".into(),
                 },
                 TeamNews::ModuleCompleted {
                     run_id: "r1".into(),
