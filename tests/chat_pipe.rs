@@ -350,7 +350,7 @@ fn ctrl_c_during_a_partner_turn_cancels_that_turn_and_the_chat_goes_on() {
     let rx = lines_of(&mut child);
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut seen = Vec::new();
-    let mut next = |seen: &mut Vec<String>| {
+    let next = |seen: &mut Vec<String>| {
         let line = rx
             .recv_timeout(deadline.saturating_duration_since(Instant::now()))
             .unwrap_or_else(|_| panic!("the chat went quiet:\n{}", seen.join("\n")));
