@@ -97,7 +97,11 @@ fn ask_user_in_json_mode_pauses_the_run_too() {
 #[test]
 fn a_message_on_a_done_run_starts_a_follow_up_round_on_the_same_board() {
     let tmp = tempfile::tempdir().unwrap();
-    let rt = Runtime::new(Team::builtin().unwrap(), Sim::new()).runs_dir(tmp.path());
+    // One round a stretch: the follow-up's round needs the cap counted
+    // again from where the run stood.
+    let rt = Runtime::new(Team::builtin().unwrap(), Sim::new())
+        .runs_dir(tmp.path())
+        .max_rounds(1);
     let first = rt.run("Plan a picnic").unwrap();
     assert_eq!((first.status, first.rounds), (RunStatus::Done, 1));
     let dir = run_dir(tmp.path(), &first.run_id);
