@@ -50,6 +50,11 @@ pub enum RunStatus {
     /// [`Runtime::resume_with_message`](crate::Runtime::resume_with_message)
     /// continues it with the reply.
     AwaitingUser,
+    /// A handoff run took `max_turns` agent turns; the last answer was
+    /// given.
+    TurnLimit,
+    /// A handoff run reached `max_handoffs`; the last answer was given.
+    HandoffLimit,
 }
 
 impl RunStatus {
@@ -64,6 +69,8 @@ impl RunStatus {
             RunStatus::Cancelled => "cancelled",
             RunStatus::Failed => "failed",
             RunStatus::AwaitingUser => "awaiting_user",
+            RunStatus::TurnLimit => "turn_limit",
+            RunStatus::HandoffLimit => "handoff_limit",
         }
     }
 }

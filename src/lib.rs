@@ -100,6 +100,16 @@ pub use partner::{
 };
 pub use plan::{ModuleStatus, Plan, WorkModule};
 pub use process::handoff::{HandoffState, HandoffStep};
+/// The handoff protocol's pure pieces: the `handoff` / `set_variable` tools,
+/// the `HANDOFF:` line, the turn and routing prompts and their parsers.
+pub use protocol::{
+    AGENT_CHOICE_SCHEMA, HANDOFF_TOOL, HandoffDirective, HistoryStep, RULE_CHOICE_SCHEMA,
+    RoutingRule, SET_VARIABLE_TOOL, TurnInput, agent_choice_schema, check_destination,
+    handoff_tool_spec, parse_agent_choice, parse_handoff_args, parse_handoff_line,
+    parse_rule_choice, parse_set_variable_args, render_history, resolve_destination,
+    roster_routing_prompt, rule_choice_schema, rule_routing_prompt, set_variable_tool_spec,
+    strip_handoff_lines, turn_prompt,
+};
 pub use protocol::{
     Assignment, Decision, MasterReply, Protocol, ProtocolError, Verdict, parse_ask, parse_ask_json,
     parse_master, parse_master_json, parse_verdict, parse_verdict_json,
@@ -113,8 +123,10 @@ pub use store::{
     list_runs, load_run, read_events, read_turns, run_holder,
 };
 pub use team::{
-    AgentModel, AgentRole, AgentSpec, EndpointConfig, ModelConfig, Process, Team, TeamConfig,
-    TeamError,
+    AfterWork, AgentModel, AgentRole, AgentSpec, DEFAULT_MAX_HANDOFFS, DEFAULT_MAX_TURNS,
+    EndpointConfig, HandoffRule, HandoffRuleConfig, HandoffSettings, ModelConfig, Process, Team,
+    TeamConfig, TeamError, TemplateError, VarError, Variables, apply_var_flags, check_template,
+    parse_var_flag, render,
 };
 pub use tools::{
     Elicitation, McpError, McpPool, McpServerConfig, McpToolInfo, Tool, ToolContext, ToolError,

@@ -390,11 +390,21 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 mod ask;
+pub(crate) mod handoff;
 mod json;
 #[cfg(test)]
 mod tests;
 
 pub use ask::{parse_ask, parse_ask_json};
+pub use handoff::{
+    AGENT_CHOICE_SCHEMA, HANDOFF_TOOL, HandoffDirective, HistoryStep, RULE_CHOICE_SCHEMA,
+    RoutingRule, SET_VARIABLE_TOOL, TurnInput, agent_choice_schema, check_destination,
+    handoff_tool_spec, parse_agent_choice, parse_handoff_args, parse_handoff_line,
+    parse_rule_choice, parse_set_variable_args, render_history, resolve_destination,
+    roster_routing_prompt, rule_choice_schema, rule_routing_prompt, set_variable_tool_spec,
+    strip_handoff_lines, turn_prompt,
+};
+
 pub(crate) use json::{
     CHALLENGE_RULES_JSON, MASTER_EXPECTED, MASTER_RULES_JSON, PLAN_EXPECTED, REPLY_JSON,
     VERDICT_EXPECTED, line_to_json, master_schema, plan_schema, verdict_schema,

@@ -196,6 +196,16 @@ fn run(args: RunArgs) -> u8 {
     if let Some(p) = args.protocol {
         runtime = runtime.protocol(p);
     }
+    // Checked now, naming the flag: an undeclared variable is bad input.
+    if let Err(e) = boardroom::apply_var_flags(runtime.team().variables(), &args.vars) {
+        eprintln!("error: {e}");
+        return EXIT_BAD_INPUT;
+    }
+    for flag in &args.vars {
+        if let Ok((name, value)) = boardroom::parse_var_flag(flag) {
+            runtime = runtime.var(name, value);
+        }
+    }
     runtime = runs::prepare(
         runtime,
         &args.runs_dir,

@@ -12,6 +12,7 @@ mod error;
 mod openai;
 mod scripted;
 mod sim;
+mod sim_handoff;
 mod sim_partner;
 mod spec;
 
@@ -140,6 +141,9 @@ pub enum Phase {
     Memory,
     /// An agent in a handoff conversation or a partner chat.
     Converse,
+    /// A routing call of a handoff run: which rule holds, or which agent
+    /// acts next.
+    Route,
 }
 
 impl Phase {
@@ -153,6 +157,7 @@ impl Phase {
             Phase::Final => "final",
             Phase::Memory => "memory",
             Phase::Converse => "converse",
+            Phase::Route => "route",
         }
     }
 }

@@ -221,7 +221,7 @@ impl Sim {
                     first_line(&task)
                 )
             }
-            Phase::Converse => format!("(sim) {}", first_line(&last_user(req))),
+            Phase::Converse | Phase::Route => format!("(sim) {}", first_line(&last_user(req))),
         }
     }
 }
@@ -259,6 +259,9 @@ impl ChatModel for Sim {
                 agent: req.agent.clone(),
                 detail: "the model is configured to fail for this agent".into(),
             });
+        }
+        if let Some(resp) = super::sim_handoff::reply(&self.options, req, on_delta) {
+            return Ok(resp);
         }
         if let Some(resp) = super::sim_partner::respond(req) {
             return Ok(resp);

@@ -19,6 +19,8 @@ use crate::team::{Process, Team};
 pub(crate) enum Driver<'a> {
     /// Master, parallel members, challenge round, review.
     Blackboard(Box<blackboard::Blackboard<'a>>),
+    /// One active agent at a time, passing control by handoff.
+    Handoff(Box<handoff::Handoff<'a>>),
 }
 
 impl<'a> Driver<'a> {
@@ -32,6 +34,9 @@ impl<'a> Driver<'a> {
             Process::Blackboard => Ok(Driver::Blackboard(Box::new(blackboard::Blackboard::start(
                 rt, state, opening,
             )?))),
+            Process::Handoff => Ok(Driver::Handoff(Box::new(handoff::Handoff::start(
+                rt, state, opening,
+            )?))),
         }
     }
 
@@ -40,6 +45,7 @@ impl<'a> Driver<'a> {
     pub(crate) fn lock(&self) -> Option<Arc<RunLock>> {
         match self {
             Driver::Blackboard(b) => b.core.persist.lock(),
+            Driver::Handoff(h) => h.core.persist.lock(),
         }
     }
 
@@ -47,6 +53,7 @@ impl<'a> Driver<'a> {
     pub(crate) fn drive(self) -> Result<RunOutcome, RunError> {
         match self {
             Driver::Blackboard(b) => b.drive(),
+            Driver::Handoff(h) => h.drive(),
         }
     }
 }
@@ -68,5 +75,6 @@ pub(crate) fn prepare_resume(
             }
             Ok(state)
         }
+        Process::Handoff => handoff::resume::prepare(dir, record, message),
     }
 }

@@ -219,7 +219,7 @@ impl Core<'_> {
             cuts += usize::from(cut);
             let checked = if cut && !(phase == Phase::Final && cuts > 1) {
                 Err(vec![CUT_OFF.to_string()])
-            } else if response.text.trim().is_empty() {
+            } else if response.text.trim().is_empty() && response.tool_calls.is_empty() {
                 Err(vec![EMPTY.to_string()])
             } else {
                 accept(&response)

@@ -70,6 +70,8 @@ pub struct Runtime {
     pub(crate) seed: crate::plan::Plan,
     /// The agent that launched the run (see [`Runtime::parent`]).
     pub(crate) parent: Option<String>,
+    /// Context variables set for this run (`--var`), in order.
+    pub(crate) vars: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -102,6 +104,8 @@ pub struct RunOutcome {
     pub usage_by_agent: std::collections::BTreeMap<String, Usage>,
     /// The work modules.
     pub plan: crate::plan::Plan,
+    /// The steps of a handoff run (empty for a blackboard run).
+    pub steps: Vec<crate::process::handoff::HandoffStep>,
 }
 
 impl Runtime {
@@ -126,6 +130,7 @@ impl Runtime {
             tools: Vec::new(),
             seed: crate::plan::Plan::default(),
             parent: None,
+            vars: Vec::new(),
         }
     }
 
@@ -201,6 +206,17 @@ impl Runtime {
     /// `tools:` grants its name.
     pub fn tool(mut self, tool: impl crate::tools::Tool + 'static) -> Self {
         self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Sets a context variable of a handoff team for this run (as `--var
+    /// name=value` does), over its default in `team.yaml`. Repeatable;
+    /// the last value wins.
+    ///
+    /// A name the team does not declare makes the run fail to start with
+    /// [`RunError::Process`], naming the declared ones.
+    pub fn var(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.vars.push((name.into(), value.into()));
         self
     }
 

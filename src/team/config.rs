@@ -20,15 +20,24 @@ const TEAM_KEYS: &[&str] = &[
     "protocol",
     "mcpServers",
     "timeout",
+    "entry",
+    "handoffs",
+    "after_work_behavior",
+    "max_handoffs",
+    "max_turns",
+    "context_variables",
 ];
 
 /// How the team works.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Process {
     /// Master, parallel members, challenge round, review (the default).
     #[default]
     Blackboard,
+    /// One agent active at a time, passing control by handoff.
+    Handoff,
 }
 
 /// A model named in `team.yaml`: either a spec string (`sim`,
@@ -213,6 +222,45 @@ pub struct TeamConfig {
         deserialize_with = "duration_text"
     )]
     pub timeout: Option<String>,
+    /// Handoff teams: the agent that acts first (default: the master).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
+    /// Handoff teams: who acts next when an agent hands off to nobody.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub handoffs: Vec<HandoffRuleConfig>,
+    /// Handoff teams: what happens when no handoff and no rule applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_work_behavior: Option<super::AfterWork>,
+    /// Handoff teams: handoffs a run may make (default 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_handoffs: Option<u32>,
+    /// Handoff teams: agent turns a run may take (default 40).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// Variables for `{{ name }}` templates in souls, tasks and conditions,
+    /// with their defaults.
+    #[serde(default, skip_serializing_if = "super::Variables::is_empty")]
+    pub context_variables: super::Variables,
+}
+
+/// One `handoffs:` rule as written in `team.yaml` (checked into a
+/// [`HandoffRule`](super::HandoffRule) when the team is built).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HandoffRuleConfig {
+    /// The agent the rule applies to, or `"*"` for any.
+    #[serde(default)]
+    pub from_agent: Option<String>,
+    /// The agent to activate.
+    #[serde(default)]
+    pub to_agent: Option<String>,
+    /// When it applies, in natural language (a template).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+    /// Higher first (default 1); kept as written until it is checked to be
+    /// a whole number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<serde_yaml::Value>,
 }
 
 /// `timeout: 600` and `timeout: 10m` both read as text.
@@ -243,6 +291,21 @@ impl TeamConfig {
         if config.max_parallel == Some(0) {
             let line = super::yaml::key_line(&text, 1, "max_parallel").unwrap_or(1);
             return Err(TeamError::at(path, line, "max_parallel must be at least 1"));
+        }
+        for key in ["max_handoffs", "max_turns"] {
+            let value = if key == "max_handoffs" {
+                config.max_handoffs
+            } else {
+                config.max_turns
+            };
+            if value == Some(0) {
+                let line = super::yaml::key_line(&text, 1, key).unwrap_or(1);
+                return Err(TeamError::at(
+                    path,
+                    line,
+                    format!("{key} must be at least 1"),
+                ));
+            }
         }
         if let Some(t) = &config.timeout {
             if let Err(e) = crate::runtime::parse_timeout(t) {

@@ -8,6 +8,8 @@
 mod check;
 mod config;
 mod error;
+mod handoff;
+mod template;
 mod yaml;
 
 use std::path::{Path, PathBuf};
@@ -16,8 +18,14 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 pub(crate) use config::MAX_IN_FLIGHT;
-pub use config::{EndpointConfig, ModelConfig, Process, TeamConfig};
+pub use config::{EndpointConfig, HandoffRuleConfig, ModelConfig, Process, TeamConfig};
 pub use error::TeamError;
+pub use handoff::{
+    AfterWork, DEFAULT_MAX_HANDOFFS, DEFAULT_MAX_TURNS, HandoffRule, HandoffSettings,
+};
+pub use template::{
+    TemplateError, VarError, Variables, apply_var_flags, check_template, parse_var_flag, render,
+};
 
 /// Keys an agent's front matter may hold.
 const AGENT_KEYS: &[&str] = &[
@@ -184,6 +192,7 @@ struct TeamInner {
     dir: Option<PathBuf>,
     config: TeamConfig,
     agents: Vec<AgentSpec>,
+    handoff: Option<HandoffSettings>,
 }
 
 /// A validated team: exactly one master, unique valid names.
@@ -222,8 +231,11 @@ impl Team {
             .collect();
         files.sort();
         let config_path = dir.join("team.yaml");
+        let mut config_text = None;
         let mut config = if config_path.exists() {
-            TeamConfig::load(&config_path)?
+            let config = TeamConfig::load(&config_path)?;
+            config_text = read_text(&config_path).ok();
+            config
         } else {
             TeamConfig::default()
         };
@@ -238,7 +250,11 @@ impl Team {
                 .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
                 .unwrap_or_else(|| "team".into())
         });
-        Team::validate(name, Some(dir.to_path_buf()), config, agents)
+        let source = config_text.as_deref().map(|text| handoff::Source {
+            path: &config_path,
+            text,
+        });
+        Team::validate_with(name, Some(dir.to_path_buf()), config, agents, source)
     }
 
     /// Builds a team in code.
@@ -271,6 +287,17 @@ impl Team {
         dir: Option<PathBuf>,
         config: TeamConfig,
         agents: Vec<AgentSpec>,
+    ) -> Result<Team, TeamError> {
+        Team::validate_with(name, dir, config, agents, None)
+    }
+
+    /// Validates; `source` is team.yaml's text, to name lines in errors.
+    fn validate_with(
+        name: String,
+        dir: Option<PathBuf>,
+        config: TeamConfig,
+        agents: Vec<AgentSpec>,
+        source: Option<handoff::Source<'_>>,
     ) -> Result<Team, TeamError> {
         let where_ = |a: &AgentSpec| {
             a.source
@@ -330,6 +357,8 @@ impl Team {
                 ));
             }
         }
+        let souls = dir.as_ref().map(|d| d.join("souls"));
+        let handoff = handoff::build(&name, &config, &agents, souls.as_deref(), source)?;
         check_one_partner(&agents, where_)?;
         // The master first, then members in name order, then the partner.
         let rank = |r: AgentRole| match r {
@@ -345,6 +374,7 @@ impl Team {
                 dir,
                 config,
                 agents,
+                handoff,
             }),
         })
     }
@@ -389,6 +419,17 @@ impl Team {
             .agents
             .iter()
             .find(|a| a.role == AgentRole::Partner)
+    }
+
+    /// How a handoff team hands over: entry, rules, after-work behaviour,
+    /// caps. `None` for a team of another process.
+    pub fn handoff(&self) -> Option<&HandoffSettings> {
+        self.inner.handoff.as_ref()
+    }
+
+    /// The declared context variables with their defaults, in file order.
+    pub fn variables(&self) -> &Variables {
+        &self.inner.config.context_variables
     }
 
     /// The agent with this name (exact spelling).

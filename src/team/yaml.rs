@@ -86,9 +86,93 @@ pub(crate) fn key_line(yaml: &str, first_line: usize, key: &str) -> Option<usize
         .map(|(_, l)| l)
 }
 
+/// The items of the block list under top-level `parent:`: for each item,
+/// the 1-based line of its `-` and the keys written in it with their lines.
+/// Flow-style items (`- {a: 1}`) have their dash line only.
+pub(crate) fn list_item_keys(
+    yaml: &str,
+    first_line: usize,
+    parent: &str,
+) -> Vec<(usize, Vec<(String, usize)>)> {
+    let Some(parent_line) = key_line(yaml, first_line, parent) else {
+        return Vec::new();
+    };
+    let mut items: Vec<(usize, Vec<(String, usize)>)> = Vec::new();
+    let mut dash_indent = None;
+    let mut key_indent = None;
+    for (i, line) in yaml.lines().enumerate().skip(parent_line + 1 - first_line) {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - trimmed.len();
+        if indent == 0 && !trimmed.starts_with('-') {
+            break; // the next top-level key
+        }
+        let line_no = first_line + i;
+        let is_dash = trimmed == "-" || trimmed.starts_with("- ");
+        if is_dash && *dash_indent.get_or_insert(indent) == indent {
+            let rest = trimmed[1..].trim_start();
+            // A bare "-" has its keys on the lines below, at their indent.
+            key_indent = (!rest.is_empty()).then_some(indent + (trimmed.len() - rest.len()));
+            let mut keys = Vec::new();
+            if let Some(k) = key_of(rest) {
+                keys.push((k, line_no));
+            }
+            items.push((line_no, keys));
+            continue;
+        }
+        if key_indent.is_none() && dash_indent.is_some_and(|d| indent > d) {
+            key_indent = Some(indent);
+        }
+        if Some(indent) == key_indent {
+            if let (Some(k), Some(item)) = (key_of(trimmed), items.last_mut()) {
+                item.1.push((k, line_no));
+            }
+        }
+    }
+    items
+}
+
+/// The key of a `key: value` line, unquoted.
+fn key_of(text: &str) -> Option<String> {
+    if text.starts_with(['{', '[', '-']) {
+        return None;
+    }
+    let (key, _) = text.split_once(':')?;
+    let key = key.trim().trim_matches(['"', '\'']);
+    (!key.is_empty() && !key.contains(' ')).then(|| key.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn list_items_and_their_key_lines() {
+        let y = "name: t\nhandoffs:\n  # rules\n  - from_agent: a\n    to_agent: b\n\n    priority: 2\n  - {from_agent: b, to_agent: a}\n  -\n    to_agent: c\nmax_turns: 3\n";
+        let items = list_item_keys(y, 1, "handoffs");
+        assert_eq!(items.len(), 3);
+        assert_eq!(
+            items[0],
+            (
+                4,
+                vec![
+                    ("from_agent".to_string(), 4),
+                    ("to_agent".to_string(), 5),
+                    ("priority".to_string(), 7)
+                ]
+            )
+        );
+        assert_eq!(items[1], (8, vec![]));
+        assert_eq!(items[2], (9, vec![("to_agent".to_string(), 10)]));
+        // A list written at column 0 under its key.
+        let y = "handoffs:\n- from_agent: a\n  to_agent: b\nentry: a\n";
+        let items = list_item_keys(y, 1, "handoffs");
+        assert_eq!(items.len(), 1);
+        assert_eq!(items[0].1[1], ("to_agent".to_string(), 3));
+        assert!(list_item_keys(y, 1, "missing").is_empty());
+    }
 
     #[test]
     fn keys_and_lines() {

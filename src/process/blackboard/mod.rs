@@ -658,6 +658,7 @@ impl<'a> Blackboard<'a> {
             usage,
             usage_by_agent,
             plan: self.core.plan.lock().clone(),
+            steps: Vec::new(),
         }
     }
 

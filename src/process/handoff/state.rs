@@ -1,8 +1,8 @@
 //! What a handoff run keeps between steps (saved in `run.json`).
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
+
+use crate::team::Variables;
 
 /// How the agent after a step was chosen.
 pub(crate) const HOW_TOOL: &str = "tool";
@@ -57,7 +57,11 @@ pub struct HandoffState {
     pub handoffs: u32,
     /// The context variables as they stand.
     #[serde(default)]
-    pub variables: BTreeMap<String, String>,
+    pub variables: Variables,
+    /// The last step handed off to nobody: the rules, the router and
+    /// after-work decide next (again, on resume).
+    #[serde(default)]
+    pub routing: bool,
     /// Problems with the active agent's last handoff, shown on its next
     /// turn.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -68,11 +72,6 @@ impl HandoffState {
     /// The id of the next step.
     pub(crate) fn next_id(&self) -> String {
         format!("s{}", self.steps.len() + 1)
-    }
-
-    /// Agent turns so far (against `max_turns`).
-    pub(crate) fn turns(&self) -> u32 {
-        self.steps.iter().filter(|s| s.agent != USER).count() as u32
     }
 }
 

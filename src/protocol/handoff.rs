@@ -1,0 +1,673 @@
+//! The handoff protocol: how the active agent passes control, and the
+//! routing calls that pick the next agent when it hands off to nobody.
+//!
+//! - A `handoff(destination_agent, reason)` tool where the model calls
+//!   tools, or a `HANDOFF:<agent>:<reason>` line where it does not (read as
+//!   forgivingly as `ASSIGN`). The orchestrator intercepts either; it is
+//!   never run as a tool.
+//! - A `set_variable(name, value)` tool changes a context variable.
+//! - The rule-routing call asks which `handoffs:` rule holds (`RULE: <n>` or
+//!   `NONE`, or `{"rule": n}` as JSON); the roster-routing call asks which
+//!   agent should act next (`NEXT: <agent>` or `NONE`, or `{"agent": ..}`).
+//!
+//! Everything here is pure: prompts in, text out. The driver owns the
+//! calls; the `sim` model recognises these prompts by their tags
+//! (`<history>`, `<handoff_rules>`, `<routing_rules>`, `<candidates>`).
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{closest, strip_decoration, strip_markers};
+use crate::board::escape_xml;
+use crate::model::{Message, OutputSchema, ToolSpec};
+use crate::team::Variables;
+
+/// The name of the built-in handoff tool.
+pub const HANDOFF_TOOL: &str = "handoff";
+/// The name of the built-in tool that changes a context variable.
+pub const SET_VARIABLE_TOOL: &str = "set_variable";
+/// The name of the rule-routing schema.
+pub const RULE_CHOICE_SCHEMA: &str = "handoff_rule_choice";
+/// The name of the roster-routing schema.
+pub const AGENT_CHOICE_SCHEMA: &str = "handoff_agent_choice";
+
+/// An agent's request to pass control.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandoffDirective {
+    /// The destination, as written (check it with [`check_destination`]).
+    pub to: String,
+    /// Why, in the agent's words (may be empty).
+    pub reason: String,
+}
+
+/// One earlier step, as the next agent sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryStep {
+    /// The agent that acted, or `user` for the user's words.
+    pub agent: String,
+    /// What it wrote (without its HANDOFF line).
+    pub text: String,
+    /// Files it wrote.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<String>,
+    /// Who it handed off to, if anyone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff_to: Option<String>,
+    /// Why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The keyword, then `:` (or an arrow) and the rest of the line.
+fn handoff_rest(line: &str) -> Option<&str> {
+    let s = strip_decoration(line);
+    let word_len = s.bytes().take_while(u8::is_ascii_alphabetic).count();
+    let word = &s[..word_len];
+    if !(word.eq_ignore_ascii_case("handoff") || word.eq_ignore_ascii_case("hand_off")) {
+        // "HAND OFF:" and "hand-off:" as two pieces.
+        let lower = s.to_ascii_lowercase();
+        let rest = ["hand off", "hand-off", "hand_off"]
+            .iter()
+            .find_map(|k| lower.starts_with(k).then(|| &s[k.len()..]))?;
+        return after_separator(rest);
+    }
+    after_separator(&s[word_len..])
+}
+
+fn after_separator(rest: &str) -> Option<&str> {
+    let rest = rest.trim_start_matches(['*', '_', '`']).trim_start();
+    let rest = rest
+        .strip_prefix(':')
+        .or_else(|| rest.strip_prefix("->"))
+        .or_else(|| rest.strip_prefix('→'))?;
+    Some(rest.trim_start_matches(['*', '_', '`']).trim())
+}
+
+/// Finds a `HANDOFF:<agent>:<reason>` line in a reply (the last one, as the
+/// directive usually ends the reply). Forgiving: any case, spaces, list
+/// bullets, bold or code markers, `HANDOFF: to writer - reason`,
+/// `HANDOFF -> writer: reason`. `None` when there is no such line or it
+/// names nobody.
+///
+/// # Examples
+///
+/// ```
+/// use boardroom::parse_handoff_line;
+/// let d = parse_handoff_line("Draft done.\n- **Handoff:** `reviewer`: please check").unwrap();
+/// assert_eq!((d.to.as_str(), d.reason.as_str()), ("reviewer", "please check"));
+/// ```
+pub fn parse_handoff_line(text: &str) -> Option<HandoffDirective> {
+    text.lines().rev().find_map(|line| {
+        let rest = handoff_rest(line)?;
+        let rest = match rest.get(..3) {
+            Some(w) if w.eq_ignore_ascii_case("to ") => rest[3..].trim_start(),
+            _ => rest,
+        };
+        // The name ends at ':', ' - ', '—', ',', ';', '(' or whitespace.
+        let end = rest
+            .find(|c: char| {
+                c == ':' || c == ',' || c == ';' || c == '(' || c == '—' || c.is_whitespace()
+            })
+            .unwrap_or(rest.len());
+        let name = strip_markers(&rest[..end]).trim_end_matches(['.', '!']);
+        if name.is_empty() {
+            return None;
+        }
+        let reason = rest[end..]
+            .trim_start_matches(['*', '_', '`'])
+            .trim_start()
+            .trim_start_matches([':', ',', ';', '—', '-'])
+            .trim();
+        let reason = reason
+            .strip_prefix("because ")
+            .unwrap_or(reason)
+            .trim_matches(['*', '_', '`', '"', '\''])
+            .trim();
+        Some(HandoffDirective {
+            to: name.to_string(),
+            reason: reason.to_string(),
+        })
+    })
+}
+
+/// The reply without its HANDOFF lines: what goes into the history as the
+/// step's text.
+pub fn strip_handoff_lines(text: &str) -> String {
+    text.lines()
+        .filter(|l| handoff_rest(l).is_none())
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim()
+        .to_string()
+}
+
+/// The roster name a destination means (any letter case), or the
+/// corrective message to send back to the agent: an unknown agent (with a
+/// suggestion) or itself, naming the agents it may hand off to.
+///
+/// # Errors
+///
+/// The corrective text, ready to send to the agent.
+pub fn resolve_destination(to: &str, from: &str, roster: &[&str]) -> Result<String, String> {
+    let to = strip_markers(to);
+    let others: Vec<&str> = roster
+        .iter()
+        .copied()
+        .filter(|n| !n.eq_ignore_ascii_case(from))
+        .collect();
+    let choices = if others.is_empty() {
+        "nobody else is on the team".to_string()
+    } else {
+        format!("hand off to one of: {}", others.join(", "))
+    };
+    if to.eq_ignore_ascii_case(from) {
+        return Err(format!(
+            "Your handoff names yourself ('{from}'): {choices}, or hand off to nobody if the \
+             work is finished. Reply again with your work and a valid handoff."
+        ));
+    }
+    match roster.iter().find(|n| n.eq_ignore_ascii_case(to)) {
+        Some(name) => Ok((*name).to_string()),
+        None => {
+            let mut m = format!("Your handoff names '{to}', who is not on the team");
+            if let Some(s) = closest(to, &others) {
+                let _ = write!(m, " (did you mean '{s}'?)");
+            }
+            let _ = write!(
+                m,
+                ": {choices}, or hand off to nobody if the work is finished. Reply again with \
+                 your work and a valid handoff."
+            );
+            Err(m)
+        }
+    }
+}
+
+/// Checks a directive's destination against the roster.
+///
+/// # Errors
+///
+/// The corrective message for the agent (see [`resolve_destination`]).
+pub fn check_destination(d: &HandoffDirective, from: &str, roster: &[&str]) -> Result<(), String> {
+    resolve_destination(&d.to, from, roster).map(|_| ())
+}
+
+/// The built-in `handoff` tool, offered to every agent of a handoff team
+/// whose model calls tools. `others` are the agents it may hand off to.
+pub fn handoff_tool_spec(others: &[&str]) -> ToolSpec {
+    let mut destination = json!({
+        "type": "string",
+        "description": "The agent that should act next, by name."
+    });
+    if !others.is_empty() {
+        destination["enum"] = json!(others);
+    }
+    ToolSpec {
+        name: HANDOFF_TOOL.into(),
+        description: "Pass control to another agent of the team when your part is done. \
+                      Call it at most once, after your work, as your last action; the \
+                      other agent sees your work and the reason."
+            .into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "destination_agent": destination,
+                "reason": {
+                    "type": "string",
+                    "description": "Why this agent should act next, and what it should do."
+                }
+            },
+            "required": ["destination_agent", "reason"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+/// The built-in `set_variable` tool: changes a declared context variable
+/// for the rest of the run.
+pub fn set_variable_tool_spec(vars: &Variables) -> ToolSpec {
+    let names = vars.names();
+    let mut name = json!({"type": "string", "description": "A declared context variable."});
+    if !names.is_empty() {
+        name["enum"] = json!(names);
+    }
+    ToolSpec {
+        name: SET_VARIABLE_TOOL.into(),
+        description: "Set a context variable of the team (see <context_variables>) for the \
+                      rest of the run; later prompts and handoff conditions use the new value."
+            .into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "name": name,
+                "value": {"type": "string", "description": "The new value."}
+            },
+            "required": ["name", "value"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+fn parse_object(arguments: &str) -> Result<serde_json::Map<String, Value>, String> {
+    let text = arguments.trim();
+    let text = if text.is_empty() { "{}" } else { text };
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err("the arguments must be a JSON object".into()),
+        Err(e) => Err(format!("the arguments are not valid JSON: {e}")),
+    }
+}
+
+fn scalar_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.trim().to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Reads the arguments of a `handoff` call (`destination_agent` and
+/// `reason`; `agent`, `to` and `destination` are taken for the first).
+///
+/// # Errors
+///
+/// A message for the agent when the JSON is bad or names no destination.
+pub fn parse_handoff_args(arguments: &str) -> Result<HandoffDirective, String> {
+    let m = parse_object(arguments).map_err(|e| format!("handoff: {e}"))?;
+    let to = ["destination_agent", "destination", "agent", "to"]
+        .iter()
+        .find_map(|k| m.get(*k).and_then(scalar_text))
+        .filter(|s| !s.is_empty())
+        .ok_or("handoff: 'destination_agent' is missing: name the agent that should act next")?;
+    let reason = m.get("reason").and_then(scalar_text).unwrap_or_default();
+    Ok(HandoffDirective { to, reason })
+}
+
+/// Reads the arguments of a `set_variable` call: `(name, value)`, the value
+/// as text (a number or boolean is written out).
+///
+/// # Errors
+///
+/// A message for the agent when the JSON is bad or a field is missing.
+pub fn parse_set_variable_args(arguments: &str) -> Result<(String, String), String> {
+    let m = parse_object(arguments).map_err(|e| format!("set_variable: {e}"))?;
+    let name = m
+        .get("name")
+        .and_then(scalar_text)
+        .filter(|s| !s.is_empty())
+        .ok_or("set_variable: 'name' is missing")?;
+    let value = m
+        .get("value")
+        .and_then(scalar_text)
+        .ok_or("set_variable: 'value' is missing (text, a number or a boolean)")?;
+    Ok((name, value))
+}
+
+/// What the active agent sees in its turn.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnInput<'a> {
+    /// The active agent.
+    pub agent: &'a str,
+    /// Its soul, already rendered with the variables.
+    pub soul: &'a str,
+    /// The task, already rendered.
+    pub task: &'a str,
+    /// The context variables as they are now.
+    pub variables: &'a Variables,
+    /// Every agent of the team: (name, description).
+    pub roster: &'a [(&'a str, &'a str)],
+    /// The rules from this agent, in the order they are tried:
+    /// (destination, rendered condition).
+    pub rules: &'a [(&'a str, Option<&'a str>)],
+    /// Every earlier step, oldest first.
+    pub history: &'a [HistoryStep],
+    /// Whether the `handoff` tool is offered (else the HANDOFF line).
+    pub tools: bool,
+}
+
+/// Renders `<history>`: every step with its agent, text, artifacts and
+/// handoff.
+pub fn render_history(history: &[HistoryStep]) -> String {
+    let mut out = String::from("<history>\n");
+    for (i, s) in history.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<step n=\"{}\" agent=\"{}\"",
+            i + 1,
+            escape_xml(&s.agent)
+        );
+        if let Some(to) = &s.handoff_to {
+            let _ = write!(out, " handoff_to=\"{}\"", escape_xml(to));
+        }
+        out.push_str(">\n");
+        let _ = writeln!(out, "{}", escape_xml(s.text.trim()));
+        if !s.artifacts.is_empty() {
+            let files: Vec<String> = s.artifacts.iter().map(|a| escape_xml(a)).collect();
+            let _ = writeln!(out, "<artifacts>{}</artifacts>", files.join(", "));
+        }
+        if let Some(reason) = s.reason.as_deref().filter(|r| !r.trim().is_empty()) {
+            let _ = writeln!(out, "<reason>{}</reason>", escape_xml(reason.trim()));
+        }
+        out.push_str("</step>\n");
+    }
+    out.push_str("</history>");
+    out
+}
+
+fn render_variables(vars: &Variables) -> String {
+    let mut out = String::from("<context_variables>\n");
+    for (name, _) in vars.iter() {
+        let value = vars.get_text(name).unwrap_or_default();
+        let _ = writeln!(out, "- {}: {}", escape_xml(name), escape_xml(&value));
+    }
+    out.push_str("</context_variables>");
+    out
+}
+
+fn render_roster(roster: &[(&str, &str)]) -> String {
+    let mut out = String::from("<roster>\n");
+    for (name, description) in roster {
+        let _ = writeln!(out, "- {}: {}", escape_xml(name), escape_xml(description));
+    }
+    out.push_str("</roster>");
+    out
+}
+
+/// The active agent's turn: a system message (its soul and how handoffs
+/// work) and a user message (task, variables, roster, the rules from it,
+/// the history, and whose turn it is).
+pub fn turn_prompt(t: &TurnInput<'_>) -> Vec<Message> {
+    let how = if t.tools {
+        "call the `handoff` tool with `destination_agent` (a name from the roster) and \
+         `reason` (why, and what they should do)"
+    } else {
+        "end your reply with one line `HANDOFF:<agent>:<reason>`, the agent being a name \
+         from the roster"
+    };
+    let mut system = t.soul.trim().to_string();
+    let _ = write!(
+        system,
+        "\n\n## How this team works\n\n\
+         You are {agent}, one agent of a team that passes the work from agent to agent. \
+         One agent acts at a time; everyone sees the task and the whole history of earlier \
+         steps. Do your own part of the work fully in your reply. When another agent should \
+         act next, {how}. Hand off to nobody when the work is finished: your reply is then \
+         the answer the user receives, so make it complete.",
+        agent = t.agent
+    );
+    if !t.variables.is_empty() {
+        system.push_str(
+            "\n\nThe team's context variables are listed with the task; where you may, \
+             change one with the `set_variable` tool.",
+        );
+    }
+    let mut user = format!("<task>\n{}\n</task>\n", escape_xml(t.task.trim()));
+    if !t.variables.is_empty() {
+        let _ = writeln!(user, "{}", render_variables(t.variables));
+    }
+    let _ = writeln!(user, "{}", render_roster(t.roster));
+    if !t.rules.is_empty() {
+        user.push_str("<handoff_rules>\n");
+        for (to, condition) in t.rules {
+            let _ = writeln!(
+                user,
+                "- to {}: {}",
+                escape_xml(to),
+                escape_xml(condition.unwrap_or("always"))
+            );
+        }
+        user.push_str("</handoff_rules>\n");
+    }
+    let _ = writeln!(user, "{}", render_history(t.history));
+    let _ = write!(
+        user,
+        "It is your turn, {agent}.{first} Do your part, then hand off or finish.",
+        agent = t.agent,
+        first = if t.history.is_empty() {
+            " You act first."
+        } else {
+            " Build on the history above."
+        }
+    );
+    if !t.rules.is_empty() {
+        user.push_str(
+            " The handoff rules say who usually acts after you and when; follow them unless \
+             the work needs otherwise.",
+        );
+    }
+    vec![Message::system(system), Message::user(user)]
+}
+
+/// One rule as the routing call sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct RoutingRule<'a> {
+    /// The agent the rule activates.
+    pub to_agent: &'a str,
+    /// Its condition, rendered with the variables (`None`: always).
+    pub condition: Option<&'a str>,
+}
+
+/// The schema of a rule choice: `{"rule": 0..=n, "reason": ".."}` (0 for
+/// none).
+pub fn rule_choice_schema(rules: usize) -> OutputSchema {
+    OutputSchema {
+        name: RULE_CHOICE_SCHEMA.into(),
+        schema: json!({
+            "type": "object",
+            "properties": {
+                "rule": {"type": "integer", "minimum": 0, "maximum": rules},
+                "reason": {"type": "string"}
+            },
+            "required": ["rule", "reason"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+/// The routing call over the rules of the agent that just finished
+/// (`last_agent`), in the order they are tried: which is the first whose
+/// condition holds? Returns the messages and the JSON schema (to send where
+/// the provider supports structured output; the line answer `RULE: <n>` /
+/// `NONE` is read either way).
+pub fn rule_routing_prompt(
+    last_agent: &str,
+    task: &str,
+    rules: &[RoutingRule<'_>],
+    history: &[HistoryStep],
+) -> (Vec<Message>, OutputSchema) {
+    let system = "You route work in a team of agents. Read the task and the history, then \
+                  judge the numbered rules in order and pick the first whose condition holds \
+                  now, judging from the latest step above all. Reply with one line: \
+                  `RULE: <number>`, or `NONE` if no condition holds. Where asked for JSON, \
+                  reply {\"rule\": <number, 0 for none>, \"reason\": \"...\"}.";
+    let mut user = format!("<task>\n{}\n</task>\n", escape_xml(task.trim()));
+    let _ = writeln!(user, "{}", render_history(history));
+    let _ = writeln!(user, "<routing_rules from=\"{}\">", escape_xml(last_agent));
+    for (i, r) in rules.iter().enumerate() {
+        let _ = writeln!(
+            user,
+            "{}. to {} when: {}",
+            i + 1,
+            escape_xml(r.to_agent),
+            escape_xml(r.condition.unwrap_or("always"))
+        );
+    }
+    user.push_str("</routing_rules>\n");
+    let _ = write!(
+        user,
+        "{last_agent} has just finished and handed off to nobody. Which rule holds first?"
+    );
+    (
+        vec![Message::system(system), Message::user(user)],
+        rule_choice_schema(rules.len()),
+    )
+}
+
+/// The outermost `{...}` of a reply, past code fences and chatter.
+fn json_object(reply: &str) -> Option<serde_json::Map<String, Value>> {
+    let start = reply.find('{')?;
+    let end = reply.rfind('}')?;
+    if end <= start {
+        return None;
+    }
+    match serde_json::from_str::<Value>(&reply[start..=end]) {
+        Ok(Value::Object(m)) => Some(m),
+        _ => None,
+    }
+}
+
+/// Reads a rule choice: the 0-based index of the chosen rule among `rules`,
+/// or `None` (NONE, 0, out of range, or nothing readable). Takes
+/// `{"rule": 2}`, `RULE: 2`, `Rule 2`, `**2**`, `#2` and `none`.
+pub fn parse_rule_choice(answer: &str, rules: usize) -> Option<usize> {
+    let pick = |n: i64| -> Option<usize> {
+        usize::try_from(n)
+            .ok()
+            .filter(|n| (1..=rules).contains(n))
+            .map(|n| n - 1)
+    };
+    if let Some(m) = json_object(answer) {
+        return match m.get("rule") {
+            Some(Value::Number(n)) => n.as_i64().and_then(pick),
+            Some(Value::String(s)) => s.trim().trim_start_matches('#').parse().ok().and_then(pick),
+            _ => None,
+        };
+    }
+    let lines: Vec<&str> = answer
+        .lines()
+        .map(|l| {
+            l.trim()
+                .trim_start_matches(['*', '_', '`', '#', '>', '-', '•'])
+                .trim()
+        })
+        .collect();
+    let number = |rest: &str| -> Option<i64> {
+        let rest = rest.trim_start_matches(|c: char| {
+            c == ':' || c == '#' || c == '*' || c == '`' || c == '=' || c.is_whitespace()
+        });
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().ok()
+    };
+    // "RULE: n" or "NONE" first, wherever they are; then a lone number.
+    for s in &lines {
+        let lower = s.to_ascii_lowercase();
+        if lower.starts_with("none") || lower.starts_with("no rule") {
+            return None;
+        }
+        if let Some(rest) = lower.strip_prefix("rule") {
+            if let Some(n) = number(rest) {
+                return pick(n);
+            }
+        }
+    }
+    lines
+        .iter()
+        .find(|s| {
+            let t = s.trim_end_matches(['*', '`', '.', ')']);
+            !t.is_empty() && t.chars().all(|c| c.is_ascii_digit())
+        })
+        .and_then(|s| number(s))
+        .and_then(pick)
+}
+
+/// The schema of an agent choice: `{"agent": <name or "none">, "reason"}`.
+pub fn agent_choice_schema(candidates: &[&str]) -> OutputSchema {
+    let mut names: Vec<&str> = candidates.to_vec();
+    names.push("none");
+    OutputSchema {
+        name: AGENT_CHOICE_SCHEMA.into(),
+        schema: json!({
+            "type": "object",
+            "properties": {
+                "agent": {"type": "string", "enum": names},
+                "reason": {"type": "string"}
+            },
+            "required": ["agent", "reason"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+/// The routing fallback: which of `candidates` (name, description) should
+/// act next after `last_agent`, or none? Returns the messages and the JSON
+/// schema (the line answer `NEXT: <agent>` / `NONE` is read either way).
+pub fn roster_routing_prompt(
+    last_agent: &str,
+    task: &str,
+    candidates: &[(&str, &str)],
+    history: &[HistoryStep],
+) -> (Vec<Message>, OutputSchema) {
+    let system = "You route work in a team of agents. Read the task and the history and \
+                  decide whether another agent should act next, and if so which one, by its \
+                  description. If the work is finished or nobody fits, say so. Reply with one \
+                  line: `NEXT: <agent>` or `NONE`. Where asked for JSON, reply \
+                  {\"agent\": \"<name or none>\", \"reason\": \"...\"}.";
+    let mut user = format!("<task>\n{}\n</task>\n", escape_xml(task.trim()));
+    let _ = writeln!(user, "{}", render_history(history));
+    user.push_str("<candidates>\n");
+    for (name, description) in candidates {
+        let _ = writeln!(user, "- {}: {}", escape_xml(name), escape_xml(description));
+    }
+    user.push_str("</candidates>\n");
+    let _ = write!(
+        user,
+        "{last_agent} has just finished and handed off to nobody. Who should act next, if anyone?"
+    );
+    let names: Vec<&str> = candidates.iter().map(|(n, _)| *n).collect();
+    (
+        vec![Message::system(system), Message::user(user)],
+        agent_choice_schema(&names),
+    )
+}
+
+/// Reads an agent choice against the candidates: the roster spelling, or
+/// `None` for none, an unknown name or nothing readable. Takes
+/// `{"agent": "writer"}`, `NEXT: writer`, `**Writer**`, and a lone name.
+pub fn parse_agent_choice(answer: &str, candidates: &[&str]) -> Option<String> {
+    let find = |name: &str| {
+        let name = strip_markers(name).trim_end_matches(['.', '!']);
+        candidates
+            .iter()
+            .find(|c| c.eq_ignore_ascii_case(name))
+            .map(|c| (*c).to_string())
+    };
+    if let Some(m) = json_object(answer) {
+        return m.get("agent").and_then(Value::as_str).and_then(find);
+    }
+    let mut lone = None;
+    for line in answer.lines() {
+        let s = strip_decoration(line);
+        if let Some(name) = find(s) {
+            return Some(name);
+        }
+        let lower = s.to_ascii_lowercase();
+        if lower.starts_with("none") {
+            return None;
+        }
+        for key in ["next agent", "next", "agent"] {
+            if lower.starts_with(key) {
+                let rest = s[key.len()..]
+                    .trim_start_matches(['*', '_', '`'])
+                    .trim_start()
+                    .trim_start_matches([':', '-', '='])
+                    .trim();
+                let word = rest.split_whitespace().next().unwrap_or("");
+                return find(word);
+            }
+        }
+        if lone.is_none() {
+            // "I pick writer." — a candidate named alone in a short line.
+            let words: Vec<&str> = s.split_whitespace().collect();
+            if words.len() <= 4 {
+                lone = words.iter().find_map(|w| find(w));
+            }
+        }
+    }
+    lone
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,596 @@
+//! Context variables and the templates that use them.
+//!
+//! A team declares its variables with defaults in `team.yaml`
+//! (`context_variables:`); `--var name=value` overrides one for a run and an
+//! agent may change one with the `set_variable` tool. Souls, tasks and
+//! handoff conditions are Jinja templates ([minijinja]) rendered with them:
+//! `{{ max_revisions }}`, `{% if audience == "experts" %}...{% endif %}`.
+//! Undefined is strict: a template that names a variable the team does not
+//! declare is an error that names the variable and the known ones, at load
+//! time for souls and conditions.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The team's context variables: declared names with their current values,
+/// in declaration order.
+///
+/// A value is a scalar (text, number, boolean). Saved with a run, so that a
+/// resumed run sees the values as they were.
+///
+/// # Examples
+///
+/// ```
+/// use boardroom::Variables;
+/// let mut vars = Variables::declare([("max_revisions", 3.into())]);
+/// vars.set("max_revisions", "5").unwrap();
+/// assert_eq!(boardroom::render("at most {{ max_revisions }}", &vars).unwrap(), "at most 5");
+/// assert!(vars.set("max_revision", "5").is_err());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Variables {
+    vars: Vec<(String, serde_json::Value)>,
+}
+
+/// Why a variable could not be set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum VarError {
+    /// The name is not declared in `context_variables:`.
+    Unknown {
+        /// The name as given.
+        name: String,
+        /// The declared names, in order.
+        known: Vec<String>,
+    },
+    /// A `--var` flag that is not `name=value`.
+    BadFlag {
+        /// The flag's value as given.
+        value: String,
+    },
+}
+
+impl fmt::Display for VarError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VarError::Unknown { name, known } => {
+                write!(
+                    f,
+                    "unknown context variable '{name}' ({})",
+                    known_names(known)
+                )
+            }
+            VarError::BadFlag { value } => {
+                write!(f, "--var '{value}': expected name=value")
+            }
+        }
+    }
+}
+
+impl std::error::Error for VarError {}
+
+/// "known: a, b" or "the team declares none".
+pub(crate) fn known_names(known: &[String]) -> String {
+    if known.is_empty() {
+        "the team declares no context_variables".to_string()
+    } else {
+        format!("known: {}", known.join(", "))
+    }
+}
+
+impl Variables {
+    /// Variables with these names and defaults, in this order.
+    pub fn declare<I, S>(vars: I) -> Variables
+    where
+        I: IntoIterator<Item = (S, serde_json::Value)>,
+        S: Into<String>,
+    {
+        Variables {
+            vars: vars.into_iter().map(|(n, v)| (n.into(), v)).collect(),
+        }
+    }
+
+    /// The value of a declared variable.
+    pub fn get(&self, name: &str) -> Option<&serde_json::Value> {
+        self.vars.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    /// The value as text, as a template prints it.
+    pub fn get_text(&self, name: &str) -> Option<String> {
+        self.get(name).map(value_text)
+    }
+
+    /// The declared names, in order.
+    pub fn names(&self) -> Vec<String> {
+        self.vars.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    /// Names and values, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &serde_json::Value)> {
+        self.vars.iter().map(|(n, v)| (n.as_str(), v))
+    }
+
+    /// Whether no variable is declared.
+    pub fn is_empty(&self) -> bool {
+        self.vars.is_empty()
+    }
+
+    /// Sets a declared variable from text. The text keeps the kind of the
+    /// current value where it fits: `"5"` for a number is the number 5,
+    /// `"true"` for a boolean is true; anything else is text.
+    ///
+    /// # Errors
+    ///
+    /// [`VarError::Unknown`] when the name is not declared, naming the
+    /// declared ones.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), VarError> {
+        let known = self.names();
+        let Some(slot) = self.vars.iter_mut().find(|(n, _)| n == name) else {
+            return Err(VarError::Unknown {
+                name: name.to_string(),
+                known,
+            });
+        };
+        slot.1 = coerce(value, &slot.1);
+        Ok(())
+    }
+
+    /// A copy with `--var` overrides applied, in order.
+    ///
+    /// # Errors
+    ///
+    /// [`VarError::Unknown`] for the first undeclared name.
+    pub fn with_overrides(&self, overrides: &[(String, String)]) -> Result<Variables, VarError> {
+        let mut out = self.clone();
+        for (name, value) in overrides {
+            out.set(name, value)?;
+        }
+        Ok(out)
+    }
+
+    /// The template context: every variable by name.
+    fn context(&self) -> minijinja::Value {
+        minijinja::Value::from_pairs(
+            self.vars
+                .iter()
+                .map(|(n, v)| (n.as_str(), to_template_value(v)))
+                .collect::<Vec<_>>(),
+        )
+    }
+}
+
+/// Parses one `--var name=value` flag (the value may hold `=`; spaces
+/// around the name are dropped).
+///
+/// # Errors
+///
+/// [`VarError::BadFlag`] when there is no `=` or no name.
+pub fn parse_var_flag(flag: &str) -> Result<(String, String), VarError> {
+    match flag.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() => {
+            Ok((name.trim().to_string(), value.to_string()))
+        }
+        _ => Err(VarError::BadFlag {
+            value: flag.to_string(),
+        }),
+    }
+}
+
+/// Parses every `--var` flag and applies them to the team's variables.
+///
+/// # Errors
+///
+/// A message naming the flag: `--var 'x=1': unknown context variable 'x'
+/// (known: a, b)`, or the expected form.
+pub fn apply_var_flags(vars: &Variables, flags: &[String]) -> Result<Variables, String> {
+    let mut out = vars.clone();
+    for flag in flags {
+        let (name, value) = parse_var_flag(flag).map_err(|e| e.to_string())?;
+        out.set(&name, &value)
+            .map_err(|e| format!("--var '{flag}': {e}"))?;
+    }
+    Ok(out)
+}
+
+/// The text a template prints for a value.
+fn value_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "none".to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn coerce(text: &str, like: &serde_json::Value) -> serde_json::Value {
+    let t = text.trim();
+    match like {
+        serde_json::Value::Number(_) => {
+            if let Ok(n) = t.parse::<i64>() {
+                return n.into();
+            }
+            if let Some(n) = t.parse::<f64>().ok().and_then(serde_json::Number::from_f64) {
+                return serde_json::Value::Number(n);
+            }
+        }
+        serde_json::Value::Bool(_) => {
+            if t.eq_ignore_ascii_case("true") {
+                return true.into();
+            }
+            if t.eq_ignore_ascii_case("false") {
+                return false.into();
+            }
+        }
+        _ => {}
+    }
+    serde_json::Value::String(text.to_string())
+}
+
+fn to_template_value(v: &serde_json::Value) -> minijinja::Value {
+    match v {
+        serde_json::Value::Bool(b) => (*b).into(),
+        serde_json::Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => i.into(),
+            (None, Some(f)) => f.into(),
+            _ => n.to_string().into(),
+        },
+        serde_json::Value::String(s) => s.as_str().into(),
+        serde_json::Value::Null => minijinja::Value::from(()),
+        other => other.to_string().into(),
+    }
+}
+
+/// Saved as a JSON object in declaration order.
+impl Serialize for Variables {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.vars.len()))?;
+        for (n, v) in &self.vars {
+            map.serialize_entry(n, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Variables {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Variables;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a mapping of variable names to scalar values")
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Variables, E> {
+                Ok(Variables::default())
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Variables, A::Error> {
+                let mut vars: Vec<(String, serde_json::Value)> = Vec::new();
+                while let Some((name, value)) = map.next_entry::<String, serde_json::Value>()? {
+                    if value.is_array() || value.is_object() {
+                        return Err(serde::de::Error::custom(format!(
+                            "context variable '{name}' must be text, a number or a boolean"
+                        )));
+                    }
+                    vars.retain(|(n, _)| *n != name);
+                    vars.push((name, value));
+                }
+                Ok(Variables { vars })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Why a template could not be rendered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TemplateError {
+    /// It names a variable the team does not declare.
+    Undeclared {
+        /// The variable.
+        name: String,
+        /// 1-based line in the template.
+        line: usize,
+        /// The declared names.
+        known: Vec<String>,
+    },
+    /// It is not a valid template (an unclosed `{% if %}`, a bad tag), or
+    /// rendering failed.
+    Syntax {
+        /// 1-based line in the template, where known.
+        line: Option<usize>,
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+impl TemplateError {
+    /// The 1-based line of the template to blame, where known.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            TemplateError::Undeclared { line, .. } => Some(*line),
+            TemplateError::Syntax { line, .. } => *line,
+        }
+    }
+
+    /// The message without its line.
+    pub fn message(&self) -> String {
+        match self {
+            TemplateError::Undeclared { name, known, .. } => {
+                format!(
+                    "undeclared variable '{{{{ {name} }}}}' ({})",
+                    known_names(known)
+                )
+            }
+            TemplateError::Syntax { detail, .. } => format!("template: {detail}"),
+        }
+    }
+}
+
+impl fmt::Display for TemplateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line() {
+            Some(line) => write!(f, "line {line}: {}", self.message()),
+            None => f.write_str(&self.message()),
+        }
+    }
+}
+
+impl std::error::Error for TemplateError {}
+
+/// Names a template may use besides the variables: minijinja's global
+/// functions.
+const GLOBALS: &[&str] = &["range", "dict", "namespace", "debug"];
+
+fn environment() -> minijinja::Environment<'static> {
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    // Prompts are text, not HTML.
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    // A tag on a line of its own leaves no blank line behind.
+    if let Ok(syntax) = minijinja::syntax::SyntaxConfig::builder()
+        .keep_trailing_newline(true)
+        .trim_blocks(true)
+        .lstrip_blocks(true)
+        .build()
+    {
+        env.set_syntax(syntax);
+    }
+    env
+}
+
+/// Checks a template against the declared variables without rendering it.
+///
+/// # Errors
+///
+/// [`TemplateError::Syntax`] for a bad template, [`TemplateError::Undeclared`]
+/// for the first undeclared name (by line).
+pub fn check_template(template: &str, known: &[String]) -> Result<(), TemplateError> {
+    if !template.contains("{{") && !template.contains("{%") {
+        return Ok(());
+    }
+    let env = environment();
+    let tmpl = env.template_from_str(template).map_err(syntax_error)?;
+    let mut undeclared: Vec<(usize, String)> = tmpl
+        .undeclared_variables(false)
+        .into_iter()
+        .filter(|n| !known.contains(n) && !GLOBALS.contains(&n.as_str()))
+        .map(|n| (name_line(template, &n), n))
+        .collect();
+    undeclared.sort();
+    match undeclared.into_iter().next() {
+        Some((line, name)) => Err(TemplateError::Undeclared {
+            name,
+            line,
+            known: known.to_vec(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Renders a template with the variables (strict: an undeclared name is an
+/// error, never an empty string). Text without `{{` or `{%` comes back as
+/// it is.
+///
+/// # Errors
+///
+/// A [`TemplateError`] naming the undeclared variable or the syntax error.
+///
+/// # Examples
+///
+/// ```
+/// use boardroom::{Variables, render};
+/// let vars = Variables::declare([("audience", "experts".into())]);
+/// let soul = "You write.{% if audience == 'experts' %} Skip the basics.{% endif %}";
+/// assert_eq!(render(soul, &vars).unwrap(), "You write. Skip the basics.");
+/// assert!(render("{{ tone }}", &vars).is_err());
+/// ```
+pub fn render(template: &str, vars: &Variables) -> Result<String, TemplateError> {
+    if !template.contains("{{") && !template.contains("{%") {
+        return Ok(template.to_string());
+    }
+    check_template(template, &vars.names())?;
+    let env = environment();
+    env.render_str(template, vars.context())
+        .map_err(syntax_error)
+}
+
+fn syntax_error(e: minijinja::Error) -> TemplateError {
+    TemplateError::Syntax {
+        line: e.line(),
+        detail: e
+            .detail()
+            .map_or_else(|| e.kind().to_string(), str::to_string),
+    }
+}
+
+/// The 1-based line where `name` first appears as a word inside a `{{ }}`
+/// or `{% %}` tag (1 when not found).
+fn name_line(template: &str, name: &str) -> usize {
+    let mut rest = template;
+    let mut offset = 0;
+    loop {
+        let open = match (rest.find("{{"), rest.find("{%")) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) | (None, Some(a)) => a,
+            (None, None) => return 1,
+        };
+        let close_mark = if rest[open..].starts_with("{{") {
+            "}}"
+        } else {
+            "%}"
+        };
+        let body_start = open + 2;
+        let body_end = rest[body_start..]
+            .find(close_mark)
+            .map_or(rest.len(), |e| body_start + e);
+        let body = &rest[body_start..body_end];
+        if let Some(at) = word_at(body, name) {
+            let abs = offset + body_start + at;
+            return template[..abs].matches('\n').count() + 1;
+        }
+        let next = (body_end + close_mark.len()).min(rest.len());
+        offset += next;
+        rest = &rest[next..];
+        if rest.is_empty() {
+            return 1;
+        }
+    }
+}
+
+/// Where `name` appears in `text` as a whole identifier.
+fn word_at(text: &str, name: &str) -> Option<usize> {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(name).map(|(i, _)| i).find(|&i| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + name.len()..].chars().next();
+        !before.is_some_and(|c| is_ident(c) || c == '.') && !after.is_some_and(is_ident)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars() -> Variables {
+        Variables::declare([
+            ("max_revisions", serde_json::json!(3)),
+            ("audience", serde_json::json!("beginners")),
+            ("strict", serde_json::json!(false)),
+        ])
+    }
+
+    #[test]
+    fn renders_values_and_conditional_segments() {
+        let v = vars();
+        assert_eq!(
+            render("Revise at most {{ max_revisions }} times.", &v).unwrap(),
+            "Revise at most 3 times."
+        );
+        let soul = "You write.\n{% if audience == \"experts\" %}Skip basics.\n{% else %}Explain terms.\n{% endif %}Be brief.";
+        assert_eq!(
+            render(soul, &v).unwrap(),
+            "You write.\nExplain terms.\nBe brief."
+        );
+        let mut v2 = v.clone();
+        v2.set("audience", "experts").unwrap();
+        assert_eq!(
+            render(soul, &v2).unwrap(),
+            "You write.\nSkip basics.\nBe brief."
+        );
+        assert_eq!(
+            render("{% if max_revisions > 2 %}many{% endif %}", &v).unwrap(),
+            "many"
+        );
+        // No template syntax: returned as is, braces and all.
+        assert_eq!(render("a {b} c", &v).unwrap(), "a {b} c");
+        // Prompts are not HTML: nothing is escaped.
+        let mut v3 = v.clone();
+        v3.set("audience", "<b>&</b>").unwrap();
+        assert_eq!(render("{{ audience }}", &v3).unwrap(), "<b>&</b>");
+    }
+
+    #[test]
+    fn strict_undefined_names_the_variable_and_its_line() {
+        let err = render("line one\nthen {{ tone }} here", &vars()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "line 2: undeclared variable '{{ tone }}' (known: max_revisions, audience, strict)"
+        );
+        let err = check_template("a\nb\n{% if depth > 2 %}x{% endif %}", &[]).unwrap_err();
+        assert_eq!(err.line(), Some(3));
+        assert_eq!(
+            err.message(),
+            "undeclared variable '{{ depth }}' (the team declares no context_variables)"
+        );
+        // A loop variable is declared by the template itself.
+        check_template(
+            "{% for i in range(max_revisions) %}{{ i }}{% endfor %}",
+            &vars().names(),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn syntax_errors_have_lines() {
+        let err = check_template("ok\n{% if audience %}\nno end", &vars().names()).unwrap_err();
+        assert!(matches!(err, TemplateError::Syntax { .. }), "{err:?}");
+        assert!(err.line().is_some());
+        assert!(err.to_string().contains("template:"), "{err}");
+    }
+
+    #[test]
+    fn set_keeps_kinds_and_rejects_unknown_names() {
+        let mut v = vars();
+        v.set("max_revisions", " 5 ").unwrap();
+        assert_eq!(v.get("max_revisions"), Some(&serde_json::json!(5)));
+        v.set("max_revisions", "a few").unwrap();
+        assert_eq!(v.get("max_revisions"), Some(&serde_json::json!("a few")));
+        v.set("strict", "TRUE").unwrap();
+        assert_eq!(v.get("strict"), Some(&serde_json::json!(true)));
+        let err = v.set("audiance", "x").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown context variable 'audiance' (known: max_revisions, audience, strict)"
+        );
+    }
+
+    #[test]
+    fn var_flags() {
+        assert_eq!(
+            parse_var_flag("q=a=b").unwrap(),
+            ("q".to_string(), "a=b".to_string())
+        );
+        assert_eq!(
+            parse_var_flag("q=").unwrap(),
+            ("q".to_string(), String::new())
+        );
+        assert_eq!(
+            parse_var_flag("novalue").unwrap_err().to_string(),
+            "--var 'novalue': expected name=value"
+        );
+        assert!(parse_var_flag("=x").is_err());
+        let v = apply_var_flags(&vars(), &["max_revisions=1".into()]).unwrap();
+        assert_eq!(v.get_text("max_revisions").as_deref(), Some("1"));
+        assert_eq!(
+            apply_var_flags(&vars(), &["tone=dry".into()]).unwrap_err(),
+            "--var 'tone=dry': unknown context variable 'tone' (known: max_revisions, audience, strict)"
+        );
+    }
+
+    #[test]
+    fn saved_in_declaration_order() {
+        let v = vars();
+        let json = serde_json::to_string(&v).unwrap();
+        assert_eq!(
+            json,
+            r#"{"max_revisions":3,"audience":"beginners","strict":false}"#
+        );
+        let back: Variables = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, v);
+        assert!(serde_json::from_str::<Variables>(r#"{"a":[1]}"#).is_err());
+    }
+}
