@@ -123,6 +123,35 @@ fn ctrl_c_during_a_run_asks_then_stops_the_team_and_the_run_stays_resumable() {
         .find(|l| l.starts_with(&run_id))
         .unwrap_or_else(|| panic!("{run_id} not in:\n{listed}"));
     assert!(line.contains("stopped, resumable"), "{line}");
+
+    // `chat --resume` offers to go on with the stopped run, and finishes it.
+    let chat_id = std::fs::read_dir(tmp.path().join("chats"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .into_owned();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["chat", "--resume", &chat_id, "--model", "sim"])
+        .current_dir(tmp.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), b"y\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("[boardroom] run {run_id} was stopped")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("──── report (runs/{run_id}/workspace/report.md)")),
+        "{text}"
+    );
 }
 
 #[test]

@@ -439,11 +439,11 @@ fn greet_resumed(chat: &mut Chat, io: &mut Io, id: &str) {
             ),
         },
     );
-    for run_id in chat.interrupted_runs() {
+    for (run_id, how) in chat.interrupted_runs() {
         chat.show(
             io,
             ChatEvent::Notice {
-                text: format!("run {run_id} was interrupted (its last saved phase is kept)"),
+                text: format!("run {run_id} was {how} (its last saved phase is kept)"),
             },
         );
         if chat.ask(io, &format!("Resume run {run_id}? [y/N]")) {

@@ -299,7 +299,9 @@ fn relay(text: &str) -> String {
                  shorter, go deeper on one module, or start a new run."
             )
         }
-        "run_finished" => format!("{body} Say the word and I will resume it."),
+        "run_finished" => {
+            format!("{body} It is saved: boardroom chat --resume offers to go on with it.")
+        }
         "run_failed" => format!("Bad news: {body}. Shall I try again?"),
         "awaiting_user" => {
             let q = body

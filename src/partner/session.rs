@@ -514,17 +514,26 @@ impl Chat {
         Ok(())
     }
 
-    /// The runs of this chat that were cut off (a `running` snapshot that
-    /// no process holds): resumable.
-    pub fn interrupted_runs(&self) -> Vec<String> {
+    /// The runs of this chat that can be resumed, with how they ended:
+    /// `interrupted` (cut off: a `running` snapshot that no process holds)
+    /// or `stopped` (stopped before they finished).
+    pub fn interrupted_runs(&self) -> Vec<(String, &'static str)> {
         self.runs
             .iter()
-            .filter(|id| {
+            .filter_map(|id| {
                 let dir = self.runs_dir.join(id);
-                crate::store::load_run(&dir).is_ok_and(|r| r.state.status == RunStatus::Running)
-                    && crate::store::run_holder(&dir).is_none()
+                let state = crate::store::load_run(&dir).ok()?.state;
+                if crate::store::run_holder(&dir).is_some() {
+                    return None;
+                }
+                match (state.status, state.phase) {
+                    (RunStatus::Running, _) => Some((id.clone(), "interrupted")),
+                    (RunStatus::Cancelled, p) if p != crate::runtime::RunPhase::Finished => {
+                        Some((id.clone(), "stopped"))
+                    }
+                    _ => None,
+                }
             })
-            .cloned()
             .collect()
     }
 
