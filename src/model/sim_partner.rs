@@ -243,7 +243,7 @@ fn brief(msgs: &[Message]) -> String {
     if requests.len() > 1 {
         let _ = write!(b, " ({})", requests[1..].join("; "));
     }
-    b.push_str(". The final report covers every work module.");
+    b.push('.');
     b
 }
 
