@@ -318,10 +318,12 @@ pub(crate) fn chat(args: &ChatArgs) -> u8 {
 
     let stopped = chat.close();
     if let Some(run_id) = stopped {
-        io.print(&format!(
-            "[boardroom] the team was stopped; run {run_id} is saved: boardroom chat --resume {id} \
-             (or boardroom resume {run_id}) continues it"
-        ));
+        io.emit(&ChatEvent::Notice {
+            text: format!(
+                "the team was stopped; run {run_id} is saved: boardroom chat --resume {id} \
+                 (or boardroom resume {run_id}) continues it"
+            ),
+        });
     }
     drop(stop_tx);
     if let Some(Ok(t)) = sigint {

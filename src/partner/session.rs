@@ -687,12 +687,14 @@ impl Chat {
     }
 
     /// Asks the run under way to stop (it stays resumable) and waits for
-    /// it to end; the id of the run stopped.
+    /// it to end; the id of the run stopped (`None` when no run was under
+    /// way: one that had already ended is not "stopped").
     pub fn stop_run(&mut self) -> Option<String> {
         let run = self.active.take()?;
+        let under_way = !run.watcher.is_finished();
         run.cancel.cancel();
         let _ = run.watcher.join();
-        Some(run.run_id)
+        under_way.then_some(run.run_id)
     }
 
     /// Waits for the run under way to end (its news lands in the inbox).
