@@ -103,6 +103,34 @@ struct ActiveRun {
 }
 
 /// A conversation between the user and the team's partner.
+///
+/// # Examples
+///
+/// ```
+/// use boardroom::{Cancel, Chat, ChatEvent, ChatIo, Runtime, Sim, Team};
+///
+/// /// Prints what the user would see; says no to every question.
+/// struct Quiet;
+/// impl ChatIo for Quiet {
+///     fn emit(&mut self, event: &ChatEvent) {
+///         println!("{event:?}");
+///     }
+///     fn consent(&mut self, _question: &str) -> bool {
+///         false
+///     }
+/// }
+///
+/// let runs = std::env::temp_dir().join(format!("boardroom-chat-doc-{}", std::process::id()));
+/// let runtime = Runtime::new(Team::builtin()?, Sim::new()).runs_dir(&runs);
+/// let mut chat = Chat::new(runtime, std::sync::Arc::new(Sim::new()), &runs)?;
+/// chat.user_says("Plan a team offsite for about 20 people over two days", &mut Quiet);
+/// chat.turn(&mut Quiet, &Cancel::new())?;
+/// assert_eq!(chat.plan().tasks.len(), 4, "the partner drafted four modules");
+/// assert!(chat.runs().is_empty(), "the user said no: nothing was launched");
+/// chat.close();
+/// # std::fs::remove_dir_all(&runs).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Chat {
     runtime: Runtime,
     runs_dir: PathBuf,
