@@ -439,3 +439,56 @@ fn the_partner_relays_a_runs_question_and_the_users_answer_resumes_it() {
     assert_eq!(run["user_notes"][0]["message"], "Lisbon");
     assert_eq!(run["user_notes"][0]["question"], "Which city?");
 }
+
+#[test]
+fn after_the_report_a_follow_up_runs_a_new_round_on_the_same_run_with_consent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["chat", "--model", "sim"])
+        .current_dir(tmp.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"Plan a team offsite for about 20 people over two days\ny\n")
+        .unwrap();
+    let rx = lines_of(&mut child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = String::new();
+    loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no end of the run in:\n{seen}"));
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.starts_with("partner: The team has finished (status done)") {
+            break;
+        }
+    }
+    stdin.write_all(b"make it shorter\ny\n").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let rest = rx.iter().collect::<Vec<_>>().join("\n");
+    let run_id = only_dir(&tmp.path().join("runs"));
+    let ask = at(
+        &rest,
+        &format!("Send this follow-up to run {run_id}? [y/N]\nyou: y"),
+    );
+    let on_it = at(&rest, "partner: The team is on your follow-up");
+    let report = at(
+        &rest,
+        &format!("──── report (runs/{run_id}/workspace/report.md)"),
+    );
+    assert!(ask < on_it && on_it < report, "{rest}");
+    let run: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("runs").join(&run_id).join("run.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(run["status"], "done");
+    assert_eq!(run["round"], 2, "a new round on the same run");
+    assert_eq!(run["user_notes"][0]["message"], "make it shorter");
+}

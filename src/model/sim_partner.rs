@@ -97,6 +97,23 @@ fn partner(req: &ChatRequest) -> (String, Calls) {
     {
         return (String::new(), vec![("team_status", json!({}))]);
     }
+    let finished = msgs.iter().any(|m| {
+        m.role == Role::User
+            && m.content.contains("kind=\"run_finished\"")
+            && m.content.contains("has been shown")
+    });
+    if finished
+        && [
+            "shorter", "longer", "more", "less", "change", "add", "follow",
+        ]
+        .iter()
+        .any(|k| lower.contains(k))
+    {
+        return (
+            String::new(),
+            vec![("follow_up", json!({ "message": text }))],
+        );
+    }
     let drafted = called(msgs, "plan_add_task");
     if !drafted {
         let requests = user_texts(msgs);
@@ -198,6 +215,16 @@ fn after_tools(msgs: &[Message]) -> (String, Calls) {
             );
         }
         return (format!("The launch did not work: {r}"), Vec::new());
+    }
+    if let Some(r) = result("follow_up") {
+        let text = if r.starts_with("follow-up sent") {
+            "The team is on your follow-up; I will tell you when it is done.".to_string()
+        } else if r.starts_with("the user declined") {
+            "All right, no follow-up. Anything else?".to_string()
+        } else {
+            format!("The follow-up did not work: {r}")
+        };
+        return (text, Vec::new());
     }
     if let Some(r) = result("team_status") {
         return (format!("Here is where the team stands:\n{r}"), Vec::new());

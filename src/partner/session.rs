@@ -416,6 +416,7 @@ impl Chat {
         req.tools = self.granted.iter().map(|t| spec_of(t.as_ref())).collect();
         req.tools.push(tools::launch_team_spec());
         req.tools.push(tools::team_status_spec());
+        req.tools.push(tools::follow_up_spec());
         req.temperature = self.partner.temperature;
         req.max_tokens = self.partner.max_tokens;
         let model = Arc::clone(&self.model);
@@ -453,12 +454,14 @@ impl Chat {
         match call.name.as_str() {
             tools::LAUNCH_TEAM => self.launch_tool(&call.arguments, io),
             tools::TEAM_STATUS => Ok(self.status()),
+            tools::FOLLOW_UP => self.follow_up_tool(&call.arguments, io),
             name => {
                 let Some(tool) = self.granted.iter().find(|t| wire_name(t.name()) == name) else {
                     let mut known: Vec<String> =
                         self.granted.iter().map(|t| wire_name(t.name())).collect();
                     known.push(tools::LAUNCH_TEAM.into());
                     known.push(tools::TEAM_STATUS.into());
+                    known.push(tools::FOLLOW_UP.into());
                     return Err(format!(
                         "unknown tool '{name}': the partner's tools are {}",
                         known.join(", ")
@@ -505,6 +508,50 @@ impl Chat {
                  you as <team_event> messages; team_status tells how it stands."
             )),
             Err(e) => Err(format!("the team could not be launched: {e}")),
+        }
+    }
+
+    /// `follow_up`: a new round on the last run, once it has finished, on
+    /// the user's yes.
+    fn follow_up_tool(&mut self, arguments: &str, io: &mut dyn ChatIo) -> Result<String, String> {
+        let message = tools::message_of(arguments)?;
+        if let Some(id) = self.running() {
+            return Err(format!(
+                "run {id} is still under way: a follow-up waits until it has finished"
+            ));
+        }
+        let Some(run_id) = self.runs.last().cloned() else {
+            return Err(format!(
+                "no run to follow up: launch the team first with {}",
+                tools::LAUNCH_TEAM
+            ));
+        };
+        let dir = self.runs_dir.join(&run_id);
+        let state = crate::store::load_run(&dir)
+            .map_err(|e| format!("run {run_id} cannot be read: {e}"))?
+            .state;
+        if state.phase != crate::runtime::RunPhase::Finished
+            || matches!(
+                state.status,
+                RunStatus::Cancelled | RunStatus::Failed | RunStatus::AwaitingUser
+            )
+        {
+            return Err(format!(
+                "run {run_id} is {}, not finished: a follow-up needs a finished run",
+                state.status.as_str()
+            ));
+        }
+        if !self.ask(io, &format!("Send this follow-up to run {run_id}? [y/N]")) {
+            return Ok("the user declined: no follow-up was sent.".into());
+        }
+        match self.start(io, state.plan, |rt| {
+            rt.start_resume_with_message(&dir, &message)
+        }) {
+            Ok(id) => Ok(format!(
+                "follow-up sent: run {id} works on it in a new round; its news will reach you as \
+                 <team_event> messages."
+            )),
+            Err(e) => Err(format!("the follow-up could not be started: {e}")),
         }
     }
 
@@ -792,7 +839,8 @@ fn system_prompt(runtime: &Runtime, partner: &AgentSpec) -> String {
     s.push_str(
         "\nYou are the team's partner. Your tools: the plan tools to draft work modules, \
          launch_team(brief) to propose the launch (the user is asked for consent), team_status \
-         for how a launched run stands.",
+         for how a launched run stands, follow_up(message) for a new round on a finished run \
+         (the user is asked too).",
     );
     s
 }

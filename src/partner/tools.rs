@@ -13,6 +13,8 @@ use crate::plan::{ModuleStatus, Plan};
 pub(crate) const LAUNCH_TEAM: &str = "launch_team";
 /// The name of the status tool.
 pub(crate) const TEAM_STATUS: &str = "team_status";
+/// The name of the follow-up tool.
+pub(crate) const FOLLOW_UP: &str = "follow_up";
 
 pub(crate) fn launch_team_spec() -> ToolSpec {
     ToolSpec {
@@ -41,6 +43,40 @@ pub(crate) fn team_status_spec() -> ToolSpec {
                       its status, and the latest events."
             .into(),
         parameters: json!({"type": "object", "properties": {}}),
+    }
+}
+
+pub(crate) fn follow_up_spec() -> ToolSpec {
+    ToolSpec {
+        name: FOLLOW_UP.into(),
+        description: "Propose a follow-up round on the team's last finished run (a shorter \
+                      version, more depth on one module): the team reviews its board with the \
+                      message and works again. The user is asked for consent."
+            .into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "message": {
+                    "type": "string",
+                    "description": "What the team should change or add, in the user's terms"
+                }
+            },
+            "required": ["message"]
+        }),
+    }
+}
+
+/// The `message` of a `follow_up` call, or the corrective error.
+pub(crate) fn message_of(arguments: &str) -> Result<String, String> {
+    let args: Value = serde_json::from_str(if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    })
+    .map_err(|e| format!("the arguments are not JSON ({e}): give {{\"message\": \"...\"}}"))?;
+    match args.get("message") {
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+        _ => Err("'message' is missing or empty: say what the team should change".into()),
     }
 }
 
