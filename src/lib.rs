@@ -93,6 +93,7 @@ mod event;
 mod memory;
 mod model;
 mod observe;
+mod partner;
 mod plan;
 mod process;
 mod protocol;
@@ -121,6 +122,10 @@ pub use model::{
 };
 pub use observe::otlp::{ExportReport, OtlpConfig, OtlpError, OtlpExporter, export_run};
 pub use observe::view::{ViewError, ViewServer};
+pub use partner::{
+    Chat, ChatError, ChatEvent, ChatIo, ChatRecord, ChatStore, Inbox, InboxItem, TeamNews, TurnEnd,
+    ingest,
+};
 pub use plan::{ModuleStatus, Plan, WorkModule};
 pub use process::handoff::{HandoffState, HandoffStep};
 /// The handoff protocol's pure pieces: the `handoff` / `set_variable` tools,
@@ -134,12 +139,12 @@ pub use protocol::{
     strip_handoff_lines, turn_prompt,
 };
 pub use protocol::{
-    Assignment, Decision, MasterReply, Protocol, ProtocolError, Verdict, parse_master,
-    parse_master_json, parse_verdict, parse_verdict_json,
+    Assignment, Decision, MasterReply, Protocol, ProtocolError, Verdict, parse_ask, parse_ask_json,
+    parse_master, parse_master_json, parse_verdict, parse_verdict_json,
 };
 pub use runtime::{
     Cancel, DEFAULT_MAX_ROUNDS, RunError, RunHandle, RunOutcome, RunPhase, RunState, Runtime, Turn,
-    parse_timeout,
+    UserNote, parse_timeout,
 };
 pub use store::{
     Lines, RUN_FORMAT_VERSION, RunListing, RunRecord, RunSettings, StoreError, TeamSnapshot,

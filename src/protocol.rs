@@ -31,6 +31,9 @@ pub enum Decision {
     /// Finished; the answer may be empty, in which case the runtime asks
     /// for the final report.
     Done(String),
+    /// The master asks its user something (`ASK:<question>`): the run
+    /// waits for the reply (status `awaiting_user`).
+    Ask(String),
 }
 
 /// A master turn, parsed: the decision (if any) and what was wrong.
@@ -261,6 +264,13 @@ pub fn parse_master(reply: &str, members: &[&str], master: &str) -> MasterReply 
             Keyword::Challenge | Keyword::Agree => {}
         }
     }
+    // A question for the user wins: the master cannot go on without it.
+    if let Some(question) = ask::parse_ask(reply) {
+        return MasterReply {
+            decision: Some(Decision::Ask(question)),
+            errors: Vec::new(),
+        };
+    }
     let decision = match done {
         Some(answer) if !answer.is_empty() || assignments.is_empty() => {
             Some(Decision::Done(answer))
@@ -379,11 +389,13 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+mod ask;
 pub(crate) mod handoff;
 mod json;
 #[cfg(test)]
 mod tests;
 
+pub use ask::{parse_ask, parse_ask_json};
 pub use handoff::{
     AGENT_CHOICE_SCHEMA, HANDOFF_TOOL, HandoffDirective, HistoryStep, RULE_CHOICE_SCHEMA,
     RoutingRule, SET_VARIABLE_TOOL, TurnInput, agent_choice_schema, check_destination,

@@ -135,9 +135,10 @@ fn check_lists_the_shipped_team() {
     assert_eq!(out.status.code(), Some(0));
     let stdout = text(&out.stdout);
     assert!(
-        stdout.starts_with("team 'default' (.): 5 agents"),
+        stdout.starts_with("team 'default' (.): 6 agents"),
         "{stdout}"
     );
+    assert!(stdout.contains("  partner partner"), "{stdout}");
     assert!(stdout.contains("critic") && stdout.contains("[can challenge]"));
 }
 
@@ -146,7 +147,7 @@ fn the_built_in_team_is_used_outside_a_team_directory() {
     let dir = tempfile::tempdir().unwrap();
     let out = boardroom(&["check"], dir.path());
     assert_eq!(out.status.code(), Some(0));
-    assert!(text(&out.stdout).starts_with("team 'default' (built in): 5 agents"));
+    assert!(text(&out.stdout).starts_with("team 'default' (built in): 6 agents"));
     let out = boardroom(&["run", "Name three teas"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }

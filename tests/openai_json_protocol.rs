@@ -91,7 +91,7 @@ fn json_mode_sends_schemas_and_reads_json_decisions() {
     );
     assert_eq!(
         review.body["response_format"]["json_schema"]["schema"]["properties"]["decision"]["enum"],
-        json!(["assign", "done"])
+        json!(["assign", "done", "ask_user"])
     );
     assert_eq!(
         format["json_schema"]["schema"]["properties"]["assignments"]["items"]["properties"]["member"]

@@ -34,6 +34,8 @@ pub(crate) enum Command {
     View(super::observe::ViewArgs),
     /// Send a saved run's trace to an OpenTelemetry collector (OTLP/HTTP).
     Export(super::observe::ExportArgs),
+    /// Talk with the team's partner: it drafts the work and launches the team.
+    Chat(super::chat::ChatArgs),
 }
 
 #[derive(Debug, clap::Args)]

@@ -2,6 +2,7 @@
 //! events, map errors to exit codes. No orchestration lives here.
 
 mod args;
+mod chat;
 mod logging;
 mod observe;
 mod render;
@@ -48,6 +49,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Memory(args) => runs::memory(&args),
         Command::View(args) => observe::view(&args),
         Command::Export(args) => observe::export(&args),
+        Command::Chat(args) => chat::chat(&args),
     };
     ExitCode::from(code)
 }
@@ -178,8 +180,7 @@ fn run(args: RunArgs) -> u8 {
         eprintln!("error: {e}");
         return EXIT_BAD_INPUT;
     }
-    let (tx, rx) = crossbeam_channel::unbounded();
-    let mut runtime = Runtime::with_shared_model(team, model).events(tx);
+    let mut runtime = Runtime::with_shared_model(team, model);
     if let Some(r) = args.rounds {
         runtime = runtime.max_rounds(r);
     }
@@ -220,10 +221,51 @@ fn run(args: RunArgs) -> u8 {
         Ok(o) => o,
         Err(code) => return code,
     };
-    let rx = observers.tee(rx);
-    let code = drive_and_report(runtime, rx, args.json, &args.runs_dir, |rt| rt.start(&task));
-    observers.finish();
-    code
+    // On a terminal, a run that asks its user (the master's ASK:) asks
+    // inline and goes on with the answer; elsewhere it exits 3.
+    let mut answer: Option<(PathBuf, String)> = None;
+    loop {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let rx = observers.tee(rx);
+        let run_id = std::cell::RefCell::new(None::<String>);
+        let code = drive_and_report(
+            runtime.clone().events(tx),
+            rx,
+            args.json,
+            &args.runs_dir,
+            |rt| {
+                let handle = match answer.take() {
+                    Some((dir, message)) => rt.start_resume_with_message(dir, &message),
+                    None => rt.start(&task),
+                }?;
+                *run_id.borrow_mut() = Some(handle.run_id().to_string());
+                Ok(handle)
+            },
+        );
+        let asked = code == EXIT_WAITING && !args.json && std::io::stdin().is_terminal();
+        if let (true, Some(id)) = (asked, run_id.into_inner()) {
+            if let Some(reply) = ask_inline() {
+                answer = Some((args.runs_dir.join(id), reply));
+                continue;
+            }
+        }
+        observers.finish();
+        return code;
+    }
+}
+
+/// Reads the user's answer to a run's question from the terminal (the
+/// question was printed as the run's answer); `None` on an empty line or
+/// the end of input (the run stays waiting, exit 3).
+fn ask_inline() -> Option<String> {
+    use std::io::Write as _;
+    eprint!("your answer (empty: answer later with resume --message)> ");
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    match std::io::stdin().read_line(&mut line) {
+        Ok(n) if n > 0 && !line.trim().is_empty() => Some(line.trim().to_string()),
+        _ => None,
+    }
 }
 
 /// The task from the argument, `--task-file PATH`, or stdin (`-`).
@@ -498,6 +540,7 @@ fn check(dir: Option<&Path>) -> u8 {
     for a in team.agents() {
         let role = match a.role {
             boardroom::AgentRole::Master => "master",
+            boardroom::AgentRole::Partner => "partner",
             _ => "member",
         };
         let mut flags = Vec::new();

@@ -265,6 +265,7 @@ impl Human {
                     (0, "assign") => format!("{agent} split the task into {assignments} assignments"),
                     (_, "assign") => format!("{agent} reviewed round {round}: {assignments} assignments for another round"),
                     (_, "done") => format!("{agent} reviewed round {round}: DONE"),
+                    (_, "ask") => format!("{agent} has a question for you"),
                     _ => format!("{agent}: no usable decision"),
                 };
                 self.line(what);

@@ -13,6 +13,7 @@ mod openai;
 mod scripted;
 mod sim;
 mod sim_handoff;
+mod sim_partner;
 mod spec;
 
 use std::sync::Arc;

@@ -36,6 +36,9 @@ pub struct SimOptions {
     /// tool, the agent first asks for every call listed for it (at once),
     /// then writes its draft with the results appended.
     pub tool_calls: Vec<SimToolCall>,
+    /// The master's plan asks its user this (`ASK:`) until the task holds
+    /// an answer.
+    pub ask: Option<String>,
 }
 
 /// A tool call the sim asks for on an agent's behalf.
@@ -178,7 +181,9 @@ impl Sim {
     fn answer(&self, req: &ChatRequest) -> String {
         let text = all_text(req);
         match req.phase {
-            Phase::Plan => plan(&text),
+            Phase::Plan => super::sim_partner::ask(&text, self.options.ask.as_deref())
+                .or_else(|| super::sim_partner::plan_with_modules(&text, &roster(&text)))
+                .unwrap_or_else(|| plan(&text)),
             Phase::Draft => draft(&req.agent, &last_user(req)),
             Phase::Challenge => {
                 if self.options.challenge_round == Some(req.round) {
@@ -196,7 +201,8 @@ impl Sim {
                     "AGREE".into()
                 }
             }
-            Phase::Review => review(&text, req.round, self.options.never_done),
+            Phase::Review => super::sim_partner::follow_up(&text, &latest_drafts(&text))
+                .unwrap_or_else(|| review(&text, req.round, self.options.never_done)),
             Phase::Final => final_answer(&text),
             Phase::Memory => {
                 let task = tag(&text, "task").unwrap_or_default();
@@ -255,6 +261,9 @@ impl ChatModel for Sim {
             });
         }
         if let Some(resp) = super::sim_handoff::reply(&self.options, req, on_delta) {
+            return Ok(resp);
+        }
+        if let Some(resp) = super::sim_partner::respond(req) {
             return Ok(resp);
         }
         if let Some(calls) = self.tool_calls_for(req) {

@@ -79,10 +79,11 @@ pub(crate) fn parse_sim_options(options: &str) -> Result<SimOptions, String> {
             "panic" if !value.is_empty() => o.panic_agent = Some(value.to_string()),
             "never_done" => o.never_done = true,
             "tool" => o.tool_calls.push(parse_tool_call(value)?),
+            "ask" if !value.trim().is_empty() => o.ask = Some(value.trim().to_string()),
             _ => {
                 return Err(format!(
                     "unknown sim option '{part}' (known: latency=DUR, latency_phases=P+P, challenge=ROUND, \
-                     fail=AGENT, panic=AGENT, never_done, tool=AGENT:TOOL[:JSON])"
+                     fail=AGENT, panic=AGENT, never_done, tool=AGENT:TOOL[:JSON], ask=QUESTION)"
                 ));
             }
         }

@@ -54,6 +54,9 @@ Reply with exactly one JSON object and nothing else:
   self-contained task: they see the board but not this message.
 {\"decision\": \"done\", \"assignments\": [], \"answer\": \"<the complete final answer>\"}
   Ends the work. The answer goes to the user as it stands.
+{\"decision\": \"ask_user\", \"assignments\": [], \"answer\": \"<one question for the user>\"}
+  Only when the work cannot go on without the user's answer: the run waits for
+  it, and you see the answer in your next turn.
 
 Members work in parallel, so split the task into parts that can be done at the
 same time. After every round you see the board (drafts, challenges, errors) and
@@ -92,7 +95,7 @@ pub(crate) fn master_schema(members: &[&str]) -> OutputSchema {
         schema: json!({
             "type": "object",
             "properties": {
-                "decision": {"type": "string", "enum": ["assign", "done"]},
+                "decision": {"type": "string", "enum": ["assign", "done", "ask_user"]},
                 "assignments": {
                     "type": "array",
                     // One task per member at most: a small model constrained
@@ -209,6 +212,12 @@ pub fn parse_master_json(reply: &str, members: &[&str], master: &str) -> MasterR
             });
         }
     }
+    if let Some(question) = super::ask::parse_ask_json(text) {
+        return MasterReply {
+            decision: Some(Decision::Ask(question)),
+            errors: Vec::new(),
+        };
+    }
     let answer = text_at(&v, "answer");
     let decision = match text_at(&v, "decision").to_ascii_lowercase().as_str() {
         "done" => Some(Decision::Done(answer.to_string())),
@@ -269,6 +278,9 @@ pub(crate) fn line_to_json(reply: &str, schema: &OutputSchema) -> String {
         }),
         Some(Decision::Done(answer)) => {
             json!({"decision": "done", "assignments": [], "answer": answer})
+        }
+        Some(Decision::Ask(question)) => {
+            json!({"decision": "ask_user", "assignments": [], "answer": question})
         }
         None => json!({"decision": "done", "assignments": [], "answer": reply.trim()}),
     };

@@ -175,6 +175,8 @@ impl<'a> Core<'a> {
 
     /// Sends an event to every subscriber.
     pub(crate) fn emit(&self, agent: &str, parent: Option<&str>, kind: EventKind) {
+        // The master's own parent is the agent that launched the run.
+        let parent = parent.or(self.rt.parent.as_deref());
         self.bus
             .event(Event::now(&self.run_id, agent, parent, kind));
     }

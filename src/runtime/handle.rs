@@ -102,7 +102,10 @@ impl Runtime {
             return Err(RunError::EmptyTask);
         }
         let run_id = id::new_run_id();
-        let state = super::RunState::new(run_id.clone(), task.trim().to_string());
+        let state = self.seeded(super::RunState::new(
+            run_id.clone(),
+            task.trim().to_string(),
+        ));
         self.spawn(run_id, move |rt| rt.drive(state))
     }
 

@@ -14,6 +14,7 @@ pub(crate) mod id;
 mod models;
 pub(crate) mod persist;
 pub(crate) mod pool;
+mod seed;
 mod state;
 pub(crate) mod tool_loop;
 pub(crate) mod turns;
@@ -30,7 +31,7 @@ use crate::team::Team;
 pub use budget::parse_timeout;
 pub use error::RunError;
 pub use handle::{Cancel, RunHandle};
-pub use state::{RunPhase, RunState};
+pub use state::{RunPhase, RunState, UserNote};
 pub use turns::Turn;
 
 /// The default round cap.
@@ -65,6 +66,10 @@ pub struct Runtime {
     pub(crate) master_memory: Option<crate::memory::MasterMemory>,
     pub(crate) model_spec: Option<String>,
     pub(crate) tools: Vec<Arc<dyn crate::tools::Tool>>,
+    /// Work modules a new run starts with (see [`Runtime::modules`]).
+    pub(crate) seed: crate::plan::Plan,
+    /// The agent that launched the run (see [`Runtime::parent`]).
+    pub(crate) parent: Option<String>,
     /// Context variables set for this run (`--var`), in order.
     pub(crate) vars: Vec<(String, String)>,
 }
@@ -123,6 +128,8 @@ impl Runtime {
             master_memory: None,
             model_spec: None,
             tools: Vec::new(),
+            seed: crate::plan::Plan::default(),
+            parent: None,
             vars: Vec::new(),
         }
     }
@@ -239,7 +246,7 @@ impl Runtime {
         if task.trim().is_empty() {
             return Err(RunError::EmptyTask);
         }
-        let state = RunState::new(id::new_run_id(), task.trim().to_string());
+        let state = self.seeded(RunState::new(id::new_run_id(), task.trim().to_string()));
         self.drive_in(state, persist::Opening::New)
     }
 

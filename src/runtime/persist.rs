@@ -123,7 +123,11 @@ impl Persist {
         std::fs::create_dir_all(ws).map_err(|e| StoreError::io(ws, e))?;
         let plan_path = ws.join("plan.json");
         write_replace(&plan_path, &to_json(&plan_path, &record.state.plan)?)?;
-        if record.state.phase == RunPhase::Finished {
+        // A blackboard run that waits for its user holds the question, not
+        // a report.
+        let asking = record.state.status == crate::event::RunStatus::AwaitingUser
+            && record.state.handoff.is_none();
+        if record.state.phase == RunPhase::Finished && !asking {
             if let Some(answer) = &record.state.answer {
                 let report = format!("# {}\n\n{}\n", record.state.task.trim(), answer.trim());
                 write_replace(&ws.join("report.md"), report.as_bytes())?;

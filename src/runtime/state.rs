@@ -68,6 +68,15 @@ pub struct RunState {
     /// only those that failed on the transport).
     #[serde(skip)]
     pub(crate) rerun_errors: bool,
+    /// What the user told a blackboard run: answers to the master's `ASK:`
+    /// questions and follow-ups, oldest first (the master sees them with
+    /// the task).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub user_notes: Vec<UserNote>,
+    /// Rounds run before the last follow-up: a follow-up gets the round cap
+    /// again, counted from here.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub round_offset: u32,
     /// A handoff run's own state: the steps so far, the active agent, the
     /// context variables.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -92,7 +101,24 @@ impl RunState {
             answer: None,
             error: None,
             rerun_errors: false,
+            user_notes: Vec::new(),
+            round_offset: 0,
             handoff: None,
         }
     }
+}
+
+/// Something the user told a run: the answer to the master's question, or a
+/// follow-up to a finished run (no question).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserNote {
+    /// The master's question it answers, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+    /// What the user said.
+    pub message: String,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }

@@ -31,7 +31,7 @@ fn run_json_round_trips_and_the_team_comes_back() {
     save(&dir, &r);
     let back = load_run(&dir).unwrap();
     assert_eq!(back, r);
-    assert_eq!(back.team.to_team().unwrap().agents().len(), 5);
+    assert_eq!(back.team.to_team().unwrap().agents().len(), 6);
     // No temp file is left beside it.
     let names: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()

@@ -47,6 +47,10 @@ pub enum AgentRole {
     Master,
     /// Works on assignments.
     Member,
+    /// Talks with the user in `boardroom chat`: clarifies the request,
+    /// drafts the work modules and launches the team. At most one per
+    /// team; never on the roster of a run.
+    Partner,
 }
 
 /// One agent: its settings and its soul.
@@ -333,7 +337,7 @@ impl Team {
                     "no master: exactly one agent needs 'role: master'",
                 ));
             }
-            [_] if agents.len() == 1 => {
+            [_] if !agents.iter().any(|a| a.role == AgentRole::Member) => {
                 // The master's plan must assign work (a DONE in the plan is
                 // no plan), so a team with nobody to assign to cannot run.
                 return Err(TeamError::in_file(
@@ -355,11 +359,15 @@ impl Team {
         }
         let souls = dir.as_ref().map(|d| d.join("souls"));
         let handoff = handoff::build(&name, &config, &agents, souls.as_deref(), source)?;
-        // The master first, then members in name order.
+        check_one_partner(&agents, where_)?;
+        // The master first, then members in name order, then the partner.
+        let rank = |r: AgentRole| match r {
+            AgentRole::Master => 0,
+            AgentRole::Member => 1,
+            AgentRole::Partner => 2,
+        };
         let mut agents = agents;
-        agents.sort_by(|a, b| {
-            (a.role != AgentRole::Master, &a.name).cmp(&(b.role != AgentRole::Master, &b.name))
-        });
+        agents.sort_by(|a, b| (rank(a.role), &a.name).cmp(&(rank(b.role), &b.name)));
         Ok(Team {
             inner: Arc::new(TeamInner {
                 name,
@@ -399,7 +407,18 @@ impl Team {
 
     /// The members, in name order.
     pub fn members(&self) -> impl Iterator<Item = &AgentSpec> {
-        self.inner.agents[1..].iter()
+        self.inner.agents[1..]
+            .iter()
+            .filter(|a| a.role == AgentRole::Member)
+    }
+
+    /// The partner (`role: partner`), if the team has one: the agent
+    /// `boardroom chat` talks with.
+    pub fn partner(&self) -> Option<&AgentSpec> {
+        self.inner
+            .agents
+            .iter()
+            .find(|a| a.role == AgentRole::Partner)
     }
 
     /// How a handoff team hands over: entry, rules, after-work behaviour,
@@ -417,6 +436,33 @@ impl Team {
     pub fn agent(&self, name: &str) -> Option<&AgentSpec> {
         self.inner.agents.iter().find(|a| a.name == name)
     }
+}
+
+/// At most one partner: a second is an error at its `role:` line.
+fn check_one_partner(
+    agents: &[AgentSpec],
+    where_: impl Fn(&AgentSpec) -> PathBuf,
+) -> Result<(), TeamError> {
+    let mut partners = agents.iter().filter(|a| a.role == AgentRole::Partner);
+    let (Some(first), Some(second)) = (partners.next(), partners.next()) else {
+        return Ok(());
+    };
+    let path = where_(second);
+    let line = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .position(|l| l.trim_start().starts_with("role:"))
+        })
+        .map_or(1, |i| i + 1);
+    Err(TeamError::at(
+        path,
+        line,
+        format!(
+            "a second partner '{}' (the first is '{}'): a team has at most one",
+            second.name, first.name
+        ),
+    ))
 }
 
 /// A name is an identifier: ASCII letter first, then letters, digits, `_`, `-`.
@@ -524,7 +570,7 @@ fn parse_agent(
         return Err(TeamError::at(
             path,
             1,
-            "missing key 'role' (master or member)",
+            "missing key 'role' (master, member or partner)",
         ));
     };
     if let Some(t) = fm.temperature {
@@ -580,6 +626,11 @@ const BUILTIN: &[(&str, &str, &str)] = &[
         "critic",
         include_str!("../../agents/critic.md"),
         include_str!("../../souls/critic.md"),
+    ),
+    (
+        "partner",
+        include_str!("../../agents/partner.md"),
+        include_str!("../../souls/partner.md"),
     ),
 ];
 

@@ -110,7 +110,10 @@ impl<'a> Blackboard<'a> {
             }
             self.checkpoint();
         }
-        if self.state.status != RunStatus::Cancelled {
+        if !matches!(
+            self.state.status,
+            RunStatus::Cancelled | RunStatus::AwaitingUser
+        ) {
             self.core.at(self.state.round, self.state.phase);
             self.update_memory();
             self.checkpoint();
@@ -122,7 +125,8 @@ impl<'a> Blackboard<'a> {
 
     fn plan(&mut self) -> Result<(), RunError> {
         self.status(RoomStatus::Thinking);
-        let messages = prompt::plan(self.team, &self.core.memory, &self.state.task);
+        let mut messages = prompt::plan(self.team, &self.core.memory, &self.task_text());
+        prompt::add_seeded_modules(&mut messages, &self.core.plan.lock());
         let (decision, problems) =
             self.master_turn(Phase::Plan, 0, messages)
                 .map_err(|source| RunError::Master {
@@ -216,7 +220,7 @@ impl<'a> Blackboard<'a> {
             return;
         };
         self.module_started(round, a);
-        let messages = prompt::draft(member, &self.state.task, board, &a.task);
+        let messages = prompt::draft(member, &self.task_text(), board, &a.task);
         let outcome = self.call_until_on(
             member,
             Phase::Draft,
@@ -279,7 +283,7 @@ impl<'a> Blackboard<'a> {
     }
 
     fn challenger_turn(&self, round: u32, challenger: &AgentSpec, board: &[Entry]) {
-        let mut messages = prompt::challenge(challenger, &self.state.task, board, round);
+        let mut messages = prompt::challenge(challenger, &self.task_text(), board, round);
         self.adapt_prompt(Phase::Challenge, &mut messages);
         let outcome = self.call_until(
             challenger,
@@ -336,10 +340,10 @@ impl<'a> Blackboard<'a> {
         let messages = prompt::review(
             self.team,
             &self.core.memory,
-            &self.state.task,
+            &self.task_text(),
             &board,
             round,
-            self.core.rt.rounds_cap(),
+            self.cap(),
             &self.state.feedback,
         );
         let master = self.team.master().name.clone();
@@ -374,7 +378,8 @@ impl<'a> Blackboard<'a> {
         self.no_draft_check()?;
         self.status(RoomStatus::Thinking);
         let board = self.board.snapshot();
-        let messages = prompt::final_answer(self.team, &self.core.memory, &self.state.task, &board);
+        let messages =
+            prompt::final_answer(self.team, &self.core.memory, &self.task_text(), &board);
         let master = self.team.master();
         match self.call_until(
             master,
@@ -470,6 +475,7 @@ impl<'a> Blackboard<'a> {
         let (label, count) = match &decision {
             Some(Decision::Assign(v)) => ("assign", v.len()),
             Some(Decision::Done(_)) => ("done", 0),
+            Some(Decision::Ask(_)) => ("ask", 0),
             None => ("none", 0),
         };
         self.core.emit(
@@ -493,8 +499,23 @@ impl<'a> Blackboard<'a> {
                 self.state.answer = Some(answer);
                 self.state.phase = RunPhase::Finished;
             }
+            Some(Decision::Ask(question)) => {
+                // The run waits for its user: saved as awaiting_user, the
+                // question as its answer; a reply resumes it where it
+                // stood (see resume::take_message).
+                self.core.emit(
+                    &master,
+                    None,
+                    EventKind::AwaitingUser {
+                        question: question.clone(),
+                    },
+                );
+                self.state.status = RunStatus::AwaitingUser;
+                self.state.answer = Some(question);
+                self.state.phase = RunPhase::Finished;
+            }
             Some(Decision::Assign(assignments)) => {
-                if round >= self.core.rt.rounds_cap() {
+                if round >= self.cap() {
                     self.state.status = RunStatus::RoundLimit;
                     self.state.phase = RunPhase::Final;
                     return;
@@ -519,6 +540,42 @@ impl<'a> Blackboard<'a> {
     }
 
     // ---- helpers ---------------------------------------------------------
+
+    /// The task with what the user told the run since (answers to the
+    /// master's questions, follow-ups), as every agent of the run sees it.
+    fn task_text(&self) -> String {
+        if self.state.user_notes.is_empty() {
+            return self.state.task.clone();
+        }
+        let mut text = format!(
+            "{}\n\nWhat the user told the team since:",
+            self.state.task.trim()
+        );
+        for note in &self.state.user_notes {
+            match &note.question {
+                Some(q) => {
+                    text.push_str(&format!(
+                        "\n- The master asked: {}\n  The user answered: {}",
+                        q.trim(),
+                        note.message.trim()
+                    ));
+                }
+                None => {
+                    text.push_str(&format!(
+                        "\n- Follow-up from the user: {}",
+                        note.message.trim()
+                    ));
+                }
+            }
+        }
+        text
+    }
+
+    /// The round cap of this stretch of the run (a follow-up gets the cap
+    /// again).
+    pub(crate) fn cap(&self) -> u32 {
+        self.core.rt.rounds_cap() + self.state.round_offset
+    }
 
     /// An agent's turn through the core, asked again while its answer is
     /// unusable (see [`Core::call_until`]), with this run's schema for the

@@ -44,7 +44,7 @@ impl Blackboard<'_> {
     pub(crate) fn plan_decided(&self, round: u32, decision: Option<&Decision>) {
         let mut plan = self.core.plan.lock();
         match decision {
-            Some(Decision::Assign(assignments)) if round < self.core.rt.rounds_cap() => {
+            Some(Decision::Assign(assignments)) if round < self.cap() => {
                 let next = round + 1;
                 let mut reopened: Vec<String> = Vec::new();
                 for a in assignments {
@@ -53,7 +53,19 @@ impl Blackboard<'_> {
                             && m.status == ModuleStatus::PendingReview
                             && !reopened.contains(&m.task_id)
                     });
+                    let again = match again {
+                        Some(m) => Some(m),
+                        // A module the run was seeded with, taken over.
+                        None => seeded(&mut plan.tasks, &a.task),
+                    };
                     match again {
+                        Some(m) if m.assigned_agent.is_none() => {
+                            m.assigned_agent = Some(a.member.clone());
+                            m.description = a.task.clone();
+                            m.metadata.insert("round".into(), Value::from(next));
+                            stamp(m, "assigned_ms");
+                            reopened.push(m.task_id.clone());
+                        }
                         Some(m) => {
                             // Sent back: the same module, a new description.
                             m.status = ModuleStatus::Pending;
@@ -82,6 +94,8 @@ impl Blackboard<'_> {
                 }
                 complete(&mut plan);
             }
+            // A question for the user accepts nothing yet.
+            Some(Decision::Ask(_)) => {}
             Some(_) => complete(&mut plan),
             None => {}
         }
@@ -156,6 +170,22 @@ impl Blackboard<'_> {
         };
         m.context_archive.push(Message::assistant(answer));
     }
+}
+
+/// The open seeded module an assignment takes over: the first unassigned
+/// pending one whose id starts the task or whose description the task
+/// repeats.
+fn seeded<'p>(tasks: &'p mut [WorkModule], task: &str) -> Option<&'p mut WorkModule> {
+    let task_l = task.trim().to_lowercase();
+    tasks.iter_mut().find(|m| {
+        m.assigned_agent.is_none()
+            && m.status == ModuleStatus::Pending
+            && m.metadata
+                .get("seeded")
+                .is_some_and(|v| v == &Value::Bool(true))
+            && (task_l.starts_with(&m.task_id.to_lowercase())
+                || task_l.contains(&m.description.trim().to_lowercase()))
+    })
 }
 
 fn complete(plan: &mut Plan) {

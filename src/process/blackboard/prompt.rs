@@ -19,6 +19,9 @@ ASSIGN:<member>:<task>
 DONE
   Ends the work. Write the complete final answer after DONE (on the same line or
   the lines below): it goes to the user as it stands.
+ASK:<question>
+  Only when the work cannot go on without the user's answer (a choice only the
+  user can make): the run waits for the reply, and you see it in your next turn.
 
 Members work in parallel, so split the task into parts that can be done at the
 same time. After every round you see the board (drafts, challenges, errors) and
@@ -141,6 +144,39 @@ pub(crate) fn plan(team: &Team, memory: &str, task: &str) -> Vec<Message> {
             task_block(task)
         )),
     ]
+}
+
+/// Shows the master the work modules a run was seeded with (drafted by the
+/// partner with the user) in its plan turn: each open one is to be
+/// assigned.
+pub(crate) fn add_seeded_modules(messages: &mut [Message], plan: &crate::plan::Plan) {
+    let open: Vec<&crate::plan::WorkModule> = plan
+        .tasks
+        .iter()
+        .filter(|m| m.status == crate::plan::ModuleStatus::Pending && m.assigned_agent.is_none())
+        .collect();
+    let Some(last) = messages.last_mut() else {
+        return;
+    };
+    if open.is_empty() {
+        return;
+    }
+    let mut block = String::from(
+        "\n\nThe work is already split into these pending modules (drafted with the user):\n<modules>\n",
+    );
+    for m in open {
+        let _ = writeln!(
+            block,
+            "- {}: {}",
+            m.task_id,
+            escape_xml(m.description.trim())
+        );
+    }
+    block.push_str(
+        "</modules>\nAssign every module to the member who fits it best: start each task with \
+         the module's id (ASSIGN:<member>:task_001: ...).",
+    );
+    last.content.push_str(&block);
 }
 
 /// The master reviewing round `round`, with problems from its last reply.

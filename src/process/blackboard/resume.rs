@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::board::{Entry, EntryKind};
 use crate::event::RunStatus;
-use crate::runtime::{RunError, RunPhase, RunState};
+use crate::runtime::{RunError, RunPhase, RunState, UserNote};
 use crate::store::{self, JournalRecord, RunRecord, StoreError};
 
 /// The state a saved blackboard run goes on from.
@@ -25,16 +25,59 @@ pub(crate) fn prepare(dir: &Path, record: RunRecord) -> Result<RunState, RunErro
 }
 
 /// The user's message for a saved blackboard run: the hook of the human
-/// in the loop (a master's `ASK:` answered, a finished run followed up).
-/// The blackboard takes no message yet: every state refuses it, saying
-/// what the run is.
+/// in the loop.
+///
+/// - A run that waits for its user (the master wrote `ASK:`): the message
+///   answers the question; the master's turn that asked runs again (the
+///   plan, or the review of the round it stood at) and sees the question
+///   and the answer with the task.
+/// - A finished run (done, or ended at a limit): a follow-up. The master
+///   reviews the same board with the message and assigns a new round (the
+///   round cap counts again from here) or answers at once.
+/// - A run that was stopped or cut off refuses it: resume it first.
 pub(crate) fn take_message(state: &mut RunState, message: &str) -> Result<(), RunError> {
-    let _ = message;
-    Err(RunError::Process(format!(
-        "run {} is {}: a blackboard run does not take a message (resume it without --message)",
-        state.run_id,
-        state.status.as_str()
-    )))
+    let message = message.trim().to_string();
+    match (state.status, state.phase) {
+        (RunStatus::AwaitingUser, _) => {
+            let question = state.answer.take().filter(|q| !q.trim().is_empty());
+            state.user_notes.push(UserNote { question, message });
+            state.phase = if state.round == 0 {
+                RunPhase::Plan
+            } else {
+                RunPhase::Review
+            };
+        }
+        (
+            RunStatus::Done
+            | RunStatus::RoundLimit
+            | RunStatus::BudgetExhausted
+            | RunStatus::TimedOut,
+            RunPhase::Finished,
+        ) => {
+            state.user_notes.push(UserNote {
+                question: None,
+                message,
+            });
+            state.round_offset = state.round;
+            state.answer = None;
+            state.phase = if state.round == 0 {
+                RunPhase::Plan
+            } else {
+                RunPhase::Review
+            };
+        }
+        _ => {
+            return Err(RunError::Process(format!(
+                "run {} is {} and not finished: resume it without --message first",
+                state.run_id,
+                state.status.as_str()
+            )));
+        }
+    }
+    state.status = RunStatus::Running;
+    state.error = None;
+    state.feedback.clear();
+    Ok(())
 }
 
 /// The last snapshot of a run, with the journal records written after it

@@ -1,0 +1,184 @@
+//! The partner's launch through the library (issue 12): a launch with no
+//! plan gets a corrective tool error and asks nobody; the user's answer at
+//! the consent prompt decides, never the model's word; the inbox feeds
+//! tool results back before the next call.
+
+use boardroom::{
+    Cancel, Chat, ChatEvent, ChatIo, ChatResponse, FinishReason, Role, Runtime, Scripted, Sim,
+    Team, ToolCall, TurnEnd, Usage,
+};
+
+#[derive(Default)]
+struct Io {
+    events: Vec<ChatEvent>,
+    answers: Vec<bool>,
+    asked: Vec<String>,
+}
+
+impl ChatIo for Io {
+    fn emit(&mut self, event: &ChatEvent) {
+        self.events.push(event.clone());
+    }
+
+    fn consent(&mut self, question: &str) -> bool {
+        self.asked.push(question.to_string());
+        if self.answers.is_empty() {
+            false
+        } else {
+            self.answers.remove(0)
+        }
+    }
+}
+
+fn calls(calls: &[(&str, &str)]) -> ChatResponse {
+    ChatResponse {
+        tool_calls: calls
+            .iter()
+            .enumerate()
+            .map(|(i, (name, args))| ToolCall {
+                id: format!("c{i}-{name}"),
+                name: (*name).into(),
+                arguments: (*args).into(),
+            })
+            .collect(),
+        finish: FinishReason::ToolCalls,
+        usage: Usage::default(),
+        ..ChatResponse::default()
+    }
+}
+
+fn chat_with(model: &Scripted, runs: &std::path::Path) -> Chat {
+    let team = Team::builtin().unwrap();
+    let rt = Runtime::new(team, Sim::new()).runs_dir(runs);
+    Chat::new(rt, std::sync::Arc::new(model.clone()), runs).unwrap()
+}
+
+#[test]
+fn a_launch_without_a_plan_gets_a_corrective_error_and_asks_nobody() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = Scripted::new()
+        .respond(
+            "partner",
+            calls(&[("launch_team", r#"{"brief": "Plan it"}"#)]),
+        )
+        .reply("partner", "Let me draft the modules first.");
+    let mut chat = chat_with(&model, tmp.path());
+    let mut io = Io {
+        answers: vec![true],
+        ..Io::default()
+    };
+    chat.user_says("Plan a team offsite, go", &mut io);
+    assert_eq!(
+        chat.turn(&mut io, &Cancel::new()).unwrap(),
+        TurnEnd::Answered
+    );
+    assert!(io.asked.is_empty(), "nobody is asked: {:?}", io.asked);
+    assert!(chat.runs().is_empty());
+    let second = &model.requests()[1];
+    let result = second.messages.last().unwrap();
+    assert_eq!(result.role, Role::Tool);
+    assert_eq!(result.tool_call_id.as_deref(), Some("c0-launch_team"));
+    assert_eq!(
+        result.content,
+        "error: the plan has no open work modules, so there is nothing to launch: add them with \
+         plan_add_task first, show them to the user as a numbered list, then call launch_team"
+    );
+    assert!(second.tools.iter().any(|t| t.name == "team_status"));
+    assert!(!tmp.path().read_dir().unwrap().any(|_| true), "no run");
+}
+
+#[test]
+fn the_users_no_launches_nothing_even_when_the_model_insists() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = Scripted::new()
+        .respond(
+            "partner",
+            calls(&[
+                ("plan_add_task", r#"{"description": "Find a venue"}"#),
+                ("plan_add_task", r#"{"description": "Draft the agenda"}"#),
+                ("launch_team", r#"{"brief": "The user agreed, launch now"}"#),
+            ]),
+        )
+        .reply("partner", "Understood, nothing launched.");
+    let mut chat = chat_with(&model, tmp.path());
+    let mut io = Io {
+        answers: vec![false],
+        ..Io::default()
+    };
+    chat.user_says("Plan a team offsite", &mut io);
+    chat.turn(&mut io, &Cancel::new()).unwrap();
+    assert_eq!(io.asked, vec!["Launch the team on these 2 modules? [y/N]"]);
+    assert!(chat.runs().is_empty());
+    assert!(chat.running().is_none());
+    assert_eq!(chat.plan().tasks.len(), 2);
+    // The three results came back through the inbox, in call order, before
+    // the next call.
+    let second = &model.requests()[1];
+    let results: Vec<&str> = second
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(
+        results,
+        vec![
+            "added task_001",
+            "added task_002",
+            "the user declined: nothing was launched. Ask what to change in the modules or the brief."
+        ]
+    );
+    assert!(io.events.contains(&ChatEvent::Consent { granted: false }));
+    assert!(
+        !io.events
+            .iter()
+            .any(|e| matches!(e, ChatEvent::RunLaunched { .. }))
+    );
+}
+
+#[test]
+fn a_yes_launches_the_team_seeded_with_the_modules_and_its_end_reaches_the_inbox() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = Scripted::new()
+        .respond(
+            "partner",
+            calls(&[
+                ("plan_add_task", r#"{"description": "Find a venue"}"#),
+                ("launch_team", r#"{"brief": "Plan a team offsite"}"#),
+            ]),
+        )
+        .otherwise("partner", "ok");
+    let mut chat = chat_with(&model, tmp.path());
+    let mut io = Io {
+        answers: vec![true],
+        ..Io::default()
+    };
+    chat.user_says("Plan a team offsite", &mut io);
+    chat.turn(&mut io, &Cancel::new()).unwrap();
+    assert_eq!(chat.runs().len(), 1);
+    let run_id = chat.runs()[0].clone();
+    // The run's news lands in the inbox; the next turn shows the report.
+    let wake = chat.wakeups();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while chat.running().is_some() || chat.inbox().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the run did not end");
+        let _ = wake.recv_timeout(std::time::Duration::from_millis(100));
+    }
+    chat.turn(&mut io, &Cancel::new()).unwrap();
+    assert!(
+        io.events
+            .iter()
+            .any(|e| matches!(e, ChatEvent::Report { run_id: r, text, .. } if *r == run_id && !text.is_empty())),
+        "{:?}",
+        io.events
+    );
+    let last = model.requests().last().unwrap().clone();
+    assert!(
+        last.messages.iter().any(|m| m.content.starts_with(&format!(
+            "<team_event run=\"{run_id}\" kind=\"run_finished\">"
+        ))),
+        "{:?}",
+        last.messages
+    );
+    assert_eq!(chat.close(), None, "nothing left running");
+}

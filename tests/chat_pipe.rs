@@ -1,0 +1,494 @@
+//! `boardroom chat` through a pipe (issue 12): one user line per message,
+//! `y`/`n` at the consent prompt. The sim plays the partner: a clarifying
+//! question for a short request, four modules, the launch on consent, a
+//! status answer from the plan while the team runs, the report at the end.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn chat(dir: &Path, args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .arg("chat")
+        .args(args)
+        .current_dir(dir)
+        .env_remove("BOARDROOM_MODEL")
+        .env_remove("OPENAI_BASE_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The position of `needle` in `hay`, or a failure that shows `hay`.
+fn at(hay: &str, needle: &str) -> usize {
+    hay.find(needle)
+        .unwrap_or_else(|| panic!("{needle:?} not in:\n{hay}"))
+}
+
+fn only_dir(dir: &Path) -> String {
+    let names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "memory")
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    names[0].clone()
+}
+
+#[test]
+fn a_piped_conversation_clarifies_drafts_launches_answers_status_and_reports() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = chat(
+        tmp.path(),
+        &["--model", "sim:latency=200ms"],
+        "Plan a team offsite\nabout 20 people, two days\ny\nhow is it going?\n",
+    );
+    let t = text(&out);
+    assert!(
+        out.status.success(),
+        "{t}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let question = at(&t, "partner: Before I draft the work, two questions:");
+    let list = at(
+        &t,
+        "1. Research the options to plan a team offsite (about 20 people, two days)",
+    );
+    assert!(
+        t.contains("4. Estimate the budget to plan a team offsite"),
+        "{t}"
+    );
+    let consent = at(&t, "Launch the team on these 4 modules? [y/N]");
+    let launched = at(&t, "[team] run ");
+    let status = at(&t, "partner: Here is where the team stands:\nrun ");
+    let report = at(&t, "──── report (runs/");
+    let end = at(
+        &t,
+        "partner: The team has finished (status done); the report is above.",
+    );
+    assert!(
+        question < list && list < consent && consent < launched,
+        "{t}"
+    );
+    assert!(launched < status && status < report && report < end, "{t}");
+    // The status was given while the team worked, from the plan.
+    let status_text = &t[status..report];
+    assert!(status_text.contains(": working, round "), "{status_text}");
+    assert!(status_text.contains("modules completed:"), "{status_text}");
+
+    // The chat is saved with the run it launched, and the run is done.
+    let chat_id = only_dir(&tmp.path().join("chats"));
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("chats").join(&chat_id).join("chat.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let run_id = only_dir(&tmp.path().join("runs"));
+    assert_eq!(record["runs"], serde_json::json!([run_id]));
+    let transcript = std::fs::read_to_string(
+        tmp.path()
+            .join("chats")
+            .join(&chat_id)
+            .join("transcript.jsonl"),
+    )
+    .unwrap();
+    let consent: Vec<serde_json::Value> = transcript
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["type"] == "consent")
+        .collect();
+    assert_eq!(consent.len(), 1, "{transcript}");
+    assert_eq!(consent[0]["granted"], true);
+    let run: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("runs").join(&run_id).join("run.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(run["status"], "done");
+    // The run was seeded with the partner's modules: the master assigned
+    // those four (no others were added), and all are completed.
+    let tasks = run["plan"]["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 4, "{tasks:?}");
+    for t in tasks {
+        assert_eq!(t["status"], "completed", "{t}");
+        assert_eq!(t["metadata"]["added_by"], "partner", "{t}");
+        assert!(t["assigned_agent"].is_string(), "{t}");
+    }
+    // The partner is the run's parent: every event carries a parent.
+    let events =
+        std::fs::read_to_string(tmp.path().join("runs").join(&run_id).join("events.jsonl"))
+            .unwrap();
+    for line in events.lines() {
+        let e: serde_json::Value = serde_json::from_str(line).unwrap();
+        let parent = e["parent"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no parent: {line}"));
+        if e["agent"] == "master" {
+            assert_eq!(parent, "partner", "{line}");
+        }
+    }
+}
+
+#[test]
+fn a_no_at_the_consent_prompt_launches_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = chat(
+        tmp.path(),
+        &["--model", "sim"],
+        "Plan a team offsite\nabout 20 people, two days\nn\n",
+    );
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    let consent = at(&t, "Launch the team on these 4 modules? [y/N]\nyou: n");
+    let after = at(&t, "partner: All right, nothing was launched.");
+    assert!(consent < after, "{t}");
+    assert!(!t.contains("[team] run"), "{t}");
+    assert!(!tmp.path().join("runs").exists(), "no run directory: {t}");
+}
+
+#[test]
+fn a_team_without_a_partner_is_bad_input_that_says_how_to_add_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("agents")).unwrap();
+    std::fs::create_dir_all(tmp.path().join("souls")).unwrap();
+    for (name, role) in [("lead", "master"), ("writer", "member")] {
+        std::fs::write(
+            tmp.path().join(format!("agents/{name}.md")),
+            format!("---\nname: {name}\nrole: {role}\n---\n"),
+        )
+        .unwrap();
+        std::fs::write(tmp.path().join(format!("souls/{name}.md")), "A soul.").unwrap();
+    }
+    let out = chat(tmp.path(), &["--model", "sim"], "hello\n");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("has no partner: add an agent with 'role: partner'"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_second_partner_is_an_error_at_its_role_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("agents")).unwrap();
+    std::fs::create_dir_all(tmp.path().join("souls")).unwrap();
+    for (name, role) in [
+        ("lead", "master"),
+        ("writer", "member"),
+        ("desk", "partner"),
+        ("front", "partner"),
+    ] {
+        std::fs::write(
+            tmp.path().join(format!("agents/{name}.md")),
+            format!("---\nname: {name}\ndescription: x\nrole: {role}\n---\n"),
+        )
+        .unwrap();
+        std::fs::write(tmp.path().join(format!("souls/{name}.md")), "A soul.").unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["check", "--team"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let want = format!(
+        "{}:4: a second partner 'front' (the first is 'desk'): a team has at most one",
+        tmp.path().join("agents/front.md").display()
+    );
+    assert!(err.contains(&want), "{err}");
+    // One partner is fine, and `check` lists it as such.
+    std::fs::remove_file(tmp.path().join("agents/front.md")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["check", "--team"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(text(&out).contains("  partner desk"), "{}", text(&out));
+}
+
+#[test]
+fn json_mode_prints_the_chat_and_the_run_as_json_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = chat(
+        tmp.path(),
+        &["--model", "sim", "--json"],
+        "Plan a team offsite for about 20 people over two days\ny\n",
+    );
+    assert!(out.status.success(), "{out:?}");
+    let lines: Vec<serde_json::Value> = text(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
+    let types: Vec<&str> = lines.iter().filter_map(|l| l["type"].as_str()).collect();
+    // A long request needs no clarifying question: modules at once.
+    let first_partner = lines
+        .iter()
+        .find(|l| l["type"] == "partner_message")
+        .unwrap();
+    assert!(
+        first_partner["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Here is the work I would give the team:"),
+        "{first_partner}"
+    );
+    for t in [
+        "user_message",
+        "consent_asked",
+        "consent",
+        "run_launched",
+        "run_started",
+        "task_assigned",
+        "run_finished",
+        "report",
+    ] {
+        assert!(types.contains(&t), "no {t} in {types:?}");
+    }
+}
+
+/// Reads a child's stdout on a thread, line by line.
+fn lines_of(child: &mut std::process::Child) -> crossbeam_channel::Receiver<String> {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+#[test]
+fn a_run_killed_with_the_chat_is_shown_interrupted_on_resume_and_finishes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["chat", "--model", "sim:latency=400ms"])
+        .current_dir(tmp.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"Plan a team offsite for about 20 people over two days\ny\n")
+        .unwrap();
+    let rx = lines_of(&mut child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = String::new();
+    let run_id = loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no launch in:\n{seen}"));
+        seen.push_str(&line);
+        seen.push('\n');
+        if let Some(rest) = line.strip_prefix("[team] run ") {
+            break rest.split(' ').next().unwrap().to_string();
+        }
+    };
+    // Kill it once the run has saved a phase, mid-run.
+    let run_json = tmp.path().join("runs").join(&run_id).join("run.json");
+    while !run_json.is_file() {
+        assert!(Instant::now() < deadline, "no run.json");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(stdin);
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&run_json).unwrap()).unwrap();
+    assert_eq!(saved["status"], "running", "killed mid-run");
+
+    let chat_id = only_dir(&tmp.path().join("chats"));
+    let out = chat(tmp.path(), &["--resume", &chat_id, "--model", "sim"], "y\n");
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    let interrupted = at(&t, &format!("[boardroom] run {run_id} was interrupted"));
+    let ask = at(&t, &format!("Resume run {run_id}? [y/N]\nyou: y"));
+    let report = at(
+        &t,
+        &format!("──── report (runs/{run_id}/workspace/report.md)"),
+    );
+    assert!(interrupted < ask && ask < report, "{t}");
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&run_json).unwrap()).unwrap();
+    assert_eq!(saved["status"], "done");
+}
+
+#[test]
+fn ctrl_c_during_a_partner_turn_cancels_that_turn_and_the_chat_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["chat", "--model", "sim:latency=3s"])
+        .current_dir(tmp.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"Plan a team offsite\n").unwrap();
+    let rx = lines_of(&mut child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    let next = |seen: &mut Vec<String>| {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("the chat went quiet:\n{}", seen.join("\n")));
+        seen.push(line.clone());
+        line
+    };
+    while next(&mut seen) != "you: Plan a team offsite" {}
+    // The partner is thinking (3 s a call): Ctrl-C.
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    assert_eq!(
+        next(&mut seen),
+        "[boardroom] the partner's turn was cancelled",
+        "the turn ends at once, before its answer"
+    );
+    // The chat goes on: the next message gets a real turn.
+    stdin.write_all(b"about 20 people, two days\n").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let rest: Vec<String> = rx.iter().collect();
+    let all = format!("{}\n{}", seen.join("\n"), rest.join("\n"));
+    assert!(
+        !all.contains("partner: Before I draft the work"),
+        "the cancelled turn's answer is never shown:\n{all}"
+    );
+    assert!(all.contains("you: about 20 people, two days"), "{all}");
+    assert!(
+        all.contains("partner: Here is the work I would give the team:"),
+        "{all}"
+    );
+}
+
+#[test]
+fn the_partner_relays_a_runs_question_and_the_users_answer_resumes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["chat", "--model", "sim:ask=Which city?"])
+        .current_dir(tmp.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"Plan a team offsite for about 20 people over two days\ny\n")
+        .unwrap();
+    let rx = lines_of(&mut child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = String::new();
+    loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no question relayed in:\n{seen}"));
+        seen.push_str(&line);
+        seen.push('\n');
+        if line == "partner: The team has a question for you: Which city?" {
+            break;
+        }
+    }
+    // The next line is the answer: it resumes the run.
+    stdin.write_all(b"Lisbon\n").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let rest: Vec<String> = rx.iter().collect();
+    let all = format!("{seen}{}", rest.join("\n"));
+    let answered = at(&all, "you: Lisbon");
+    let resumed = at(&all[answered..], "[team] run ") + answered;
+    let thanks = at(&all, "partner: Thank you: I passed your answer to the team");
+    let report = at(&all, "──── report (runs/");
+    assert!(
+        answered < resumed && resumed < report && answered < thanks,
+        "{all}"
+    );
+    let run_id = only_dir(&tmp.path().join("runs"));
+    let run: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("runs").join(&run_id).join("run.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(run["status"], "done");
+    assert_eq!(run["user_notes"][0]["message"], "Lisbon");
+    assert_eq!(run["user_notes"][0]["question"], "Which city?");
+}
+
+#[test]
+fn after_the_report_a_follow_up_runs_a_new_round_on_the_same_run_with_consent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["chat", "--model", "sim"])
+        .current_dir(tmp.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"Plan a team offsite for about 20 people over two days\ny\n")
+        .unwrap();
+    let rx = lines_of(&mut child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = String::new();
+    loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no end of the run in:\n{seen}"));
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.starts_with("partner: The team has finished (status done)") {
+            break;
+        }
+    }
+    stdin.write_all(b"make it shorter\ny\n").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let rest = rx.iter().collect::<Vec<_>>().join("\n");
+    let run_id = only_dir(&tmp.path().join("runs"));
+    let ask = at(
+        &rest,
+        &format!("Send this follow-up to run {run_id}? [y/N]\nyou: y"),
+    );
+    let on_it = at(&rest, "partner: The team is on your follow-up");
+    let report = at(
+        &rest,
+        &format!("──── report (runs/{run_id}/workspace/report.md)"),
+    );
+    assert!(ask < on_it && on_it < report, "{rest}");
+    let run: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("runs").join(&run_id).join("run.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(run["status"], "done");
+    assert_eq!(run["round"], 2, "a new round on the same run");
+    assert_eq!(run["user_notes"][0]["message"], "make it shorter");
+}
