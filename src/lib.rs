@@ -90,6 +90,7 @@ pub use model::{
     Scripted, ScriptedReply, SharedModel, Sim, SimOptions, SimStats, SimToolCall, ToolCall,
     ToolSpec, Usage, resolve_model,
 };
+pub use model::{LimitChange, LimitReason, LimitWatch, LimitWatcher};
 pub use observe::otlp::{ExportReport, OtlpConfig, OtlpError, OtlpExporter, export_run};
 pub use observe::view::{ViewError, ViewServer};
 pub use plan::{ModuleStatus, Plan, WorkModule};

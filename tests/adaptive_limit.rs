@@ -1,0 +1,205 @@
+//! The adaptive in-flight limit of an endpoint, against a loopback server
+//! that answers 429 to any request above K in progress at once: the limit
+//! settles near K and no member is lost; two model names in team.yaml that
+//! point at one endpoint share one limit. Counted, never timed.
+
+mod support;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use boardroom::{
+    AgentSpec, ChatModel, EndpointConfig, EntryKind, LimitChange, ModelConfig, OpenAi, RunStatus,
+    Runtime, Team, TeamConfig,
+};
+use parking_lot::Mutex;
+use support::{Reply, Request, Server};
+
+/// Who is asking: the master's plan, review or final answer, or a member
+/// (by its soul, `You are mNN.`).
+fn role(req: &Request) -> String {
+    let text = req.all_text();
+    if text.contains("Split this task") {
+        "plan".into()
+    } else if text.contains("is over. This is the board") {
+        "review".into()
+    } else if text.contains("The work is over") {
+        "final".into()
+    } else {
+        text.split("You are ")
+            .nth(1)
+            .and_then(|r| r.get(..3))
+            .unwrap_or("unknown")
+            .to_string()
+    }
+}
+
+/// A server that takes at most `k` requests at once (429 above that), each
+/// answered after `latency`; it plays the protocol for `members` members.
+struct Capped {
+    server: Server,
+    rejected: Arc<AtomicUsize>,
+    peak_accepted: Arc<AtomicUsize>,
+}
+
+fn capped(k: usize, members: usize, latency: Duration) -> Capped {
+    let now = Arc::new(AtomicUsize::new(0));
+    let rejected = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let (r, p) = (Arc::clone(&rejected), Arc::clone(&peak));
+    let server = Server::start(move |req| {
+        let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+        if n > k {
+            now.fetch_sub(1, Ordering::SeqCst);
+            r.fetch_add(1, Ordering::SeqCst);
+            return Reply::status(429, r#"{"error":{"message":"too many requests at once"}}"#);
+        }
+        p.fetch_max(n, Ordering::SeqCst);
+        std::thread::sleep(latency);
+        let text = match role(req).as_str() {
+            "plan" => (0..members)
+                .map(|i| format!("ASSIGN:m{i:02}:write part {i}\n"))
+                .collect(),
+            "review" => "DONE\nThe parts, merged.".to_string(),
+            "final" => "The parts, merged.".to_string(),
+            member => format!("Draft of {member}."),
+        };
+        now.fetch_sub(1, Ordering::SeqCst);
+        Reply::answer(req, &text)
+    });
+    Capped {
+        server,
+        rejected,
+        peak_accepted: peak,
+    }
+}
+
+fn team(members: usize, config: TeamConfig, model_of: impl Fn(usize) -> Option<String>) -> Team {
+    let mut agents = vec![AgentSpec::master("lead", "You lead the team.")];
+    for i in 0..members {
+        let mut a = AgentSpec::member(
+            format!("m{i:02}"),
+            "Writes one part",
+            format!("You are m{i:02}."),
+        );
+        a.model = model_of(i);
+        agents.push(a);
+    }
+    Team::new("capped", config, agents).unwrap()
+}
+
+fn drafts(outcome: &boardroom::RunOutcome) -> HashSet<String> {
+    outcome
+        .board
+        .iter()
+        .filter(|e| e.kind == EntryKind::Draft)
+        .map(|e| e.author.clone())
+        .collect()
+}
+
+#[test]
+fn a_server_that_429s_above_eight_at_once_gets_a_limit_near_eight_and_no_member_is_lost() {
+    const K: usize = 8;
+    const MEMBERS: usize = 64;
+    let c = capped(K, MEMBERS, Duration::from_millis(40));
+    // Defaults: no max_in_flight, the default retry policy.
+    let model = OpenAi::builder(c.server.base_url(), "capped")
+        .build()
+        .unwrap();
+    let changes: Arc<Mutex<Vec<LimitChange>>> = Arc::default();
+    let seen = Arc::clone(&changes);
+    let _watch = model
+        .watch_limit(Arc::new(move |ch: &LimitChange| {
+            seen.lock().push(ch.clone())
+        }))
+        .expect("an OpenAI model has an endpoint limit");
+    let outcome = Runtime::new(
+        team(MEMBERS, TeamConfig::default(), |_| None),
+        model.clone(),
+    )
+    .run("Write sixty-four parts")
+    .unwrap();
+    assert_eq!(outcome.status, RunStatus::Done);
+    assert_eq!(drafts(&outcome).len(), MEMBERS, "every member drafted");
+    // It started generous, so the server refused some; the limit came down.
+    assert!(c.rejected.load(Ordering::SeqCst) > 0);
+    let limit = model.in_flight_limit();
+    assert!(
+        (K / 2..=2 * K).contains(&limit),
+        "the limit settled at {limit}, not near {K}; changes: {:?}",
+        changes.lock()
+    );
+    let changes = changes.lock();
+    assert!(
+        changes
+            .iter()
+            .any(|ch| ch.reason == boardroom::LimitReason::RateLimited && ch.to < ch.from),
+        "a decrease for the 429s is reported: {changes:?}"
+    );
+    assert!(
+        changes
+            .iter()
+            .all(|ch| ch.endpoint.starts_with("http://127.0.0.1:"))
+    );
+    // The accepted requests never went above K (the server's own count).
+    assert!(c.peak_accepted.load(Ordering::SeqCst) <= K);
+    // Fewer refusals than members: the limit stopped sending the excess.
+    assert!(
+        c.rejected.load(Ordering::SeqCst) < 2 * MEMBERS,
+        "{} refusals for {MEMBERS} members",
+        c.rejected.load(Ordering::SeqCst)
+    );
+}
+
+#[test]
+fn two_model_names_on_one_endpoint_share_one_limit() {
+    const K: usize = 4;
+    const MEMBERS: usize = 24;
+    let c = capped(K, MEMBERS, Duration::from_millis(30));
+    let endpoint = |model: &str| {
+        ModelConfig::Endpoint(EndpointConfig {
+            base_url: Some(c.server.base_url()),
+            model: Some(model.into()),
+            ..EndpointConfig::default()
+        })
+    };
+    let mut config = TeamConfig::default();
+    config.models.insert("fast".into(), endpoint("small"));
+    config.models.insert("smart".into(), endpoint("large"));
+    let team = team(MEMBERS, config, |i| {
+        Some(if i % 2 == 0 { "fast" } else { "smart" }.to_string())
+    });
+    // Watch through the model 'fast' names: the run builds its own
+    // instances, and changes caused by agents on 'smart' still arrive.
+    let fast = team.model("fast").unwrap();
+    let by: Arc<Mutex<Vec<LimitChange>>> = Arc::default();
+    let seen = Arc::clone(&by);
+    let _watch = fast
+        .watch_limit(Arc::new(move |ch: &LimitChange| {
+            seen.lock().push(ch.clone())
+        }))
+        .unwrap();
+    let default = OpenAi::builder(c.server.base_url(), "lead")
+        .build()
+        .unwrap();
+    let outcome = Runtime::new(team, default).run("Write the parts").unwrap();
+    assert_eq!(outcome.status, RunStatus::Done);
+    assert_eq!(drafts(&outcome).len(), MEMBERS);
+    let changes = by.lock();
+    let agents: HashSet<usize> = changes
+        .iter()
+        .filter_map(|ch| ch.agent.strip_prefix('m')?.parse().ok())
+        .collect();
+    assert!(
+        agents.iter().any(|i| i % 2 == 1),
+        "a change caused by an agent on 'smart' reached the watcher on 'fast': {changes:?}"
+    );
+    assert!(c.rejected.load(Ordering::SeqCst) > 0);
+    let limits: Vec<usize> = changes.iter().map(|ch| ch.to).collect();
+    assert!(
+        limits.last().is_some_and(|&l| l <= 2 * K),
+        "the shared limit came down near {K}: {limits:?}"
+    );
+}
