@@ -60,6 +60,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+pub mod bench;
 mod board;
 mod event;
 mod memory;

@@ -34,6 +34,9 @@ pub(crate) enum Command {
     View(super::observe::ViewArgs),
     /// Send a saved run's trace to an OpenTelemetry collector (OTLP/HTTP).
     Export(super::observe::ExportArgs),
+    /// Time whole runs of generated teams of N members (sim or any endpoint):
+    /// wall/ideal, members/s, p50/p99 latency, peak in flight, peak RSS.
+    Bench(super::bench::BenchArgs),
 }
 
 #[derive(Debug, clap::Args)]

@@ -2,6 +2,7 @@
 //! events, map errors to exit codes. No orchestration lives here.
 
 mod args;
+mod bench;
 mod logging;
 mod observe;
 mod render;
@@ -46,6 +47,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Memory(args) => runs::memory(&args),
         Command::View(args) => observe::view(&args),
         Command::Export(args) => observe::export(&args),
+        Command::Bench(args) => bench::main(&args),
     };
     ExitCode::from(code)
 }
