@@ -67,6 +67,7 @@ mod memory;
 mod model;
 mod observe;
 mod plan;
+mod process;
 mod protocol;
 mod runtime;
 mod store;
@@ -95,6 +96,7 @@ pub use model::{LimitChange, LimitReason, LimitWatch, LimitWatcher};
 pub use observe::otlp::{ExportReport, OtlpConfig, OtlpError, OtlpExporter, export_run};
 pub use observe::view::{ViewError, ViewServer};
 pub use plan::{ModuleStatus, Plan, WorkModule};
+pub use process::handoff::{HandoffState, HandoffStep};
 pub use protocol::{
     Assignment, Decision, MasterReply, Protocol, ProtocolError, Verdict, parse_master,
     parse_master_json, parse_verdict, parse_verdict_json,

@@ -26,6 +26,8 @@ const EXIT_FAILED: u8 = 1;
 const EXIT_BAD_INPUT: u8 = 2;
 /// Exit code: stopped by Ctrl-C; the run is saved and resumable.
 const EXIT_STOPPED: u8 = 130;
+/// The run waits for its user's reply (`resume RUN_ID --message TEXT`).
+pub(crate) const EXIT_WAITING: u8 = 3;
 
 /// How long calls in flight may take to return after the first Ctrl-C
 /// before they are abandoned (the run is then resumed from its last saved
@@ -270,6 +272,11 @@ fn resume_hint(runs_dir: &Path, run_id: &str) -> String {
     }
 }
 
+/// The command that answers a run waiting for its user.
+pub(crate) fn message_hint(runs_dir: &Path, run_id: &str) -> String {
+    format!("{} --message \"...\"", resume_hint(runs_dir, run_id))
+}
+
 /// Waits for the run while watching Ctrl-C: the first press stops the run
 /// gracefully (no new calls; calls in flight get [`STOP_GRACE`] to
 /// return); a second press, or the grace running out, ends the program at
@@ -366,8 +373,15 @@ pub(crate) fn drive_and_report(
                 render::usage_by_agent(&outcome.usage_by_agent);
                 runs::saved_note(runs_dir, &outcome.run_id);
             }
+            if outcome.status == RunStatus::AwaitingUser {
+                eprintln!(
+                    "waiting for your reply: {}",
+                    message_hint(runs_dir, &outcome.run_id)
+                );
+            }
             match outcome.status {
                 RunStatus::Failed => EXIT_FAILED,
+                RunStatus::AwaitingUser => EXIT_WAITING,
                 _ => EXIT_OK,
             }
         }
@@ -375,7 +389,12 @@ pub(crate) fn drive_and_report(
             eprintln!("failed: {}", runs::terminal_safe(&e.to_string()));
             EXIT_FAILED
         }
-        Err(e @ (RunError::EmptyTask | RunError::Model { .. } | RunError::Tools(_))) => {
+        Err(
+            e @ (RunError::EmptyTask
+            | RunError::Model { .. }
+            | RunError::Tools(_)
+            | RunError::Process(_)),
+        ) => {
             eprintln!("error: {}", runs::terminal_safe(&e.to_string()));
             EXIT_BAD_INPUT
         }

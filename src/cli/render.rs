@@ -268,6 +268,18 @@ impl Human {
                 };
                 self.line(what);
             }
+            EventKind::Handoff {
+                from,
+                to,
+                reason,
+                how,
+            } => self.line(format!(
+                "  ⇢ {from} → {to} ({how}): {}",
+                one_line(&reason, 80)
+            )),
+            EventKind::AwaitingUser { question } => {
+                self.line(format!("  ? {agent} asks you: {}", one_line(&question, 90)));
+            }
             EventKind::RunFinished {
                 status, rounds, usage, ..
             } => {
@@ -277,6 +289,7 @@ impl Human {
                 let how = match status {
                     RunStatus::Done => "done".to_string(),
                     RunStatus::Cancelled => "stopped".to_string(),
+                    RunStatus::AwaitingUser => "waiting for the user".to_string(),
                     other => other.as_str().replace('_', " "),
                 };
                 self.line(format!(

@@ -97,6 +97,13 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
     if let Some(e) = &s.error {
         out!("error: {e}");
     }
+    if s.status == boardroom::RunStatus::AwaitingUser {
+        let runs_dir = dir.parent().unwrap_or(std::path::Path::new("."));
+        out!(
+            "waiting for the user; reply with: {}",
+            super::super::message_hint(runs_dir, &s.run_id)
+        );
+    }
     if args.board {
         out!("\n== board");
         for e in &s.board {
