@@ -162,6 +162,14 @@ impl std::fmt::Debug for LimitWatch {
     }
 }
 
+impl LimitWatch {
+    /// Whether `other` watches the same endpoint (a run watches each
+    /// endpoint once, however many of its models point at it).
+    pub fn same_endpoint(&self, other: &LimitWatch) -> bool {
+        Arc::ptr_eq(&self.endpoint, &other.endpoint)
+    }
+}
+
 impl Drop for LimitWatch {
     fn drop(&mut self) {
         self.endpoint
