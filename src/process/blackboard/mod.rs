@@ -39,6 +39,8 @@ pub(crate) struct Blackboard<'a> {
     state: RunState,
     /// Where each ongoing module's archive of this round starts.
     archive_from: Mutex<HashMap<String, usize>>,
+    /// Where each member's module of a round is in the plan.
+    module_hints: Mutex<modules::ModuleHints>,
 }
 
 impl<'a> Blackboard<'a> {
@@ -55,6 +57,7 @@ impl<'a> Blackboard<'a> {
             board,
             state,
             archive_from: Mutex::default(),
+            module_hints: Mutex::default(),
         })
     }
 
