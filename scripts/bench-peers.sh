@@ -52,7 +52,7 @@ start_server() {
 }
 cpu_ms() { curl -s "${1%/v1}/stats" | .venv-peers/bin/python -c 'import json,sys; print(json.load(sys.stdin)["cpu_ms"])'; }
 field() { .venv-peers/bin/python -c "import json,sys; d=json.load(sys.stdin); d=d['rows'][0] if 'rows' in d else d; print(d['$1'])"; }
-fmt() { .venv-peers/bin/python -c "import sys; w,i=float(sys.argv[1]),float(sys.argv[2]); print(f'{w:8.0f} ms | {w/i:6.2f}')" "$1" "$2"; }
+fmt() { .venv-peers/bin/python -c "import sys; w,i=float(sys.argv[1]),float(sys.argv[2]); print(f'{w:8.0f} ms | {w/i:10.2f}')" "$1" "$2"; }
 mb() { .venv-peers/bin/python -c "import sys; print(f'{int(sys.argv[1])/1024:6.1f} MB')" "$1"; }
 
 URL=$(start_server "$LAT")
@@ -87,15 +87,17 @@ for n in $SIZES; do
 done
 
 # Requests per second at latency 0, same concurrency: a boardroom round of
-# N members (members/s of the round) against N raw threads sending 8 N.
+# N members (members/s of the round) against N raw threads sending N (one
+# each, the round's shape) and 8 N (sustained).
 URL0=$(start_server 0)
 echo
 echo "latency 0: requests/s, boardroom round of N members vs the raw ureq loop on N threads"
 echo
-echo "|     N | boardroom members/s | raw requests/s | ratio |"
-echo "|------:|--------------------:|---------------:|------:|"
+echo "|     N | boardroom members/s | raw, N requests/s | ratio | raw, 8 N requests/s | ratio |"
+echo "|------:|--------------------:|------------------:|------:|--------------------:|------:|"
 for n in 64 256; do
   b=$("$BIN/boardroom" bench --members "$n" --latency 0 --rounds 3 --json --in-process --model "$URL0#loopback" | field members_per_s)
-  r=$("$BIN/boardroom-loopback" raw --url "$URL0" --threads "$n" --requests $((8 * n)) | field requests_per_s)
-  .venv-peers/bin/python -c "import sys; b,r=float(sys.argv[2]),float(sys.argv[3]); print(f'| {int(sys.argv[1]):5d} | {b:19.0f} | {r:14.0f} | {b/r:5.2f} |')" "$n" "$b" "$r"
+  r1=$("$BIN/boardroom-loopback" raw --url "$URL0" --threads "$n" --requests "$n" | field requests_per_s)
+  r8=$("$BIN/boardroom-loopback" raw --url "$URL0" --threads "$n" --requests $((8 * n)) | field requests_per_s)
+  .venv-peers/bin/python -c "import sys; n=int(sys.argv[1]); b,r1,r8=map(float,sys.argv[2:]); print(f'| {n:5d} | {b:19.0f} | {r1:17.0f} | {b/r1:5.2f} | {r8:19.0f} | {b/r8:5.2f} |')" "$n" "$b" "$r1" "$r8"
 done
