@@ -3,8 +3,8 @@
 //! Model calls block on the network, so a round needs one thread per member
 //! (capped by `max_parallel`), not one per core: on rayon's global pool a
 //! 2-core machine would run two members at once. Each phase starts its
-//! threads in a scope (the calling thread works too) and joins them when
-//! the phase ends; the threads take jobs from one shared counter.
+//! threads in a scope and joins them when the phase ends; the threads take
+//! jobs from one shared counter.
 //!
 //! Not a rayon pool: rayon's idle workers look for work to steal in every
 //! other worker's queue, so N blocked-on-I/O members cost O(N) spinning
@@ -62,24 +62,32 @@ where
             *slots[k].lock() = Some(result);
         }
     };
-    // The calling thread is one of the workers.
-    let extra = threads.clamp(1, n.max(1)) - 1;
-    std::thread::scope(|scope| {
-        for i in 0..extra {
+    // Every job runs on a named thread of the pool (never the caller's: the
+    // CLI keeps a member's panic off the terminal by its thread's name).
+    let wanted = threads.clamp(1, n.max(1));
+    let started = std::thread::scope(|scope| {
+        let mut started = 0;
+        for i in 0..wanted {
             let spawned = std::thread::Builder::new()
                 .name(format!("boardroom-{label}-{i}"))
                 .stack_size(STACK)
                 .spawn_scoped(scope, work);
-            if let Err(e) = spawned {
-                // Fewer threads still run every job, only less at once.
-                log::warn!(
-                    "{label}: started {i} of {extra} threads ({e}); the rest of the jobs wait for them"
-                );
-                break;
+            match spawned {
+                Ok(_) => started += 1,
+                Err(e) => {
+                    // Fewer threads still run every job, only less at once.
+                    log::warn!(
+                        "{label}: started {i} of {wanted} threads ({e}); the rest of the jobs wait for them"
+                    );
+                    break;
+                }
             }
         }
-        work();
+        started
     });
+    if started == 0 && n > 0 {
+        return Err(PoolError(format!("{label}: no thread could be started")));
+    }
     Ok(slots
         .into_iter()
         .map(|s| {
