@@ -250,7 +250,11 @@ fn collect(rx: &crossbeam_channel::Receiver<Event>) -> Seen {
                     seen.steps += 1;
                 }
             }
-            EventKind::CallEnded { call, phase, .. } if phase == Phase::Draft => {
+            EventKind::CallEnded {
+                call,
+                phase: Phase::Draft,
+                ..
+            } => {
                 if let Some(t) = started.remove(&call) {
                     seen.latencies.push(at - t);
                     seen.answered += 1;

@@ -59,7 +59,7 @@ fn find<'p>(
     let hit = hints
         .get(&key)
         .copied()
-        .filter(|&i| plan.tasks.get(i).is_some_and(|m| matches(m)));
+        .filter(|&i| plan.tasks.get(i).is_some_and(matches));
     match hit {
         Some(i) => plan.tasks.get_mut(i),
         None => plan.tasks.iter_mut().find(|m| matches(m)),
