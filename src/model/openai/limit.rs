@@ -408,7 +408,7 @@ impl EndpointPermit<'_> {
             && average - floor > LATENCY_SLACK.as_secs_f64()
             && latency > floor * LATENCY_FACTOR;
         if slow && self.after_last_decrease(&s) {
-            let change = decrease(&mut s, self.sent, &e.name, LimitReason::Latency, agent);
+            let change = decrease(&mut s, &e.name, LimitReason::Latency, agent);
             // The average restarts from the floor: the slower answers
             // already counted once.
             s.average = Some(floor);
@@ -445,7 +445,7 @@ impl EndpointPermit<'_> {
         if !self.after_last_decrease(&s) {
             return;
         }
-        let change = decrease(&mut s, self.sent, &e.name, reason, agent);
+        let change = decrease(&mut s, &e.name, reason, agent);
         drop(s);
         if let Some(change) = change {
             e.notify(change);
@@ -459,13 +459,7 @@ impl EndpointPermit<'_> {
 
 /// Halves the window to half the requests in flight (as TCP halves to
 /// half its flight size: a window far above what was in use says nothing).
-fn decrease(
-    s: &mut State,
-    _sent: Instant,
-    name: &str,
-    reason: LimitReason,
-    agent: &str,
-) -> Option<LimitChange> {
+fn decrease(s: &mut State, name: &str, reason: LimitReason, agent: &str) -> Option<LimitChange> {
     let before = s.limit();
     let base = s.in_flight.min(before).max(1);
     s.window = ((base / 2).max(1)) as f64;
