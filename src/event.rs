@@ -317,6 +317,20 @@ pub enum EventKind {
         /// What the run asks the user, or its last answer.
         question: String,
     },
+    /// The adaptive in-flight limit of a model endpoint changed (the
+    /// event's agent is the one whose answer changed it).
+    LimitChanged {
+        /// The endpoint's URL (never its key).
+        endpoint: String,
+        /// The limit before.
+        from: usize,
+        /// The limit now.
+        to: usize,
+        /// Requests in flight to the endpoint at the time.
+        in_flight: usize,
+        /// `rate_limited` (429), `overloaded` (503), `latency` or `growth`.
+        reason: String,
+    },
 }
 
 impl Event {

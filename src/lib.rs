@@ -88,6 +88,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+pub mod bench;
 mod board;
 mod event;
 mod memory;
@@ -120,6 +121,7 @@ pub use model::{
     Scripted, ScriptedReply, SharedModel, Sim, SimOptions, SimStats, SimToolCall, ToolCall,
     ToolSpec, Usage, resolve_model,
 };
+pub use model::{LimitChange, LimitReason, LimitWatch, LimitWatcher};
 pub use observe::otlp::{ExportReport, OtlpConfig, OtlpError, OtlpExporter, export_run};
 pub use observe::view::{ViewError, ViewServer};
 pub use partner::{

@@ -36,6 +36,9 @@ pub(crate) enum Command {
     Export(super::observe::ExportArgs),
     /// Talk with the team's partner: it drafts the work and launches the team.
     Chat(super::chat::ChatArgs),
+    /// Time whole runs of generated teams of N members (sim or any endpoint):
+    /// wall/ideal, members/s, p50/p99 latency, peak in flight, peak RSS.
+    Bench(super::bench::BenchArgs),
 }
 
 #[derive(Debug, clap::Args)]

@@ -3,6 +3,7 @@
 
 mod args;
 mod chat;
+mod bench;
 mod logging;
 mod observe;
 mod render;
@@ -50,6 +51,7 @@ pub(crate) fn main() -> ExitCode {
         Command::View(args) => observe::view(&args),
         Command::Export(args) => observe::export(&args),
         Command::Chat(args) => chat::chat(&args),
+        Command::Bench(args) => bench::main(&args),
     };
     ExitCode::from(code)
 }

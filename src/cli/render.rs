@@ -301,6 +301,16 @@ impl Human {
                     usage.completion_tokens
                 ));
             }
+            EventKind::LimitChanged {
+                endpoint,
+                from,
+                to,
+                in_flight,
+                reason,
+            } => self.line(format!(
+                "{endpoint}: in-flight limit {from} → {to} ({}, {in_flight} in flight)",
+                reason.replace('_', " ")
+            )),
             _ => {}
         }
     }

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 pub use error::ModelError;
 pub(crate) use openai::from_endpoint as openai_from_endpoint;
+pub use openai::{LimitChange, LimitReason, LimitWatch, LimitWatcher};
 pub use openai::{OPENAI_DEFAULT_BASE_URL, OpenAi, OpenAiBuilder, RetryPolicy};
 pub(crate) use openai::{mask_key, redact_url};
 pub use scripted::{Scripted, ScriptedReply};
@@ -285,11 +286,23 @@ pub trait ChatModel: Send + Sync {
         request: &ChatRequest,
         on_delta: &mut dyn FnMut(&str),
     ) -> Result<ChatResponse, ModelError>;
+
+    /// Calls `f` on every change of the in-flight limit of the endpoint
+    /// behind this model, until the watch is dropped; `None` for a model
+    /// with no such limit (the default).
+    fn watch_limit(&self, f: LimitWatcher) -> Option<LimitWatch> {
+        let _ = f;
+        None
+    }
 }
 
 impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
     fn name(&self) -> String {
         (**self).name()
+    }
+
+    fn watch_limit(&self, f: LimitWatcher) -> Option<LimitWatch> {
+        (**self).watch_limit(f)
     }
 
     fn chat(
@@ -304,6 +317,10 @@ impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
 impl<M: ChatModel + ?Sized> ChatModel for Box<M> {
     fn name(&self) -> String {
         (**self).name()
+    }
+
+    fn watch_limit(&self, f: LimitWatcher) -> Option<LimitWatch> {
+        (**self).watch_limit(f)
     }
 
     fn chat(

@@ -65,6 +65,12 @@ pub(crate) struct Core<'a> {
     /// under, so a resume replays only the phase that was cut off.
     position: Mutex<(u32, RunPhase)>,
     bus: Bus,
+    /// Changes of the in-flight limits of the run's endpoints, emitted as
+    /// events by the next `emit` (the watches end with the run).
+    limits: (
+        crossbeam_channel::Receiver<crate::model::LimitChange>,
+        Vec<crate::model::LimitWatch>,
+    ),
 }
 
 impl<'a> Core<'a> {
@@ -82,6 +88,7 @@ impl<'a> Core<'a> {
         let tools = super::tool_loop::registry(rt).map_err(RunError::Tools)?;
         let (persist, turns) = Persist::open(rt, state, opening)?;
         let bus = Bus::new(rt.events.clone(), persist.dir.as_ref());
+        let limits = watch_limits(&models, &rt.model);
         let timeout = rt.timeout.or(rt.team.config().timeout());
         // Memory is read per run: the note the last run left counts.
         let memory = match &rt.master_memory {
@@ -107,6 +114,7 @@ impl<'a> Core<'a> {
             memory,
             position: Mutex::new((state.round, state.phase)),
             bus,
+            limits,
         })
     }
 
@@ -175,6 +183,18 @@ impl<'a> Core<'a> {
 
     /// Sends an event to every subscriber.
     pub(crate) fn emit(&self, agent: &str, parent: Option<&str>, kind: EventKind) {
+        while let Ok(c) = self.limits.0.try_recv() {
+            let parent = self.team.agent(&c.agent).and_then(|a| self.parent_of(a));
+            let kind = EventKind::LimitChanged {
+                endpoint: c.endpoint,
+                from: c.from,
+                to: c.to,
+                in_flight: c.in_flight,
+                reason: c.reason.as_str().to_string(),
+            };
+            self.bus
+                .event(Event::now(&self.run_id, &c.agent, parent, kind));
+        }
         // The master's own parent is the agent that launched the run.
         let parent = parent.or(self.rt.parent.as_deref());
         self.bus
@@ -208,4 +228,29 @@ impl<'a> Core<'a> {
             log::error!("cannot save the run: {e}");
         }
     }
+}
+
+/// Watches the in-flight limit of every endpoint the run's models use,
+/// once an endpoint; changes arrive on the returned channel.
+fn watch_limits(
+    models: &HashMap<String, SharedModel>,
+    default: &SharedModel,
+) -> (
+    crossbeam_channel::Receiver<crate::model::LimitChange>,
+    Vec<crate::model::LimitWatch>,
+) {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let mut watches: Vec<crate::model::LimitWatch> = Vec::new();
+    for model in models.values().chain(std::iter::once(default)) {
+        let tx = tx.clone();
+        let watcher: crate::model::LimitWatcher = Arc::new(move |c: &crate::model::LimitChange| {
+            let _ = tx.send(c.clone());
+        });
+        if let Some(w) = model.watch_limit(watcher) {
+            if !watches.iter().any(|seen| seen.same_endpoint(&w)) {
+                watches.push(w);
+            }
+        }
+    }
+    (rx, watches)
 }

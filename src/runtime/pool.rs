@@ -1,14 +1,26 @@
-//! Running one phase's agents in parallel on a pool sized for blocking I/O.
+//! Running one phase's agents in parallel on threads sized for blocking I/O.
 //!
 //! Model calls block on the network, so a round needs one thread per member
 //! (capped by `max_parallel`), not one per core: on rayon's global pool a
-//! 2-core machine would run two members at once. Each run phase builds its
-//! own pool with an explicit size and named threads; the pool is joined
-//! when the phase ends.
+//! 2-core machine would run two members at once. Each phase starts its
+//! threads in a scope and joins them when the phase ends; the threads take
+//! jobs from one shared counter.
+//!
+//! Not a rayon pool: rayon's idle workers look for work to steal in every
+//! other worker's queue, so N blocked-on-I/O members cost O(N) spinning
+//! each, O(N²) in all (at 1024 members most of the round's CPU). Starting a
+//! thread costs a few microseconds; a 1024-member phase starts its threads
+//! in a few milliseconds.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
+
+/// The stack of a member's thread: half the 2 MiB default (a member's call
+/// goes through the tool loop, ureq and serde, never deep recursion), and
+/// only the pages it touches are resident.
+const STACK: usize = 1024 * 1024;
 
 /// Why a pool could not be built.
 #[derive(Debug)]
@@ -33,24 +45,49 @@ where
     R: Send,
     F: Fn(T) -> R + Sync,
 {
-    let label = label.to_string();
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(move |i| format!("boardroom-{label}-{i}"))
-        .build()
-        .map_err(|e| PoolError(e.to_string()))?;
+    let n = items.len();
+    let jobs: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
     let slots: Vec<Mutex<Option<Result<R, String>>>> =
-        items.iter().map(|_| Mutex::new(None)).collect();
-    pool.scope(|scope| {
-        for (item, slot) in items.into_iter().zip(&slots) {
-            let f = &f;
-            scope.spawn(move |_| {
-                let result = catch_unwind(AssertUnwindSafe(|| f(item)))
-                    .map_err(|p| super::tool_loop::panic_text(p.as_ref()));
-                *slot.lock() = Some(result);
-            });
+        jobs.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let work = || {
+        loop {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            let Some(job) = jobs.get(k) else { break };
+            let Some(item) = job.lock().take() else {
+                continue;
+            };
+            let result = catch_unwind(AssertUnwindSafe(|| f(item)))
+                .map_err(|p| super::tool_loop::panic_text(p.as_ref()));
+            *slots[k].lock() = Some(result);
         }
+    };
+    // Every job runs on a named thread of the pool (never the caller's: the
+    // CLI keeps a member's panic off the terminal by its thread's name).
+    let wanted = threads.clamp(1, n.max(1));
+    let started = std::thread::scope(|scope| {
+        let mut started = 0;
+        for i in 0..wanted {
+            let spawned = std::thread::Builder::new()
+                .name(format!("boardroom-{label}-{i}"))
+                .stack_size(STACK)
+                .spawn_scoped(scope, work);
+            match spawned {
+                Ok(_) => started += 1,
+                Err(e) => {
+                    // Fewer threads still run every job, only less at once.
+                    log::warn!(
+                        "{label}: started {i} of {wanted} threads ({e}); the rest of the jobs wait for them"
+                    );
+                    break;
+                }
+            }
+        }
+        started
     });
+    if started == 0 && n > 0 {
+        return Err(PoolError(format!("{label}: no thread could be started")));
+    }
     Ok(slots
         .into_iter()
         .map(|s| {

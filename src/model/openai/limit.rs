@@ -1,5 +1,21 @@
-//! The in-flight limit of one endpoint: a counting semaphore that every
-//! agent using the endpoint shares. Callers beyond the limit wait.
+//! In-flight limits.
+//!
+//! [`Limit`] is a plain counting semaphore: the hard cap an explicit
+//! `max_in_flight` sets on one model.
+//!
+//! [`Endpoint`] is the adaptive limit of one endpoint (base URL + key),
+//! shared by every model that points at it, in this process: an AIMD
+//! window, as TCP's congestion control and Netflix's concurrency-limits
+//! keep one. It starts generous (at its ceiling: a round goes out whole),
+//! halves on congestion (a 429 or 503, or answers arriving well slower
+//! than their recent floor), at most once per window (the answers to
+//! requests sent before the last decrease do not count again), and grows
+//! by one slot per window of successes. A `Retry-After` pauses every new
+//! request to the endpoint until it ends.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Weak};
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -33,6 +49,7 @@ impl Limit {
     }
 
     /// Blocks until a slot is free and takes it.
+    #[cfg(test)]
     pub(crate) fn acquire(&self) -> Permit<'_> {
         let mut in_use = self.in_use.lock();
         while *in_use >= self.max {
@@ -41,15 +58,19 @@ impl Limit {
         *in_use += 1;
         Permit { limit: self }
     }
-}
 
-impl Limit {
-    /// As [`Limit::acquire`], but gives up at `deadline` (`None`).
-    pub(crate) fn acquire_until(&self, deadline: std::time::Instant) -> Option<Permit<'_>> {
+    /// As [`Limit::acquire`], but gives up at `deadline` (`None`); no
+    /// deadline waits as long as it takes.
+    pub(crate) fn acquire_until(&self, deadline: Option<Instant>) -> Option<Permit<'_>> {
         let mut in_use = self.in_use.lock();
         while *in_use >= self.max {
-            if self.freed.wait_until(&mut in_use, deadline).timed_out() && *in_use >= self.max {
-                return None;
+            match deadline {
+                None => self.freed.wait(&mut in_use),
+                Some(d) => {
+                    if self.freed.wait_until(&mut in_use, d).timed_out() && *in_use >= self.max {
+                        return None;
+                    }
+                }
             }
         }
         *in_use += 1;
@@ -61,6 +82,414 @@ impl Drop for Permit<'_> {
     fn drop(&mut self) {
         *self.limit.in_use.lock() -= 1;
         self.limit.freed.notify_one();
+    }
+}
+
+/// The ceiling of an endpoint's adaptive limit when no model sets
+/// `max_in_flight` (a model's explicit value is a hard cap of its own).
+pub(crate) const DEFAULT_CEILING: usize = 1024;
+
+/// An answer slower than this many times the endpoint's latency floor (on
+/// average, and by at least [`LATENCY_SLACK`]) means the server is queueing.
+const LATENCY_FACTOR: f64 = 3.0;
+
+/// Latency growth below this is noise, whatever the factor.
+const LATENCY_SLACK: Duration = Duration::from_millis(50);
+
+/// Weight of one answer in the latency average.
+const EWMA_WEIGHT: f64 = 0.1;
+
+/// How fast the latency floor forgets its minimum, per answer (so that a
+/// server that became slower for good sets a new floor).
+const FLOOR_DRIFT: f64 = 0.01;
+
+/// Why an endpoint's limit changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitReason {
+    /// The server answered 429 (too many requests).
+    RateLimited,
+    /// The server answered 503 (overloaded).
+    Overloaded,
+    /// Answers came well slower than their recent floor.
+    Latency,
+    /// A window of answers came back without congestion.
+    Growth,
+}
+
+impl LimitReason {
+    /// The snake_case name used in events.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitReason::RateLimited => "rate_limited",
+            LimitReason::Overloaded => "overloaded",
+            LimitReason::Latency => "latency",
+            LimitReason::Growth => "growth",
+        }
+    }
+}
+
+/// A change of an endpoint's in-flight limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitChange {
+    /// The endpoint (its URL, without credentials; never the key).
+    pub endpoint: String,
+    /// The limit before.
+    pub from: usize,
+    /// The limit now.
+    pub to: usize,
+    /// Requests in flight to the endpoint when it changed.
+    pub in_flight: usize,
+    /// Why.
+    pub reason: LimitReason,
+    /// The agent whose answer changed it.
+    pub agent: String,
+}
+
+/// What a watcher of limit changes is called with.
+pub type LimitWatcher = Arc<dyn Fn(&LimitChange) + Send + Sync>;
+
+/// A subscription to an endpoint's limit changes; dropping it ends it.
+pub struct LimitWatch {
+    endpoint: Arc<Endpoint>,
+    id: u64,
+}
+
+impl std::fmt::Debug for LimitWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LimitWatch")
+            .field("endpoint", &self.endpoint.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LimitWatch {
+    /// Whether `other` watches the same endpoint (a run watches each
+    /// endpoint once, however many of its models point at it).
+    pub fn same_endpoint(&self, other: &LimitWatch) -> bool {
+        Arc::ptr_eq(&self.endpoint, &other.endpoint)
+    }
+}
+
+impl Drop for LimitWatch {
+    fn drop(&mut self) {
+        self.endpoint
+            .watchers
+            .lock()
+            .retain(|(id, _)| *id != self.id);
+    }
+}
+
+/// The key of an endpoint in the registry: the URL and a hash of the key
+/// (the key itself is never kept twice, nor printed).
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct EndpointKey {
+    url: String,
+    key_hash: u64,
+}
+
+static REGISTRY: LazyLock<Mutex<HashMap<EndpointKey, Weak<Endpoint>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// The adaptive limit of one endpoint, shared by every model using it.
+pub(crate) struct Endpoint {
+    /// The URL without credentials (events and logs).
+    name: String,
+    state: Mutex<State>,
+    freed: Condvar,
+    watchers: Mutex<Vec<(u64, LimitWatcher)>>,
+    next_watch: std::sync::atomic::AtomicU64,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.state.lock();
+        f.debug_struct("Endpoint")
+            .field("name", &self.name)
+            .field("limit", &s.limit())
+            .field("in_flight", &s.in_flight)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    /// The window, fractional: additive growth adds `1/window` an answer.
+    window: f64,
+    ceiling: usize,
+    in_flight: usize,
+    peak_in_flight: usize,
+    /// When the last decrease happened: answers to requests sent before it
+    /// do not decrease the window again.
+    last_decrease: Option<Instant>,
+    /// No request is sent before this (`Retry-After`).
+    paused_until: Option<Instant>,
+    /// The lowest recent latency, in seconds.
+    floor: Option<f64>,
+    /// The average recent latency, in seconds.
+    average: Option<f64>,
+    changes: u64,
+}
+
+impl State {
+    fn limit(&self) -> usize {
+        (self.window.floor() as usize).clamp(1, self.ceiling)
+    }
+}
+
+/// A held slot of an [`Endpoint`]. Report how the request went with
+/// [`EndpointPermit::succeeded`] or [`EndpointPermit::congested`];
+/// dropping it frees the slot either way.
+pub(crate) struct EndpointPermit<'a> {
+    endpoint: &'a Endpoint,
+    sent: Instant,
+}
+
+impl Endpoint {
+    /// The endpoint at `url` with the API key `key`, shared with every
+    /// other model in this process that uses the same pair; its ceiling
+    /// rises to `ceiling` if that is higher than what it had.
+    pub(crate) fn shared(url: &str, key: Option<&str>, ceiling: usize) -> Arc<Endpoint> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        key.unwrap_or("").hash(&mut h);
+        let k = EndpointKey {
+            url: url.to_string(),
+            key_hash: h.finish(),
+        };
+        let mut registry = REGISTRY.lock();
+        registry.retain(|_, e| e.strong_count() > 0);
+        if let Some(e) = registry.get(&k).and_then(Weak::upgrade) {
+            let mut s = e.state.lock();
+            if ceiling > s.ceiling {
+                // Still pristine: start at the new ceiling too.
+                if s.last_decrease.is_none() && s.window as usize == s.ceiling {
+                    s.window = ceiling as f64;
+                }
+                s.ceiling = ceiling;
+            }
+            drop(s);
+            return e;
+        }
+        let e = Arc::new(Endpoint::new(&super::redact_url(url), ceiling));
+        registry.insert(k, Arc::downgrade(&e));
+        e
+    }
+
+    /// A limit of its own (not in the registry), starting at `ceiling`.
+    pub(crate) fn new(name: &str, ceiling: usize) -> Endpoint {
+        let ceiling = ceiling.max(1);
+        Endpoint {
+            name: name.to_string(),
+            state: Mutex::new(State {
+                window: ceiling as f64,
+                ceiling,
+                in_flight: 0,
+                peak_in_flight: 0,
+                last_decrease: None,
+                paused_until: None,
+                floor: None,
+                average: None,
+                changes: 0,
+            }),
+            freed: Condvar::new(),
+            watchers: Mutex::new(Vec::new()),
+            next_watch: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// The current limit.
+    pub(crate) fn limit(&self) -> usize {
+        self.state.lock().limit()
+    }
+
+    /// The most requests in flight at once so far.
+    pub(crate) fn peak_in_flight(&self) -> usize {
+        self.state.lock().peak_in_flight
+    }
+
+    /// How many times the limit changed so far.
+    pub(crate) fn changes(&self) -> u64 {
+        self.state.lock().changes
+    }
+
+    /// Calls `f` on every change of the limit until the watch is dropped.
+    pub(crate) fn watch(self: &Arc<Self>, f: LimitWatcher) -> LimitWatch {
+        let id = self
+            .next_watch
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.watchers.lock().push((id, f));
+        LimitWatch {
+            endpoint: Arc::clone(self),
+            id,
+        }
+    }
+
+    /// How long new requests must still wait for a `Retry-After`.
+    pub(crate) fn pause_left(&self) -> Option<Duration> {
+        let s = self.state.lock();
+        s.paused_until
+            .map(|t| t.saturating_duration_since(Instant::now()))
+            .filter(|d| !d.is_zero())
+    }
+
+    /// No new request before `until` (the server sent `Retry-After`).
+    pub(crate) fn pause_until(&self, until: Instant) {
+        let mut s = self.state.lock();
+        if s.paused_until.is_none_or(|t| t < until) {
+            s.paused_until = Some(until);
+        }
+    }
+
+    /// Blocks until a slot is free and takes it; gives up at `deadline`.
+    pub(crate) fn acquire_until(&self, deadline: Option<Instant>) -> Option<EndpointPermit<'_>> {
+        let mut s = self.state.lock();
+        while s.in_flight >= s.limit() {
+            match deadline {
+                None => self.freed.wait(&mut s),
+                Some(d) => {
+                    if self.freed.wait_until(&mut s, d).timed_out() && s.in_flight >= s.limit() {
+                        return None;
+                    }
+                }
+            }
+        }
+        s.in_flight += 1;
+        s.peak_in_flight = s.peak_in_flight.max(s.in_flight);
+        Some(EndpointPermit {
+            endpoint: self,
+            sent: Instant::now(),
+        })
+    }
+
+    fn notify(&self, change: LimitChange) {
+        let watchers: Vec<LimitWatcher> = self
+            .watchers
+            .lock()
+            .iter()
+            .map(|(_, f)| Arc::clone(f))
+            .collect();
+        log::info!(
+            "{}: in-flight limit {} -> {} ({}, {} in flight)",
+            change.endpoint,
+            change.from,
+            change.to,
+            change.reason.as_str(),
+            change.in_flight
+        );
+        for f in watchers {
+            f(&change);
+        }
+    }
+}
+
+impl EndpointPermit<'_> {
+    /// Restarts the latency clock (the request is about to go out).
+    pub(crate) fn sending(&mut self) {
+        self.sent = Instant::now();
+    }
+
+    /// The server answered (status 2xx) after `latency` since sending:
+    /// grow by one slot a window, unless the answer was well slower than
+    /// the recent floor.
+    pub(crate) fn succeeded(&self, agent: &str) {
+        let latency = self.sent.elapsed().as_secs_f64();
+        let e = self.endpoint;
+        let mut s = e.state.lock();
+        let floor = match s.floor {
+            Some(f) if latency >= f => f + (latency - f) * FLOOR_DRIFT,
+            _ => latency,
+        };
+        s.floor = Some(floor);
+        let average = s
+            .average
+            .map_or(latency, |a| a + (latency - a) * EWMA_WEIGHT);
+        s.average = Some(average);
+        let slow = average > floor * LATENCY_FACTOR
+            && average - floor > LATENCY_SLACK.as_secs_f64()
+            && latency > floor * LATENCY_FACTOR;
+        if slow && self.after_last_decrease(&s) {
+            let change = decrease(&mut s, &e.name, LimitReason::Latency, agent);
+            // The average restarts from the floor: the slower answers
+            // already counted once.
+            s.average = Some(floor);
+            drop(s);
+            if let Some(change) = change {
+                e.notify(change);
+            }
+            return;
+        }
+        let before = s.limit();
+        if (s.window as usize) < s.ceiling {
+            s.window = (s.window + 1.0 / s.window.max(1.0)).min(s.ceiling as f64);
+        }
+        let after = s.limit();
+        if after != before {
+            s.changes += 1;
+            let change = LimitChange {
+                endpoint: e.name.clone(),
+                from: before,
+                to: after,
+                in_flight: s.in_flight,
+                reason: LimitReason::Growth,
+                agent: agent.to_string(),
+            };
+            drop(s);
+            e.notify(change);
+        }
+    }
+
+    /// The server answered 429 or 503: halve the window (once a window).
+    pub(crate) fn congested(&self, reason: LimitReason, agent: &str) {
+        let e = self.endpoint;
+        let mut s = e.state.lock();
+        if !self.after_last_decrease(&s) {
+            return;
+        }
+        let change = decrease(&mut s, &e.name, reason, agent);
+        drop(s);
+        if let Some(change) = change {
+            e.notify(change);
+        }
+    }
+
+    fn after_last_decrease(&self, s: &State) -> bool {
+        s.last_decrease.is_none_or(|t| self.sent >= t)
+    }
+}
+
+/// Halves the window to half the requests in flight (as TCP halves to
+/// half its flight size: a window far above what was in use says nothing).
+fn decrease(s: &mut State, name: &str, reason: LimitReason, agent: &str) -> Option<LimitChange> {
+    let before = s.limit();
+    let base = s.in_flight.min(before).max(1);
+    s.window = ((base / 2).max(1)) as f64;
+    s.last_decrease = Some(Instant::now());
+    let after = s.limit();
+    (after != before).then(|| {
+        s.changes += 1;
+        LimitChange {
+            endpoint: name.to_string(),
+            from: before,
+            to: after,
+            in_flight: s.in_flight,
+            reason,
+            agent: agent.to_string(),
+        }
+    })
+}
+
+impl Drop for EndpointPermit<'_> {
+    fn drop(&mut self) {
+        let mut s = self.endpoint.state.lock();
+        s.in_flight -= 1;
+        let free = s.limit().saturating_sub(s.in_flight);
+        drop(s);
+        // Growth can free more than one slot at once.
+        if free > 1 {
+            self.endpoint.freed.notify_all();
+        } else {
+            self.endpoint.freed.notify_one();
+        }
     }
 }
 
@@ -95,9 +524,84 @@ mod tests {
     fn acquire_until_gives_up_at_the_deadline() {
         let limit = Limit::new(1);
         let held = limit.acquire();
-        let soon = std::time::Instant::now() + std::time::Duration::from_millis(20);
-        assert!(limit.acquire_until(soon).is_none());
+        let soon = Instant::now() + Duration::from_millis(20);
+        assert!(limit.acquire_until(Some(soon)).is_none());
         drop(held);
-        assert!(limit.acquire_until(soon).is_some());
+        assert!(limit.acquire_until(Some(soon)).is_some());
+    }
+
+    #[test]
+    fn congestion_halves_once_a_window_and_successes_grow_it_back() {
+        let e = Endpoint::new("test", 64);
+        assert_eq!(e.limit(), 64);
+        let permits: Vec<_> = (0..40).map(|_| e.acquire_until(None).unwrap()).collect();
+        // 40 answers to requests sent before the first decrease: one halving.
+        for p in &permits {
+            p.congested(LimitReason::RateLimited, "a");
+        }
+        assert_eq!(e.limit(), 20);
+        drop(permits);
+        // A request sent after the decrease halves again.
+        let p = e.acquire_until(None).unwrap();
+        p.congested(LimitReason::Overloaded, "a");
+        assert_eq!(
+            e.limit(),
+            1,
+            "half of the one request in flight, at least 1"
+        );
+        drop(p);
+        // Additive growth: one slot for a window of successes.
+        for _ in 0..10 {
+            e.acquire_until(None).unwrap().succeeded("a");
+        }
+        assert!((4..=5).contains(&e.limit()), "{}", e.limit());
+        assert_eq!(e.peak_in_flight(), 40);
+    }
+
+    #[test]
+    fn answers_far_slower_than_the_floor_decrease_the_limit() {
+        let e = Endpoint::new("test", 16);
+        for _ in 0..5 {
+            let mut p = e.acquire_until(None).unwrap();
+            p.sending();
+            std::thread::sleep(Duration::from_millis(2));
+            p.succeeded("a");
+        }
+        assert_eq!(e.limit(), 16);
+        for _ in 0..30 {
+            let p = e.acquire_until(None).unwrap();
+            std::thread::sleep(Duration::from_millis(120));
+            p.succeeded("a");
+            if e.limit() < 16 {
+                break;
+            }
+        }
+        assert_eq!(e.limit(), 1, "one in flight, halved");
+    }
+
+    #[test]
+    fn endpoints_are_shared_by_url_and_key() {
+        let a = Endpoint::shared("http://127.0.0.1:1/v1/x", Some("k1"), 8);
+        let b = Endpoint::shared("http://127.0.0.1:1/v1/x", Some("k1"), 8);
+        let c = Endpoint::shared("http://127.0.0.1:1/v1/x", Some("k2"), 8);
+        assert!(Arc::ptr_eq(&a, &b));
+        assert!(!Arc::ptr_eq(&a, &c));
+        let changes = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&changes);
+        let watch = b.watch(Arc::new(move |c: &LimitChange| seen.lock().push(c.clone())));
+        let p = a.acquire_until(None).unwrap();
+        p.congested(LimitReason::RateLimited, "m1");
+        drop(p);
+        assert_eq!(changes.lock().len(), 1);
+        assert_eq!(changes.lock()[0].to, 1);
+        drop(watch);
+        let p = a.acquire_until(None).unwrap();
+        p.congested(LimitReason::RateLimited, "m1");
+        assert_eq!(
+            changes.lock().len(),
+            1,
+            "no calls after the watch is dropped"
+        );
+        assert!(!format!("{a:?}").contains("k1"));
     }
 }

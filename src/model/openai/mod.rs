@@ -2,8 +2,10 @@
 //! blocking `ureq` client, for OpenAI itself, Ollama, llama.cpp's server,
 //! vLLM, LM Studio and anything else that speaks the same JSON.
 //!
-//! Around every call: the endpoint's in-flight limit (shared by every agent
-//! that uses this model), the transport retry (429 with `Retry-After`,
+//! Around every call: the endpoint's adaptive in-flight limit (shared by
+//! every model in the process that points at the same base URL with the
+//! same key; see [`limit`]), the model's own hard cap where
+//! `max_in_flight` sets one, the transport retry (429 with `Retry-After`,
 //! 5xx, timeouts, resets; exponential backoff with full jitter), and one
 //! deadline for the whole call that every attempt and wait counts against
 //! (each attempt's socket timeouts are what is left of it). The API key is
@@ -23,7 +25,8 @@ use std::time::{Duration, Instant, SystemTime};
 use parking_lot::Mutex;
 
 use super::{ChatModel, ChatRequest, ChatResponse, ModelError};
-use limit::Limit;
+use limit::{Endpoint, EndpointPermit, Limit};
+pub use limit::{LimitChange, LimitReason, LimitWatch, LimitWatcher};
 pub use retry::RetryPolicy;
 pub(crate) use spec::{from_endpoint, from_spec};
 
@@ -69,7 +72,10 @@ struct Inner {
     stream: bool,
     timeout: Duration,
     agent: ureq::Agent,
-    limit: Limit,
+    /// The hard cap an explicit `max_in_flight` sets on this model.
+    cap: Option<Limit>,
+    /// The endpoint's adaptive limit, shared.
+    endpoint: Arc<Endpoint>,
     retry: RetryPolicy,
     sleep: SleepFn,
     waits: Mutex<Vec<Duration>>,
@@ -84,7 +90,8 @@ impl std::fmt::Debug for OpenAi {
             .field("model", &i.model)
             .field("key", &i.key)
             .field("stream", &i.stream)
-            .field("max_in_flight", &i.limit.max())
+            .field("max_in_flight", &i.cap.as_ref().map(Limit::max))
+            .field("limit", &i.endpoint.limit())
             .field("retry", &i.retry)
             .finish_non_exhaustive()
     }
@@ -99,7 +106,7 @@ pub struct OpenAiBuilder {
     key: Option<ApiKey>,
     key_env: String,
     timeout: Duration,
-    max_in_flight: usize,
+    max_in_flight: Option<usize>,
     stream: bool,
     retry: RetryPolicy,
     sleep: SleepFn,
@@ -151,10 +158,13 @@ impl OpenAiBuilder {
         self
     }
 
-    /// Requests in flight at once through this model (default 8, at least
-    /// 1, at most 4096); more callers wait for a slot.
+    /// A hard cap on the requests in flight at once through this model (at
+    /// least 1, at most 4096); more callers wait for a slot. Without it the
+    /// endpoint's adaptive limit alone decides (it starts at 1024 and finds
+    /// the server's capacity); with it the adaptive limit still works below
+    /// the cap.
     pub fn max_in_flight(mut self, n: usize) -> Self {
-        self.max_in_flight = n.clamp(1, 4096);
+        self.max_in_flight = Some(n.clamp(1, 4096));
         self
     }
 
@@ -222,23 +232,33 @@ impl OpenAiBuilder {
         }
         // Timeouts are set per attempt, from the time left before the
         // call's deadline.
+        let ceiling = self.max_in_flight.unwrap_or(limit::DEFAULT_CEILING);
+        // One idle connection kept for every slot, so that the next round
+        // reuses them; small buffers (ureq's default is 128 KiB each way,
+        // a quarter MiB a connection): requests are small and answers are
+        // read in pieces (the input buffer grows for a larger header).
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .max_idle_connections_per_host(self.max_in_flight.max(3))
+            .max_idle_connections(ceiling.max(10))
+            .max_idle_connections_per_host(ceiling.max(3))
+            .input_buffer_size(CONNECTION_BUFFER)
+            .output_buffer_size(CONNECTION_BUFFER)
             .build();
+        let url = format!("{base}/chat/completions");
         Ok(OpenAi {
             inner: Arc::new(Inner {
                 label: self
                     .label
                     .unwrap_or_else(|| format!("openai:{}", self.model.trim())),
-                url: format!("{base}/chat/completions"),
+                endpoint: Endpoint::shared(&url, self.key.as_ref().map(|k| k.0.as_str()), ceiling),
+                cap: self.max_in_flight.map(Limit::new),
+                url,
                 model: self.model.trim().to_string(),
                 key: self.key,
                 key_env: self.key_env,
                 stream: self.stream,
                 timeout: self.timeout,
                 agent: config.into(),
-                limit: Limit::new(self.max_in_flight),
                 retry: self.retry,
                 sleep: self.sleep,
                 waits: Mutex::new(Vec::new()),
@@ -259,7 +279,7 @@ impl OpenAi {
             key: None,
             key_env: String::new(),
             timeout: Duration::from_secs(300),
-            max_in_flight: 8,
+            max_in_flight: None,
             stream: true,
             retry: RetryPolicy::default(),
             sleep: Arc::new(std::thread::sleep),
@@ -284,9 +304,64 @@ impl OpenAi {
         self.inner.waits.lock().clone()
     }
 
-    /// The in-flight limit.
+    /// The hard cap on requests in flight: `max_in_flight` where set,
+    /// else the ceiling of the adaptive limit (1024).
     pub fn max_in_flight(&self) -> usize {
-        self.inner.limit.max()
+        self.inner
+            .cap
+            .as_ref()
+            .map_or(limit::DEFAULT_CEILING, Limit::max)
+    }
+
+    /// The endpoint's adaptive in-flight limit now (shared by every model
+    /// in this process at the same base URL with the same key).
+    pub fn in_flight_limit(&self) -> usize {
+        self.inner.endpoint.limit().min(self.max_in_flight())
+    }
+
+    /// The most requests in flight at once to the endpoint so far (all
+    /// models sharing it).
+    pub fn peak_in_flight(&self) -> usize {
+        self.inner.endpoint.peak_in_flight()
+    }
+
+    /// How many times the endpoint's limit changed so far.
+    pub fn limit_changes(&self) -> u64 {
+        self.inner.endpoint.changes()
+    }
+}
+
+/// The size of each of a connection's two buffers.
+const CONNECTION_BUFFER: usize = 16 * 1024;
+
+/// Held while a request is in flight: the model's own cap (if any) and the
+/// endpoint's slot.
+struct Slot<'a> {
+    endpoint: EndpointPermit<'a>,
+    _cap: Option<limit::Permit<'a>>,
+}
+
+impl OpenAi {
+    /// Waits for a slot: out any `Retry-After` pause of the endpoint, then
+    /// the model's cap, then the endpoint's limit. `None` at `deadline`.
+    fn slot(&self, deadline: Option<Instant>) -> Option<Slot<'_>> {
+        let i = &self.inner;
+        if let Some(pause) = i.endpoint.pause_left() {
+            let pause = match deadline {
+                Some(d) => pause.min(d.saturating_duration_since(Instant::now())),
+                None => pause,
+            };
+            (i.sleep)(pause);
+        }
+        let cap = match &i.cap {
+            Some(c) => Some(c.acquire_until(deadline)?),
+            None => None,
+        };
+        let endpoint = i.endpoint.acquire_until(deadline)?;
+        Some(Slot {
+            endpoint,
+            _cap: cap,
+        })
     }
 }
 
@@ -360,6 +435,10 @@ impl ChatModel for OpenAi {
         self.inner.label.clone()
     }
 
+    fn watch_limit(&self, f: LimitWatcher) -> Option<LimitWatch> {
+        Some(self.inner.endpoint.watch(f))
+    }
+
     fn chat(
         &self,
         request: &ChatRequest,
@@ -369,7 +448,7 @@ impl ChatModel for OpenAi {
         let body = wire::request_body(&i.model, request, i.stream).to_string();
         // The deadline starts once the call holds its first slot: waiting
         // behind other calls is bounded by their own deadlines.
-        let mut first_slot = Some(i.limit.acquire());
+        let mut first_slot = self.slot(None);
         let deadline = Instant::now() + i.timeout;
         let mut attempt = 0u32;
         loop {
@@ -378,9 +457,9 @@ impl ChatModel for OpenAi {
             let outcome = {
                 let slot = match first_slot.take() {
                     Some(slot) => Some(slot),
-                    None => i.limit.acquire_until(deadline),
+                    None => self.slot(Some(deadline)),
                 };
-                let Some(_slot) = slot else {
+                let Some(mut slot) = slot else {
                     return Err(self.past_deadline(attempt - 1));
                 };
                 log::debug!(
@@ -389,7 +468,8 @@ impl ChatModel for OpenAi {
                     redact_url(&i.url),
                     request.agent
                 );
-                self.attempt(&body, request, deadline, &mut |d: &str| {
+                slot.endpoint.sending();
+                self.attempt(&body, request, deadline, &slot.endpoint, &mut |d: &str| {
                     delivered = true;
                     on_delta(d);
                 })
@@ -431,6 +511,10 @@ impl ChatModel for OpenAi {
                 i.retry.max_attempts
             );
             i.waits.lock().push(wait);
+            // The server asked every request to wait, not only this one.
+            if retry_after.is_some() {
+                i.endpoint.pause_until(Instant::now() + wait);
+            }
             (i.sleep)(wait);
         }
     }
@@ -451,6 +535,7 @@ impl OpenAi {
         body: &str,
         request: &ChatRequest,
         deadline: Instant,
+        slot: &EndpointPermit<'_>,
         on_delta: &mut dyn FnMut(&str),
     ) -> Result<ChatResponse, Failure> {
         let i = &self.inner;
@@ -475,6 +560,13 @@ impl OpenAi {
             .send(body)
             .map_err(|e| self.transport(&e.to_string(), retryable_error(&e)))?;
         let status = response.status().as_u16();
+        // The endpoint's limit learns from the status and the time to it.
+        match status {
+            200..=299 => slot.succeeded(&request.agent),
+            429 => slot.congested(LimitReason::RateLimited, &request.agent),
+            503 => slot.congested(LimitReason::Overloaded, &request.agent),
+            _ => {}
+        }
         if !(200..300).contains(&status) {
             let retry_after = response
                 .headers()

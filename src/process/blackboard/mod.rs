@@ -39,6 +39,8 @@ pub(crate) struct Blackboard<'a> {
     state: RunState,
     /// Where each ongoing module's archive of this round starts.
     archive_from: Mutex<HashMap<String, usize>>,
+    /// Where each member's module of a round is in the plan.
+    module_hints: Mutex<modules::ModuleHints>,
 }
 
 impl<'a> Blackboard<'a> {
@@ -55,6 +57,7 @@ impl<'a> Blackboard<'a> {
             board,
             state,
             archive_from: Mutex::default(),
+            module_hints: Mutex::default(),
         })
     }
 
@@ -186,8 +189,11 @@ impl<'a> Blackboard<'a> {
         // member sees a draft of its own round.
         let mut snapshot = self.board.snapshot();
         snapshot.retain(|e| e.round < round);
+        // Rendered once for the whole round, not once a member.
+        let board = prompt::SharedBoardText::new(&snapshot);
+        drop(snapshot);
         let results = run_parallel("member", threads, todo.clone(), |a| {
-            self.member_turn(round, &a, &snapshot)
+            self.member_turn(round, &a, &board)
         })
         .map_err(|e| RunError::Pool(e.0))?;
         for (a, result) in todo.iter().zip(results) {
@@ -215,7 +221,7 @@ impl<'a> Blackboard<'a> {
         Ok(())
     }
 
-    fn member_turn(&self, round: u32, a: &Assignment, board: &[Entry]) {
+    fn member_turn(&self, round: u32, a: &Assignment, board: &prompt::SharedBoardText) {
         let Some(member) = self.team.agent(&a.member) else {
             return;
         };
@@ -261,8 +267,10 @@ impl<'a> Blackboard<'a> {
         self.status(RoomStatus::Working);
         let snapshot = self.board.snapshot();
         let threads = threads_for(challengers.len(), self.core.rt.parallel_cap());
+        let board = prompt::SharedBoardText::new(&snapshot);
+        drop(snapshot);
         let results = run_parallel("challenger", threads, challengers.clone(), |c| {
-            self.challenger_turn(round, c, &snapshot)
+            self.challenger_turn(round, c, &board)
         })
         .map_err(|e| RunError::Pool(e.0))?;
         for (c, result) in challengers.iter().zip(results) {
@@ -282,7 +290,7 @@ impl<'a> Blackboard<'a> {
         Ok(())
     }
 
-    fn challenger_turn(&self, round: u32, challenger: &AgentSpec, board: &[Entry]) {
+    fn challenger_turn(&self, round: u32, challenger: &AgentSpec, board: &prompt::SharedBoardText) {
         let mut messages = prompt::challenge(challenger, &self.task_text(), board, round);
         self.adapt_prompt(Phase::Challenge, &mut messages);
         let outcome = self.call_until(

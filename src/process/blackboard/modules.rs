@@ -5,6 +5,8 @@
 //! member more work on it. A module's context archive is the member's
 //! transcript: the messages it was sent and its answers.
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use super::Blackboard;
@@ -20,19 +22,48 @@ fn round_of(m: &WorkModule) -> Option<u64> {
     m.metadata.get("round").and_then(Value::as_u64)
 }
 
+/// Where each member's first module of a round is in the plan: a hint
+/// that `find` checks before it trusts it (tools may change the plan).
+pub(crate) type ModuleHints = HashMap<(u32, String), usize>;
+
+/// The module of `member` in `round` (for `task`, in one of `status`).
+/// Every member of a round looks its module up three times: a scan of the
+/// whole plan under its lock each time made a round of N members O(N²)
+/// (at 1024 members, most of the round's CPU), so the hint goes first.
 fn find<'p>(
     plan: &'p mut Plan,
+    hints: &mut ModuleHints,
     member: &str,
     round: u32,
     task: Option<&str>,
     status: &[ModuleStatus],
 ) -> Option<&'p mut WorkModule> {
-    plan.tasks.iter_mut().find(|m| {
+    let matches = |m: &WorkModule| {
         m.assigned_agent.as_deref() == Some(member)
             && round_of(m) == Some(u64::from(round))
             && task.is_none_or(|t| m.description == t)
             && status.contains(&m.status)
-    })
+    };
+    let key = (round, member.to_string());
+    if !hints.contains_key(&key) {
+        // Unknown (a new round, or a changed plan): index it all, once.
+        hints.clear();
+        for (i, m) in plan.tasks.iter().enumerate() {
+            if let (Some(agent), Some(r)) = (m.assigned_agent.as_deref(), round_of(m)) {
+                if let Ok(r) = u32::try_from(r) {
+                    hints.entry((r, agent.to_string())).or_insert(i);
+                }
+            }
+        }
+    }
+    let hit = hints
+        .get(&key)
+        .copied()
+        .filter(|&i| plan.tasks.get(i).is_some_and(matches));
+    match hit {
+        Some(i) => plan.tasks.get_mut(i),
+        None => plan.tasks.iter_mut().find(|m| matches(m)),
+    }
 }
 
 fn stamp(m: &mut WorkModule, key: &str) {
@@ -110,7 +141,8 @@ impl Blackboard<'_> {
     pub(crate) fn module_started(&self, round: u32, a: &Assignment) {
         let mut plan = self.core.plan.lock();
         let statuses = [ModuleStatus::Pending, ModuleStatus::Ongoing];
-        if let Some(m) = find(&mut plan, &a.member, round, Some(&a.task), &statuses) {
+        let hints = &mut self.module_hints.lock();
+        if let Some(m) = find(&mut plan, hints, &a.member, round, Some(&a.task), &statuses) {
             m.status = ModuleStatus::Ongoing;
             stamp(m, "started_ms");
             self.archive_from
@@ -124,7 +156,15 @@ impl Blackboard<'_> {
         let module = {
             let mut plan = self.core.plan.lock();
             let statuses = [ModuleStatus::Ongoing, ModuleStatus::Pending];
-            let Some(m) = find(&mut plan, &entry.author, entry.round, Some(task), &statuses) else {
+            let hints = &mut self.module_hints.lock();
+            let Some(m) = find(
+                &mut plan,
+                hints,
+                &entry.author,
+                entry.round,
+                Some(task),
+                &statuses,
+            ) else {
                 return;
             };
             m.status = ModuleStatus::PendingReview;
@@ -146,8 +186,10 @@ impl Blackboard<'_> {
             return;
         }
         let mut plan = self.core.plan.lock();
+        let hints = &mut self.module_hints.lock();
         let Some(m) = find(
             &mut plan,
+            hints,
             &turn.agent,
             turn.round,
             None,

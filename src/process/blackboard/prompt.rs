@@ -55,6 +55,23 @@ enough, write AGREE.";
 pub(crate) const MAX_ENTRY_IN_PROMPT: usize = 64 * 1024;
 
 /// The board for a prompt, each entry's text cut at [`MAX_ENTRY_IN_PROMPT`].
+/// A phase's board, rendered once for every agent of the phase to read:
+/// `None` for an empty board (a draft then says nothing of it), and the
+/// rendering itself (a challenge shows it even empty).
+#[derive(Clone)]
+pub(crate) struct SharedBoardText(Option<std::sync::Arc<str>>, std::sync::Arc<str>);
+
+impl SharedBoardText {
+    /// Renders `board` once.
+    pub(crate) fn new(board: &[Entry]) -> Self {
+        let text: std::sync::Arc<str> = board_context(board).into();
+        SharedBoardText(
+            (!board.is_empty()).then(|| std::sync::Arc::clone(&text)),
+            text,
+        )
+    }
+}
+
 fn board_context(board: &[Entry]) -> String {
     if board.iter().all(|e| e.text.len() <= MAX_ENTRY_IN_PROMPT) {
         return render_context(board);
@@ -238,12 +255,12 @@ pub(crate) fn memory(team: &Team, task: &str, answer: &str) -> Vec<Message> {
 pub(crate) fn draft(
     member: &AgentSpec,
     task: &str,
-    board: &[Entry],
+    board: &SharedBoardText,
     assignment: &str,
 ) -> Vec<Message> {
     let mut ask = task_block(task);
-    if !board.is_empty() {
-        let _ = write!(ask, "\n\nThe board so far:\n\n{}", board_context(board));
+    if let Some(board) = &board.0 {
+        let _ = write!(ask, "\n\nThe board so far:\n\n{board}");
     }
     let _ = write!(
         ask,
@@ -260,7 +277,7 @@ pub(crate) fn draft(
 pub(crate) fn challenge(
     member: &AgentSpec,
     task: &str,
-    board: &[Entry],
+    board: &SharedBoardText,
     round: u32,
 ) -> Vec<Message> {
     vec![
@@ -268,7 +285,7 @@ pub(crate) fn challenge(
         Message::user(format!(
             "{}\n\nThe board after round {round}:\n\n{}\n\nReply CHALLENGE:<...> or AGREE.",
             task_block(task),
-            board_context(board)
+            board.1
         )),
     ]
 }

@@ -1,0 +1,356 @@
+//! Throughput measurement: whole runs of a generated team of N members
+//! against the sim or any endpoint, timed from the run's own events.
+//!
+//! One [`bench`] call measures one size: it runs `rounds` whole runs (the
+//! master's plan, one round of N drafts, the master's review) and reports
+//! the median run's wall time against the ideal (one latency per sequential
+//! step: every master call and every round), the round's wall time against
+//! one latency, members per second, the 50th and 99th percentile of member
+//! call latency, the most member calls in flight at once, the most threads
+//! of the process and its peak resident memory.
+//!
+//! Peak RSS is the kernel's high-water mark of the whole process
+//! (`VmHWM`): it only grows. `boardroom bench` measures each size in a
+//! child process of its own for that reason.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::{Event, EventKind};
+use crate::model::{Phase, SharedModel, Sim, SimOptions};
+use crate::runtime::Runtime;
+use crate::team::{AgentSpec, Team, TeamConfig};
+
+/// The task every bench run is given.
+pub const BENCH_TASK: &str = "Benchmark: each member writes one short part.";
+
+/// What to measure.
+#[derive(Clone)]
+pub struct BenchOptions {
+    /// Members in the generated team (at least 1).
+    pub members: usize,
+    /// The latency of one model call: the sim's, when `model` is `None`;
+    /// for an endpoint, the latency the server is known to add (the ideal
+    /// is computed from it).
+    pub latency: Duration,
+    /// The model; `None`: the sim, waiting `latency` on every call.
+    pub model: Option<SharedModel>,
+    /// Whole runs to time (the median is reported; at least 1).
+    pub rounds: usize,
+}
+
+impl std::fmt::Debug for BenchOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BenchOptions")
+            .field("members", &self.members)
+            .field("latency", &self.latency)
+            .field("model", &self.model.as_ref().map(|m| m.name()))
+            .field("rounds", &self.rounds)
+            .finish()
+    }
+}
+
+/// One size's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchRow {
+    /// Members in the team.
+    pub members: usize,
+    /// Whole runs timed.
+    pub runs: usize,
+    /// The median run's wall time, in milliseconds.
+    pub wall_ms: f64,
+    /// The ideal: one latency per sequential step (master calls and
+    /// rounds), in milliseconds.
+    pub ideal_ms: f64,
+    /// `wall_ms / ideal_ms` (`None` for a latency of zero).
+    pub wall_over_ideal: Option<f64>,
+    /// The median run's round (first member call sent to last answered),
+    /// in milliseconds.
+    pub round_ms: f64,
+    /// `round_ms` over one latency (`None` for a latency of zero).
+    pub round_over_latency: Option<f64>,
+    /// Member calls answered per second of round.
+    pub members_per_s: f64,
+    /// Median member call latency, in milliseconds (all runs).
+    pub p50_ms: f64,
+    /// 99th percentile member call latency, in milliseconds (all runs).
+    pub p99_ms: f64,
+    /// The most member calls in flight at once (any run).
+    pub peak_in_flight: usize,
+    /// The most threads the process had at once (sampled every 5 ms).
+    pub peak_threads: usize,
+    /// The process's peak resident memory (`VmHWM`), in KiB; 0 where the
+    /// system does not say.
+    pub peak_rss_kib: u64,
+    /// Member drafts on the boards (all runs): `members × runs` when none
+    /// was lost.
+    pub drafts: usize,
+    /// Changes of an endpoint's in-flight limit (all runs).
+    pub limit_changes: usize,
+}
+
+/// Why a bench could not run.
+#[derive(Debug)]
+pub struct BenchError(pub String);
+
+impl std::fmt::Display for BenchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BenchError {}
+
+/// The team a bench runs: a master and `n` members `m0000`, `m0001`, ...
+///
+/// # Errors
+///
+/// A [`BenchError`] for `n` = 0.
+pub fn bench_team(n: usize) -> Result<Team, BenchError> {
+    if n == 0 {
+        return Err(BenchError("a bench needs at least 1 member".into()));
+    }
+    let mut agents = Vec::with_capacity(n + 1);
+    agents.push(AgentSpec::master(
+        "master",
+        "You lead. Give every member one part.",
+    ));
+    agents.extend((0..n).map(|i| {
+        AgentSpec::member(
+            format!("m{i:04}"),
+            "writes one part",
+            format!("You are m{i:04}. Write your part in one sentence."),
+        )
+    }));
+    Team::new("bench", TeamConfig::default(), agents).map_err(|e| BenchError(e.to_string()))
+}
+
+/// Measures `opts.rounds` whole runs of `opts.members` members.
+///
+/// # Errors
+///
+/// A [`BenchError`] when the team cannot be built or a run fails.
+pub fn bench(opts: &BenchOptions) -> Result<BenchRow, BenchError> {
+    let team = bench_team(opts.members)?;
+    let model: SharedModel = match &opts.model {
+        Some(m) => std::sync::Arc::clone(m),
+        None => std::sync::Arc::new(Sim::with_options(SimOptions {
+            latency: opts.latency,
+            ..SimOptions::default()
+        })),
+    };
+    let sampler = Sampler::start();
+    let mut runs = Vec::new();
+    let mut latencies = Vec::new();
+    for _ in 0..opts.rounds.max(1) {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let collector = std::thread::Builder::new()
+            .name("boardroom-bench".into())
+            .spawn(move || collect(&rx))
+            .map_err(|e| BenchError(format!("cannot start the collector thread: {e}")))?;
+        let runtime = Runtime::with_shared_model(team.clone(), std::sync::Arc::clone(&model))
+            .max_rounds(1)
+            .events(tx);
+        let started = Instant::now();
+        let outcome = runtime.run(BENCH_TASK);
+        let wall = started.elapsed();
+        drop(runtime);
+        let mut seen = collector
+            .join()
+            .map_err(|_| BenchError("the collector thread panicked".into()))?;
+        let outcome = outcome.map_err(|e| BenchError(format!("the run failed: {e}")))?;
+        seen.drafts = outcome
+            .board
+            .iter()
+            .filter(|e| e.kind == crate::board::EntryKind::Draft)
+            .count();
+        seen.wall = wall;
+        latencies.append(&mut seen.latencies);
+        runs.push(seen);
+    }
+    let (peak_threads, peak_rss_kib) = sampler.stop();
+    runs.sort_by_key(|r| r.wall);
+    let median = &runs[runs.len() / 2];
+    let l = opts.latency.as_secs_f64();
+    let ideal = l * median.steps.max(1) as f64;
+    let ratio = |x: f64, over: f64| (over > 0.0).then(|| x / over);
+    let wall = median.wall.as_secs_f64();
+    let round = median.round.as_secs_f64();
+    latencies.sort();
+    Ok(BenchRow {
+        members: opts.members,
+        runs: runs.len(),
+        wall_ms: wall * 1e3,
+        ideal_ms: ideal * 1e3,
+        wall_over_ideal: ratio(wall, ideal),
+        round_ms: round * 1e3,
+        round_over_latency: ratio(round, l),
+        members_per_s: if round > 0.0 {
+            median.answered as f64 / round
+        } else {
+            0.0
+        },
+        p50_ms: percentile(&latencies, 0.50).as_secs_f64() * 1e3,
+        p99_ms: percentile(&latencies, 0.99).as_secs_f64() * 1e3,
+        peak_in_flight: runs.iter().map(|r| r.peak).max().unwrap_or(0),
+        peak_threads,
+        peak_rss_kib,
+        drafts: runs.iter().map(|r| r.drafts).sum(),
+        limit_changes: runs.iter().map(|r| r.limit_changes).sum(),
+    })
+}
+
+/// The `q` quantile of sorted `xs` (nearest rank); zero for none.
+fn percentile(xs: &[Duration], q: f64) -> Duration {
+    if xs.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((q * xs.len() as f64).ceil() as usize).clamp(1, xs.len());
+    xs[rank - 1]
+}
+
+/// What one run's events say.
+#[derive(Default)]
+struct Seen {
+    wall: Duration,
+    round: Duration,
+    /// Sequential steps: master calls and rounds.
+    steps: usize,
+    answered: usize,
+    peak: usize,
+    latencies: Vec<Duration>,
+    drafts: usize,
+    limit_changes: usize,
+}
+
+fn collect(rx: &crossbeam_channel::Receiver<Event>) -> Seen {
+    let mut seen = Seen::default();
+    let mut started: HashMap<u64, Instant> = HashMap::new();
+    let mut first: Option<Instant> = None;
+    let mut last: Option<Instant> = None;
+    let mut now_in_flight = 0usize;
+    for event in rx {
+        let at = Instant::now();
+        match event.kind {
+            EventKind::RoundStarted { .. } => seen.steps += 1,
+            EventKind::CallStarted {
+                phase,
+                call,
+                attempt,
+                ..
+            } => {
+                if phase == Phase::Draft {
+                    started.insert(call, at);
+                    first.get_or_insert(at);
+                    now_in_flight += 1;
+                    seen.peak = seen.peak.max(now_in_flight);
+                } else if attempt == 0 {
+                    seen.steps += 1;
+                }
+            }
+            EventKind::CallEnded {
+                call,
+                phase: Phase::Draft,
+                ..
+            } => {
+                if let Some(t) = started.remove(&call) {
+                    seen.latencies.push(at - t);
+                    seen.answered += 1;
+                    now_in_flight = now_in_flight.saturating_sub(1);
+                    last = Some(at);
+                }
+            }
+            EventKind::LimitChanged { .. } => seen.limit_changes += 1,
+            _ => {}
+        }
+    }
+    if let (Some(a), Some(b)) = (first, last) {
+        seen.round = b - a;
+    }
+    seen
+}
+
+/// `VmHWM` (peak resident memory) and `Threads` of this process, from
+/// `/proc/self/status`; `None` where there is no such file.
+pub fn process_status() -> Option<(u64, usize)> {
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    Some((field("VmHWM:")?, field("Threads:")? as usize))
+}
+
+/// Samples the thread count while the runs go on.
+struct Sampler {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<usize>>,
+}
+
+impl Sampler {
+    fn start() -> Sampler {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s = std::sync::Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("boardroom-bench-sampler".into())
+            .spawn(move || {
+                let mut peak = 0;
+                while !s.load(std::sync::atomic::Ordering::Relaxed) {
+                    if let Some((_, threads)) = process_status() {
+                        peak = peak.max(threads);
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                peak
+            })
+            .ok();
+        Sampler { stop, thread }
+    }
+
+    /// The peak thread count and the peak RSS in KiB.
+    fn stop(mut self) -> (usize, u64) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let threads = self.thread.take().and_then(|t| t.join().ok()).unwrap_or(0);
+        let rss = process_status().map_or(0, |(rss, _)| rss);
+        (threads, rss)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        let xs: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
+        assert_eq!(percentile(&xs, 0.5), Duration::from_millis(50));
+        assert_eq!(percentile(&xs, 0.99), Duration::from_millis(99));
+        assert_eq!(percentile(&[], 0.5), Duration::ZERO);
+        assert_eq!(
+            percentile(&[Duration::from_millis(7)], 0.99),
+            Duration::from_millis(7)
+        );
+    }
+
+    #[test]
+    fn a_sim_bench_counts_every_member() {
+        let row = bench(&BenchOptions {
+            members: 16,
+            latency: Duration::from_millis(20),
+            model: None,
+            rounds: 2,
+        })
+        .unwrap();
+        assert_eq!(row.members, 16);
+        assert_eq!(row.runs, 2);
+        assert_eq!(row.drafts, 32, "every member drafted in both runs");
+        assert_eq!(row.peak_in_flight, 16, "the whole round at once");
+        // plan, the round, the review: three steps of one latency.
+        assert_eq!(row.ideal_ms, 60.0);
+        assert!(row.p99_ms >= row.p50_ms);
+    }
+}

@@ -1,0 +1,379 @@
+//! A fast loopback server for benchmarks, and a raw client to compare with.
+//!
+//! `boardroom-loopback serve [--port P] [--latency 100ms] [--max-concurrent K]`
+//! answers `POST /v1/chat/completions` (streaming or not) after the given
+//! latency, playing boardroom's protocol where it recognises it (the
+//! master's plan gets one `ASSIGN` line per roster member, the review says
+//! `DONE`) and a short fixed answer to everything else. Above K requests
+//! at once it answers 429. It prints its base URL on the first line of
+//! stdout. `GET /stats` reports requests, refusals, the peak in flight and
+//! the server's own CPU time (user + system, from `/proc/self/stat`);
+//! `POST /stats/reset` zeroes the counters (not the CPU time: diff it).
+//!
+//! One thread of 128 KiB stack per connection (keep-alive), which sleeps
+//! out the latency: nothing else is spent on a waiting answer. The listen
+//! backlog is raised above std's 128, so a burst of 1024 connections is
+//! accepted at once.
+//!
+//! `boardroom-loopback raw --url URL --threads N [--requests M]` sends M
+//! requests (default N) from N plain threads, each a `ureq` POST with no
+//! agent logic, and prints one JSON line: wall, requests/s, peak RSS.
+//!
+//! Built only with `--features loopback` (a development tool).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let code = match args.first().map(String::as_str) {
+        Some("serve") => serve(&args[1..]),
+        Some("raw") => raw(&args[1..]),
+        _ => Err(
+            "usage: boardroom-loopback serve [--port P] [--latency DUR] [--max-concurrent K] \
+             | raw --url URL --threads N [--requests M] [--stream]"
+                .to_string(),
+        ),
+    };
+    if let Err(e) = code {
+        eprintln!("boardroom-loopback: {e}");
+        std::process::exit(2);
+    }
+}
+
+/// The value after `--name`, if given.
+fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str)
+}
+
+fn parse<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> Result<T, String> {
+    match flag(args, name) {
+        None => Ok(default),
+        Some(v) => v
+            .parse()
+            .map_err(|_| format!("{name}: '{v}' is not a valid value")),
+    }
+}
+
+fn duration(args: &[String], name: &str) -> Result<Duration, String> {
+    let Some(v) = flag(args, name) else {
+        return Ok(Duration::ZERO);
+    };
+    let bad = || format!("{name}: '{v}' is not a duration (100ms, 0.2s, 0)");
+    let (n, scale) = if let Some(n) = v.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = v.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        (v, 1e-3)
+    };
+    let x: f64 = n.parse().map_err(|_| bad())?;
+    if !(0.0..=600.0).contains(&(x * scale)) {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs_f64(x * scale))
+}
+
+#[derive(Default)]
+struct Stats {
+    requests: AtomicU64,
+    rejected: AtomicU64,
+    now: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+struct Reply {
+    status: u16,
+    content_type: &'static str,
+    body: Vec<u8>,
+}
+
+struct Settings {
+    latency: Duration,
+    cap: usize,
+    stats: Stats,
+}
+
+fn serve(args: &[String]) -> Result<(), String> {
+    let port: u16 = parse(args, "--port", 0)?;
+    let settings = Arc::new(Settings {
+        latency: duration(args, "--latency")?,
+        cap: parse(args, "--max-concurrent", usize::MAX)?,
+        stats: Stats::default(),
+    });
+    let listener = std::net::TcpListener::bind(("127.0.0.1", port))
+        .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
+    // std listens with a backlog of 128: a round of 1024 members connecting
+    // at once would see most connections dropped and retried a second
+    // later. Listening again on the same socket raises it.
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a valid listening socket of ours; listen() only changes
+        // its backlog.
+        let rc = unsafe { libc::listen(listener.as_raw_fd(), 8192) };
+        if rc != 0 {
+            return Err(format!(
+                "cannot raise the listen backlog: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    println!("http://{addr}/v1");
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    // One small thread a connection: a waiting answer costs a sleeping
+    // thread and nothing else.
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else { continue };
+        let s = Arc::clone(&settings);
+        let _ = std::thread::Builder::new()
+            .stack_size(128 * 1024)
+            .spawn(move || connection(stream, &s));
+    }
+    Ok(())
+}
+
+/// Requests on one keep-alive connection, one after another.
+fn connection(stream: std::net::TcpStream, s: &Settings) {
+    let _ = stream.set_nodelay(true);
+    let Ok(mut out) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(stream);
+    loop {
+        let Some((method, path, body)) = read_request(&mut reader) else {
+            return;
+        };
+        let arrived = Instant::now();
+        let reply = if path.starts_with("/stats") {
+            if method == "POST" {
+                s.stats.requests.store(0, Ordering::SeqCst);
+                s.stats.rejected.store(0, Ordering::SeqCst);
+                s.stats.peak.store(0, Ordering::SeqCst);
+            }
+            Reply {
+                status: 200,
+                content_type: "application/json",
+                body: stats_json(&s.stats).into_bytes(),
+            }
+        } else {
+            s.stats.requests.fetch_add(1, Ordering::SeqCst);
+            let n = s.stats.now.fetch_add(1, Ordering::SeqCst) + 1;
+            let reply = if n > s.cap {
+                s.stats.rejected.fetch_add(1, Ordering::SeqCst);
+                Reply {
+                    status: 429,
+                    content_type: "application/json",
+                    body: br#"{"error":{"message":"too many requests at once"}}"#.to_vec(),
+                }
+            } else {
+                s.stats.peak.fetch_max(n, Ordering::SeqCst);
+                let reply = answer(&body);
+                let left = s.latency.saturating_sub(arrived.elapsed());
+                if !left.is_zero() {
+                    std::thread::sleep(left);
+                }
+                reply
+            };
+            s.stats.now.fetch_sub(1, Ordering::SeqCst);
+            reply
+        };
+        let head = format!(
+            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n\r\n",
+            reply.status,
+            if reply.status == 200 {
+                "OK"
+            } else {
+                "Too Many Requests"
+            },
+            reply.content_type,
+            reply.body.len()
+        );
+        let mut all = head.into_bytes();
+        all.extend_from_slice(&reply.body);
+        if out.write_all(&all).is_err() {
+            return;
+        }
+    }
+}
+
+/// Method, path and body of the next request; `None` at the end.
+fn read_request(r: &mut BufReader<std::net::TcpStream>) -> Option<(String, String, Vec<u8>)> {
+    let mut line = String::new();
+    if r.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_string();
+    let path = parts.next()?.to_string();
+    let mut length = 0usize;
+    loop {
+        let mut h = String::new();
+        if r.read_line(&mut h).ok()? == 0 {
+            return None;
+        }
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            if k.trim().eq_ignore_ascii_case("content-length") {
+                length = v.trim().parse().ok()?;
+            }
+        }
+    }
+    let mut body = vec![0; length];
+    r.read_exact(&mut body).ok()?;
+    Some((method, path, body))
+}
+
+fn stats_json(s: &Stats) -> String {
+    serde_json::json!({
+        "requests": s.requests.load(Ordering::SeqCst),
+        "rejected": s.rejected.load(Ordering::SeqCst),
+        "in_flight": s.now.load(Ordering::SeqCst),
+        "peak_in_flight": s.peak.load(Ordering::SeqCst),
+        "cpu_ms": cpu_ms(),
+    })
+    .to_string()
+}
+
+/// This process's CPU time (user + system), in milliseconds.
+fn cpu_ms() -> u64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0;
+    };
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line: 11 and 12 here.
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i).and_then(|v| v.parse::<u64>().ok()))
+        .sum();
+    // USER_HZ is 100 on every Linux this runs on.
+    ticks * 10
+}
+
+/// The text of every message, joined.
+fn prompt(body: &serde_json::Value) -> String {
+    body["messages"]
+        .as_array()
+        .map(|ms| {
+            ms.iter()
+                .filter_map(|m| m["content"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+/// The answer: boardroom's protocol where the prompt is one of its turns.
+fn answer(body: &[u8]) -> Reply {
+    let json: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let text = prompt(&json);
+    let content = if text.contains("Split this task") {
+        let roster = text
+            .split_once("<roster>")
+            .and_then(|(_, r)| r.split_once("</roster>"))
+            .map_or("", |(r, _)| r);
+        let mut out = String::new();
+        for line in roster.lines() {
+            if let Some((name, _)) = line
+                .trim()
+                .strip_prefix("- ")
+                .and_then(|l| l.split_once(':'))
+            {
+                out.push_str(&format!("ASSIGN:{name}:write your part\n"));
+            }
+        }
+        out
+    } else if text.contains("is over. This is the board") {
+        "DONE\nThe parts, merged.".to_string()
+    } else if text.contains("The work is over") {
+        "The parts, merged.".to_string()
+    } else {
+        "A part, written.".to_string()
+    };
+    let model = json["model"].as_str().unwrap_or("loopback");
+    let usage = serde_json::json!({"prompt_tokens": text.len() / 4, "completion_tokens": content.len() / 4,
+        "total_tokens": (text.len() + content.len()) / 4});
+    if json["stream"].as_bool() == Some(true) {
+        let chunk = serde_json::json!({"id": "lb", "object": "chat.completion.chunk", "model": model,
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": content}, "finish_reason": null}]});
+        let end = serde_json::json!({"id": "lb", "object": "chat.completion.chunk", "model": model,
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": usage});
+        Reply {
+            status: 200,
+            content_type: "text/event-stream",
+            body: format!("data: {chunk}\n\ndata: {end}\n\ndata: [DONE]\n\n").into_bytes(),
+        }
+    } else {
+        let full = serde_json::json!({"id": "lb", "object": "chat.completion", "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": usage});
+        Reply {
+            status: 200,
+            content_type: "application/json",
+            body: full.to_string().into_bytes(),
+        }
+    }
+}
+
+/// N threads, each sending its share of M requests with plain ureq.
+fn raw(args: &[String]) -> Result<(), String> {
+    let url = flag(args, "--url").ok_or("--url is required")?;
+    let threads: usize = parse(args, "--threads", 8)?;
+    let requests: usize = parse(args, "--requests", threads)?;
+    let stream = args.iter().any(|a| a == "--stream");
+    let url = format!("{}/chat/completions", url.trim_end_matches('/'));
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .max_idle_connections(threads.max(10))
+        .max_idle_connections_per_host(threads.max(3))
+        .build()
+        .into();
+    let body = serde_json::json!({"model": "raw", "stream": stream,
+        "messages": [{"role": "user", "content": "Write your part."}]})
+    .to_string();
+    let next = AtomicUsize::new(0);
+    let failed = AtomicUsize::new(0);
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| {
+                while next.fetch_add(1, Ordering::Relaxed) < requests {
+                    let ok = agent
+                        .post(&url)
+                        .header("Content-Type", "application/json")
+                        .send(&body)
+                        .ok()
+                        .and_then(|mut r| r.body_mut().read_to_string().ok())
+                        .is_some();
+                    if !ok {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    let wall = started.elapsed().as_secs_f64();
+    let rss = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        })
+        .unwrap_or(0);
+    println!(
+        "{}",
+        serde_json::json!({"threads": threads, "requests": requests, "failed": failed.load(Ordering::Relaxed),
+            "wall_ms": wall * 1e3, "requests_per_s": requests as f64 / wall, "peak_rss_kib": rss})
+    );
+    Ok(())
+}

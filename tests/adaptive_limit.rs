@@ -1,0 +1,249 @@
+//! The adaptive in-flight limit of an endpoint, against a loopback server
+//! that answers 429 to any request above K in progress at once: the limit
+//! settles near K and no member is lost; two model names in team.yaml that
+//! point at one endpoint share one limit. Counted, never timed.
+
+mod support;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use boardroom::{
+    AgentSpec, ChatModel, EndpointConfig, EntryKind, LimitChange, ModelConfig, OpenAi, RunStatus,
+    Runtime, Team, TeamConfig,
+};
+use parking_lot::Mutex;
+use support::{Reply, Request, Server};
+
+/// Who is asking: the master's plan, review or final answer, or a member
+/// (by its soul, `You are mNN.`).
+fn role(req: &Request) -> String {
+    let text = req.all_text();
+    if text.contains("Split this task") {
+        "plan".into()
+    } else if text.contains("is over. This is the board") {
+        "review".into()
+    } else if text.contains("The work is over") {
+        "final".into()
+    } else {
+        text.split("You are ")
+            .nth(1)
+            .and_then(|r| r.get(..3))
+            .unwrap_or("unknown")
+            .to_string()
+    }
+}
+
+/// A server that takes at most `k` requests at once (429 above that), each
+/// answered after `latency`; it plays the protocol for `members` members.
+struct Capped {
+    server: Server,
+    rejected: Arc<AtomicUsize>,
+    peak_accepted: Arc<AtomicUsize>,
+}
+
+fn capped(k: usize, members: usize, latency: Duration) -> Capped {
+    let now = Arc::new(AtomicUsize::new(0));
+    let rejected = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let (r, p) = (Arc::clone(&rejected), Arc::clone(&peak));
+    let server = Server::start(move |req| {
+        let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+        if n > k {
+            now.fetch_sub(1, Ordering::SeqCst);
+            r.fetch_add(1, Ordering::SeqCst);
+            return Reply::status(429, r#"{"error":{"message":"too many requests at once"}}"#);
+        }
+        p.fetch_max(n, Ordering::SeqCst);
+        std::thread::sleep(latency);
+        let text = match role(req).as_str() {
+            "plan" => (0..members)
+                .map(|i| format!("ASSIGN:m{i:02}:write part {i}\n"))
+                .collect(),
+            "review" => "DONE\nThe parts, merged.".to_string(),
+            "final" => "The parts, merged.".to_string(),
+            member => format!("Draft of {member}."),
+        };
+        now.fetch_sub(1, Ordering::SeqCst);
+        Reply::answer(req, &text)
+    });
+    Capped {
+        server,
+        rejected,
+        peak_accepted: peak,
+    }
+}
+
+fn team(members: usize, config: TeamConfig, model_of: impl Fn(usize) -> Option<String>) -> Team {
+    let mut agents = vec![AgentSpec::master("lead", "You lead the team.")];
+    for i in 0..members {
+        let mut a = AgentSpec::member(
+            format!("m{i:02}"),
+            "Writes one part",
+            format!("You are m{i:02}."),
+        );
+        a.model = model_of(i);
+        agents.push(a);
+    }
+    Team::new("capped", config, agents).unwrap()
+}
+
+fn drafts(outcome: &boardroom::RunOutcome) -> HashSet<String> {
+    outcome
+        .board
+        .iter()
+        .filter(|e| e.kind == EntryKind::Draft)
+        .map(|e| e.author.clone())
+        .collect()
+}
+
+#[test]
+fn a_server_that_429s_above_eight_at_once_gets_a_limit_near_eight_and_no_member_is_lost() {
+    const K: usize = 8;
+    const MEMBERS: usize = 64;
+    let c = capped(K, MEMBERS, Duration::from_millis(40));
+    // Defaults: no max_in_flight, the default retry policy.
+    const KEY: &str = "sk-adaptive-secret-0123456789";
+    let model = OpenAi::builder(c.server.base_url(), "capped")
+        .api_key(KEY)
+        .build()
+        .unwrap();
+    let changes: Arc<Mutex<Vec<LimitChange>>> = Arc::default();
+    let seen = Arc::clone(&changes);
+    let _watch = model
+        .watch_limit(Arc::new(move |ch: &LimitChange| {
+            seen.lock().push(ch.clone())
+        }))
+        .expect("an OpenAI model has an endpoint limit");
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let outcome = Runtime::new(
+        team(MEMBERS, TeamConfig::default(), |_| None),
+        model.clone(),
+    )
+    .events(tx)
+    .run("Write sixty-four parts")
+    .unwrap();
+    // The run's own events carry the changes, and never the key.
+    let events: Vec<boardroom::Event> = rx.try_iter().collect();
+    let limit_events: Vec<&boardroom::Event> = events
+        .iter()
+        .filter(|e| matches!(e.kind, boardroom::EventKind::LimitChanged { .. }))
+        .collect();
+    assert!(
+        limit_events.iter().any(|e| matches!(&e.kind,
+            boardroom::EventKind::LimitChanged { reason, to, from, .. }
+                if reason == "rate_limited" && to < from)),
+        "a limit_changed event for the 429s"
+    );
+    for e in &events {
+        let json = serde_json::to_string(e).unwrap();
+        assert!(!json.contains("sk-adaptive"), "{json}");
+    }
+    assert!(!format!("{model:?}").contains("sk-adaptive"));
+    assert_eq!(outcome.status, RunStatus::Done);
+    assert_eq!(drafts(&outcome).len(), MEMBERS, "every member drafted");
+    // It started generous, so the server refused some; the limit came down
+    // (to no less than half the K + 1 in flight that drew the first 429).
+    let first_refusals = c.rejected.load(Ordering::SeqCst);
+    assert!(first_refusals > 0);
+    assert!((K / 2..1024).contains(&model.in_flight_limit()));
+    // A limit only learns where the load reaches it: the retries of one
+    // round, spread by their jitter, may never reach it again. Further
+    // rounds on the same endpoint bring it near K.
+    let mut runs = 1;
+    let mut last_refusals = first_refusals;
+    while model.in_flight_limit() > 2 * K && runs < 6 {
+        let before = c.rejected.load(Ordering::SeqCst);
+        let outcome = Runtime::new(
+            team(MEMBERS, TeamConfig::default(), |_| None),
+            model.clone(),
+        )
+        .run("Write sixty-four parts")
+        .unwrap();
+        assert_eq!(drafts(&outcome).len(), MEMBERS, "every member drafted");
+        last_refusals = c.rejected.load(Ordering::SeqCst) - before;
+        runs += 1;
+    }
+    let limit = model.in_flight_limit();
+    assert!(
+        (K / 2..=2 * K).contains(&limit),
+        "the limit is {limit} after {runs} runs, not near {K}; changes: {:?}",
+        changes.lock()
+    );
+    assert!(
+        runs == 1 || last_refusals < first_refusals,
+        "{last_refusals} refusals in the last run, {first_refusals} in the first"
+    );
+    let changes = changes.lock();
+    assert!(limit_events.len() <= changes.len());
+    assert!(
+        changes
+            .iter()
+            .any(|ch| ch.reason == boardroom::LimitReason::RateLimited && ch.to < ch.from),
+        "a decrease for the 429s is reported: {changes:?}"
+    );
+    assert!(
+        changes
+            .iter()
+            .all(|ch| ch.endpoint.starts_with("http://127.0.0.1:"))
+    );
+    // The accepted requests never went above K (the server's own count).
+    assert!(c.peak_accepted.load(Ordering::SeqCst) <= K);
+}
+
+#[test]
+fn two_model_names_on_one_endpoint_share_one_limit() {
+    const K: usize = 4;
+    const MEMBERS: usize = 24;
+    let c = capped(K, MEMBERS, Duration::from_millis(30));
+    let endpoint = |model: &str| {
+        ModelConfig::Endpoint(EndpointConfig {
+            base_url: Some(c.server.base_url()),
+            model: Some(model.into()),
+            ..EndpointConfig::default()
+        })
+    };
+    let mut config = TeamConfig::default();
+    config.models.insert("fast".into(), endpoint("small"));
+    config.models.insert("smart".into(), endpoint("large"));
+    let team = team(MEMBERS, config, |i| {
+        Some(if i % 2 == 0 { "fast" } else { "smart" }.to_string())
+    });
+    // Watch through each name: the run builds its own instances, and one
+    // shared limit tells both watchers of every change, whichever name's
+    // agent caused it (separate limits would each see their own half).
+    let watch = |name: &str| {
+        let seen: Arc<Mutex<Vec<LimitChange>>> = Arc::default();
+        let s = Arc::clone(&seen);
+        let w = team
+            .model(name)
+            .unwrap()
+            .watch_limit(Arc::new(move |ch: &LimitChange| s.lock().push(ch.clone())))
+            .unwrap();
+        (seen, w)
+    };
+    let (by_fast, _w1) = watch("fast");
+    let (by_smart, _w2) = watch("smart");
+    let default = OpenAi::builder(c.server.base_url(), "lead")
+        .build()
+        .unwrap();
+    let outcome = Runtime::new(team, default).run("Write the parts").unwrap();
+    assert_eq!(outcome.status, RunStatus::Done);
+    assert_eq!(drafts(&outcome).len(), MEMBERS);
+    let (fast, smart) = (by_fast.lock(), by_smart.lock());
+    assert!(
+        fast.iter()
+            .any(|ch| ch.reason == boardroom::LimitReason::RateLimited),
+        "the 429s brought the limit down: {fast:?}"
+    );
+    assert_eq!(*fast, *smart, "one limit: both names saw the same changes");
+    assert!(c.rejected.load(Ordering::SeqCst) > 0);
+    assert!(c.peak_accepted.load(Ordering::SeqCst) <= K);
+    assert!(
+        c.rejected.load(Ordering::SeqCst) < 2 * MEMBERS,
+        "{} refusals for {MEMBERS} members",
+        c.rejected.load(Ordering::SeqCst)
+    );
+}
