@@ -407,6 +407,8 @@ impl<'a> Handoff<'a> {
         hs.handoffs += 1;
         hs.active = to.to_string();
         hs.routing = false;
+        // The note on a bad handoff is for the agent that made it.
+        hs.feedback.clear();
         if let Some(step) = hs.steps.last_mut() {
             step.handoff_target = Some(to.to_string());
             step.reason = Some(reason.to_string());
@@ -472,23 +474,34 @@ impl<'a> Handoff<'a> {
     /// The first rule of `last` whose condition holds: (its number in
     /// `team.yaml`'s order of trial, 1-based; destination; reason).
     fn by_rules(&mut self, last: &str) -> Option<(usize, String, String)> {
-        let rules: Vec<(usize, &crate::team::HandoffRule)> = self
+        let mut rules: Vec<(usize, &crate::team::HandoffRule)> = self
             .settings
             .rules
             .iter()
             .enumerate()
             .filter(|(_, r)| r.applies_to(last))
             .collect();
-        if rules.is_empty() {
-            return None;
+        // A rule with no condition always holds: the rules below it are
+        // never reached, and it is taken when none above it holds.
+        let always = rules.iter().position(|(_, r)| r.condition.is_none());
+        if let Some(n) = always {
+            rules.truncate(n + 1);
         }
-        // A rule with no condition always holds: no call needed when the
-        // first one tried has none.
-        if let Some((i, r)) = rules.first().filter(|(_, r)| r.condition.is_none()) {
-            return Some((i + 1, r.to_agent.clone(), "the rule always applies".into()));
+        let fallback = always.map(|n| {
+            let (i, r) = rules[n];
+            (
+                i + 1,
+                r.to_agent.clone(),
+                "the rule always applies".to_string(),
+            )
+        });
+        if rules.is_empty() || always == Some(0) {
+            return fallback;
         }
+        // Only the conditional rules above it go to the routing call.
+        let rules = &rules[..always.unwrap_or(rules.len())];
         let mut conditions: Vec<Option<String>> = Vec::new();
-        for (_, r) in &rules {
+        for (_, r) in rules {
             conditions.push(
                 r.condition
                     .as_ref()
@@ -506,8 +519,14 @@ impl<'a> Handoff<'a> {
         let history = self.history();
         let (messages, schema) = rule_routing_prompt(last, &self.state.task, &routing, &history);
         let count = rules.len();
-        let answer = self.routing_call(last, messages, schema, "`RULE: <number>` or `NONE`")?;
-        let pick = parse_rule_choice(&answer, count)?;
+        let answer = self.routing_call(last, messages, schema, "`RULE: <number>` or `NONE`");
+        if answer.is_none() && self.core.stop_reason().is_some() {
+            // Stopped mid-call: decided again on resume.
+            return None;
+        }
+        let Some(pick) = answer.and_then(|a| parse_rule_choice(&a, count)) else {
+            return fallback;
+        };
         let (i, r) = rules[pick];
         let reason = conditions[pick]
             .clone()

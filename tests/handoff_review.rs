@@ -1,0 +1,181 @@
+//! Found in review of the handoff process (issue 11): each test failed on
+//! the code before its fix.
+
+use boardroom::{ChatRequest, Phase, Protocol, RunStatus, Runtime, Scripted, Team, load_run};
+
+/// A handoff team on disk: `researcher` (the master), `writer`,
+/// `reviewer`, and `team.yaml` with `extra` after the common keys.
+fn team(extra: &str) -> (tempfile::TempDir, Team) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("agents")).unwrap();
+    std::fs::create_dir_all(dir.join("souls")).unwrap();
+    for (name, role) in [
+        ("researcher", "master"),
+        ("writer", "member"),
+        ("reviewer", "member"),
+    ] {
+        std::fs::write(
+            dir.join("agents").join(format!("{name}.md")),
+            format!("---\nname: {name}\nrole: {role}\ndescription: the team's {name}\n---\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("souls").join(format!("{name}.md")),
+            format!("You are the {name}."),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        dir.join("team.yaml"),
+        format!("name: chain\nprocess: handoff\nentry: researcher\n{extra}"),
+    )
+    .unwrap();
+    let team = Team::load(dir).unwrap();
+    (tmp, team)
+}
+
+fn calls(model: &Scripted, agent: &str, phase: Phase) -> Vec<ChatRequest> {
+    model
+        .requests()
+        .into_iter()
+        .filter(|r| r.agent == agent && r.phase == phase)
+        .collect()
+}
+
+fn prompt(r: &ChatRequest) -> String {
+    r.messages
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A rule with no condition always holds: when the conditional rules
+/// above it do not, it is taken, not the router.
+#[test]
+fn a_rule_without_a_condition_is_taken_when_the_ones_above_it_do_not_hold() {
+    let (_t, team) = team(
+        "after_work_behavior: terminate\nhandoffs:\n  - from_agent: researcher\n    to_agent: reviewer\n    condition: the notes need checking\n    priority: 5\n  - from_agent: researcher\n    to_agent: writer\n    priority: 1\n",
+    );
+    let model = Scripted::new()
+        .reply("researcher", "notes")
+        .reply("researcher", "NONE")
+        // Were the router asked, it would pick the reviewer.
+        .reply("researcher", "NEXT: reviewer")
+        .reply("writer", "the article")
+        .reply("writer", "NONE")
+        .reply("writer", "NONE");
+    let run = Runtime::new(team, model.clone())
+        .protocol(Protocol::Line)
+        .run("Explain tea")
+        .unwrap();
+    assert_eq!(run.steps[0].handoff_target.as_deref(), Some("writer"));
+    assert_eq!(run.steps[0].how.as_deref(), Some("rule 2"));
+    let routing = calls(&model, "researcher", Phase::Route);
+    assert_eq!(routing.len(), 1, "the rules only, no router call");
+    assert_eq!(run.answer, "the article");
+}
+
+/// Rules below one that always holds can never be reached: the routing
+/// call is not asked about them.
+#[test]
+fn rules_below_one_that_always_holds_are_not_put_to_the_router() {
+    let (_t, team) = team(
+        "after_work_behavior: terminate\nhandoffs:\n  - from_agent: researcher\n    to_agent: reviewer\n    condition: the notes need checking\n    priority: 5\n  - from_agent: researcher\n    to_agent: writer\n    priority: 3\n  - from_agent: researcher\n    to_agent: reviewer\n    condition: never reached\n    priority: 1\n",
+    );
+    let model = Scripted::new()
+        .reply("researcher", "notes")
+        .reply("researcher", "RULE: 1")
+        .reply("reviewer", "checked")
+        .reply("reviewer", "NONE")
+        .reply("reviewer", "NONE");
+    let run = Runtime::new(team, model.clone())
+        .protocol(Protocol::Line)
+        .run("Explain tea")
+        .unwrap();
+    assert_eq!(run.steps[0].how.as_deref(), Some("rule 1"));
+    let routing = calls(&model, "researcher", Phase::Route);
+    assert!(
+        !prompt(&routing[0]).contains("never reached"),
+        "{}",
+        prompt(&routing[0])
+    );
+}
+
+/// The note about a handoff that could not be used goes to the agent that
+/// made it, not to the next agent.
+#[test]
+fn a_bad_handoff_note_is_not_shown_to_the_next_agent() {
+    let (_t, team) = team(
+        "after_work_behavior: terminate\nhandoffs:\n  - from_agent: researcher\n    to_agent: writer\n",
+    );
+    let model = Scripted::new()
+        .otherwise("researcher", "notes\nHANDOFF: editor: polish it")
+        .reply("writer", "the article")
+        .reply("writer", "NONE");
+    let run = Runtime::new(team, model.clone())
+        .protocol(Protocol::Line)
+        .run("Explain tea")
+        .unwrap();
+    assert_eq!(calls(&model, "researcher", Phase::Converse).len(), 3);
+    assert_eq!(run.steps[0].handoff_target.as_deref(), Some("writer"));
+    let writer = calls(&model, "writer", Phase::Converse);
+    let seen = prompt(&writer[0]);
+    assert!(!seen.contains("could not be used"), "{seen}");
+    assert!(!seen.contains("editor"), "{seen}");
+}
+
+/// A handoff run that ended at a cap is finished: the user may follow it
+/// up with a message, as a done one (resuming it without one does nothing).
+#[test]
+fn a_run_ended_at_a_cap_takes_a_follow_up_message() {
+    let (_t, team) = team("after_work_behavior: continue\nmax_turns: 1\n");
+    let runs = tempfile::tempdir().unwrap();
+    let model = Scripted::new()
+        .reply("researcher", "part one")
+        .reply("researcher", "NONE")
+        .reply("researcher", "part two")
+        .reply("researcher", "NONE");
+    let runtime = Runtime::new(team, model.clone()).runs_dir(runs.path());
+    let first = runtime.run("Explain tea").unwrap();
+    assert_eq!(first.status, RunStatus::TurnLimit);
+    let dir = runs.path().join(&first.run_id);
+    let next = runtime
+        .resume_with_message(&dir, "and the second part?")
+        .unwrap();
+    assert_eq!(next.status, RunStatus::TurnLimit);
+    assert_eq!(next.answer, "part two");
+    let agents: Vec<&str> = next.steps.iter().map(|s| s.agent.as_str()).collect();
+    assert_eq!(agents, ["researcher", "user", "researcher"]);
+    assert_eq!(load_run(&dir).unwrap().state.status, RunStatus::TurnLimit);
+}
+
+/// A run that is not finished is resumed, not answered: the message is
+/// refused and the run left as it was.
+#[test]
+fn a_message_to_a_run_that_is_not_finished_is_refused() {
+    let (_t, team) = team("after_work_behavior: terminate\n");
+    let runs = tempfile::tempdir().unwrap();
+    let model = Scripted::new()
+        .reply("researcher", "notes\nHANDOFF: writer: go")
+        .fail("writer", "the server is down");
+    let runtime = Runtime::new(team, model.clone())
+        .protocol(Protocol::Line)
+        .runs_dir(runs.path());
+    runtime.run("Explain tea").unwrap_err();
+    let dir = std::fs::read_dir(runs.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let err = runtime.resume_with_message(&dir, "hello").unwrap_err();
+    assert!(
+        err.to_string().contains("is failed") && err.to_string().contains("without --message"),
+        "{err}"
+    );
+    let saved = load_run(&dir).unwrap().state;
+    assert_eq!(saved.status, RunStatus::Failed);
+    assert_eq!(saved.handoff.unwrap().steps.len(), 1);
+}
