@@ -179,3 +179,47 @@ fn a_message_to_a_run_that_is_not_finished_is_refused() {
     assert_eq!(saved.status, RunStatus::Failed);
     assert_eq!(saved.handoff.unwrap().steps.len(), 1);
 }
+
+/// A saved run goes on only with a team of its own process: a runtime
+/// holding a team of the other process refuses it and leaves it as saved
+/// (it was marked failed, or driven by the wrong process, before).
+#[test]
+fn a_run_is_not_resumed_by_a_team_of_the_other_process() {
+    let runs = tempfile::tempdir().unwrap();
+    let (_t, handoff) = team("");
+    let model = Scripted::new()
+        .reply("researcher", "Which tea?")
+        .reply("researcher", "NONE");
+    let waiting = Runtime::new(handoff.clone(), model)
+        .runs_dir(runs.path())
+        .run("Explain tea")
+        .unwrap();
+    assert_eq!(waiting.status, RunStatus::AwaitingUser);
+    let dir = runs.path().join(&waiting.run_id);
+    let blackboard = Team::builtin().unwrap();
+    let err = Runtime::new(blackboard.clone(), boardroom::Sim::new())
+        .resume_with_message(&dir, "green")
+        .unwrap_err();
+    assert!(err.to_string().contains("handoff"), "{err}");
+    let err = Runtime::new(blackboard.clone(), boardroom::Sim::new())
+        .resume(&dir)
+        .unwrap_err();
+    assert!(err.to_string().contains("handoff"), "{err}");
+    assert_eq!(
+        load_run(&dir).unwrap().state.status,
+        RunStatus::AwaitingUser,
+        "left as it was saved"
+    );
+
+    let done = Runtime::new(blackboard, boardroom::Sim::new())
+        .runs_dir(runs.path())
+        .run("Plan a picnic")
+        .unwrap();
+    let dir = runs.path().join(&done.run_id);
+    let before = std::fs::read(dir.join("run.json")).unwrap();
+    let err = Runtime::new(handoff, boardroom::Sim::new())
+        .resume(&dir)
+        .unwrap_err();
+    assert!(err.to_string().contains("blackboard"), "{err}");
+    assert_eq!(std::fs::read(dir.join("run.json")).unwrap(), before);
+}
