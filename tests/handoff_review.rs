@@ -223,3 +223,56 @@ fn a_run_is_not_resumed_by_a_team_of_the_other_process() {
     assert!(err.to_string().contains("blackboard"), "{err}");
     assert_eq!(std::fs::read(dir.join("run.json")).unwrap(), before);
 }
+
+/// Panics in `writer`'s calls; the rest from a script.
+struct WriterPanics(Scripted);
+
+impl boardroom::ChatModel for WriterPanics {
+    fn name(&self) -> String {
+        "writer-panics".into()
+    }
+
+    fn chat(
+        &self,
+        req: &ChatRequest,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<boardroom::ChatResponse, boardroom::ModelError> {
+        assert!(req.agent != "writer", "the writer's model broke");
+        self.0.chat(req, on_delta)
+    }
+}
+
+/// A member's turn in a handoff run is on the run's own thread (there is
+/// no pool): a panic in its model is an error of the call that fails the
+/// run cleanly, as for a master, not a panic through `Runtime::run`.
+#[test]
+fn a_members_model_that_panics_fails_the_handoff_run_without_a_panic() {
+    let (_t, team) = team("after_work_behavior: terminate\n");
+    let runs = tempfile::tempdir().unwrap();
+    let script = Scripted::new().reply("researcher", "notes\nHANDOFF: writer: go");
+    let runtime = Runtime::new(team, WriterPanics(script))
+        .protocol(Protocol::Line)
+        .runs_dir(runs.path());
+    let result =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.run("Explain tea")));
+    let err = result
+        .expect("Runtime::run returned, it did not panic")
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("the writer's model broke"),
+        "{err}"
+    );
+    let dir = std::fs::read_dir(runs.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let saved = load_run(&dir).unwrap().state;
+    assert_eq!(saved.status, RunStatus::Failed);
+    assert_eq!(
+        saved.handoff.unwrap().steps.len(),
+        1,
+        "the researcher's step"
+    );
+}
