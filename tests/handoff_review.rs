@@ -276,3 +276,62 @@ fn a_members_model_that_panics_fails_the_handoff_run_without_a_panic() {
         "the researcher's step"
     );
 }
+
+/// Reads the saved run before each call: what a kill -9 in that call
+/// would leave.
+struct Peeks {
+    script: Scripted,
+    runs: std::path::PathBuf,
+    saved_steps: std::sync::Arc<parking_lot::Mutex<Vec<Vec<String>>>>,
+}
+
+impl boardroom::ChatModel for Peeks {
+    fn name(&self) -> String {
+        "peeks".into()
+    }
+
+    fn chat(
+        &self,
+        req: &ChatRequest,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<boardroom::ChatResponse, boardroom::ModelError> {
+        if let Some(dir) = std::fs::read_dir(&self.runs)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(Result::ok)
+        {
+            let steps = load_run(&dir.path())
+                .ok()
+                .and_then(|r| r.state.handoff)
+                .map(|h| h.steps.into_iter().map(|s| s.text).collect())
+                .unwrap_or_default();
+            self.saved_steps.lock().push(steps);
+        }
+        self.script.chat(req, on_delta)
+    }
+}
+
+/// The user's reply is saved before the first call it leads to: a run
+/// killed in that call and resumed still has it (it was lost before).
+#[test]
+fn the_users_message_is_saved_before_the_agent_is_called() {
+    let (_t, team) = team("");
+    let runs = tempfile::tempdir().unwrap();
+    let saved_steps = std::sync::Arc::default();
+    let model = Peeks {
+        script: Scripted::new()
+            .reply("researcher", "Which tea?")
+            .reply("researcher", "NONE")
+            .reply("researcher", "Green: 80 degrees.")
+            .reply("researcher", "NONE"),
+        runs: runs.path().to_path_buf(),
+        saved_steps: std::sync::Arc::clone(&saved_steps),
+    };
+    let runtime = Runtime::new(team, model).runs_dir(runs.path());
+    let waiting = runtime.run("Explain tea").unwrap();
+    let dir = runs.path().join(&waiting.run_id);
+    saved_steps.lock().clear();
+    runtime.resume_with_message(&dir, "green, please").unwrap();
+    let first = saved_steps.lock()[0].clone();
+    assert_eq!(first, ["Which tea?", "green, please"], "{first:?}");
+}

@@ -109,6 +109,9 @@ impl<'a> Handoff<'a> {
                 max_rounds: self.settings.max_turns,
             },
         );
+        // Saved before the first call: a user's message taken on resume
+        // survives a kill in the call it leads to.
+        self.checkpoint();
         while self.state.phase == RunPhase::Step {
             self.state.round = self.hs.steps.len() as u32;
             self.core.at(self.state.round, RunPhase::Step);
