@@ -58,6 +58,18 @@ impl Persist {
             };
             return Ok((persist, Vec::new()));
         };
+        // One name inside the runs directory: a caller's state
+        // (`Runtime::drive`) may hold any id.
+        let mut parts = Path::new(&state.run_id).components();
+        if !matches!(
+            (parts.next(), parts.next()),
+            (Some(std::path::Component::Normal(_)), None)
+        ) {
+            return Err(RunError::Process(format!(
+                "run id '{}': must be one directory name (not empty, '.' or '..', no '/')",
+                state.run_id
+            )));
+        }
         let path = runs_dir.join(&state.run_id);
         let dir = match opening {
             Opening::New => RunDir::create(&path),
