@@ -335,3 +335,40 @@ fn the_users_message_is_saved_before_the_agent_is_called() {
     let first = saved_steps.lock()[0].clone();
     assert_eq!(first, ["Which tea?", "green, please"], "{first:?}");
 }
+
+/// `resume` of a finished handoff run says it is finished and runs
+/// nothing: the master's memory, which a finished blackboard run may still
+/// owe, is not the handoff process's (it drove the run again before).
+#[test]
+fn resume_of_a_finished_handoff_run_says_so_and_runs_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let (team_tmp, _team) = team("after_work_behavior: terminate\n");
+    let bin = env!("CARGO_BIN_EXE_boardroom");
+    let run = std::process::Command::new(bin)
+        .args(["run", "--model", "sim", "--team"])
+        .arg(team_tmp.path())
+        .arg("--runs-dir")
+        .arg(&runs)
+        .arg("Explain tea")
+        .env_remove("BOARDROOM_MODEL")
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{run:?}");
+    let dir = std::fs::read_dir(&runs)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.join("run.json").is_file())
+        .unwrap();
+    let before = std::fs::read(dir.join("run.json")).unwrap();
+    let out = std::process::Command::new(bin)
+        .args(["resume", "last", "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("already finished"), "{stderr}");
+    assert_eq!(std::fs::read(dir.join("run.json")).unwrap(), before);
+}
