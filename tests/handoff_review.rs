@@ -372,3 +372,47 @@ fn resume_of_a_finished_handoff_run_says_so_and_runs_nothing() {
     assert!(stderr.contains("already finished"), "{stderr}");
     assert_eq!(std::fs::read(dir.join("run.json")).unwrap(), before);
 }
+
+/// Says `Cancelled` on its own (a program's model whose client was shut
+/// down), though nobody stopped the run; answers after 20 calls.
+struct SaysCancelled(std::sync::atomic::AtomicUsize);
+
+impl boardroom::ChatModel for SaysCancelled {
+    fn name(&self) -> String {
+        "says-cancelled".into()
+    }
+
+    fn chat(
+        &self,
+        _req: &ChatRequest,
+        _on_delta: &mut dyn FnMut(&str),
+    ) -> Result<boardroom::ChatResponse, boardroom::ModelError> {
+        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if n < 20 {
+            Err(boardroom::ModelError::Cancelled)
+        } else {
+            Ok(boardroom::ChatResponse::text(
+                "NONE",
+                boardroom::Usage::default(),
+            ))
+        }
+    }
+}
+
+/// A call that fails with `Cancelled` when the run was not stopped is a
+/// failed call (the run fails, resumable), not a stop: the step was
+/// asked for again and again before, without end.
+#[test]
+fn a_cancelled_call_of_a_run_nobody_stopped_fails_the_step() {
+    let (_t, team) = team("after_work_behavior: terminate\n");
+    let model = std::sync::Arc::new(SaysCancelled(Default::default()));
+    let err = Runtime::with_shared_model(team, model.clone())
+        .run("Explain tea")
+        .unwrap_err();
+    assert!(err.to_string().contains("cancel"), "{err}");
+    assert_eq!(
+        model.0.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "asked once"
+    );
+}

@@ -377,8 +377,13 @@ impl<'a> Handoff<'a> {
             // The handoff stayed wrong after the retries: the step keeps
             // the text, and the rules, the router or after-work decide.
             Ok(Attempt::Unusable(problems)) => (last_text.into_inner(), None, problems),
-            Err(ModelError::Cancelled) => return Ok(None),
-            Err(ModelError::BudgetExhausted { .. }) => return Ok(None),
+            // Stopped (the loop ends the run as the stop says); a model
+            // that says so on its own, with no stop asked, failed instead.
+            Err(ModelError::Cancelled | ModelError::BudgetExhausted { .. })
+                if self.core.stop_reason().is_some() =>
+            {
+                return Ok(None);
+            }
             Err(source) => {
                 return Err(RunError::Master {
                     phase: "handoff step",
