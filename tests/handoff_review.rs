@@ -416,3 +416,26 @@ fn a_cancelled_call_of_a_run_nobody_stopped_fails_the_step() {
         "asked once"
     );
 }
+
+/// A handoff run saved in a blackboard phase (a hand-edited run.json) is
+/// refused, as the blackboard refuses a handoff step; it was "finished"
+/// with status `running` before.
+#[test]
+fn a_handoff_run_saved_in_a_blackboard_phase_is_refused() {
+    let (_t, team) = team("after_work_behavior: terminate\n");
+    let runs = tempfile::tempdir().unwrap();
+    let model = Scripted::new()
+        .reply("researcher", "notes")
+        .reply("researcher", "NONE");
+    let runtime = Runtime::new(team, model).runs_dir(runs.path());
+    let run = runtime.run("Explain tea").unwrap();
+    let dir = runs.path().join(&run.run_id);
+    let path = dir.join("run.json");
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    json["phase"] = "plan".into();
+    json["status"] = "running".into();
+    std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+    let err = runtime.resume(&dir).unwrap_err();
+    assert!(err.to_string().contains("Plan"), "{err}");
+}

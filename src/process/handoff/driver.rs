@@ -109,6 +109,13 @@ impl<'a> Handoff<'a> {
                 max_rounds: self.settings.max_turns,
             },
         );
+        if !matches!(self.state.phase, RunPhase::Step | RunPhase::Finished) {
+            // Only a hand-edited run.json gets here.
+            return Err(RunError::Process(format!(
+                "run {}: a blackboard phase ({:?}) in a handoff run",
+                self.core.run_id, self.state.phase
+            )));
+        }
         // Saved before the first call: a user's message taken on resume
         // survives a kill in the call it leads to.
         self.checkpoint();
