@@ -439,3 +439,47 @@ fn a_handoff_run_saved_in_a_blackboard_phase_is_refused() {
     let err = runtime.resume(&dir).unwrap_err();
     assert!(err.to_string().contains("Plan"), "{err}");
 }
+
+/// A routing call is a choice, not work: the agent's own tools are not
+/// offered in it (they were, so a model could write files while routing).
+#[test]
+fn a_routing_call_offers_no_tools() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("agents")).unwrap();
+    std::fs::create_dir_all(dir.join("souls")).unwrap();
+    for (name, role) in [("researcher", "master"), ("writer", "member")] {
+        std::fs::write(
+            dir.join("agents").join(format!("{name}.md")),
+            format!(
+                "---\nname: {name}\nrole: {role}\ndescription: the {name}\ntools: [workspace_read]\n---\n"
+            ),
+        )
+        .unwrap();
+        std::fs::write(dir.join("souls").join(format!("{name}.md")), "You work.").unwrap();
+    }
+    std::fs::write(
+        dir.join("team.yaml"),
+        "name: two\nprocess: handoff\nafter_work_behavior: terminate\n",
+    )
+    .unwrap();
+    let team = Team::load(dir).unwrap();
+    let model = Scripted::new()
+        .reply("researcher", "all done")
+        .reply("researcher", "NONE");
+    let ws = tempfile::tempdir().unwrap();
+    let run = Runtime::new(team, model.clone())
+        .workspace(ws.path())
+        .run("Explain tea")
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Done);
+    let turn = &calls(&model, "researcher", Phase::Converse)[0];
+    assert!(
+        turn.tools.iter().any(|t| t.name.contains("workspace_read")),
+        "the turn offers the agent's tools"
+    );
+    let routing = calls(&model, "researcher", Phase::Route);
+    assert_eq!(routing.len(), 1);
+    let offered: Vec<&str> = routing[0].tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(offered.is_empty(), "{offered:?}");
+}

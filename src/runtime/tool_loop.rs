@@ -57,7 +57,11 @@ impl Core<'_> {
         request: &mut ChatRequest,
         on_delta: &mut dyn FnMut(&str),
     ) -> Result<ChatResponse, ModelError> {
-        let granted = self.tools.granted(agent).unwrap_or_default();
+        let granted = if ask.agent_tools {
+            self.tools.granted(agent).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         if granted.is_empty() && ask.process_tools.is_empty() {
             let response = chat(self.pooled(agent), model, request, on_delta)?;
             self.add_usage(&agent.name, response.usage);

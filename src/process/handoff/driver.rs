@@ -581,6 +581,7 @@ impl<'a> Handoff<'a> {
         let agent = self.team.agent(last).unwrap_or_else(|| self.team.master());
         let ask = Ask {
             schema: self.json().then_some(schema),
+            agent_tools: false,
             ..Ask::new(Phase::Route, self.state.round, expected)
         };
         match self
