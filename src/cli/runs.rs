@@ -398,7 +398,13 @@ fn runs_dir_of(dir: &Path) -> PathBuf {
 /// Whether a finished run still owes the team its memory note: it was
 /// killed after its last phase, before the note was written.
 fn memory_owed(record: &RunRecord, dir: &Path, no_memory: bool) -> bool {
-    if no_memory || !record.settings.memory || record.state.answer.is_none() {
+    // The master's memory is the blackboard process's: a handoff run owes
+    // no note.
+    if no_memory
+        || !record.settings.memory
+        || record.state.answer.is_none()
+        || record.team.config.process != boardroom::Process::Blackboard
+    {
         return false;
     }
     let runs_dir = dir.parent().unwrap_or(Path::new("."));

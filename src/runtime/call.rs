@@ -80,6 +80,9 @@ pub(crate) struct Ask<'t> {
     pub(crate) process_tools: &'t [ToolSpec],
     /// Decides what a tool call does before the executor sees it.
     pub(crate) intercept: &'t (dyn Fn(&ToolCall) -> Intercepted + Sync),
+    /// Whether the agent's own tools are offered (not in a call that only
+    /// chooses, such as a handoff routing call).
+    pub(crate) agent_tools: bool,
 }
 
 impl<'t> Ask<'t> {
@@ -94,6 +97,7 @@ impl<'t> Ask<'t> {
             on_turn: &|_| {},
             process_tools: &[],
             intercept: &|_| Intercepted::No,
+            agent_tools: true,
         }
     }
 }

@@ -201,7 +201,8 @@ impl<'a> Core<'a> {
             .event(Event::now(&self.run_id, agent, parent, kind));
     }
 
-    /// Files a change made in the middle of a phase (durable at once).
+    /// Files a change made in the middle of a phase (written at once, not
+    /// fsynced: a killed process keeps it, a power cut may not).
     pub(crate) fn journal(&self, record: &JournalRecord) {
         self.bus.journal(record);
     }

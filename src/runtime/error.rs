@@ -35,7 +35,8 @@ pub enum RunError {
         /// draft (4 of 4 cut off at the length limit)`.
         reason: String,
     },
-    /// A thread pool could not be built.
+    /// A thread could not be started (a member pool, the run's own), or
+    /// the run's thread ended without an outcome.
     Pool(String),
     /// The run directory could not be written or read.
     Store(crate::store::StoreError),
@@ -57,7 +58,7 @@ impl fmt::Display for RunError {
                 write!(f, "the master gave no usable plan: {}", problems.join("; "))
             }
             RunError::NoUsableDraft { reason } => f.write_str(reason),
-            RunError::Pool(e) => write!(f, "cannot start member threads: {e}"),
+            RunError::Pool(e) => f.write_str(e),
             RunError::Store(e) => write!(f, "run directory: {e}"),
             RunError::Tools(e) => write!(f, "tools: {e}"),
             RunError::Process(e) => f.write_str(e),

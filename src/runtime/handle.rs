@@ -83,9 +83,12 @@ impl RunHandle {
     /// As [`Runtime::run`]; a run thread that panicked is a
     /// [`RunError::Pool`].
     pub fn wait(self) -> Result<RunOutcome, RunError> {
-        self.thread
-            .join()
-            .unwrap_or_else(|_| Err(RunError::Pool("the run thread panicked".into())))
+        self.thread.join().unwrap_or_else(|panic| {
+            Err(RunError::Pool(format!(
+                "the run thread panicked: {}",
+                super::tool_loop::panic_text(panic.as_ref())
+            )))
+        })
     }
 }
 
@@ -161,7 +164,7 @@ impl Runtime {
         let thread = std::thread::Builder::new()
             .name("boardroom-run".into())
             .spawn(move || go(&rt))
-            .map_err(|e| RunError::Pool(e.to_string()))?;
+            .map_err(|e| RunError::Pool(format!("cannot start the run thread: {e}")))?;
         Ok(RunHandle {
             run_id,
             cancel,

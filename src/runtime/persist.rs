@@ -58,6 +58,18 @@ impl Persist {
             };
             return Ok((persist, Vec::new()));
         };
+        // One name inside the runs directory: a caller's state
+        // (`Runtime::drive`) may hold any id.
+        let mut parts = Path::new(&state.run_id).components();
+        if !matches!(
+            (parts.next(), parts.next()),
+            (Some(std::path::Component::Normal(_)), None)
+        ) {
+            return Err(RunError::Process(format!(
+                "run id '{}': must be one directory name (not empty, '.' or '..', no '/')",
+                state.run_id
+            )));
+        }
         let path = runs_dir.join(&state.run_id);
         let dir = match opening {
             Opening::New => RunDir::create(&path),
@@ -278,6 +290,18 @@ impl Runtime {
                 ),
             }));
         }
+        // The process is the saved team's: a runtime holding a team of the
+        // other one would drive (or mark failed) a run it cannot read.
+        let (saved, ours) = (record.team.config.process, self.team.config().process);
+        if saved != ours {
+            return Err(RunError::Process(format!(
+                "run {} is a {} run and this runtime's team '{}' is a {} team: resume it with the run's own team (load_run(dir).team.to_team())",
+                record.state.run_id,
+                process_name(saved),
+                self.team.name(),
+                process_name(ours),
+            )));
+        }
         let state = crate::process::prepare_resume(&self.team, dir, record, message)?;
         let mut rt = self.clone();
         rt.runs_dir = Some(dir.parent().map_or_else(PathBuf::new, Path::to_path_buf));
@@ -308,6 +332,11 @@ impl Runtime {
         }
         result
     }
+}
+
+/// `blackboard`, `handoff`: as `team.yaml` writes it.
+fn process_name(p: crate::team::Process) -> String {
+    format!("{p:?}").to_lowercase()
 }
 
 /// Marks a saved run as failed when the loop stopped with an error.

@@ -57,9 +57,13 @@ impl Core<'_> {
         request: &mut ChatRequest,
         on_delta: &mut dyn FnMut(&str),
     ) -> Result<ChatResponse, ModelError> {
-        let granted = self.tools.granted(agent).unwrap_or_default();
+        let granted = if ask.agent_tools {
+            self.tools.granted(agent).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         if granted.is_empty() && ask.process_tools.is_empty() {
-            let response = chat(agent, model, request, on_delta)?;
+            let response = chat(self.pooled(agent), model, request, on_delta)?;
             self.add_usage(&agent.name, response.usage);
             return Ok(response);
         }
@@ -79,7 +83,7 @@ impl Core<'_> {
                      calls. Answer now, in text, with what you have."
                 )));
             }
-            let mut response = chat(agent, model, request, on_delta)?;
+            let mut response = chat(self.pooled(agent), model, request, on_delta)?;
             self.add_usage(&agent.name, response.usage);
             usage.add(response.usage);
             retries += response.retries;
@@ -280,17 +284,28 @@ impl Core<'_> {
     }
 }
 
-/// One model call. A panic inside the model (a provider bug) in the
-/// master's calls is caught here and becomes an error of the call, so the
-/// run fails cleanly (and says so in `run.json`); members' panics are
-/// caught at the pool boundary, where they become `error` entries.
+impl Core<'_> {
+    /// Whether `agent`'s calls run on a member pool thread, whose panics
+    /// the pool catches: a blackboard member's. Every other call (a
+    /// master's; any agent's in a handoff run) is on the run's own thread.
+    fn pooled(&self, agent: &AgentSpec) -> bool {
+        agent.role == crate::team::AgentRole::Member
+            && self.team.config().process == crate::team::Process::Blackboard
+    }
+}
+
+/// One model call. A panic inside the model (a provider bug) in a call
+/// on the run's own thread is caught here and becomes an error of the
+/// call, so the run fails cleanly (and says so in `run.json`); a panic in
+/// a call on a member pool thread (`pooled`) is caught at the pool
+/// boundary, where it becomes an `error` entry.
 fn chat(
-    agent: &AgentSpec,
+    pooled: bool,
     model: &SharedModel,
     request: &ChatRequest,
     on_delta: &mut dyn FnMut(&str),
 ) -> Result<ChatResponse, ModelError> {
-    if agent.role == crate::team::AgentRole::Member {
+    if pooled {
         return model.chat(request, on_delta);
     }
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

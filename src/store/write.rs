@@ -94,11 +94,16 @@ fn open_append(path: &Path) -> Result<File, StoreError> {
 }
 
 /// A log line cut short by a crash: the next line starts on a fresh line.
+/// Reads the last byte only: `events.jsonl` holds every delta of a run.
 fn end_with_newline(path: &Path) -> Result<(), StoreError> {
-    let Ok(bytes) = std::fs::read(path) else {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = File::open(path) else {
         return Ok(());
     };
-    if bytes.last().is_some_and(|b| *b != b'\n') {
+    let mut last = [0u8; 1];
+    let torn =
+        f.seek(SeekFrom::End(-1)).is_ok() && f.read_exact(&mut last).is_ok() && last[0] != b'\n';
+    if torn {
         let mut f = open_append(path)?;
         f.write_all(b"\n").map_err(|e| StoreError::io(path, e))?;
     }

@@ -195,7 +195,7 @@ impl<'a> Blackboard<'a> {
         let results = run_parallel("member", threads, todo.clone(), |a| {
             self.member_turn(round, &a, &board)
         })
-        .map_err(|e| RunError::Pool(e.0))?;
+        .map_err(|e| RunError::Pool(format!("cannot start member threads: {}", e.0)))?;
         for (a, result) in todo.iter().zip(results) {
             if let Err(panic) = result {
                 self.add_entry(
@@ -272,7 +272,7 @@ impl<'a> Blackboard<'a> {
         let results = run_parallel("challenger", threads, challengers.clone(), |c| {
             self.challenger_turn(round, c, &board)
         })
-        .map_err(|e| RunError::Pool(e.0))?;
+        .map_err(|e| RunError::Pool(format!("cannot start member threads: {}", e.0)))?;
         for (c, result) in challengers.iter().zip(results) {
             if let Err(panic) = result {
                 self.add_entry(

@@ -109,6 +109,16 @@ impl<'a> Handoff<'a> {
                 max_rounds: self.settings.max_turns,
             },
         );
+        if !matches!(self.state.phase, RunPhase::Step | RunPhase::Finished) {
+            // Only a hand-edited run.json gets here.
+            return Err(RunError::Process(format!(
+                "run {}: a blackboard phase ({:?}) in a handoff run",
+                self.core.run_id, self.state.phase
+            )));
+        }
+        // Saved before the first call: a user's message taken on resume
+        // survives a kill in the call it leads to.
+        self.checkpoint();
         while self.state.phase == RunPhase::Step {
             self.state.round = self.hs.steps.len() as u32;
             self.core.at(self.state.round, RunPhase::Step);
@@ -374,8 +384,13 @@ impl<'a> Handoff<'a> {
             // The handoff stayed wrong after the retries: the step keeps
             // the text, and the rules, the router or after-work decide.
             Ok(Attempt::Unusable(problems)) => (last_text.into_inner(), None, problems),
-            Err(ModelError::Cancelled) => return Ok(None),
-            Err(ModelError::BudgetExhausted { .. }) => return Ok(None),
+            // Stopped (the loop ends the run as the stop says); a model
+            // that says so on its own, with no stop asked, failed instead.
+            Err(ModelError::Cancelled | ModelError::BudgetExhausted { .. })
+                if self.core.stop_reason().is_some() =>
+            {
+                return Ok(None);
+            }
             Err(source) => {
                 return Err(RunError::Master {
                     phase: "handoff step",
@@ -407,6 +422,8 @@ impl<'a> Handoff<'a> {
         hs.handoffs += 1;
         hs.active = to.to_string();
         hs.routing = false;
+        // The note on a bad handoff is for the agent that made it.
+        hs.feedback.clear();
         if let Some(step) = hs.steps.last_mut() {
             step.handoff_target = Some(to.to_string());
             step.reason = Some(reason.to_string());
@@ -472,23 +489,34 @@ impl<'a> Handoff<'a> {
     /// The first rule of `last` whose condition holds: (its number in
     /// `team.yaml`'s order of trial, 1-based; destination; reason).
     fn by_rules(&mut self, last: &str) -> Option<(usize, String, String)> {
-        let rules: Vec<(usize, &crate::team::HandoffRule)> = self
+        let mut rules: Vec<(usize, &crate::team::HandoffRule)> = self
             .settings
             .rules
             .iter()
             .enumerate()
             .filter(|(_, r)| r.applies_to(last))
             .collect();
-        if rules.is_empty() {
-            return None;
+        // A rule with no condition always holds: the rules below it are
+        // never reached, and it is taken when none above it holds.
+        let always = rules.iter().position(|(_, r)| r.condition.is_none());
+        if let Some(n) = always {
+            rules.truncate(n + 1);
         }
-        // A rule with no condition always holds: no call needed when the
-        // first one tried has none.
-        if let Some((i, r)) = rules.first().filter(|(_, r)| r.condition.is_none()) {
-            return Some((i + 1, r.to_agent.clone(), "the rule always applies".into()));
+        let fallback = always.map(|n| {
+            let (i, r) = rules[n];
+            (
+                i + 1,
+                r.to_agent.clone(),
+                "the rule always applies".to_string(),
+            )
+        });
+        if rules.is_empty() || always == Some(0) {
+            return fallback;
         }
+        // Only the conditional rules above it go to the routing call.
+        let rules = &rules[..always.unwrap_or(rules.len())];
         let mut conditions: Vec<Option<String>> = Vec::new();
-        for (_, r) in &rules {
+        for (_, r) in rules {
             conditions.push(
                 r.condition
                     .as_ref()
@@ -506,8 +534,14 @@ impl<'a> Handoff<'a> {
         let history = self.history();
         let (messages, schema) = rule_routing_prompt(last, &self.state.task, &routing, &history);
         let count = rules.len();
-        let answer = self.routing_call(last, messages, schema, "`RULE: <number>` or `NONE`")?;
-        let pick = parse_rule_choice(&answer, count)?;
+        let answer = self.routing_call(last, messages, schema, "`RULE: <number>` or `NONE`");
+        if answer.is_none() && self.core.stop_reason().is_some() {
+            // Stopped mid-call: decided again on resume.
+            return None;
+        }
+        let Some(pick) = answer.and_then(|a| parse_rule_choice(&a, count)) else {
+            return fallback;
+        };
         let (i, r) = rules[pick];
         let reason = conditions[pick]
             .clone()
@@ -547,6 +581,7 @@ impl<'a> Handoff<'a> {
         let agent = self.team.agent(last).unwrap_or_else(|| self.team.master());
         let ask = Ask {
             schema: self.json().then_some(schema),
+            agent_tools: false,
             ..Ask::new(Phase::Route, self.state.round, expected)
         };
         match self

@@ -37,20 +37,23 @@ pub(crate) fn prepare(
             }
         }
     }
+    // The message first: it is refused by the status the run was saved
+    // with, and the error names that status.
+    if let Some(message) = message {
+        take_message(&mut state, message)?;
+    }
     if matches!(state.status, RunStatus::Cancelled | RunStatus::Failed)
         && state.phase != RunPhase::Finished
     {
         state.status = RunStatus::Running;
         state.error = None;
     }
-    if let Some(message) = message {
-        take_message(&mut state, message)?;
-    }
     Ok(state)
 }
 
 /// The user's message: the reply to a run that returned to its user, or a
-/// follow-up to a finished one. It goes into the history as a step of the
+/// follow-up to a finished one (done, or ended at the turn, handoff or
+/// time cap). It goes into the history as a step of the
 /// user's, and the agent that had the last turn goes on.
 fn take_message(state: &mut RunState, message: &str) -> Result<(), RunError> {
     let Some(hs) = state.handoff.as_mut() else {
@@ -59,12 +62,28 @@ fn take_message(state: &mut RunState, message: &str) -> Result<(), RunError> {
             state.run_id
         )));
     };
-    if !matches!(state.status, RunStatus::AwaitingUser | RunStatus::Done) {
-        return Err(RunError::Process(format!(
-            "run {} is {}: only a run that waits for its user or is done takes a message (resume it without --message)",
-            state.run_id,
-            state.status.as_str()
-        )));
+    match state.status {
+        // Finished: done, waiting, or ended at a cap that a reply resets
+        // (the turn and handoff caps count from the user's last message;
+        // the time limit is the resumed run's own).
+        RunStatus::AwaitingUser
+        | RunStatus::Done
+        | RunStatus::TurnLimit
+        | RunStatus::HandoffLimit
+        | RunStatus::TimedOut => {}
+        RunStatus::BudgetExhausted => {
+            return Err(RunError::Process(format!(
+                "run {} is budget_exhausted: its token budget is spent, so it takes no more messages",
+                state.run_id
+            )));
+        }
+        status => {
+            return Err(RunError::Process(format!(
+                "run {} is {}: only a finished run or one that waits for its user takes a message (resume it without --message)",
+                state.run_id,
+                status.as_str()
+            )));
+        }
     }
     hs.steps.push(HandoffStep {
         step_id: hs.next_id(),

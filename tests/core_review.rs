@@ -1,0 +1,110 @@
+//! Found in review of the run core (issue 11): the run store gets every
+//! event the caller gets on every way a run ends, not only on success.
+
+use boardroom::{
+    ChatModel, ChatRequest, ChatResponse, EventKind, ModelError, RunStatus, Runtime, Scripted,
+    Team, load_run, read_events,
+};
+
+/// A model whose master call panics after streaming a delta.
+struct Panics;
+
+impl ChatModel for Panics {
+    fn name(&self) -> String {
+        "panics".into()
+    }
+
+    fn chat(
+        &self,
+        _req: &ChatRequest,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<ChatResponse, ModelError> {
+        on_delta("about to");
+        panic!("the model panicked");
+    }
+}
+
+fn only_dir(runs: &std::path::Path) -> std::path::PathBuf {
+    std::fs::read_dir(runs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
+#[test]
+fn a_failed_run_saves_every_event_the_caller_saw() {
+    let runs = tempfile::tempdir().unwrap();
+    let (tx, rx) = boardroom::channel::unbounded();
+    let model = Scripted::new().fail("master", "the server is down");
+    let err = Runtime::new(Team::builtin().unwrap(), model)
+        .runs_dir(runs.path())
+        .events(tx)
+        .run("Plan a picnic")
+        .unwrap_err();
+    assert!(err.to_string().contains("the server is down"), "{err}");
+    let caller: Vec<_> = rx.try_iter().collect();
+    let dir = only_dir(runs.path());
+    let saved = read_events(&dir).unwrap();
+    assert!(caller.len() > 2, "{caller:?}");
+    assert_eq!(saved.items, caller);
+    assert_eq!(load_run(&dir).unwrap().state.status, RunStatus::Failed);
+}
+
+#[test]
+fn a_run_whose_master_model_panics_saves_every_event_and_is_marked_failed() {
+    let runs = tempfile::tempdir().unwrap();
+    let (tx, rx) = boardroom::channel::unbounded();
+    let handle = Runtime::new(Team::builtin().unwrap(), Panics)
+        .runs_dir(runs.path())
+        .events(tx)
+        .start("Plan a picnic")
+        .unwrap();
+    let dir = runs.path().join(handle.run_id());
+    // The panic is caught at the call: an error of the run, not a panic
+    // of its thread.
+    let err = handle.wait().unwrap_err();
+    assert!(!matches!(err, boardroom::RunError::Pool(_)), "{err}");
+    assert!(err.to_string().contains("panicked"), "{err}");
+    let caller: Vec<_> = rx.try_iter().collect();
+    assert!(
+        caller
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::AgentDelta { delta, .. } if delta == "about to")),
+        "{caller:?}"
+    );
+    let saved = read_events(&dir).unwrap();
+    assert_eq!(saved.items, caller);
+    let state = load_run(&dir).unwrap().state;
+    assert_eq!(state.status, RunStatus::Failed);
+    assert!(
+        state
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("the model panicked")),
+        "{:?}",
+        state.error
+    );
+}
+
+/// A run id is one name inside the runs directory: a caller's state whose
+/// id is a path (or empty) is refused before anything is written.
+#[test]
+fn a_run_id_that_is_not_one_name_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    for id in ["../escaped", "", ".", "a/b", "/abs"] {
+        let state = boardroom::RunState::new(id.into(), "Plan a picnic".into());
+        let err = Runtime::new(Team::builtin().unwrap(), boardroom::Sim::new())
+            .runs_dir(&runs)
+            .drive(state)
+            .unwrap_err();
+        assert!(err.to_string().contains("run id"), "{id:?}: {err}");
+    }
+    assert!(!tmp.path().join("escaped").exists());
+    assert!(!runs.join("run.json").exists());
+    assert!(!runs.join("a").exists());
+    assert_eq!(std::fs::read_dir(&runs).unwrap().count(), 0);
+}
