@@ -2,8 +2,8 @@
 //! events, map errors to exit codes. No orchestration lives here.
 
 mod args;
-mod chat;
 mod bench;
+mod chat;
 mod logging;
 mod observe;
 mod render;
