@@ -113,10 +113,13 @@ fn defaults_are_listed_for_a_minimal_handoff_team() {
     assert!(!stdout.contains("entry"), "{stdout}");
 }
 
+/// A soul to put in place of the shipped one: (agent, text).
+type Soul<'a> = Option<(&'a str, &'a str)>;
+
 /// Each mistake: (team.yaml, soul override, the exact message).
 #[test]
 fn each_mistake_is_file_line_message_and_exit_2() {
-    let cases: &[(&str, Option<(&str, &str)>, &str)] = &[
+    let cases: &[(&str, Soul<'_>, &str)] = &[
         (
             "process: handoff\nhandoffs:\n  - from_agent: writer\n    to_agent: editor\n",
             None,
