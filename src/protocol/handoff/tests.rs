@@ -38,11 +38,13 @@ fn handoff_lines_as_models_write_them() {
         line("> HANDOFF:writer:\"quoted reason\""),
         pair("writer", "quoted reason")
     );
-    // The last directive wins: the first may be quoted from the instructions.
+    // The last directive wins: the reply usually ends with it, and an
+    // earlier one may be a plan the agent changed.
     assert_eq!(
-        line("I could write HANDOFF:writer:x here.\nHANDOFF: reviewer: check it"),
+        line("HANDOFF: writer: at first I meant this\nbut then\nHANDOFF: reviewer: check it"),
         pair("reviewer", "check it")
     );
+    assert_eq!(line("I could write HANDOFF:writer:x here."), None);
     // Prose that mentions a handoff is not one.
     assert_eq!(line("The handoff to the writer went well."), None);
     assert_eq!(line("Handoff the draft when you are ready"), None);
