@@ -145,7 +145,9 @@ fn history() -> Vec<HistoryStep> {
     vec![
         HistoryStep {
             agent: "researcher".into(),
-            text: "Facts: water at 80°C <not boiling> & 2 minutes.".into(),
+            text:
+                "Facts: water at 80°C <not boiling> & 2 minutes.\n\nHANDOFF: writer: facts are in"
+                    .into(),
             artifacts: vec!["notes.md".into()],
             handoff_to: Some("writer".into()),
             reason: Some("facts are in".into()),
