@@ -44,6 +44,17 @@ pub enum RunStatus {
     Cancelled,
     /// The run failed without an answer.
     Failed,
+    /// The run stopped to wait for its user's reply (a handoff team that
+    /// returns to the user, a master that asks). It is saved;
+    /// `boardroom resume RUN_ID --message TEXT` or
+    /// [`Runtime::resume_with_message`](crate::Runtime::resume_with_message)
+    /// continues it with the reply.
+    AwaitingUser,
+    /// A handoff run took `max_turns` agent turns; the last answer was
+    /// given.
+    TurnLimit,
+    /// A handoff run reached `max_handoffs`; the last answer was given.
+    HandoffLimit,
 }
 
 impl RunStatus {
@@ -57,6 +68,9 @@ impl RunStatus {
             RunStatus::TimedOut => "timed_out",
             RunStatus::Cancelled => "cancelled",
             RunStatus::Failed => "failed",
+            RunStatus::AwaitingUser => "awaiting_user",
+            RunStatus::TurnLimit => "turn_limit",
+            RunStatus::HandoffLimit => "handoff_limit",
         }
     }
 }
@@ -284,6 +298,24 @@ pub enum EventKind {
         rounds: u32,
         /// Tokens used by the whole run.
         usage: Usage,
+    },
+    /// In a handoff run, control passed from one agent to another.
+    Handoff {
+        /// The agent that had control.
+        from: String,
+        /// The agent that has it now.
+        to: String,
+        /// Why (the handing agent's words, or the rule or router's).
+        reason: String,
+        /// How the next agent was chosen: `tool`, `line`, `rule N`,
+        /// `router`, `after_work`.
+        how: String,
+    },
+    /// The run stops to wait for its user's reply (status
+    /// [`RunStatus::AwaitingUser`]).
+    AwaitingUser {
+        /// What the run asks the user, or its last answer.
+        question: String,
     },
 }
 

@@ -57,6 +57,34 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+//!
+//! # How a run is built
+//!
+//! A run is a process driver over a shared core. The core owns what every
+//! run has; a process drives phases or steps through it and knows nothing
+//! of the other process. Events flow one way, from the run to its
+//! subscribers.
+//!
+//! ```text
+//!   blackboard (process: blackboard, the default)     handoff (process: handoff)
+//!   plan -> [members ‖ -> challenge ‖ -> review]*      active agent -> step -> handoff
+//!   -> answer                                          | rules | router | after-work
+//!            \                                          /
+//!             +--------------- the run core -----------+
+//!             | ids, models, tools and the plan, token budget and usage,
+//!             | deadline and cancellation, turn records, the run directory
+//!             +------------------ event bus ----------------------------+
+//!                   |                    |                      |
+//!           your channel      run store (events.jsonl,     the CLI's live view,
+//!           (Runtime::events)  turns.jsonl, journal,        traces, the web page
+//!                              run.json after each phase)
+//! ```
+//!
+//! [`Runtime::start`] runs a task on its own thread and returns a
+//! [`RunHandle`]; [`Runtime::resume`] goes on with a saved run, and
+//! [`Runtime::resume_with_message`] gives a run that waits for its user
+//! ([`RunStatus::AwaitingUser`]) the user's reply.
+
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
@@ -66,6 +94,7 @@ mod memory;
 mod model;
 mod observe;
 mod plan;
+mod process;
 mod protocol;
 mod runtime;
 mod store;
@@ -93,6 +122,7 @@ pub use model::{
 pub use observe::otlp::{ExportReport, OtlpConfig, OtlpError, OtlpExporter, export_run};
 pub use observe::view::{ViewError, ViewServer};
 pub use plan::{ModuleStatus, Plan, WorkModule};
+pub use process::handoff::{HandoffState, HandoffStep};
 /// The handoff protocol's pure pieces: the `handoff` / `set_variable` tools,
 /// the `HANDOFF:` line, the turn and routing prompts and their parsers.
 pub use protocol::{

@@ -91,6 +91,10 @@ pub(crate) struct RunArgs {
     /// Put prompts, answers and tool arguments and results into the spans.
     #[arg(long)]
     pub(crate) otlp_content: bool,
+    /// Set a context variable of a handoff team for this run, over its
+    /// default in team.yaml: `--var max_revisions=3` (repeatable).
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub(crate) vars: Vec<String>,
 }
 
 /// A whole number of at least 1: clap reports an error with the flag's

@@ -26,6 +26,8 @@ const EXIT_FAILED: u8 = 1;
 const EXIT_BAD_INPUT: u8 = 2;
 /// Exit code: stopped by Ctrl-C; the run is saved and resumable.
 const EXIT_STOPPED: u8 = 130;
+/// The run waits for its user's reply (`resume RUN_ID --message TEXT`).
+pub(crate) const EXIT_WAITING: u8 = 3;
 
 /// How long calls in flight may take to return after the first Ctrl-C
 /// before they are abandoned (the run is then resumed from its last saved
@@ -194,6 +196,16 @@ fn run(args: RunArgs) -> u8 {
     if let Some(p) = args.protocol {
         runtime = runtime.protocol(p);
     }
+    // Checked now, naming the flag: an undeclared variable is bad input.
+    if let Err(e) = boardroom::apply_var_flags(runtime.team().variables(), &args.vars) {
+        eprintln!("error: {e}");
+        return EXIT_BAD_INPUT;
+    }
+    for flag in &args.vars {
+        if let Ok((name, value)) = boardroom::parse_var_flag(flag) {
+            runtime = runtime.var(name, value);
+        }
+    }
     runtime = runs::prepare(
         runtime,
         &args.runs_dir,
@@ -267,6 +279,11 @@ fn resume_hint(runs_dir: &Path, run_id: &str) -> String {
             runs_dir.display()
         )
     }
+}
+
+/// The command that answers a run waiting for its user.
+pub(crate) fn message_hint(runs_dir: &Path, run_id: &str) -> String {
+    format!("{} --message \"...\"", resume_hint(runs_dir, run_id))
 }
 
 /// Waits for the run while watching Ctrl-C: the first press stops the run
@@ -365,8 +382,15 @@ pub(crate) fn drive_and_report(
                 render::usage_by_agent(&outcome.usage_by_agent);
                 runs::saved_note(runs_dir, &outcome.run_id);
             }
+            if outcome.status == RunStatus::AwaitingUser {
+                eprintln!(
+                    "waiting for your reply: {}",
+                    message_hint(runs_dir, &outcome.run_id)
+                );
+            }
             match outcome.status {
                 RunStatus::Failed => EXIT_FAILED,
+                RunStatus::AwaitingUser => EXIT_WAITING,
                 _ => EXIT_OK,
             }
         }
@@ -374,7 +398,12 @@ pub(crate) fn drive_and_report(
             eprintln!("failed: {}", runs::terminal_safe(&e.to_string()));
             EXIT_FAILED
         }
-        Err(e @ (RunError::EmptyTask | RunError::Model { .. } | RunError::Tools(_))) => {
+        Err(
+            e @ (RunError::EmptyTask
+            | RunError::Model { .. }
+            | RunError::Tools(_)
+            | RunError::Process(_)),
+        ) => {
             eprintln!("error: {}", runs::terminal_safe(&e.to_string()));
             EXIT_BAD_INPUT
         }

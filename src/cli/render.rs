@@ -218,7 +218,8 @@ impl Human {
                     Phase::Review => format!("reviewing round {round}"),
                     Phase::Final => "writing the final answer".to_string(),
                     Phase::Memory => "noting what to remember".to_string(),
-                    _ => phase.as_str().to_string(),
+                    Phase::Converse => "taking its turn".to_string(),
+                    Phase::Route => "choosing who acts next".to_string(),
                 };
                 if attempt > 0 {
                     what.push_str(&format!(" (asked again, {attempt})"));
@@ -268,6 +269,18 @@ impl Human {
                 };
                 self.line(what);
             }
+            EventKind::Handoff {
+                from,
+                to,
+                reason,
+                how,
+            } => self.line(format!(
+                "  ⇢ {from} → {to} ({how}): {}",
+                one_line(&reason, 80)
+            )),
+            EventKind::AwaitingUser { question } => {
+                self.line(format!("  ? {agent} asks you: {}", one_line(&question, 90)));
+            }
             EventKind::RunFinished {
                 status, rounds, usage, ..
             } => {
@@ -277,6 +290,7 @@ impl Human {
                 let how = match status {
                     RunStatus::Done => "done".to_string(),
                     RunStatus::Cancelled => "stopped".to_string(),
+                    RunStatus::AwaitingUser => "waiting for the user".to_string(),
                     other => other.as_str().replace('_', " "),
                 };
                 self.line(format!(

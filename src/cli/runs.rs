@@ -78,6 +78,10 @@ pub(crate) struct ResumeArgs {
     /// Put prompts, answers and tool arguments and results into the spans.
     #[arg(long)]
     otlp_content: bool,
+    /// The user's reply to a run that waits for it (status
+    /// awaiting_user), or a follow-up to a finished run.
+    #[arg(long, value_name = "TEXT")]
+    message: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -182,7 +186,9 @@ fn status_of(r: &RunRecord, dir: &Path) -> &'static str {
 /// The status as `runs` lists it: a run that `resume` can go on with says so.
 fn listed_status(r: &RunRecord, dir: &Path) -> String {
     let status = status_of(r, dir);
-    if r.state.phase != RunPhase::Finished && status != "running" {
+    if r.state.status == RunStatus::AwaitingUser && status != "running" {
+        "waiting for the user (resume --message)".to_string()
+    } else if r.state.phase != RunPhase::Finished && status != "running" {
         format!("{status}, resumable")
     } else {
         status.to_string()
@@ -298,7 +304,27 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
         );
         return EXIT_BAD_INPUT;
     }
-    if record.state.phase == RunPhase::Finished && !memory_owed(&record, &dir, args.no_memory) {
+    let message = args.message.as_deref().map(str::trim);
+    if message == Some("") {
+        eprintln!("error: --message: the message is empty");
+        return EXIT_BAD_INPUT;
+    }
+    if record.state.status == RunStatus::AwaitingUser && message.is_none() {
+        eprintln!(
+            "run {} waits for its user; reply with: {}",
+            record.state.run_id,
+            super::message_hint(&runs_dir_of(&dir), &record.state.run_id)
+        );
+        println!(
+            "{}",
+            terminal_safe(record.state.answer.as_deref().unwrap_or("").trim_end())
+        );
+        return super::EXIT_WAITING;
+    }
+    if record.state.phase == RunPhase::Finished
+        && message.is_none()
+        && !memory_owed(&record, &dir, args.no_memory)
+    {
         eprintln!(
             "run {} is already finished ({})",
             record.state.run_id,
@@ -330,17 +356,16 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
     };
     let runs_dir = dir.parent().map_or_else(PathBuf::new, Path::to_path_buf);
     let (tx, rx) = crossbeam_channel::unbounded();
-    let mut runtime = Runtime::with_shared_model(team, model)
-        .events(tx)
-        .max_rounds(record.settings.max_rounds);
-    if let Some(p) = args.parallel.or(record.settings.max_parallel) {
+    // The library rebuilds the run's settings; the flags given now win.
+    let mut runtime = match Runtime::for_saved(&record, model) {
+        Ok(rt) => rt.events(tx),
+        Err(e) => {
+            eprintln!("error: {}: the saved team: {e}", dir.display());
+            return EXIT_BAD_INPUT;
+        }
+    };
+    if let Some(p) = args.parallel {
         runtime = runtime.max_parallel(p);
-    }
-    if let Some(n) = record.settings.token_budget {
-        runtime = runtime.token_budget(n);
-    }
-    if let Some(p) = record.settings.protocol {
-        runtime = runtime.protocol(p);
     }
     let no_memory = args.no_memory || !record.settings.memory;
     runtime = prepare(runtime, &runs_dir, no_memory, spec);
@@ -357,11 +382,17 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
         Err(code) => return code,
     };
     let rx = observers.tee(rx);
-    let code = super::drive_and_report(runtime, rx, args.json, &runs_dir, |rt| {
-        rt.start_resume(&dir)
+    let code = super::drive_and_report(runtime, rx, args.json, &runs_dir, |rt| match message {
+        Some(m) => rt.start_resume_with_message(&dir, m),
+        None => rt.start_resume(&dir),
     });
     observers.finish();
     code
+}
+
+/// The runs directory a run directory sits in.
+fn runs_dir_of(dir: &Path) -> PathBuf {
+    dir.parent().map_or_else(PathBuf::new, Path::to_path_buf)
 }
 
 /// Whether a finished run still owes the team its memory note: it was

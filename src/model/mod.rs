@@ -140,6 +140,9 @@ pub enum Phase {
     Memory,
     /// An agent in a handoff conversation or a partner chat.
     Converse,
+    /// A routing call of a handoff run: which rule holds, or which agent
+    /// acts next.
+    Route,
 }
 
 impl Phase {
@@ -153,6 +156,7 @@ impl Phase {
             Phase::Final => "final",
             Phase::Memory => "memory",
             Phase::Converse => "converse",
+            Phase::Route => "route",
         }
     }
 }

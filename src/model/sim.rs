@@ -215,7 +215,7 @@ impl Sim {
                     first_line(&task)
                 )
             }
-            Phase::Converse => format!("(sim) {}", first_line(&last_user(req))),
+            Phase::Converse | Phase::Route => format!("(sim) {}", first_line(&last_user(req))),
         }
     }
 }

@@ -15,13 +15,9 @@
 
 use std::time::Instant;
 
-use crate::board::EntryKind;
-use crate::event::RunStatus;
 use crate::model::ModelError;
 
-use super::RunError;
-use super::run::Run;
-use super::state::RunPhase;
+use super::core::Core;
 
 /// Why a run stops before the master has finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +32,7 @@ pub(crate) enum Stop {
 
 impl Stop {
     /// What ran out, for messages: "the token budget ran out".
-    fn what(self) -> &'static str {
+    pub(crate) fn what(self) -> &'static str {
         match self {
             Stop::Cancelled => "the run was stopped",
             Stop::TimedOut => "the time limit ran out",
@@ -45,7 +41,7 @@ impl Stop {
     }
 }
 
-impl Run<'_> {
+impl Core<'_> {
     /// The effective budget in tokens, if any.
     pub(crate) fn token_budget(&self) -> Option<u64> {
         self.rt.token_budget.or(self.team.config().token_budget)
@@ -55,7 +51,7 @@ impl Run<'_> {
     pub(crate) fn budget_check(&self) -> Result<(), ModelError> {
         match self.token_budget() {
             Some(budget) => {
-                let used = self.usage.lock().0.total();
+                let used = self.used_tokens();
                 if used >= budget {
                     Err(ModelError::BudgetExhausted { used, budget })
                 } else {
@@ -88,49 +84,6 @@ impl Run<'_> {
             Some(_) => Err(ModelError::Cancelled),
         }
     }
-
-    /// Ends the run early, gracefully. Returns the error to end with when
-    /// the board holds no usable draft to answer from.
-    pub(crate) fn end_early(&mut self, stop: Stop) -> Result<(), RunError> {
-        match stop {
-            Stop::Cancelled => {
-                // Saved where it stands: `resume` goes on from this phase.
-                self.state.status = RunStatus::Cancelled;
-                self.checkpoint();
-                return Ok(());
-            }
-            Stop::TimedOut | Stop::Budget => {}
-        }
-        let has_draft = self
-            .board
-            .snapshot()
-            .iter()
-            .any(|e| e.kind == EntryKind::Draft);
-        if !has_draft && self.state.answer.is_none() {
-            self.checkpoint();
-            return Err(RunError::NoUsableDraft {
-                reason: format!("{} before any member produced a usable draft", stop.what()),
-            });
-        }
-        self.state.status = match stop {
-            Stop::TimedOut => RunStatus::TimedOut,
-            _ => RunStatus::BudgetExhausted,
-        };
-        if self.state.answer.is_none() {
-            let note = match (stop, self.timeout) {
-                (Stop::TimedOut, Some(t)) => format!(
-                    "The run's time limit ({}) ran out; the drafts so far:",
-                    humantime(t)
-                ),
-                _ => format!("{}; the drafts so far:", capitalized(stop.what())),
-            };
-            self.state.answer = Some(self.answer_from_board(&note));
-        }
-        // Over: a resume would only hit the same limit again.
-        self.state.phase = RunPhase::Finished;
-        self.checkpoint();
-        Ok(())
-    }
 }
 
 /// Reads a run's time limit: `500ms`, `90s`, `10m`, `1.5h`, or a number of
@@ -152,7 +105,7 @@ pub fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
     crate::model::duration::RUN_TIMEOUT.parse("", text)
 }
 
-fn capitalized(s: &str) -> String {
+pub(crate) fn capitalized(s: &str) -> String {
     let mut c = s.chars();
     c.next()
         .map(|f| f.to_uppercase().chain(c).collect())

@@ -13,12 +13,17 @@
 
 use std::sync::atomic::Ordering;
 
+use std::fmt::Write as _;
+
 use crate::event::EventKind;
-use crate::model::{ChatRequest, ChatResponse, FinishReason, Message, ModelError, Phase};
+use crate::model::{
+    ChatRequest, ChatResponse, FinishReason, Message, ModelError, OutputSchema, Phase, ToolCall,
+    ToolSpec,
+};
 use crate::team::AgentSpec;
 
-use super::prompt;
-use super::run::Run;
+use super::Turn;
+use super::core::Core;
 
 /// Extra attempts after an unusable answer.
 pub(crate) const LOGICAL_RETRIES: usize = 2;
@@ -42,31 +47,80 @@ pub(crate) enum Attempt<T> {
     Unusable(Vec<String>),
 }
 
-/// What one call is, beyond its messages.
+/// What a tool call the process handles itself (a `handoff`, a
+/// `set_variable`) does to the turn. Such calls never reach the tool
+/// executor.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Intercepted {
+    /// Not one of the process's: run it as a tool.
+    No,
+    /// Handled; this text goes back to the model as the call's result and
+    /// the turn goes on.
+    Answer(String),
+    /// Handled; the turn ends here with the model's response as it stands
+    /// (its tool calls included, for the process to read).
+    End,
+}
+
+/// What a call is for, beyond its messages: what the driver asks of the
+/// core for one agent turn.
+pub(crate) struct Ask<'t> {
+    pub(crate) phase: Phase,
+    pub(crate) round: u32,
+    /// The assignment the call works on, if any (events show it).
+    pub(crate) task: Option<&'t str>,
+    /// The JSON schema the answer must follow, where the process asks.
+    pub(crate) schema: Option<OutputSchema>,
+    /// What a usable answer is, for the corrective note.
+    pub(crate) expected: &'t str,
+    /// Sees every turn record as it is filed (the blackboard keeps a
+    /// member's transcript in its work module).
+    pub(crate) on_turn: &'t (dyn Fn(&Turn) + Sync),
+    /// Tools of the process itself, offered beside the agent's own.
+    pub(crate) process_tools: &'t [ToolSpec],
+    /// Decides what a tool call does before the executor sees it.
+    pub(crate) intercept: &'t (dyn Fn(&ToolCall) -> Intercepted + Sync),
+}
+
+impl<'t> Ask<'t> {
+    /// A plain call: no schema, no process tools.
+    pub(crate) fn new(phase: Phase, round: u32, expected: &'t str) -> Self {
+        Ask {
+            phase,
+            round,
+            task: None,
+            schema: None,
+            expected,
+            on_turn: &|_| {},
+            process_tools: &[],
+            intercept: &|_| Intercepted::No,
+        }
+    }
+}
+
+/// One attempt of an [`Ask`].
 #[derive(Clone, Copy)]
-struct CallInfo<'t> {
-    phase: Phase,
-    round: u32,
-    task: Option<&'t str>,
+struct CallInfo {
     attempt: u32,
     max_tokens: Option<u32>,
 }
 
-impl Run<'_> {
+impl Core<'_> {
     /// One call to the agent's model.
     fn call(
         &self,
         agent: &AgentSpec,
-        info: CallInfo<'_>,
+        ask: &Ask<'_>,
+        info: CallInfo,
         messages: Vec<Message>,
     ) -> Result<ChatResponse, ModelError> {
-        let CallInfo { phase, round, .. } = info;
+        let (phase, round) = (ask.phase, ask.round);
         self.stop_check()?;
         let model = self.model_for(&agent.name);
         let mut request = ChatRequest::new(&agent.name, phase, round, messages);
         request.temperature = agent.temperature;
         request.max_tokens = info.max_tokens;
-        request.schema = self.schema_for(phase);
+        request.schema = ask.schema.clone();
         let parent = self.parent_of(agent);
         let call = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
         self.emit(
@@ -77,7 +131,7 @@ impl Run<'_> {
                 phase,
                 call,
                 attempt: info.attempt,
-                task: info.task.map(str::to_string),
+                task: ask.task.map(str::to_string),
             },
         );
         let mut on_delta = |delta: &str| {
@@ -99,8 +153,9 @@ impl Run<'_> {
             model.name()
         );
         let started = std::time::Instant::now();
-        let result = self.exchange(agent, &model, &mut request, &mut on_delta);
-        self.record_turn(agent, &request, &result, started.elapsed());
+        let result = self.tool_exchange(agent, ask, &model, &mut request, &mut on_delta);
+        let turn = self.record_turn(agent, &request, &result, started.elapsed());
+        (ask.on_turn)(&turn);
         self.emit(
             &agent.name,
             parent,
@@ -138,32 +193,13 @@ impl Run<'_> {
     pub(crate) fn call_until<T>(
         &self,
         agent: &AgentSpec,
-        phase: Phase,
-        round: u32,
-        messages: Vec<Message>,
-        expected: &str,
-        accept: impl Fn(&ChatResponse) -> Result<T, Vec<String>>,
-    ) -> Result<Attempt<T>, ModelError> {
-        self.call_until_on(agent, phase, round, None, messages, expected, accept)
-    }
-
-    /// [`Run::call_until`] for a call that works on one assignment.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn call_until_on<T>(
-        &self,
-        agent: &AgentSpec,
-        phase: Phase,
-        round: u32,
-        task: Option<&str>,
+        ask: &Ask<'_>,
         mut messages: Vec<Message>,
-        expected: &str,
         accept: impl Fn(&ChatResponse) -> Result<T, Vec<String>>,
     ) -> Result<Attempt<T>, ModelError> {
+        let (phase, round, expected) = (ask.phase, ask.round, ask.expected);
         let mut problems = Vec::new();
         let mut info = CallInfo {
-            phase,
-            round,
-            task,
             attempt: 0,
             max_tokens: agent.max_tokens,
         };
@@ -178,12 +214,15 @@ impl Run<'_> {
                     problems.join("; ")
                 );
             }
-            let response = self.call(agent, info, messages.clone())?;
+            let response = self.call(agent, ask, info, messages.clone())?;
             let cut = response.finish == FinishReason::Length;
             cuts += usize::from(cut);
             let checked = if cut && !(phase == Phase::Final && cuts > 1) {
                 Err(vec![CUT_OFF.to_string()])
-            } else if response.text.trim().is_empty() {
+            } else if response.text.trim().is_empty()
+                // A process tool call (a handoff) may come with no text.
+                && (ask.process_tools.is_empty() || response.tool_calls.is_empty())
+            {
                 Err(vec![EMPTY.to_string()])
             } else {
                 accept(&response)
@@ -218,7 +257,7 @@ impl Run<'_> {
                 Err(p) => {
                     problems = p;
                     messages.push(Message::assistant(response.text));
-                    messages.push(prompt::corrective(&problems, expected));
+                    messages.push(corrective(&problems, expected));
                 }
             }
         }
@@ -233,4 +272,14 @@ fn shorter(used: u64, words: u64, expected: &str) -> Message {
          could not be used. Reply again with {expected}, complete and much shorter: at \
          most {words} words. Do not repeat the instructions or the question."
     ))
+}
+
+/// The note after an unusable answer: what was wrong, and what to send.
+pub(crate) fn corrective(problems: &[String], expected: &str) -> Message {
+    let mut s = String::from("Your last reply could not be used:\n");
+    for p in problems {
+        let _ = writeln!(s, "- {p}");
+    }
+    let _ = write!(s, "Reply again, using {expected}.");
+    Message::user(s)
 }

@@ -42,6 +42,9 @@ pub enum RunError {
     /// The run's tools could not be set up: an MCP server that does not
     /// start, or an agent granted a tool no one has.
     Tools(crate::tools::ToolError),
+    /// The run cannot go on as asked: a message for a run that does not
+    /// wait for one, a saved state its process cannot read.
+    Process(String),
 }
 
 impl fmt::Display for RunError {
@@ -57,6 +60,7 @@ impl fmt::Display for RunError {
             RunError::Pool(e) => write!(f, "cannot start member threads: {e}"),
             RunError::Store(e) => write!(f, "run directory: {e}"),
             RunError::Tools(e) => write!(f, "tools: {e}"),
+            RunError::Process(e) => f.write_str(e),
         }
     }
 }

@@ -122,6 +122,31 @@ impl Runtime {
         self.spawn(run_id, move |rt| rt.resume(&dir))
     }
 
+    /// [`Runtime::resume_with_message`] on a new thread with a stop flag of
+    /// its own.
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::Process`] for an empty message; [`RunError::Pool`] when
+    /// the thread cannot be started; everything else comes from
+    /// [`RunHandle::wait`].
+    pub fn start_resume_with_message(
+        &self,
+        run_dir: impl Into<PathBuf>,
+        message: impl Into<String>,
+    ) -> Result<RunHandle, RunError> {
+        let dir: PathBuf = run_dir.into();
+        let message: String = message.into();
+        if message.trim().is_empty() {
+            return Err(RunError::Process("the message is empty".into()));
+        }
+        let run_id = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        self.spawn(run_id, move |rt| rt.resume_with_message(&dir, &message))
+    }
+
     fn spawn(
         &self,
         run_id: String,

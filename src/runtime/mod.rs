@@ -1,23 +1,22 @@
-//! The runtime: master → members in parallel → challenge round → master
-//! review, until DONE or the round cap.
+//! The runtime and the run core every process drives: the [`Runtime`]
+//! builder, [`RunHandle`], and the core of one run (`core.rs`: ids,
+//! models, tools, budget and usage, turns, cancellation, the run
+//! directory, the event bus). The processes themselves live in
+//! `crate::process`.
 
-mod budget;
-mod call;
+pub(crate) mod budget;
+mod bus;
+pub(crate) mod call;
+pub(crate) mod core;
 mod error;
 mod handle;
-mod hooks;
-mod id;
+pub(crate) mod id;
 mod models;
-mod modules;
-mod persist;
-mod pool;
-mod prompt;
-mod remember;
-mod run;
+pub(crate) mod persist;
+pub(crate) mod pool;
 mod state;
-mod structured;
-mod tool_loop;
-mod turns;
+pub(crate) mod tool_loop;
+pub(crate) mod turns;
 
 use std::sync::Arc;
 
@@ -49,23 +48,25 @@ pub const DEFAULT_MAX_ROUNDS: u32 = 5;
 /// ```
 #[derive(Clone)]
 pub struct Runtime {
-    team: Team,
-    model: SharedModel,
-    max_rounds: Option<u32>,
-    max_parallel: Option<usize>,
-    events: Option<Sender<Event>>,
+    pub(crate) team: Team,
+    pub(crate) model: SharedModel,
+    pub(crate) max_rounds: Option<u32>,
+    pub(crate) max_parallel: Option<usize>,
+    pub(crate) events: Option<Sender<Event>>,
     /// This run's stop flag: fresh for every [`Runtime::start`], so a
     /// stopped run never stops the next one or a clone's.
-    cancel: Cancel,
-    memory: String,
-    workspace: Option<std::path::PathBuf>,
-    token_budget: Option<u64>,
-    timeout: Option<std::time::Duration>,
-    protocol: Option<crate::protocol::Protocol>,
-    runs_dir: Option<std::path::PathBuf>,
-    master_memory: Option<crate::memory::MasterMemory>,
-    model_spec: Option<String>,
-    tools: Vec<Arc<dyn crate::tools::Tool>>,
+    pub(crate) cancel: Cancel,
+    pub(crate) memory: String,
+    pub(crate) workspace: Option<std::path::PathBuf>,
+    pub(crate) token_budget: Option<u64>,
+    pub(crate) timeout: Option<std::time::Duration>,
+    pub(crate) protocol: Option<crate::protocol::Protocol>,
+    pub(crate) runs_dir: Option<std::path::PathBuf>,
+    pub(crate) master_memory: Option<crate::memory::MasterMemory>,
+    pub(crate) model_spec: Option<String>,
+    pub(crate) tools: Vec<Arc<dyn crate::tools::Tool>>,
+    /// Context variables set for this run (`--var`), in order.
+    pub(crate) vars: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -88,7 +89,7 @@ pub struct RunOutcome {
     pub answer: String,
     /// How it ended.
     pub status: RunStatus,
-    /// Rounds of members that ran.
+    /// Rounds of members that ran (a handoff run: its steps).
     pub rounds: u32,
     /// The whole board.
     pub board: Vec<Entry>,
@@ -98,6 +99,8 @@ pub struct RunOutcome {
     pub usage_by_agent: std::collections::BTreeMap<String, Usage>,
     /// The work modules.
     pub plan: crate::plan::Plan,
+    /// The steps of a handoff run (empty for a blackboard run).
+    pub steps: Vec<crate::process::handoff::HandoffStep>,
 }
 
 impl Runtime {
@@ -120,6 +123,7 @@ impl Runtime {
             master_memory: None,
             model_spec: None,
             tools: Vec::new(),
+            vars: Vec::new(),
         }
     }
 
@@ -198,6 +202,17 @@ impl Runtime {
         self
     }
 
+    /// Sets a context variable of a handoff team for this run (as `--var
+    /// name=value` does), over its default in `team.yaml`. Repeatable;
+    /// the last value wins.
+    ///
+    /// A name the team does not declare makes the run fail to start with
+    /// [`RunError::Process`], naming the declared ones.
+    pub fn var(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.vars.push((name.into(), value.into()));
+        self
+    }
+
     /// The team.
     pub fn team(&self) -> &Team {
         &self.team
@@ -210,7 +225,7 @@ impl Runtime {
             .unwrap_or(DEFAULT_MAX_ROUNDS)
     }
 
-    fn parallel_cap(&self) -> Option<usize> {
+    pub(crate) fn parallel_cap(&self) -> Option<usize> {
         self.max_parallel.or(self.team.config().max_parallel)
     }
 

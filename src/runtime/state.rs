@@ -25,8 +25,11 @@ pub enum RunPhase {
     Review,
     /// The master is writing the final answer.
     Final,
-    /// The run is over.
+    /// The run is over (or, with status
+    /// [`AwaitingUser`](RunStatus::AwaitingUser), waits for its user).
     Finished,
+    /// A handoff run: the active agent's next step.
+    Step,
 }
 
 /// Snapshot of a run: the task, where the loop is, the board, and the
@@ -65,6 +68,10 @@ pub struct RunState {
     /// only those that failed on the transport).
     #[serde(skip)]
     pub(crate) rerun_errors: bool,
+    /// A handoff run's own state: the steps so far, the active agent, the
+    /// context variables.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<crate::process::handoff::HandoffState>,
 }
 
 impl RunState {
@@ -85,6 +92,7 @@ impl RunState {
             answer: None,
             error: None,
             rerun_errors: false,
+            handoff: None,
         }
     }
 }

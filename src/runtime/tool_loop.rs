@@ -11,7 +11,8 @@
 use std::sync::Arc;
 
 use super::Runtime;
-use super::run::Run;
+use super::call::{Ask, Intercepted};
+use super::core::Core;
 use crate::event::EventKind;
 use crate::model::{ChatRequest, ChatResponse, Message, ModelError, SharedModel, ToolCall, Usage};
 use crate::team::AgentSpec;
@@ -38,8 +39,11 @@ pub(crate) fn registry(rt: &Runtime) -> Result<ToolRegistry, ToolError> {
     Ok(registry)
 }
 
-impl Run<'_> {
+impl Core<'_> {
     /// One agent turn with its tools (a plain model call without any).
+    /// The process's own tools (`ask.process_tools`) are offered beside
+    /// the agent's; `ask.intercept` handles their calls, which never
+    /// reach the executor.
     ///
     /// The usage of every model call is added to the run as soon as it
     /// returns, so a step that fails later, and the budget check between
@@ -48,17 +52,21 @@ impl Run<'_> {
     pub(crate) fn tool_exchange(
         &self,
         agent: &AgentSpec,
+        ask: &Ask<'_>,
         model: &SharedModel,
         request: &mut ChatRequest,
         on_delta: &mut dyn FnMut(&str),
     ) -> Result<ChatResponse, ModelError> {
         let granted = self.tools.granted(agent).unwrap_or_default();
-        if granted.is_empty() {
+        if granted.is_empty() && ask.process_tools.is_empty() {
             let response = chat(agent, model, request, on_delta)?;
             self.add_usage(&agent.name, response.usage);
             return Ok(response);
         }
-        request.tools = granted.iter().map(|t| spec_of(t.as_ref())).collect();
+        request.tools = ask.process_tools.to_vec();
+        request
+            .tools
+            .extend(granted.iter().map(|t| spec_of(t.as_ref())));
         let mut usage = Usage::default();
         let mut retries = 0;
         let mut step = 0;
@@ -94,16 +102,39 @@ impl Run<'_> {
                 response.retries = retries;
                 return Ok(response);
             }
+            let verdicts: Vec<Intercepted> = response
+                .tool_calls
+                .iter()
+                .map(|c| (ask.intercept)(c))
+                .collect();
+            if verdicts.contains(&Intercepted::End) {
+                // The process takes the turn from here (a handoff).
+                response.usage = usage;
+                response.retries = retries;
+                return Ok(response);
+            }
             if self.cancelled() {
                 return Err(ModelError::Cancelled);
             }
-            self.check_budget()?;
+            self.budget_check()?;
             let calls = response.tool_calls.clone();
             let mut said = Message::assistant(response.text);
             said.tool_calls = calls.clone();
             request.messages.push(said);
-            let results = self.run_tools(agent, request, &granted, &calls);
-            for (call, text) in calls.iter().zip(results) {
+            let to_run: Vec<ToolCall> = calls
+                .iter()
+                .zip(&verdicts)
+                .filter(|(_, v)| **v == Intercepted::No)
+                .map(|(c, _)| c.clone())
+                .collect();
+            let mut results = self
+                .run_tools(agent, request, &granted, &to_run)
+                .into_iter();
+            for (call, verdict) in calls.iter().zip(verdicts) {
+                let text = match verdict {
+                    Intercepted::Answer(text) => text,
+                    _ => results.next().unwrap_or_default(),
+                };
                 request.messages.push(Message::tool(call.id.clone(), text));
             }
             step += 1;
@@ -119,6 +150,9 @@ impl Run<'_> {
         granted: &[Arc<dyn Tool>],
         calls: &[ToolCall],
     ) -> Vec<String> {
+        if calls.is_empty() {
+            return Vec::new();
+        }
         if calls.len() == 1 {
             // Caught here as on the threads below: a tool's panic is its
             // result, never the run's end.

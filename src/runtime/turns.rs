@@ -15,7 +15,7 @@ use crate::event::{EventKind, now_ms};
 use crate::model::{ChatRequest, ChatResponse, Message, ModelError, Phase, ToolCall, Usage};
 use crate::team::{AgentRole, AgentSpec};
 
-use super::run::Run;
+use super::core::Core;
 
 /// One model call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -134,17 +134,18 @@ impl TurnTracker {
     }
 }
 
-impl Run<'_> {
-    /// Builds the Turn record of one call, files it, and announces it.
-    pub(crate) fn record_turn_impl(
+impl Core<'_> {
+    /// Builds the Turn record of one call, files it, announces it, and
+    /// returns it.
+    pub(crate) fn record_turn(
         &self,
         agent: &AgentSpec,
         request: &ChatRequest,
         result: &Result<ChatResponse, ModelError>,
         latency: Duration,
-    ) {
+    ) -> Turn {
         let turn = {
-            let mut tracker = self.persist.tracker.lock();
+            let mut tracker = self.tracker.lock();
             let parents = tracker.parents(&agent.name, request.phase, request.round);
             let (answer, tool_calls, usage, retries, error) = match result {
                 Ok(r) => (
@@ -158,7 +159,7 @@ impl Run<'_> {
             };
             let turn = Turn {
                 turn_id: tracker.next_id(),
-                run_id: self.state.run_id.clone(),
+                run_id: self.run_id.clone(),
                 agent: agent.name.clone(),
                 role: agent.role,
                 round: request.round,
@@ -176,28 +177,24 @@ impl Run<'_> {
             tracker.observe(&turn);
             turn
         };
-        self.archive_turn(&turn);
-        if let Some(dir) = &self.persist.dir {
-            if let Err(e) = dir.append_turn(&turn) {
-                log::error!("cannot save turn {}: {e}", turn.turn_id);
-            }
-        }
+        self.file_turn(&turn);
         self.emit(
             &agent.name,
             self.parent_of(agent),
             EventKind::TurnCompleted {
-                turn_id: turn.turn_id,
+                turn_id: turn.turn_id.clone(),
                 round: turn.round,
                 phase: turn.phase,
-                parents: turn.parents,
+                parents: turn.parents.clone(),
                 usage: turn.usage,
                 latency_ms: turn.latency_ms,
-                error: turn.error,
+                error: turn.error.clone(),
                 model: Some(self.model_for(&agent.name).name()),
                 finish_reason: result.as_ref().ok().map(|r| r.finish),
                 retries: turn.retries,
             },
         );
+        turn
     }
 }
 

@@ -3,7 +3,7 @@
 //! ```text
 //! runs/<run-id>/
 //!   run.json        snapshot after every phase (temp file, fsync, rename)
-//!   events.jsonl    every event, one JSON object a line, appended and flushed
+//!   events.jsonl    every event, one JSON object a line (buffered, from a writer thread)
 //!   turns.jsonl     every model call (a Turn record a line)
 //!   journal.jsonl   board entries and work modules as they land mid-phase
 //!   run.lock        the OS lock of the process working on the run, and its pid
@@ -27,7 +27,7 @@ pub use record::{RUN_FORMAT_VERSION, RunRecord, RunSettings, TeamSnapshot};
 pub(crate) use lock::RunLock;
 pub(crate) use read::{MAX_SEQ, read_journal};
 pub(crate) use record::JournalRecord;
-pub(crate) use write::{RunDir, write_atomic, write_replace};
+pub(crate) use write::{EventLog, RunDir, write_atomic, write_replace};
 
 /// File names inside a run directory.
 pub(crate) const RUN_FILE: &str = "run.json";

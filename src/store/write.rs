@@ -9,18 +9,80 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 use serde::Serialize;
 
+use crate::event::Event;
+
 use super::{EVENTS_FILE, JOURNAL_FILE, RunLock, StoreError, TURNS_FILE, WORKSPACE_DIR};
 
 /// An open run directory, locked for this process while it lives. The
-/// logs are appended from any thread, one whole line per `write` under a
-/// short lock.
+/// turn and journal logs are appended from any thread, one whole line per
+/// `write` under a short lock; events go through an [`EventLog`].
 #[derive(Debug)]
 pub(crate) struct RunDir {
     path: PathBuf,
     lock: Arc<RunLock>,
-    events: Mutex<File>,
     turns: Mutex<File>,
     journal: Mutex<File>,
+}
+
+/// `events.jsonl` written by a thread of its own (`boardroom-events`)
+/// through a buffer: appending an event is a channel send, so members
+/// streaming deltas at once neither wait on a lock nor make a write each.
+/// The buffer is written out whenever the queue runs dry, and everything
+/// queued is written before `drop` returns. Events are not fsynced: what
+/// a resume needs is in `run.json` and the journal.
+#[derive(Debug)]
+pub(crate) struct EventLog {
+    tx: Option<crossbeam_channel::Sender<Event>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl EventLog {
+    fn start(path: PathBuf) -> Result<Self, StoreError> {
+        let file = open_append(&path)?;
+        let (tx, rx) = crossbeam_channel::unbounded::<Event>();
+        let thread = std::thread::Builder::new()
+            .name("boardroom-events".into())
+            .spawn(move || {
+                let mut out = std::io::BufWriter::with_capacity(64 * 1024, file);
+                let mut failed = false;
+                for event in rx.iter() {
+                    let written = serde_json::to_writer(&mut out, &event)
+                        .map_err(std::io::Error::other)
+                        .and_then(|()| out.write_all(b"\n"))
+                        .and_then(|()| if rx.is_empty() { out.flush() } else { Ok(()) });
+                    if let Err(e) = written {
+                        if !failed {
+                            log::error!("cannot save events to {}: {e}", path.display());
+                        }
+                        failed = true;
+                    }
+                }
+                if let Err(e) = out.flush() {
+                    log::error!("cannot save events to {}: {e}", path.display());
+                }
+            })
+            .map_err(|e| StoreError::io(Path::new("events writer thread"), e))?;
+        Ok(EventLog {
+            tx: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// Queues one event.
+    pub(crate) fn append(&self, event: Event) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(event);
+        }
+    }
+}
+
+impl Drop for EventLog {
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 fn open_append(path: &Path) -> Result<File, StoreError> {
@@ -81,7 +143,6 @@ impl RunDir {
         Ok(RunDir {
             path: path.to_path_buf(),
             lock,
-            events: Mutex::new(open_append(&path.join(EVENTS_FILE))?),
             turns: Mutex::new(open_append(&path.join(TURNS_FILE))?),
             journal: Mutex::new(open_append(&path.join(JOURNAL_FILE))?),
         })
@@ -110,8 +171,16 @@ impl RunDir {
         self.path.join(WORKSPACE_DIR)
     }
 
-    pub(crate) fn append_event(&self, value: &impl Serialize) -> Result<(), StoreError> {
-        append(&self.events, &self.path.join(EVENTS_FILE), value)
+    /// Opens the event log (one per run: the run's bus holds it).
+    pub(crate) fn event_log(&self) -> Result<EventLog, StoreError> {
+        EventLog::start(self.path.join(EVENTS_FILE))
+    }
+
+    /// Appends one event and waits until it is written (tests).
+    #[cfg(test)]
+    pub(crate) fn append_event(&self, event: &Event) -> Result<(), StoreError> {
+        self.event_log()?.append(event.clone());
+        Ok(())
     }
 
     pub(crate) fn append_turn(&self, value: &impl Serialize) -> Result<(), StoreError> {

@@ -86,16 +86,41 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
         s.usage.prompt_tokens,
         s.usage.completion_tokens,
     );
-    out!(
-        "{} board entries · {} work modules · {} turns · {} events",
-        s.board.len(),
-        s.plan.tasks.len(),
-        turns.items.len(),
-        events.items.len()
-    );
+    match &s.handoff {
+        Some(h) => out!(
+            "handoff · {} steps · {} handoffs · {} turns · {} events",
+            h.steps.len(),
+            h.steps
+                .iter()
+                .filter(|st| st.agent != "user" && st.handoff_target.is_some())
+                .count(),
+            turns.items.len(),
+            events.items.len()
+        ),
+        None => out!(
+            "{} board entries · {} work modules · {} turns · {} events",
+            s.board.len(),
+            s.plan.tasks.len(),
+            turns.items.len(),
+            events.items.len()
+        ),
+    }
     out!("task: {}", s.task.trim());
     if let Some(e) = &s.error {
         out!("error: {e}");
+    }
+    if s.status == boardroom::RunStatus::AwaitingUser {
+        let runs_dir = dir.parent().unwrap_or(std::path::Path::new("."));
+        out!(
+            "waiting for the user; reply with: {}",
+            super::super::message_hint(runs_dir, &s.run_id)
+        );
+    }
+    if let Some(h) = &s.handoff {
+        out!("\n== steps");
+        for step in &h.steps {
+            out!("{}", step_line(step));
+        }
     }
     if args.board {
         out!("\n== board");
@@ -136,7 +161,10 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
             out!("{}", turn_line(t, true));
         }
     }
-    if args.tree {
+    if let (true, Some(h)) = (args.tree, &s.handoff) {
+        out!("\n== call graph");
+        print!("{}", terminal_safe(&handoff_tree(&h.steps, &turns.items)));
+    } else if args.tree {
         out!("\n== call graph");
         print!(
             "{}",
@@ -177,6 +205,59 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
         ),
     }
     EXIT_OK
+}
+
+/// One step of a handoff run: who acted, where control went and how, and
+/// the first line of what it wrote.
+fn step_line(step: &boardroom::HandoffStep) -> String {
+    let mut s = format!("{} {}", step.step_id, step.agent);
+    match (&step.handoff_target, &step.how) {
+        (Some(to), Some(how)) => {
+            let _ = write!(s, " → {to} ({how})");
+        }
+        (Some(to), None) => {
+            let _ = write!(s, " → {to}");
+        }
+        (None, _) => {}
+    }
+    if let Some(reason) = step.reason.as_deref().filter(|r| !r.trim().is_empty()) {
+        let _ = write!(s, " · {}", one_line(reason, 60));
+    }
+    if !step.tool_calls.is_empty() {
+        let _ = write!(s, " · tools: {}", step.tool_calls.join(", "));
+    }
+    if !step.artifacts.is_empty() {
+        let _ = write!(s, " · wrote: {}", step.artifacts.join(", "));
+    }
+    let _ = write!(s, "\n    {}", one_line(&step.text, 100));
+    s
+}
+
+/// The call graph of a handoff run: each step with its model calls (the
+/// agent's turn, then the routing calls that chose the next agent).
+fn handoff_tree(steps: &[boardroom::HandoffStep], turns: &[Turn]) -> String {
+    let mut out = String::new();
+    for (i, step) in steps.iter().enumerate() {
+        let round = i as u32;
+        let _ = writeln!(
+            out,
+            "{}",
+            step_line(step).lines().next().unwrap_or_default()
+        );
+        for t in turns
+            .iter()
+            .filter(|t| t.round == round && t.phase != Phase::Route)
+        {
+            let _ = writeln!(out, "  {}", turn_line(t, false));
+        }
+        for t in turns
+            .iter()
+            .filter(|t| t.round == round + 1 && t.phase == Phase::Route)
+        {
+            let _ = writeln!(out, "  routing: {}", turn_line(t, false));
+        }
+    }
+    out
 }
 
 fn turn_line(t: &Turn, parents: bool) -> String {

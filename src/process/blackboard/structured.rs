@@ -9,8 +9,8 @@ use crate::protocol::{
     parse_master_json, parse_verdict, parse_verdict_json, plan_schema, verdict_schema,
 };
 
+use super::Blackboard;
 use super::prompt;
-use super::run::Run;
 
 /// The line-protocol asks of `prompt.rs`, as JSON-mode asks.
 const ASKS_IN_JSON: &[(&str, &str)] = &[
@@ -33,10 +33,11 @@ const ASKS_IN_JSON: &[(&str, &str)] = &[
     ),
 ];
 
-impl Run<'_> {
+impl Blackboard<'_> {
     /// The protocol of this run: the runtime's, else the team's, else lines.
     pub(crate) fn protocol(&self) -> Protocol {
-        self.rt
+        self.core
+            .rt
             .protocol
             .or(self.team.config().protocol)
             .unwrap_or_default()

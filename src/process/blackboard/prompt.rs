@@ -238,15 +238,6 @@ pub(crate) fn challenge(
 }
 
 /// The note sent when a reply could not be used.
-pub(crate) fn corrective(problems: &[String], expected: &str) -> Message {
-    let mut s = String::from("Your last reply could not be used:\n");
-    for p in problems {
-        let _ = writeln!(s, "- {p}");
-    }
-    let _ = write!(s, "Reply again, using {expected}.");
-    Message::user(s)
-}
-
 fn push_feedback(ask: &mut String, feedback: &[String]) {
     if feedback.is_empty() {
         return;

@@ -1,100 +1,80 @@
-//! The loop of one run, phase by phase:
+//! The blackboard process, phase by phase:
 //!
 //! ```text
 //! plan (master) -> [members (parallel) -> challenge (parallel) -> review (master)]* -> answer
 //! ```
 //!
 //! The driver thread owns the [`RunState`]; member threads touch only the
-//! board (one short write lock per entry) and the usage totals.
+//! board (one short write lock per entry) and, through the core, the usage
+//! totals and the plan.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
-use std::time::{Duration, Instant};
+mod end;
+mod modules;
+pub(crate) mod prompt;
+mod remember;
+pub(crate) mod resume;
+mod structured;
+
+use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
-use super::call::{Attempt, CUT_OFF, EMPTY};
-use super::pool::{run_parallel, threads_for};
-use super::state::{RunPhase, RunState};
-use super::{RunError, RunOutcome, Runtime, models, prompt};
 use crate::board::{Entry, EntryKind, NewEntry, SharedBoard};
-use crate::event::{Event, EventKind, RoomStatus, RunStatus};
-use crate::model::{Message, ModelError, Phase, SharedModel, Usage};
-use crate::plan::Plan;
+use crate::event::{EventKind, RoomStatus, RunStatus};
+use crate::model::{ChatResponse, Message, ModelError, Phase};
 use crate::protocol::{Assignment, Decision, Verdict};
+use crate::runtime::call::{Ask, Attempt, CUT_OFF, EMPTY};
+use crate::runtime::core::Core;
+use crate::runtime::persist::Opening;
+use crate::runtime::pool::{run_parallel, threads_for};
+use crate::runtime::{RunError, RunOutcome, RunPhase, RunState, Runtime, Turn};
+use crate::store::JournalRecord;
 use crate::team::{AgentSpec, Team};
 
-/// One run in progress.
-pub(crate) struct Run<'a> {
-    pub(crate) rt: &'a Runtime,
-    pub(crate) team: &'a Team,
-    models: HashMap<String, SharedModel>,
-    pub(crate) board: SharedBoard,
-    pub(crate) usage: Mutex<(Usage, BTreeMap<String, Usage>)>,
-    pub(crate) state: RunState,
-    /// The work modules, shared with tools that read and change them.
-    pub(crate) plan: Mutex<Plan>,
-    /// The run directory and the turn records.
-    pub(crate) persist: super::persist::Persist,
-    /// The run's tools; MCP servers end when the run is dropped.
-    pub(crate) tools: crate::tools::ToolRegistry,
-    /// Model calls made so far (numbers the calls in events).
-    pub(crate) calls: AtomicU64,
-    /// The wall-clock limit of this drive, if any.
-    pub(crate) timeout: Option<Duration>,
-    /// When that limit passes.
-    pub(crate) deadline: Option<Instant>,
+/// One blackboard run in progress.
+pub(crate) struct Blackboard<'a> {
+    pub(crate) core: Core<'a>,
+    team: &'a Team,
+    board: SharedBoard,
+    state: RunState,
+    /// Where each ongoing module's archive of this round starts.
+    archive_from: Mutex<HashMap<String, usize>>,
 }
 
-impl<'a> Run<'a> {
+impl<'a> Blackboard<'a> {
     pub(crate) fn start(
         rt: &'a Runtime,
         mut state: RunState,
-        opening: super::persist::Opening,
+        opening: Opening,
     ) -> Result<Self, RunError> {
-        let models = models::resolve_agents(&rt.team, &rt.model)
-            .map_err(|(agent, source)| RunError::Model { agent, source })?;
+        let core = Core::start(rt, &mut state, opening)?;
         let board = SharedBoard::from_entries(std::mem::take(&mut state.board));
-        let usage = Mutex::new((state.usage, std::mem::take(&mut state.usage_by_agent)));
-        let plan = Mutex::new(std::mem::take(&mut state.plan));
-        // Tools first: a bad grant or a dead MCP server is bad input, and
-        // should not leave a run directory behind.
-        let tools = super::tool_loop::registry(rt).map_err(RunError::Tools)?;
-        let persist = super::persist::Persist::open(rt, &state, opening)?;
-        let timeout = rt.timeout.or(rt.team.config().timeout());
-        Ok(Run {
-            calls: AtomicU64::new(0),
-            timeout,
-            deadline: timeout.map(|t| Instant::now() + t),
-            rt,
-            team: &rt.team,
-            models,
+        Ok(Blackboard {
+            team: core.team,
+            core,
             board,
-            usage,
             state,
-            plan,
-            persist,
-            tools,
+            archive_from: Mutex::default(),
         })
     }
 
     /// Runs phases until the run is finished.
     pub(crate) fn drive(mut self) -> Result<RunOutcome, RunError> {
         let master = self.team.master().name.clone();
-        self.emit(
+        self.core.emit(
             &master,
             None,
             EventKind::RunStarted {
                 task: self.state.task.clone(),
                 team: self.team.name().to_string(),
-                model: self.rt.model.name(),
+                model: self.core.rt.model.name(),
                 members: self.team.members().count(),
-                max_rounds: self.rt.rounds_cap(),
+                max_rounds: self.core.rt.rounds_cap(),
             },
         );
         while self.state.phase != RunPhase::Finished {
-            if let Some(stop) = self.stop_reason() {
+            self.core.at(self.state.round, self.state.phase);
+            if let Some(stop) = self.core.stop_reason() {
                 self.end_early(stop)?;
                 break;
             }
@@ -108,9 +88,14 @@ impl<'a> Run<'a> {
                 }
                 RunPhase::Final => self.final_answer(),
                 RunPhase::Finished => Ok(()),
+                // Only a hand-edited run.json gets here.
+                RunPhase::Step => Err(RunError::Process(format!(
+                    "run {}: a handoff step in a blackboard run",
+                    self.core.run_id
+                ))),
             };
             if let Err(e) = step {
-                match self.stop_reason() {
+                match self.core.stop_reason() {
                     // The error came from the stop: end as the stop says.
                     Some(stop) if !matches!(e, RunError::NoUsableDraft { .. }) => {
                         self.end_early(stop)?;
@@ -126,7 +111,9 @@ impl<'a> Run<'a> {
             self.checkpoint();
         }
         if self.state.status != RunStatus::Cancelled {
-            self.after_run();
+            self.core.at(self.state.round, self.state.phase);
+            self.update_memory();
+            self.checkpoint();
         }
         Ok(self.finish())
     }
@@ -135,7 +122,7 @@ impl<'a> Run<'a> {
 
     fn plan(&mut self) -> Result<(), RunError> {
         self.status(RoomStatus::Thinking);
-        let messages = prompt::plan(self.team, &self.rt.memory, &self.state.task);
+        let messages = prompt::plan(self.team, &self.core.memory, &self.state.task);
         let (decision, problems) =
             self.master_turn(Phase::Plan, 0, messages)
                 .map_err(|source| RunError::Master {
@@ -164,9 +151,9 @@ impl<'a> Run<'a> {
         let round = self.state.round;
         // On resume, members whose drafts for this round are on the board
         // are not called again; those that failed on the transport are.
-        let (todo, again) = super::persist::still_to_do(&self.state, &self.board.snapshot());
+        let (todo, again) = resume::still_to_do(&self.state, &self.board.snapshot());
         if !again.is_empty() {
-            self.emit(
+            self.core.emit(
                 &self.team.master().name,
                 None,
                 EventKind::Rerun {
@@ -180,9 +167,9 @@ impl<'a> Run<'a> {
                 },
             );
         }
-        let threads = threads_for(todo.len(), self.rt.parallel_cap());
+        let threads = threads_for(todo.len(), self.core.rt.parallel_cap());
         self.status(RoomStatus::Working);
-        self.emit(
+        self.core.emit(
             &self.team.master().name,
             None,
             EventKind::RoundStarted {
@@ -210,7 +197,7 @@ impl<'a> Run<'a> {
                 );
             }
         }
-        if self.stop_reason().is_some() {
+        if self.core.stop_reason().is_some() {
             // Stopped mid-round: the phase stays, a resume finishes it.
             return Ok(());
         }
@@ -258,7 +245,7 @@ impl<'a> Run<'a> {
                     task: Some(a.task.clone()),
                     text,
                 };
-                self.add_new_entry(new, super::persist::is_transport(&e));
+                self.add_new_entry(new, resume::is_transport(&e));
             }
         }
     }
@@ -269,7 +256,7 @@ impl<'a> Run<'a> {
             self.team.members().filter(|m| m.can_challenge).collect();
         self.status(RoomStatus::Working);
         let snapshot = self.board.snapshot();
-        let threads = threads_for(challengers.len(), self.rt.parallel_cap());
+        let threads = threads_for(challengers.len(), self.core.rt.parallel_cap());
         let results = run_parallel("challenger", threads, challengers.clone(), |c| {
             self.challenger_turn(round, c, &snapshot)
         })
@@ -285,7 +272,7 @@ impl<'a> Run<'a> {
                 );
             }
         }
-        if self.stop_reason().is_none() {
+        if self.core.stop_reason().is_none() {
             self.state.phase = RunPhase::Review;
         }
         Ok(())
@@ -302,7 +289,7 @@ impl<'a> Run<'a> {
             self.verdict_expected(),
             |r| self.read_verdict(&r.text).map_err(|e| vec![e.to_string()]),
         );
-        let parent = self.parent_of(challenger);
+        let parent = self.core.parent_of(challenger);
         match outcome {
             Ok(Attempt::Usable(Verdict::Challenge(text))) => {
                 self.add_entry(
@@ -312,14 +299,15 @@ impl<'a> Run<'a> {
                     None,
                     text.clone(),
                 );
-                self.emit(
+                self.core.emit(
                     &challenger.name,
                     parent,
                     EventKind::Challenge { round, text },
                 );
             }
             Ok(Attempt::Usable(Verdict::Agree)) => {
-                self.emit(&challenger.name, parent, EventKind::Agree { round })
+                self.core
+                    .emit(&challenger.name, parent, EventKind::Agree { round })
             }
             Ok(Attempt::Unusable(problems)) => {
                 log::warn!(
@@ -347,11 +335,11 @@ impl<'a> Run<'a> {
         let board = self.board.snapshot();
         let messages = prompt::review(
             self.team,
-            &self.rt.memory,
+            &self.core.memory,
             &self.state.task,
             &board,
             round,
-            self.rt.rounds_cap(),
+            self.core.rt.rounds_cap(),
             &self.state.feedback,
         );
         let master = self.team.master().name.clone();
@@ -386,7 +374,7 @@ impl<'a> Run<'a> {
         self.no_draft_check()?;
         self.status(RoomStatus::Thinking);
         let board = self.board.snapshot();
-        let messages = prompt::final_answer(self.team, &self.rt.memory, &self.state.task, &board);
+        let messages = prompt::final_answer(self.team, &self.core.memory, &self.state.task, &board);
         let master = self.team.master();
         match self.call_until(
             master,
@@ -401,7 +389,7 @@ impl<'a> Run<'a> {
                 return Err(RunError::Master {
                     phase: "final",
                     source: ModelError::BadResponse {
-                        model: self.model_for(&master.name).name(),
+                        model: self.core.model_for(&master.name).name(),
                         detail: problems.join("; "),
                     },
                 });
@@ -469,7 +457,8 @@ impl<'a> Run<'a> {
                     problems.join("; ")
                 );
                 log::warn!("{message}");
-                self.emit(&master.name, None, EventKind::Error { round, message });
+                self.core
+                    .emit(&master.name, None, EventKind::Error { round, message });
                 (None, problems)
             }
         })
@@ -483,7 +472,7 @@ impl<'a> Run<'a> {
             Some(Decision::Done(_)) => ("done", 0),
             None => ("none", 0),
         };
-        self.emit(
+        self.core.emit(
             &master,
             None,
             EventKind::ReviewDecision {
@@ -505,14 +494,14 @@ impl<'a> Run<'a> {
                 self.state.phase = RunPhase::Finished;
             }
             Some(Decision::Assign(assignments)) => {
-                if round >= self.rt.rounds_cap() {
+                if round >= self.core.rt.rounds_cap() {
                     self.state.status = RunStatus::RoundLimit;
                     self.state.phase = RunPhase::Final;
                     return;
                 }
                 self.state.round = round + 1;
                 for a in &assignments {
-                    self.emit(
+                    self.core.emit(
                         &a.member,
                         Some(&master),
                         EventKind::TaskAssigned {
@@ -531,13 +520,69 @@ impl<'a> Run<'a> {
 
     // ---- helpers ---------------------------------------------------------
 
+    /// An agent's turn through the core, asked again while its answer is
+    /// unusable (see [`Core::call_until`]), with this run's schema for the
+    /// phase and the member's transcript kept in its work module.
+    fn call_until<T>(
+        &self,
+        agent: &AgentSpec,
+        phase: Phase,
+        round: u32,
+        messages: Vec<Message>,
+        expected: &str,
+        accept: impl Fn(&ChatResponse) -> Result<T, Vec<String>>,
+    ) -> Result<Attempt<T>, ModelError> {
+        self.call_until_on(agent, phase, round, None, messages, expected, accept)
+    }
+
+    /// [`Blackboard::call_until`] for a call that works on one assignment.
+    #[allow(clippy::too_many_arguments)]
+    fn call_until_on<T>(
+        &self,
+        agent: &AgentSpec,
+        phase: Phase,
+        round: u32,
+        task: Option<&str>,
+        messages: Vec<Message>,
+        expected: &str,
+        accept: impl Fn(&ChatResponse) -> Result<T, Vec<String>>,
+    ) -> Result<Attempt<T>, ModelError> {
+        let archive = |turn: &Turn| self.archive_turn(turn);
+        let ask = Ask {
+            task,
+            schema: self.schema_for(phase),
+            on_turn: &archive,
+            ..Ask::new(phase, round, expected)
+        };
+        self.core.call_until(agent, &ask, messages, accept)
+    }
+
+    /// Saves the run after a phase: settles the plan at the end, then
+    /// `run.json` and `plan.json` (and `report.md` at the end).
+    fn checkpoint(&self) {
+        if self.state.phase == RunPhase::Finished
+            && matches!(
+                self.state.status,
+                RunStatus::Done
+                    | RunStatus::RoundLimit
+                    | RunStatus::BudgetExhausted
+                    | RunStatus::TimedOut
+            )
+        {
+            self.complete_reviewed_modules();
+        }
+        let mut state = self.state.clone();
+        state.board = self.board.snapshot();
+        self.core.save(state);
+    }
+
     fn finish(mut self) -> RunOutcome {
         self.state.phase = RunPhase::Finished;
         let answer = self.state.answer.clone().unwrap_or_default();
-        let (usage, usage_by_agent) = self.usage.lock().clone();
+        let (usage, usage_by_agent) = self.core.usage();
         self.status(RoomStatus::Done);
         let master = self.team.master().name.clone();
-        self.emit(
+        self.core.emit(
             &master,
             None,
             EventKind::RunFinished {
@@ -548,14 +593,15 @@ impl<'a> Run<'a> {
             },
         );
         RunOutcome {
-            run_id: self.state.run_id.clone(),
+            run_id: self.core.run_id.clone(),
             answer,
             status: self.state.status,
             rounds: self.state.round,
             board: self.board.snapshot(),
             usage,
             usage_by_agent,
-            plan: self.plan.lock().clone(),
+            plan: self.core.plan.lock().clone(),
+            steps: Vec::new(),
         }
     }
 
@@ -639,9 +685,18 @@ impl<'a> Run<'a> {
         let (round, kind, author) = (new.round, new.kind, new.author.clone());
         let author = author.as_str();
         let entry = self.board.add_marked(new, transport);
-        self.on_entry(&entry);
-        let parent = self.team.agent(author).and_then(|a| self.parent_of(a));
-        self.emit(
+        // To the journal at once (a resume keeps it); a member's draft
+        // moves its module to `pending_review`.
+        self.core.journal(&JournalRecord::Entry {
+            round: self.state.round,
+            phase: self.state.phase,
+            entry: entry.clone(),
+        });
+        if let (EntryKind::Draft | EntryKind::Error, Some(task)) = (entry.kind, &entry.task) {
+            self.module_drafted(&entry, task);
+        }
+        let parent = self.team.agent(author).and_then(|a| self.core.parent_of(a));
+        self.core.emit(
             author,
             parent,
             EventKind::BoardEntry {
@@ -651,7 +706,7 @@ impl<'a> Run<'a> {
             },
         );
         if kind == EntryKind::Error {
-            self.emit(
+            self.core.emit(
                 author,
                 parent,
                 EventKind::Error {
@@ -663,52 +718,12 @@ impl<'a> Run<'a> {
         entry
     }
 
-    pub(crate) fn model_for(&self, agent: &str) -> SharedModel {
-        self.models
-            .get(agent)
-            .map_or_else(|| Arc::clone(&self.rt.model), Arc::clone)
-    }
-
-    /// Members answer to the master; the master to nobody.
-    pub(crate) fn parent_of(&self, agent: &AgentSpec) -> Option<&str> {
-        (agent.role == crate::team::AgentRole::Member).then(|| self.team.master().name.as_str())
-    }
-
-    pub(crate) fn cancelled(&self) -> bool {
-        self.rt.cancel.is_cancelled()
-    }
-
-    pub(crate) fn add_usage(&self, agent: &str, usage: Usage) {
-        {
-            let mut totals = self.usage.lock();
-            totals.0.add(usage);
-            totals.1.entry(agent.to_string()).or_default().add(usage);
-        }
-        // Journaled like board entries, so a resume after a crash mid-round
-        // still counts the calls that finished before it.
-        self.journal(&crate::store::JournalRecord::Usage {
-            round: self.state.round,
-            phase: self.state.phase,
-            agent: agent.to_string(),
-            usage,
-        });
-    }
-
     fn status(&self, status: RoomStatus) {
-        self.emit(
+        self.core.emit(
             &self.team.master().name,
             None,
             EventKind::RoomStatus { status },
         );
-    }
-
-    pub(crate) fn emit(&self, agent: &str, parent: Option<&str>, kind: EventKind) {
-        let event = Event::now(&self.state.run_id, agent, parent, kind);
-        self.persist_event(&event);
-        if let Some(tx) = &self.rt.events {
-            // A caller that stopped listening does not stop the run.
-            let _ = tx.send(event);
-        }
     }
 }
 

@@ -7,13 +7,13 @@
 
 use serde_json::Value;
 
-use super::run::Run;
-use super::turns::Turn;
+use super::Blackboard;
 use crate::board::Entry;
 use crate::event::now_ms;
 use crate::model::{Message, Phase};
 use crate::plan::{ModuleStatus, Plan, WorkModule};
 use crate::protocol::{Assignment, Decision};
+use crate::runtime::Turn;
 use crate::store::JournalRecord;
 
 fn round_of(m: &WorkModule) -> Option<u64> {
@@ -39,12 +39,12 @@ fn stamp(m: &mut WorkModule, key: &str) {
     m.metadata.insert(key.into(), Value::from(now_ms()));
 }
 
-impl Run<'_> {
+impl Blackboard<'_> {
     /// The master decided after round `round` (0: the plan).
     pub(crate) fn plan_decided(&self, round: u32, decision: Option<&Decision>) {
-        let mut plan = self.plan.lock();
+        let mut plan = self.core.plan.lock();
         match decision {
-            Some(Decision::Assign(assignments)) if round < self.rt.rounds_cap() => {
+            Some(Decision::Assign(assignments)) if round < self.core.rt.rounds_cap() => {
                 let next = round + 1;
                 let mut reopened: Vec<String> = Vec::new();
                 for a in assignments {
@@ -89,18 +89,17 @@ impl Run<'_> {
 
     /// Every module still waiting for review is accepted.
     pub(crate) fn complete_reviewed_modules(&self) {
-        complete(&mut self.plan.lock());
+        complete(&mut self.core.plan.lock());
     }
 
     /// A member starts on its assignment.
     pub(crate) fn module_started(&self, round: u32, a: &Assignment) {
-        let mut plan = self.plan.lock();
+        let mut plan = self.core.plan.lock();
         let statuses = [ModuleStatus::Pending, ModuleStatus::Ongoing];
         if let Some(m) = find(&mut plan, &a.member, round, Some(&a.task), &statuses) {
             m.status = ModuleStatus::Ongoing;
             stamp(m, "started_ms");
-            self.persist
-                .archive_from
+            self.archive_from
                 .lock()
                 .insert(m.task_id.clone(), m.context_archive.len());
         }
@@ -109,7 +108,7 @@ impl Run<'_> {
     /// A member's draft (or error) for `task` landed on the board.
     pub(crate) fn module_drafted(&self, entry: &Entry, task: &str) {
         let module = {
-            let mut plan = self.plan.lock();
+            let mut plan = self.core.plan.lock();
             let statuses = [ModuleStatus::Ongoing, ModuleStatus::Pending];
             let Some(m) = find(&mut plan, &entry.author, entry.round, Some(task), &statuses) else {
                 return;
@@ -119,7 +118,7 @@ impl Run<'_> {
             stamp(m, "drafted_ms");
             m.clone()
         };
-        self.journal(&JournalRecord::Module {
+        self.core.journal(&JournalRecord::Module {
             round: self.state.round,
             phase: self.state.phase,
             module,
@@ -132,7 +131,7 @@ impl Run<'_> {
         if turn.phase != Phase::Draft {
             return;
         }
-        let mut plan = self.plan.lock();
+        let mut plan = self.core.plan.lock();
         let Some(m) = find(
             &mut plan,
             &turn.agent,
@@ -143,7 +142,6 @@ impl Run<'_> {
             return;
         };
         let from = self
-            .persist
             .archive_from
             .lock()
             .get(&m.task_id)

@@ -1,16 +1,17 @@
 //! Master memory after a run: the master is asked what is worth
 //! remembering, and the note is kept for the team's next runs.
 
-use super::run::Run;
-use super::{call::Attempt, prompt};
+use super::Blackboard;
+use super::prompt;
 use crate::event::RunStatus;
 use crate::model::Phase;
+use crate::runtime::call::Attempt;
 
-impl Run<'_> {
+impl Blackboard<'_> {
     /// Asks the master for a memory note and stores it (when the runtime
     /// has a [`MasterMemory`](crate::MasterMemory) and the run has an answer).
     pub(crate) fn update_memory(&self) {
-        let Some(memory) = &self.rt.master_memory else {
+        let Some(memory) = &self.core.rt.master_memory else {
             return;
         };
         let Some(answer) = self
@@ -24,7 +25,7 @@ impl Run<'_> {
         if !matches!(
             self.state.status,
             RunStatus::Done | RunStatus::RoundLimit | RunStatus::BudgetExhausted
-        ) || memory.remembers(&self.state.run_id)
+        ) || memory.remembers(&self.core.run_id)
         {
             return;
         }
@@ -39,7 +40,7 @@ impl Run<'_> {
             |r| Ok(r.text.trim().to_string()),
         ) {
             Ok(Attempt::Usable(note)) => {
-                if let Err(e) = memory.remember(&self.state.run_id, &note) {
+                if let Err(e) = memory.remember(&self.core.run_id, &note) {
                     log::warn!("master memory not saved: {e}");
                 }
             }

@@ -1,0 +1,9 @@
+//! The handoff process: one agent active at a time, passing control by
+//! handoff (see DESIGN.md, "The handoff process", and `driver.rs`).
+
+mod driver;
+pub(crate) mod resume;
+mod state;
+
+pub(crate) use driver::Handoff;
+pub use state::{HandoffState, HandoffStep};

@@ -1,0 +1,88 @@
+//! Resuming a handoff run: the last snapshot (saved after every step and
+//! every routing decision, so no completed step runs again), the usage of
+//! the calls that finished after it, and the user's message if there is
+//! one.
+
+use std::path::Path;
+
+use super::state::{HandoffStep, USER};
+use crate::event::RunStatus;
+use crate::runtime::{RunError, RunPhase, RunState};
+use crate::store::{self, JournalRecord, RunRecord};
+
+/// The state a saved handoff run goes on from.
+pub(crate) fn prepare(
+    dir: &Path,
+    record: RunRecord,
+    message: Option<&str>,
+) -> Result<RunState, RunError> {
+    let mut state = record.state;
+    // The calls of the step that was cut off count, as they were paid for.
+    let journal =
+        store::read_journal(dir, record.journal_len.unwrap_or(0)).map_err(RunError::Store)?;
+    for w in &journal.warnings {
+        log::warn!("{}: {w}", dir.display());
+    }
+    for r in journal.items {
+        if let JournalRecord::Usage {
+            round,
+            phase,
+            agent,
+            usage,
+        } = r
+        {
+            if round == state.round && phase == state.phase {
+                state.usage.add(usage);
+                state.usage_by_agent.entry(agent).or_default().add(usage);
+            }
+        }
+    }
+    if matches!(state.status, RunStatus::Cancelled | RunStatus::Failed)
+        && state.phase != RunPhase::Finished
+    {
+        state.status = RunStatus::Running;
+        state.error = None;
+    }
+    if let Some(message) = message {
+        take_message(&mut state, message)?;
+    }
+    Ok(state)
+}
+
+/// The user's message: the reply to a run that returned to its user, or a
+/// follow-up to a finished one. It goes into the history as a step of the
+/// user's, and the agent that had the last turn goes on.
+fn take_message(state: &mut RunState, message: &str) -> Result<(), RunError> {
+    let Some(hs) = state.handoff.as_mut() else {
+        return Err(RunError::Process(format!(
+            "run {}: no handoff state to continue",
+            state.run_id
+        )));
+    };
+    if !matches!(state.status, RunStatus::AwaitingUser | RunStatus::Done) {
+        return Err(RunError::Process(format!(
+            "run {} is {}: only a run that waits for its user or is done takes a message (resume it without --message)",
+            state.run_id,
+            state.status.as_str()
+        )));
+    }
+    hs.steps.push(HandoffStep {
+        step_id: hs.next_id(),
+        agent: USER.to_string(),
+        text: message.to_string(),
+        tool_calls: Vec::new(),
+        artifacts: Vec::new(),
+        handoff_triggered: false,
+        handoff_target: Some(hs.active.clone()),
+        reason: None,
+        how: None,
+    });
+    hs.handoffs = 0;
+    hs.routing = false;
+    hs.feedback.clear();
+    state.status = RunStatus::Running;
+    state.phase = RunPhase::Step;
+    state.answer = None;
+    state.round = hs.steps.len() as u32;
+    Ok(())
+}

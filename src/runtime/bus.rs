@@ -1,0 +1,114 @@
+//! The event bus of a run: what happens flows one way, from the run to its
+//! subscribers. The run never asks a subscriber anything back.
+//!
+//! - The caller's channel ([`Runtime::events`](super::Runtime::events)) gets
+//!   every event.
+//! - The run store gets every event too, on a writer thread of its own
+//!   (`events.jsonl`, buffered: a streaming delta costs a channel send, not
+//!   a lock and a write), and the turn records and journal records, which
+//!   it writes at once: they are what a resume is built from.
+//!
+//! Only `run.json` (a checkpoint after every phase) is fsynced; the logs
+//! are appended, and a crash leaves at worst a torn last line.
+
+use std::sync::Arc;
+
+use crossbeam_channel::Sender;
+
+use super::Turn;
+use crate::event::Event;
+use crate::store::{EventLog, JournalRecord, RunDir};
+
+/// One consumer of a run's stream. Every method has a default that
+/// ignores the item, so a subscriber says only what it takes.
+pub(crate) trait Subscriber: Send + Sync {
+    /// An event (deltas included).
+    fn event(&self, _event: &Event) {}
+    /// The record of one finished model call.
+    fn turn(&self, _turn: &Turn) {}
+    /// A change made in the middle of a phase.
+    fn journal(&self, _record: &JournalRecord) {}
+}
+
+/// The caller's channel.
+struct Caller(Sender<Event>);
+
+impl Subscriber for Caller {
+    fn event(&self, event: &Event) {
+        // A caller that stopped listening does not stop the run.
+        let _ = self.0.send(event.clone());
+    }
+}
+
+/// The run directory: events through the buffered log, turns and journal
+/// records straight to their files.
+struct Store {
+    dir: Arc<RunDir>,
+    events: Option<EventLog>,
+}
+
+impl Subscriber for Store {
+    fn event(&self, event: &Event) {
+        if let Some(log) = &self.events {
+            log.append(event.clone());
+        }
+    }
+
+    fn turn(&self, turn: &Turn) {
+        if let Err(e) = self.dir.append_turn(turn) {
+            log::error!("cannot save turn {}: {e}", turn.turn_id);
+        }
+    }
+
+    fn journal(&self, record: &JournalRecord) {
+        if let Err(e) = self.dir.append_journal(record) {
+            log::error!("cannot journal: {e}");
+        }
+    }
+}
+
+/// The subscribers of one run. Dropping the bus closes the event log
+/// (its writer thread writes what is queued and ends).
+pub(crate) struct Bus {
+    subscribers: Vec<Box<dyn Subscriber>>,
+}
+
+impl Bus {
+    /// A bus for the caller's channel (if any) and the run directory (if
+    /// any).
+    pub(crate) fn new(caller: Option<Sender<Event>>, dir: Option<&Arc<RunDir>>) -> Self {
+        let mut subscribers: Vec<Box<dyn Subscriber>> = Vec::new();
+        if let Some(dir) = dir {
+            let events = dir
+                .event_log()
+                .map_err(|e| log::error!("cannot save events: {e}"))
+                .ok();
+            subscribers.push(Box::new(Store {
+                dir: Arc::clone(dir),
+                events,
+            }));
+        }
+        if let Some(tx) = caller {
+            subscribers.push(Box::new(Caller(tx)));
+        }
+        Bus { subscribers }
+    }
+
+    pub(crate) fn event(&self, event: Event) {
+        for s in &self.subscribers {
+            s.event(&event);
+        }
+    }
+
+    pub(crate) fn turn(&self, turn: &Turn) {
+        for s in &self.subscribers {
+            s.turn(turn);
+        }
+    }
+
+    pub(crate) fn journal(&self, record: &JournalRecord) {
+        for s in &self.subscribers {
+            s.journal(record);
+        }
+    }
+}

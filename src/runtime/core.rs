@@ -1,0 +1,209 @@
+//! The run core: what every run has, whatever its process.
+//!
+//! ```text
+//!             ┌──────────── process driver (blackboard, handoff) ────────────┐
+//!             │ phases / steps, its own state, its own prompts and protocol  │
+//!             └───────────────┬──────────────────────────────┬───────────────┘
+//!                 call_until / emit / journal            save (checkpoint)
+//!             ┌───────────────▼──────────────────────────────▼───────────────┐
+//!   Core:     │ ids · models · tools + plan · usage & budget · deadline ·    │
+//!             │ cancel · turn records · the run directory · the event bus    │
+//!             └───────────────┬──────────────────────────────────────────────┘
+//!                             │ events, turns, journal records (one way)
+//!               caller's channel · run store (events.jsonl, turns, journal) · …
+//! ```
+//!
+//! A driver owns its state and calls the core; the core never calls back
+//! into a driver. Every model call goes through [`Core::call_until`]; every
+//! event through [`Core::emit`], which hands it to the subscribers of the
+//! run's [`Bus`](super::bus::Bus).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use super::bus::Bus;
+use super::persist::{Opening, Persist};
+use super::state::{RunPhase, RunState};
+use super::turns::TurnTracker;
+use super::{RunError, Runtime, models};
+use crate::event::{Event, EventKind};
+use crate::model::{SharedModel, Usage};
+use crate::plan::Plan;
+use crate::store::JournalRecord;
+use crate::team::{AgentSpec, Team};
+
+/// What every run has. Shared by reference with the driver's member
+/// threads: everything that changes mid-phase sits behind a short lock.
+pub(crate) struct Core<'a> {
+    pub(crate) rt: &'a Runtime,
+    pub(crate) team: &'a Team,
+    pub(crate) run_id: String,
+    models: HashMap<String, SharedModel>,
+    /// Tokens used, in total and per agent.
+    usage: Mutex<(Usage, BTreeMap<String, Usage>)>,
+    /// The work modules, shared with the tools that read and change them.
+    pub(crate) plan: Mutex<Plan>,
+    /// The run directory and the snapshot writer.
+    pub(crate) persist: Persist,
+    /// Turn ids and parents.
+    pub(crate) tracker: Mutex<TurnTracker>,
+    /// The run's tools; MCP servers end when the run is dropped.
+    pub(crate) tools: crate::tools::ToolRegistry,
+    /// Model calls made so far (numbers the calls in events).
+    pub(crate) calls: AtomicU64,
+    /// The wall-clock limit of this drive, if any.
+    pub(crate) timeout: Option<Duration>,
+    /// When that limit passes.
+    pub(crate) deadline: Option<Instant>,
+    /// The master's memory of earlier runs, read when this run started.
+    pub(crate) memory: String,
+    /// Where the driver is (round, phase): what journal records are filed
+    /// under, so a resume replays only the phase that was cut off.
+    position: Mutex<(u32, RunPhase)>,
+    bus: Bus,
+}
+
+impl<'a> Core<'a> {
+    /// Builds the core of a run from `state` (which keeps its
+    /// process-specific parts: the caller takes the usage and plan here).
+    pub(crate) fn start(
+        rt: &'a Runtime,
+        state: &mut RunState,
+        opening: Opening,
+    ) -> Result<Self, RunError> {
+        let models = models::resolve_agents(&rt.team, &rt.model)
+            .map_err(|(agent, source)| RunError::Model { agent, source })?;
+        // Tools first: a bad grant or a dead MCP server is bad input, and
+        // should not leave a run directory behind.
+        let tools = super::tool_loop::registry(rt).map_err(RunError::Tools)?;
+        let (persist, turns) = Persist::open(rt, state, opening)?;
+        let bus = Bus::new(rt.events.clone(), persist.dir.as_ref());
+        let timeout = rt.timeout.or(rt.team.config().timeout());
+        // Memory is read per run: the note the last run left counts.
+        let memory = match &rt.master_memory {
+            Some(m) => m.load().unwrap_or_else(|e| {
+                log::warn!("master memory not read: {e}");
+                String::new()
+            }),
+            None => rt.memory.clone(),
+        };
+        Ok(Core {
+            rt,
+            team: &rt.team,
+            run_id: state.run_id.clone(),
+            models,
+            usage: Mutex::new((state.usage, std::mem::take(&mut state.usage_by_agent))),
+            plan: Mutex::new(std::mem::take(&mut state.plan)),
+            persist,
+            tracker: Mutex::new(TurnTracker::from_turns(&turns)),
+            tools,
+            calls: AtomicU64::new(0),
+            timeout,
+            deadline: timeout.map(|t| Instant::now() + t),
+            memory,
+            position: Mutex::new((state.round, state.phase)),
+            bus,
+        })
+    }
+
+    /// The model `agent` uses.
+    pub(crate) fn model_for(&self, agent: &str) -> SharedModel {
+        self.models
+            .get(agent)
+            .map_or_else(|| Arc::clone(&self.rt.model), Arc::clone)
+    }
+
+    /// Members answer to the master; the master to nobody.
+    pub(crate) fn parent_of(&self, agent: &AgentSpec) -> Option<&str> {
+        (agent.role == crate::team::AgentRole::Member).then(|| self.team.master().name.as_str())
+    }
+
+    /// Whether the caller asked the run to stop.
+    pub(crate) fn cancelled(&self) -> bool {
+        self.rt.cancel.is_cancelled()
+    }
+
+    /// The run's workspace directory, if it has one.
+    pub(crate) fn workspace_dir(&self) -> Option<std::path::PathBuf> {
+        self.rt
+            .workspace
+            .clone()
+            .or_else(|| self.persist.dir.as_ref().map(|d| d.workspace()))
+    }
+
+    /// Tells the core where the driver is: journal records made from now
+    /// on are filed under this round and phase.
+    pub(crate) fn at(&self, round: u32, phase: RunPhase) {
+        *self.position.lock() = (round, phase);
+    }
+
+    /// Where the driver is.
+    pub(crate) fn position(&self) -> (u32, RunPhase) {
+        *self.position.lock()
+    }
+
+    /// Counts a call's tokens, in total and for `agent`, and journals them
+    /// so a resume after a crash mid-phase still counts finished calls.
+    pub(crate) fn add_usage(&self, agent: &str, usage: Usage) {
+        {
+            let mut totals = self.usage.lock();
+            totals.0.add(usage);
+            totals.1.entry(agent.to_string()).or_default().add(usage);
+        }
+        let (round, phase) = self.position();
+        self.journal(&JournalRecord::Usage {
+            round,
+            phase,
+            agent: agent.to_string(),
+            usage,
+        });
+    }
+
+    /// Tokens used so far: the total and each agent's.
+    pub(crate) fn usage(&self) -> (Usage, BTreeMap<String, Usage>) {
+        self.usage.lock().clone()
+    }
+
+    /// The total tokens used so far.
+    pub(crate) fn used_tokens(&self) -> u64 {
+        self.usage.lock().0.total()
+    }
+
+    /// Sends an event to every subscriber.
+    pub(crate) fn emit(&self, agent: &str, parent: Option<&str>, kind: EventKind) {
+        self.bus
+            .event(Event::now(&self.run_id, agent, parent, kind));
+    }
+
+    /// Files a change made in the middle of a phase (durable at once).
+    pub(crate) fn journal(&self, record: &JournalRecord) {
+        self.bus.journal(record);
+    }
+
+    /// Files a turn record.
+    pub(crate) fn file_turn(&self, turn: &super::Turn) {
+        self.bus.turn(turn);
+    }
+
+    /// Saves the run: `state` (whose usage and plan the core fills in)
+    /// to `run.json`, the plan to `workspace/plan.json`, and at the end the
+    /// answer to `workspace/report.md`.
+    pub(crate) fn save(&self, mut state: RunState) {
+        let workspace = self.workspace_dir();
+        if self.persist.dir.is_none() && workspace.is_none() {
+            return;
+        }
+        state.plan = self.plan.lock().clone();
+        let (usage, by_agent) = self.usage();
+        state.usage = usage;
+        state.usage_by_agent = by_agent;
+        let record = self.persist.record(self.rt, state);
+        if let Err(e) = self.persist.save(&record, workspace.as_deref()) {
+            log::error!("cannot save the run: {e}");
+        }
+    }
+}

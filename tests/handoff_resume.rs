@@ -1,0 +1,148 @@
+//! A handoff run killed with SIGKILL in the middle of its chain resumes
+//! with no completed step run again (issue 11 §2, "Persistence"): the real
+//! binary, a real kill, the model calls counted in `turns.jsonl`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use boardroom::{Phase, RunStatus, load_run, read_turns};
+
+const BIN: &str = env!("CARGO_BIN_EXE_boardroom");
+const AGENTS: [&str; 4] = ["analyst", "editor", "researcher", "writer"];
+
+fn team(dir: &Path) {
+    std::fs::create_dir_all(dir.join("agents")).unwrap();
+    std::fs::create_dir_all(dir.join("souls")).unwrap();
+    for name in AGENTS {
+        let role = if name == "researcher" {
+            "master"
+        } else {
+            "member"
+        };
+        std::fs::write(
+            dir.join("agents").join(format!("{name}.md")),
+            format!("---\nname: {name}\nrole: {role}\ndescription: the team's {name}\n---\n"),
+        )
+        .unwrap();
+        std::fs::write(dir.join("souls").join(format!("{name}.md")), "You help.").unwrap();
+    }
+    std::fs::write(
+        dir.join("team.yaml"),
+        "name: chain\nprocess: handoff\nentry: researcher\nafter_work_behavior: terminate\n",
+    )
+    .unwrap();
+}
+
+fn run_dir(runs: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(runs)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.join("run.json").is_file())
+}
+
+fn steps(dir: &Path) -> usize {
+    load_run(dir)
+        .ok()
+        .and_then(|r| r.state.handoff)
+        .map_or(0, |h| h.steps.len())
+}
+
+fn turns_by_agent(dir: &Path) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for t in read_turns(dir).unwrap().items {
+        if t.phase == Phase::Converse {
+            *out.entry(t.agent).or_insert(0) += 1;
+        }
+    }
+    out
+}
+
+#[test]
+fn a_handoff_run_killed_mid_chain_resumes_without_running_a_completed_step_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (team_dir, runs) = (tmp.path().join("team"), tmp.path().join("runs"));
+    team(&team_dir);
+    let mut child = Command::new(BIN)
+        .args([
+            "run",
+            "--team",
+            team_dir.to_str().unwrap(),
+            "--model",
+            "sim:latency=400ms,latency_phases=converse",
+            "--json",
+            "Explain tea",
+        ])
+        .arg("--runs-dir")
+        .arg(&runs)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let dir = loop {
+        if let Some(dir) = run_dir(&runs) {
+            if steps(&dir) >= 2 {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                break dir;
+            }
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the run ended before it could be killed: {status}");
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no steps appeared"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let before = load_run(&dir).unwrap().state;
+    assert_eq!(before.status, RunStatus::Running);
+    let done_before = before.handoff.as_ref().unwrap().steps.clone();
+    assert!(
+        (2..AGENTS.len()).contains(&done_before.len()),
+        "killed mid-chain"
+    );
+    for (agent, n) in turns_by_agent(&dir) {
+        assert_eq!(n, 1, "{agent} before the kill");
+    }
+
+    let id = dir.file_name().unwrap().to_str().unwrap();
+    let out = Command::new(BIN)
+        .args(["resume", id, "--json"])
+        .arg("--runs-dir")
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = load_run(&dir).unwrap().state;
+    assert_eq!(after.status, RunStatus::Done);
+    let steps_after = after.handoff.unwrap().steps;
+    assert_eq!(steps_after.len(), AGENTS.len(), "each agent acted once");
+    assert_eq!(&steps_after[..done_before.len()], &done_before[..]);
+    // One model call per agent turn: no completed step ran again.
+    let turns = turns_by_agent(&dir);
+    assert_eq!(turns.len(), AGENTS.len(), "{turns:?}");
+    for (agent, n) in turns {
+        assert_eq!(n, 1, "{agent} was called again");
+    }
+    let usage: u64 = read_turns(&dir)
+        .unwrap()
+        .items
+        .iter()
+        .map(|t| t.usage.total())
+        .sum();
+    assert_eq!(
+        after.usage.total(),
+        usage,
+        "usage equals the sum over turns.jsonl"
+    );
+}
