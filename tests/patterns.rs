@@ -1,6 +1,7 @@
 //! The four collaboration patterns (AgentX §1.2, issue 11 §3) that ship in
 //! examples/teams: each checks, and each runs offline on `sim` end to end
-//! with `boardroom run --team examples/teams/NAME "..."`.
+//! with `boardroom run --team examples/teams/NAME "..."`: the blackboard
+//! ones as rounds on a board, the handoff ones as chains of handoffs.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -117,4 +118,126 @@ fn consensus_experts_answer_in_parallel_challenge_and_the_synthesizer_decides() 
     for e in ["cost_expert", "risk_expert", "people_expert"] {
         assert!(stdout.contains(&format!("## From {e}")), "{e}: {stdout}");
     }
+}
+
+/// The handoff lines the live view printed: `from → to (how)`.
+fn handoffs(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("⇢ "))
+        .map(|l| l.split_once("):").map_or(l, |(head, _)| head).to_string() + ")")
+        .collect()
+}
+
+#[test]
+fn sequential_hands_off_from_researcher_to_writer_to_reviewer_to_publisher() {
+    let out = boardroom(&[
+        "run",
+        "--team",
+        "examples/teams/sequential",
+        "--no-memory",
+        TASK,
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        handoffs(&stderr),
+        vec![
+            "researcher → writer (tool)",
+            "writer → reviewer (tool)",
+            "reviewer → publisher (tool)",
+        ],
+        "{stderr}"
+    );
+    // The publisher's text is the answer, built on the writer's draft.
+    assert!(
+        stdout.starts_with("Published: Write a short guide to brewing green tea"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Draft: "), "{stdout}");
+    assert!(!stdout.contains("HANDOFF"), "{stdout}");
+    // The same chain by HANDOFF: lines for models without tools.
+    let out = boardroom(&[
+        "run",
+        "--team",
+        "examples/teams/sequential",
+        "--protocol",
+        "line",
+        "--no-memory",
+        TASK,
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        handoffs(&stderr),
+        vec![
+            "researcher → writer (line)",
+            "writer → reviewer (line)",
+            "reviewer → publisher (line)",
+        ],
+        "{stderr}"
+    );
+}
+
+#[test]
+fn iterative_cycles_writer_and_reviewer_until_approved_then_publishes() {
+    let out = boardroom(&[
+        "run",
+        "--team",
+        "examples/teams/iterative",
+        "--no-memory",
+        TASK,
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        handoffs(&stderr),
+        vec![
+            "writer → reviewer (tool)",
+            "reviewer → writer (tool)",
+            "writer → reviewer (tool)",
+            "reviewer → publisher (tool)",
+        ],
+        "{stderr}"
+    );
+    assert!(
+        stdout.starts_with("Published: Write a short guide to brewing green tea"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Draft (revised"),
+        "the published text is the revision: {stdout}"
+    );
+
+    // --var max_revisions=0: the reviewer approves the first draft.
+    let out = boardroom(&[
+        "run",
+        "--team",
+        "examples/teams/iterative",
+        "--var",
+        "max_revisions=0",
+        "--no-memory",
+        TASK,
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        handoffs(&stderr),
+        vec!["writer → reviewer (tool)", "reviewer → publisher (tool)"],
+        "{stderr}"
+    );
+    assert!(!stdout.contains("revised"), "{stdout}");
+
+    // A variable the team does not declare is bad input.
+    let out = boardroom(&[
+        "run",
+        "--team",
+        "examples/teams/iterative",
+        "--var",
+        "max_revision=1",
+        TASK,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("max_revisions, audience"), "{stderr}");
 }
