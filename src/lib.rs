@@ -156,7 +156,7 @@ pub use team::{
     AfterWork, AgentModel, AgentRole, AgentSpec, DEFAULT_MAX_HANDOFFS, DEFAULT_MAX_TURNS,
     EndpointConfig, HandoffRule, HandoffRuleConfig, HandoffSettings, ModelConfig, Process, Team,
     TeamConfig, TeamError, TemplateError, VarError, Variables, apply_var_flags, check_template,
-    parse_var_flag, render,
+    parse_var_flag, render, render_task,
 };
 pub use tools::{
     Elicitation, McpError, McpPool, McpServerConfig, McpToolInfo, Tool, ToolContext, ToolError,

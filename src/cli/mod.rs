@@ -8,6 +8,7 @@ mod logging;
 mod observe;
 mod render;
 mod runs;
+mod team_info;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -535,9 +536,10 @@ fn check(dir: Option<&Path>) -> u8 {
         |d| PathBuf::from(d).display().to_string(),
     );
     println!(
-        "team '{}' ({origin}): {} agents",
+        "team '{}' ({origin}): {} agents{}",
         team.name(),
-        team.agents().len()
+        team.agents().len(),
+        team_info::process_note(&team)
     );
     for a in team.agents() {
         let role = match a.role {
@@ -567,6 +569,9 @@ fn check(dir: Option<&Path>) -> u8 {
             format!(" [{}]", flags.join("; "))
         };
         println!("  {role:<6} {:<14} {}{flags}", a.name, a.description);
+    }
+    for line in team_info::lines(&team) {
+        println!("{line}");
     }
     if let Some(pool) = tools.mcp() {
         for server in pool.servers() {

@@ -244,17 +244,26 @@ enum Manner {
 }
 
 impl Manner {
+    /// From the agent's name, else its description.
     fn of(agent: &str, description: &str) -> Manner {
-        let t = format!("{agent} {description}").to_lowercase();
+        Manner::from_words(agent)
+            .or_else(|| Manner::from_words(description))
+            .unwrap_or(Manner::Write)
+    }
+
+    fn from_words(text: &str) -> Option<Manner> {
+        let t = text.to_lowercase();
         let any = |words: &[&str]| words.iter().any(|w| t.contains(w));
         if any(&["review", "critic", "check", "editor", "judge"]) {
-            Manner::Review
+            Some(Manner::Review)
         } else if any(&["publish", "format", "release"]) {
-            Manner::Publish
+            Some(Manner::Publish)
         } else if any(&["research", "fact", "source", "expert"]) {
-            Manner::Facts
+            Some(Manner::Facts)
+        } else if any(&["writ", "draft", "author"]) {
+            Some(Manner::Write)
         } else {
-            Manner::Write
+            None
         }
     }
 }

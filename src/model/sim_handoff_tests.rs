@@ -74,7 +74,8 @@ fn play(
         });
         history.push(HistoryStep {
             agent: active.clone(),
-            text,
+            // As the driver keeps it: the HANDOFF line stays in the text.
+            text: resp.text.clone(),
             artifacts: Vec::new(),
             handoff_to: next.as_ref().map(|n| n.0.clone()),
             reason: next.as_ref().map(|n| n.2.clone()),

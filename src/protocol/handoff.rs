@@ -328,8 +328,8 @@ pub struct TurnInput<'a> {
     pub tools: bool,
 }
 
-/// Renders `<history>`: every step with its agent, text, artifacts and
-/// handoff.
+/// Renders `<history>`: every step with its agent, text (without HANDOFF
+/// lines), artifacts and handoff.
 pub fn render_history(history: &[HistoryStep]) -> String {
     let mut out = String::from("<history>\n");
     for (i, s) in history.iter().enumerate() {
@@ -343,7 +343,9 @@ pub fn render_history(history: &[HistoryStep]) -> String {
             let _ = write!(out, " handoff_to=\"{}\"", escape_xml(to));
         }
         out.push_str(">\n");
-        let _ = writeln!(out, "{}", escape_xml(s.text.trim()));
+        // The handoff is in the attributes; a HANDOFF line left in the text
+        // would be copied by the next agent and read as its own.
+        let _ = writeln!(out, "{}", escape_xml(&strip_handoff_lines(&s.text)));
         if !s.artifacts.is_empty() {
             let files: Vec<String> = s.artifacts.iter().map(|a| escape_xml(a)).collect();
             let _ = writeln!(out, "<artifacts>{}</artifacts>", files.join(", "));

@@ -25,6 +25,7 @@ pub use handoff::{
 };
 pub use template::{
     TemplateError, VarError, Variables, apply_var_flags, check_template, parse_var_flag, render,
+    render_task,
 };
 
 /// Keys an agent's front matter may hold.

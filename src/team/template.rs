@@ -418,6 +418,32 @@ pub fn render(template: &str, vars: &Variables) -> Result<String, TemplateError>
         .map_err(syntax_error)
 }
 
+/// Renders a task: the user's text, which may use the team's variables
+/// (`Write about {{ topic }}`) but may also be about template syntax
+/// itself (`Explain {{ name }} in Jinja`). Where it is not a valid template
+/// over the declared variables it is returned as written, never an error.
+///
+/// # Examples
+///
+/// ```
+/// use boardroom::{Variables, render_task};
+/// let vars = Variables::declare([("topic", "green tea".into())]);
+/// assert_eq!(render_task("A guide to {{ topic }}", &vars), "A guide to green tea");
+/// assert_eq!(render_task("What does {{ x }} do?", &vars), "What does {{ x }} do?");
+/// assert_eq!(render_task("Fix {% if a %}", &vars), "Fix {% if a %}");
+/// ```
+pub fn render_task(task: &str, vars: &Variables) -> String {
+    match render(task, vars) {
+        Ok(text) => text,
+        Err(e) => {
+            log::debug!(
+                "the task is used as written: it is not a template over the variables ({e})"
+            );
+            task.to_string()
+        }
+    }
+}
+
 fn syntax_error(e: minijinja::Error) -> TemplateError {
     TemplateError::Syntax {
         line: e.line(),

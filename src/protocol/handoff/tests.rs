@@ -38,11 +38,13 @@ fn handoff_lines_as_models_write_them() {
         line("> HANDOFF:writer:\"quoted reason\""),
         pair("writer", "quoted reason")
     );
-    // The last directive wins: the first may be quoted from the instructions.
+    // The last directive wins: the reply usually ends with it, and an
+    // earlier one may be a plan the agent changed.
     assert_eq!(
-        line("I could write HANDOFF:writer:x here.\nHANDOFF: reviewer: check it"),
+        line("HANDOFF: writer: at first I meant this\nbut then\nHANDOFF: reviewer: check it"),
         pair("reviewer", "check it")
     );
+    assert_eq!(line("I could write HANDOFF:writer:x here."), None);
     // Prose that mentions a handoff is not one.
     assert_eq!(line("The handoff to the writer went well."), None);
     assert_eq!(line("Handoff the draft when you are ready"), None);
@@ -143,7 +145,9 @@ fn history() -> Vec<HistoryStep> {
     vec![
         HistoryStep {
             agent: "researcher".into(),
-            text: "Facts: water at 80°C <not boiling> & 2 minutes.".into(),
+            text:
+                "Facts: water at 80°C <not boiling> & 2 minutes.\n\nHANDOFF: writer: facts are in"
+                    .into(),
             artifacts: vec!["notes.md".into()],
             handoff_to: Some("writer".into()),
             reason: Some("facts are in".into()),
