@@ -107,7 +107,7 @@ fn defaults_are_listed_for_a_minimal_handoff_team() {
     let out = boardroom(&["check"], repo());
     let stdout = text(&out.stdout);
     assert!(
-        stdout.starts_with("team 'default' (.): 5 agents\n"),
+        stdout.starts_with("team 'default' (.): 6 agents\n"),
         "{stdout}"
     );
     assert!(!stdout.contains("entry"), "{stdout}");
