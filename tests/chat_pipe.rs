@@ -52,12 +52,46 @@ fn only_dir(dir: &Path) -> String {
 #[test]
 fn a_piped_conversation_clarifies_drafts_launches_answers_status_and_reports() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = chat(
-        tmp.path(),
-        &["--model", "sim:latency=200ms"],
-        "Plan a team offsite\nabout 20 people, two days\ny\nhow is it going?\n",
-    );
-    let t = text(&out);
+    // The members' drafts wait for `go`, created once the partner has
+    // answered the status question: the team is at work when it answers,
+    // by construction (not by a margin of latency).
+    let go = tmp.path().join("go");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["chat", "--model"])
+        .arg(format!("sim:latency=200ms,hold={}", go.display()))
+        .current_dir(tmp.path())
+        .env_remove("BOARDROOM_MODEL")
+        .env_remove("OPENAI_BASE_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"Plan a team offsite\nabout 20 people, two days\ny\nhow is it going?\n")
+        .unwrap();
+    let rx = lines_of(&mut child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut t = String::new();
+    loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no status answer in:\n{t}"));
+        t.push_str(&line);
+        t.push('\n');
+        if line == "partner: Here is where the team stands:" {
+            break;
+        }
+    }
+    std::fs::write(&go, "").unwrap();
+    for line in rx {
+        t.push_str(&line);
+        t.push('\n');
+    }
+    let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
         "{t}\n{}",
@@ -281,7 +315,13 @@ fn lines_of(child: &mut std::process::Child) -> crossbeam_channel::Receiver<Stri
 fn a_run_killed_with_the_chat_is_shown_interrupted_on_resume_and_finishes() {
     let tmp = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args(["chat", "--model", "sim:latency=400ms"])
+        .args(["chat", "--model"])
+        // The drafts wait for a file never made: the run is at work when
+        // it is killed, by construction.
+        .arg(format!(
+            "sim:latency=400ms,hold={}",
+            tmp.path().join("never").display()
+        ))
         .current_dir(tmp.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
