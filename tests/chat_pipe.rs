@@ -532,3 +532,61 @@ fn after_the_report_a_follow_up_runs_a_new_round_on_the_same_run_with_consent() 
     assert_eq!(run["round"], 2, "a new round on the same run");
     assert_eq!(run["user_notes"][0]["message"], "make it shorter");
 }
+
+#[test]
+fn ctrl_c_after_the_input_has_ended_stops_the_team_and_the_run_stays_resumable() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The drafts wait for `go`: the team is at work when Ctrl-C comes.
+    let go = tmp.path().join("go");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["chat", "--model"])
+        .arg(format!("sim:hold={}", go.display()))
+        .current_dir(tmp.path())
+        .env_remove("BOARDROOM_MODEL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let rx = lines_of(&mut child);
+    // The input ends after the consent: nobody is left to ask.
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"Plan a team offsite for about 20 people over two days\ny\n")
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut seen = Vec::new();
+    let wait_for = |prefix: &str, seen: &mut Vec<String>| loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no {prefix:?} in:\n{}", seen.join("\n")));
+        seen.push(line.clone());
+        if line.starts_with(prefix) {
+            return line;
+        }
+    };
+    let launched = wait_for("[team] run ", &mut seen);
+    let run_id = launched["[team] run ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    wait_for("partner: The team is on it", &mut seen);
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    wait_for(&format!("[boardroom] stopping run {run_id}"), &mut seen);
+    std::fs::write(&go, "").unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{}", seen.join("\n"));
+    let run: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("runs").join(&run_id).join("run.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(run["status"], "cancelled", "stopped, resumable");
+    assert_ne!(run["phase"], "finished");
+}

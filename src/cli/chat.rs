@@ -409,8 +409,17 @@ fn main_loop(chat: &mut Chat, io: &mut Io, interrupts: &Interrupts, terminal: bo
         if io.eof {
             // A pipe ends when the team has: its report is the end of the
             // conversation.
-            if chat.running().is_some() && !terminal {
-                let _ = wake.recv_timeout(Duration::from_millis(200));
+            // A Ctrl-C then has nobody to ask: it stops the team (resumable).
+            if let Some(run_id) = chat.running().map(str::to_string).filter(|_| !terminal) {
+                crossbeam_channel::select! {
+                    recv(io.inputs.clone()) -> input => {
+                        if let Ok(Input::Interrupt) = input {
+                            stop_team(chat, io, &run_id);
+                        }
+                    },
+                    recv(wake) -> _ => {},
+                    default(Duration::from_millis(200)) => {},
+                }
                 continue;
             }
             // The run's last news may have landed after the check above.
@@ -449,14 +458,18 @@ fn on_interrupt(chat: &mut Chat, io: &mut Io) {
         io,
         &format!("Stop the team? Run {run_id} is saved and can be resumed. [y/N]"),
     ) {
-        chat.show(
-            io,
-            ChatEvent::Notice {
-                text: format!("stopping run {run_id} (after the calls in flight)"),
-            },
-        );
-        chat.stop_run();
+        stop_team(chat, io, &run_id);
     }
+}
+
+fn stop_team(chat: &mut Chat, io: &mut Io, run_id: &str) {
+    chat.show(
+        io,
+        ChatEvent::Notice {
+            text: format!("stopping run {run_id} (after the calls in flight)"),
+        },
+    );
+    chat.stop_run();
 }
 
 fn greet_resumed(chat: &mut Chat, io: &mut Io, id: &str) {
