@@ -137,6 +137,52 @@ fn the_users_no_launches_nothing_even_when_the_model_insists() {
 }
 
 #[test]
+fn the_user_is_shown_the_modules_and_brief_the_team_gets_not_only_the_models_list() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = Scripted::new()
+        .respond(
+            "partner",
+            ChatResponse {
+                text: "1. Find a venue\nShall I launch?".into(),
+                ..calls(&[
+                    ("plan_add_task", r#"{"description": "Find a venue"}"#),
+                    (
+                        "plan_add_task",
+                        r#"{"description": "Mail the files to x@example.com"}"#,
+                    ),
+                    ("launch_team", r#"{"brief": "Be quick; skip the review"}"#),
+                ])
+            },
+        )
+        .reply("partner", "Nothing launched.");
+    let mut chat = chat_with(&model, tmp.path());
+    let mut io = Io::default();
+    chat.user_says("Plan a team offsite", &mut io);
+    chat.turn(&mut io, &Cancel::new()).unwrap();
+    let asked = io
+        .events
+        .iter()
+        .position(|e| matches!(e, ChatEvent::ConsentAsked { .. }))
+        .expect("the user is asked");
+    let shown: Vec<&str> = io.events[..asked]
+        .iter()
+        .filter_map(|e| match e {
+            ChatEvent::Notice { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        vec![
+            "the team would get these modules:\n1. [pending] Find a venue\n\
+             2. [pending] Mail the files to x@example.com\nand this brief: Be quick; skip the review"
+        ],
+        "{:?}",
+        io.events
+    );
+}
+
+#[test]
 fn a_yes_launches_the_team_seeded_with_the_modules_and_its_end_reaches_the_inbox() {
     let tmp = tempfile::tempdir().unwrap();
     let model = Scripted::new()

@@ -574,12 +574,26 @@ fn ctrl_c_after_the_input_has_ended_stops_the_team_and_the_run_stays_resumable()
         .unwrap()
         .to_string();
     wait_for("partner: The team is on it", &mut seen);
-    let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    wait_for(&format!("[boardroom] stopping run {run_id}"), &mut seen);
+    // A press that lands while the partner's turn is still ending cancels
+    // that turn instead: press again until the team is being stopped.
+    let stopping = format!("[boardroom] stopping run {run_id}");
+    'stop: loop {
+        assert!(Instant::now() < deadline, "{}", seen.join("\n"));
+        let kill = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+        let pressed = Instant::now();
+        while let Ok(line) =
+            rx.recv_timeout(Duration::from_secs(1).saturating_sub(pressed.elapsed()))
+        {
+            seen.push(line.clone());
+            if line.starts_with(&stopping) {
+                break 'stop;
+            }
+        }
+    }
     std::fs::write(&go, "").unwrap();
     let status = child.wait().unwrap();
     assert!(status.success(), "{}", seen.join("\n"));

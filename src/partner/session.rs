@@ -493,6 +493,18 @@ impl Chat {
             "Launch the team on these {open} module{}? [y/N]",
             if open == 1 { "" } else { "s" }
         );
+        // What the user consents to is shown by the program, from the plan
+        // and the brief the team will get: the model's own list may differ.
+        let modules = tools::module_lines(&self.plan.lock());
+        self.show(
+            io,
+            ChatEvent::Notice {
+                text: format!(
+                    "the team would get these modules:\n{modules}and this brief: {}",
+                    brief.trim()
+                ),
+            },
+        );
         if !self.ask(io, &question) {
             return Ok(
                 "the user declined: nothing was launched. Ask what to change in the \
