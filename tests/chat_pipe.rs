@@ -514,9 +514,13 @@ fn after_the_report_a_follow_up_runs_a_new_round_on_the_same_run_with_consent() 
     assert!(out.status.success());
     let rest = rx.iter().collect::<Vec<_>>().join("\n");
     let run_id = only_dir(&tmp.path().join("runs"));
+    // The user sees the message the team gets before saying yes.
     let ask = at(
         &rest,
-        &format!("Send this follow-up to run {run_id}? [y/N]\nyou: y"),
+        &format!(
+            "[boardroom] the team would get this follow-up: make it shorter\n\
+             Send this follow-up to run {run_id}? [y/N]\nyou: y"
+        ),
     );
     let on_it = at(&rest, "partner: The team is on your follow-up");
     let report = at(

@@ -553,6 +553,13 @@ impl Chat {
                 state.status.as_str()
             ));
         }
+        // The message is the model's wording: the user sees what is sent.
+        self.show(
+            io,
+            ChatEvent::Notice {
+                text: format!("the team would get this follow-up: {message}"),
+            },
+        );
         if !self.ask(io, &format!("Send this follow-up to run {run_id}? [y/N]")) {
             return Ok("the user declined: no follow-up was sent.".into());
         }
