@@ -228,3 +228,38 @@ fn a_yes_launches_the_team_seeded_with_the_modules_and_its_end_reaches_the_inbox
     );
     assert_eq!(chat.close(), None, "nothing left running");
 }
+
+#[test]
+fn a_chat_dropped_without_close_stops_its_run_and_leaves_no_thread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = Scripted::new()
+        .respond(
+            "partner",
+            calls(&[
+                ("plan_add_task", r#"{"description": "Find a venue"}"#),
+                ("launch_team", r#"{"brief": "Plan a team offsite"}"#),
+            ]),
+        )
+        .otherwise("partner", "ok");
+    let team = Sim::new().latency(std::time::Duration::from_millis(300));
+    let rt = Runtime::new(Team::builtin().unwrap(), team).runs_dir(tmp.path());
+    let mut chat = Chat::new(rt, std::sync::Arc::new(model.clone()), tmp.path()).unwrap();
+    let mut io = Io {
+        answers: vec![true],
+        ..Io::default()
+    };
+    chat.user_says("Plan a team offsite", &mut io);
+    chat.turn(&mut io, &Cancel::new()).unwrap();
+    let run_id = chat.runs()[0].clone();
+    drop(chat);
+    // The run's thread has ended: nobody holds its directory, and it is
+    // saved as no longer running (stopped, resumable).
+    let dir = tmp.path().join(&run_id);
+    assert_eq!(
+        boardroom::run_holder(&dir),
+        None,
+        "the run outlived its chat"
+    );
+    let saved = boardroom::load_run(&dir).unwrap();
+    assert_ne!(saved.state.status, boardroom::RunStatus::Running);
+}

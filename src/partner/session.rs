@@ -846,6 +846,20 @@ impl Chat {
     }
 }
 
+/// A chat dropped without [`Chat::close`] ends the same way: no run it
+/// launched, and no thread of it, outlives it.
+impl Drop for Chat {
+    fn drop(&mut self) {
+        if self.active.is_some() || !self.abandoned.is_empty() {
+            self.stop_run();
+            for t in std::mem::take(&mut self.abandoned) {
+                let _ = t.join();
+            }
+            self.save();
+        }
+    }
+}
+
 /// The partner's system prompt: its soul, the team it fronts, its tools.
 fn system_prompt(runtime: &Runtime, partner: &AgentSpec) -> String {
     use std::fmt::Write as _;
