@@ -347,7 +347,7 @@ fn tag(text: &str, name: &str) -> Option<String> {
     Some(unescape(text[start..end].trim()))
 }
 
-fn unescape(s: &str) -> String {
+pub(super) fn unescape(s: &str) -> String {
     s.replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&quot;", "\"")

@@ -729,7 +729,8 @@ impl Chat {
     }
 
     /// `team_status`: the run's snapshot (status, round, modules) and its
-    /// recent events; before a launch, the draft plan.
+    /// recent events, in a `<team_status>` element; before a launch, the
+    /// draft plan.
     fn status(&self) -> String {
         let Some(run_id) = self.runs.last() else {
             let plan = self.plan.lock();
@@ -777,7 +778,14 @@ impl Chat {
                 out.push('\n');
             }
         }
-        out
+        // The run's text (module descriptions, assignments) is data from
+        // the team, not instructions: escaped in its element, as a
+        // `<team_event>` is.
+        format!(
+            "<team_status run=\"{}\">\n{}\n</team_status>",
+            crate::board::escape_xml(run_id),
+            crate::board::escape_xml(out.trim_end())
+        )
     }
 
     /// Asks the run under way to stop (it stays resumable) and waits for
