@@ -161,6 +161,37 @@ fn a_message_on_a_stopped_run_is_refused() {
     );
 }
 
+#[test]
+fn a_message_on_a_failed_run_is_refused_and_says_it_failed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let failing = Sim::with_options(SimOptions {
+        fail_agent: Some("master".into()),
+        ..SimOptions::default()
+    });
+    let rt = Runtime::new(Team::builtin().unwrap(), failing).runs_dir(tmp.path());
+    assert!(rt.run("Plan a picnic").is_err());
+    let id = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find(|n| n != "memory")
+        .unwrap();
+    let dir = run_dir(tmp.path(), &id);
+    assert_eq!(load_run(&dir).unwrap().state.status, RunStatus::Failed);
+    let rt = Runtime::new(Team::builtin().unwrap(), Sim::new()).runs_dir(tmp.path());
+    let err = rt
+        .resume_with_message(&dir, "hello")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&format!(
+            "run {id} failed and has not finished: resume it without --message first"
+        )),
+        "{err}"
+    );
+    // Nothing was changed: it is still failed, and resumable.
+    assert_eq!(load_run(&dir).unwrap().state.status, RunStatus::Failed);
+}
+
 fn boardroom(dir: &Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_boardroom"))
         .args(args)

@@ -52,12 +52,46 @@ fn only_dir(dir: &Path) -> String {
 #[test]
 fn a_piped_conversation_clarifies_drafts_launches_answers_status_and_reports() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = chat(
-        tmp.path(),
-        &["--model", "sim:latency=200ms"],
-        "Plan a team offsite\nabout 20 people, two days\ny\nhow is it going?\n",
-    );
-    let t = text(&out);
+    // The members' drafts wait for `go`, created once the partner has
+    // answered the status question: the team is at work when it answers,
+    // by construction (not by a margin of latency).
+    let go = tmp.path().join("go");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["chat", "--model"])
+        .arg(format!("sim:latency=200ms,hold={}", go.display()))
+        .current_dir(tmp.path())
+        .env_remove("BOARDROOM_MODEL")
+        .env_remove("OPENAI_BASE_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"Plan a team offsite\nabout 20 people, two days\ny\nhow is it going?\n")
+        .unwrap();
+    let rx = lines_of(&mut child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut t = String::new();
+    loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no status answer in:\n{t}"));
+        t.push_str(&line);
+        t.push('\n');
+        if line == "partner: Here is where the team stands:" {
+            break;
+        }
+    }
+    std::fs::write(&go, "").unwrap();
+    for line in rx {
+        t.push_str(&line);
+        t.push('\n');
+    }
+    let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
         "{t}\n{}",
@@ -281,7 +315,13 @@ fn lines_of(child: &mut std::process::Child) -> crossbeam_channel::Receiver<Stri
 fn a_run_killed_with_the_chat_is_shown_interrupted_on_resume_and_finishes() {
     let tmp = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args(["chat", "--model", "sim:latency=400ms"])
+        .args(["chat", "--model"])
+        // The drafts wait for a file never made: the run is at work when
+        // it is killed, by construction.
+        .arg(format!(
+            "sim:latency=400ms,hold={}",
+            tmp.path().join("never").display()
+        ))
         .current_dir(tmp.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -474,9 +514,13 @@ fn after_the_report_a_follow_up_runs_a_new_round_on_the_same_run_with_consent() 
     assert!(out.status.success());
     let rest = rx.iter().collect::<Vec<_>>().join("\n");
     let run_id = only_dir(&tmp.path().join("runs"));
+    // The user sees the message the team gets before saying yes.
     let ask = at(
         &rest,
-        &format!("Send this follow-up to run {run_id}? [y/N]\nyou: y"),
+        &format!(
+            "[boardroom] the team would get this follow-up: make it shorter\n\
+             Send this follow-up to run {run_id}? [y/N]\nyou: y"
+        ),
     );
     let on_it = at(&rest, "partner: The team is on your follow-up");
     let report = at(
@@ -491,4 +535,76 @@ fn after_the_report_a_follow_up_runs_a_new_round_on_the_same_run_with_consent() 
     assert_eq!(run["status"], "done");
     assert_eq!(run["round"], 2, "a new round on the same run");
     assert_eq!(run["user_notes"][0]["message"], "make it shorter");
+}
+
+#[test]
+fn ctrl_c_after_the_input_has_ended_stops_the_team_and_the_run_stays_resumable() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The drafts wait for `go`: the team is at work when Ctrl-C comes.
+    let go = tmp.path().join("go");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["chat", "--model"])
+        .arg(format!("sim:hold={}", go.display()))
+        .current_dir(tmp.path())
+        .env_remove("BOARDROOM_MODEL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let rx = lines_of(&mut child);
+    // The input ends after the consent: nobody is left to ask.
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"Plan a team offsite for about 20 people over two days\ny\n")
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut seen = Vec::new();
+    let wait_for = |prefix: &str, seen: &mut Vec<String>| loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no {prefix:?} in:\n{}", seen.join("\n")));
+        seen.push(line.clone());
+        if line.starts_with(prefix) {
+            return line;
+        }
+    };
+    let launched = wait_for("[team] run ", &mut seen);
+    let run_id = launched["[team] run ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    wait_for("partner: The team is on it", &mut seen);
+    // A press that lands while the partner's turn is still ending cancels
+    // that turn instead: press again until the team is being stopped.
+    let stopping = format!("[boardroom] stopping run {run_id}");
+    'stop: loop {
+        assert!(Instant::now() < deadline, "{}", seen.join("\n"));
+        let kill = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+        let pressed = Instant::now();
+        while let Ok(line) =
+            rx.recv_timeout(Duration::from_secs(1).saturating_sub(pressed.elapsed()))
+        {
+            seen.push(line.clone());
+            if line.starts_with(&stopping) {
+                break 'stop;
+            }
+        }
+    }
+    std::fs::write(&go, "").unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{}", seen.join("\n"));
+    let run: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("runs").join(&run_id).join("run.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(run["status"], "cancelled", "stopped, resumable");
+    assert_ne!(run["phase"], "finished");
 }

@@ -63,11 +63,15 @@ impl Session {
 #[test]
 fn ctrl_c_during_a_run_asks_then_stops_the_team_and_the_run_stays_resumable() {
     let tmp = tempfile::tempdir().unwrap();
+    // The members' drafts wait for `go`, made once the stop is confirmed:
+    // the Ctrl-C lands while the team works, by construction.
+    let go = tmp.path().join("go");
     let name = format!("boardroom-chat-{}", std::process::id());
     let script = format!(
-        "cd '{dir}' && '{bin}' chat --model 'sim:latency=1s' 2>/dev/null; echo \"EXIT:$?\"; sleep 60",
+        "cd '{dir}' && '{bin}' chat --model 'sim:latency=1s,hold={go}' 2>/dev/null; echo \"EXIT:$?\"; sleep 60",
         dir = tmp.path().display(),
         bin = env!("CARGO_BIN_EXE_boardroom"),
+        go = go.display(),
     );
     let started = tmux(&[
         "new-session",
@@ -103,6 +107,7 @@ fn ctrl_c_during_a_run_asks_then_stops_the_team_and_the_run_stays_resumable() {
     ));
     s.type_line("y");
     s.wait_for(&format!("[boardroom] stopping run {run_id}"));
+    std::fs::write(&go, "").unwrap();
     s.wait_for("The run finished with status cancelled.");
     s.key("C-d");
     let screen = s.wait_for("EXIT:");

@@ -87,6 +87,12 @@ struct Io {
     /// The current turn's cancel flag (a Ctrl-C also ends a consent wait).
     cancel: Option<Cancel>,
     eof: bool,
+    /// On a terminal a yes/no answer must be typed after its question: a
+    /// line typed ahead (while the partner was still working) is no answer
+    /// to a question the user had not seen yet; it is kept, as a message.
+    fresh_answers: bool,
+    /// Lines typed ahead of a question, said once it is answered.
+    deferred: Vec<String>,
 }
 
 impl Io {
@@ -137,6 +143,29 @@ impl ChatIo for Io {
     }
 
     fn consent(&mut self, _question: &str) -> bool {
+        if self.fresh_answers {
+            let mut ahead = false;
+            while let Ok(input) = self.inputs.try_recv() {
+                match input {
+                    Input::Line(l) => {
+                        ahead = true;
+                        self.deferred.push(l);
+                    }
+                    // A Ctrl-C before the question is not a no to it.
+                    Input::Interrupt => {}
+                    Input::Eof => {
+                        self.eof = true;
+                        return false;
+                    }
+                }
+            }
+            if ahead {
+                self.print(
+                    "[boardroom] what you typed before this question is kept as a message; \
+                     answer the question with y or n",
+                );
+            }
+        }
         loop {
             if self.eof {
                 return false;
@@ -267,6 +296,8 @@ pub(crate) fn chat(args: &ChatArgs) -> u8 {
         inputs: inputs.clone(),
         cancel: None,
         eof: false,
+        fresh_answers: terminal,
+        deferred: Vec::new(),
     };
     // Ctrl-C as a signal (a pipe, or between two reads on a terminal).
     let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);
@@ -345,6 +376,12 @@ pub(crate) fn chat(args: &ChatArgs) -> u8 {
 fn main_loop(chat: &mut Chat, io: &mut Io, interrupts: &Interrupts, terminal: bool) {
     let wake = chat.wakeups();
     loop {
+        // Lines typed ahead of a yes/no question, in the order typed.
+        for line in std::mem::take(&mut io.deferred) {
+            if !line.trim().is_empty() {
+                chat.user_says(line.trim(), io);
+            }
+        }
         if !chat.inbox().is_empty() {
             let cancel = Cancel::new();
             *interrupts.turn.lock() = Some(cancel.clone());
@@ -372,8 +409,17 @@ fn main_loop(chat: &mut Chat, io: &mut Io, interrupts: &Interrupts, terminal: bo
         if io.eof {
             // A pipe ends when the team has: its report is the end of the
             // conversation.
-            if chat.running().is_some() && !terminal {
-                let _ = wake.recv_timeout(Duration::from_millis(200));
+            // A Ctrl-C then has nobody to ask: it stops the team (resumable).
+            if let Some(run_id) = chat.running().map(str::to_string).filter(|_| !terminal) {
+                crossbeam_channel::select! {
+                    recv(io.inputs.clone()) -> input => {
+                        if let Ok(Input::Interrupt) = input {
+                            stop_team(chat, io, &run_id);
+                        }
+                    },
+                    recv(wake) -> _ => {},
+                    default(Duration::from_millis(200)) => {},
+                }
                 continue;
             }
             // The run's last news may have landed after the check above.
@@ -412,14 +458,18 @@ fn on_interrupt(chat: &mut Chat, io: &mut Io) {
         io,
         &format!("Stop the team? Run {run_id} is saved and can be resumed. [y/N]"),
     ) {
-        chat.show(
-            io,
-            ChatEvent::Notice {
-                text: format!("stopping run {run_id} (after the calls in flight)"),
-            },
-        );
-        chat.stop_run();
+        stop_team(chat, io, &run_id);
     }
+}
+
+fn stop_team(chat: &mut Chat, io: &mut Io, run_id: &str) {
+    chat.show(
+        io,
+        ChatEvent::Notice {
+            text: format!("stopping run {run_id} (after the calls in flight)"),
+        },
+    );
+    chat.stop_run();
 }
 
 fn greet_resumed(chat: &mut Chat, io: &mut Io, id: &str) {
@@ -511,4 +561,40 @@ fn start_editor(
         })
         .map_err(|e| e.to_string())?;
     Ok((Out::Terminal(Box::new(printer)), Some(thread)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io(fresh_answers: bool, queued: Vec<Input>) -> Io {
+        let (tx, inputs) = crossbeam_channel::unbounded();
+        for i in queued {
+            tx.send(i).unwrap();
+        }
+        Io {
+            out: Out::Plain,
+            partner: "partner".into(),
+            inputs,
+            cancel: None,
+            eof: false,
+            fresh_answers,
+            deferred: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn on_a_terminal_a_y_typed_before_the_question_is_no_consent_and_is_kept() {
+        let mut io = io(true, vec![Input::Line("y".into()), Input::Eof]);
+        assert!(!io.consent("Launch the team on these 4 modules? [y/N]"));
+        assert_eq!(io.deferred, ["y"], "the line is kept, as a message");
+        assert!(io.eof);
+    }
+
+    #[test]
+    fn through_a_pipe_the_next_line_is_the_answer() {
+        let mut io = io(false, vec![Input::Line("y".into()), Input::Eof]);
+        assert!(io.consent("Launch the team on these 4 modules? [y/N]"));
+        assert!(io.deferred.is_empty());
+    }
 }

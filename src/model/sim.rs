@@ -39,7 +39,14 @@ pub struct SimOptions {
     /// The master's plan asks its user this (`ASK:`) until the task holds
     /// an answer.
     pub ask: Option<String>,
+    /// The members' drafts wait until this file exists (at most 60 s):
+    /// a test holds a run at work, by construction, while
+    /// it looks at it from outside (`boardroom chat`'s status answer).
+    pub hold: Option<std::path::PathBuf>,
 }
+
+/// The longest a draft waits for the `hold` file.
+const HOLD_LIMIT: Duration = Duration::from_secs(60);
 
 /// A tool call the sim asks for on an agent's behalf.
 #[derive(Debug, Clone, PartialEq)]
@@ -246,6 +253,12 @@ impl ChatModel for Sim {
             .or_default() += 1;
         *self.stats.by_phase.lock().entry(req.phase).or_default() += 1;
         let o = &self.options;
+        if let (Some(file), Phase::Draft) = (&o.hold, req.phase) {
+            let until = std::time::Instant::now() + HOLD_LIMIT;
+            while !file.exists() && std::time::Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
         if !o.latency.is_zero()
             && (o.latency_phases.is_empty() || o.latency_phases.contains(&req.phase))
         {
@@ -334,7 +347,7 @@ fn tag(text: &str, name: &str) -> Option<String> {
     Some(unescape(text[start..end].trim()))
 }
 
-fn unescape(s: &str) -> String {
+pub(super) fn unescape(s: &str) -> String {
     s.replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&quot;", "\"")

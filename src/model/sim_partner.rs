@@ -227,6 +227,18 @@ fn after_tools(msgs: &[Message]) -> (String, Calls) {
         return (text, Vec::new());
     }
     if let Some(r) = result("team_status") {
+        // A launched run's status comes escaped in its element.
+        let r = match r.strip_prefix("<team_status") {
+            Some(rest) => {
+                let body = rest.split_once('\n').map_or("", |(_, b)| b);
+                super::sim::unescape(
+                    body.trim_end()
+                        .trim_end_matches("</team_status>")
+                        .trim_end(),
+                )
+            }
+            None => r,
+        };
         return (format!("Here is where the team stands:\n{r}"), Vec::new());
     }
     if result("plan_add_task").is_some() {

@@ -2,6 +2,7 @@
 //! use to name a model.
 //!
 //! - `sim` or `sim:latency=50ms,challenge=1,fail=writer,never_done`
+//!   (`hold=FILE`: the members' drafts wait until FILE exists, at most 60 s)
 //! - `openai:gpt-4o-mini`, `http://127.0.0.1:8080/v1#model`, `https://...`
 //!   (an OpenAI-compatible endpoint; see [`OpenAi`](super::OpenAi))
 
@@ -80,10 +81,11 @@ pub(crate) fn parse_sim_options(options: &str) -> Result<SimOptions, String> {
             "never_done" => o.never_done = true,
             "tool" => o.tool_calls.push(parse_tool_call(value)?),
             "ask" if !value.trim().is_empty() => o.ask = Some(value.trim().to_string()),
+            "hold" if !value.trim().is_empty() => o.hold = Some(value.trim().into()),
             _ => {
                 return Err(format!(
                     "unknown sim option '{part}' (known: latency=DUR, latency_phases=P+P, challenge=ROUND, \
-                     fail=AGENT, panic=AGENT, never_done, tool=AGENT:TOOL[:JSON], ask=QUESTION)"
+                     fail=AGENT, panic=AGENT, never_done, tool=AGENT:TOOL[:JSON], ask=QUESTION, hold=FILE)"
                 ));
             }
         }
@@ -125,6 +127,8 @@ mod tests {
         assert_eq!(o.latency, Duration::from_millis(50));
         assert_eq!(o.challenge_round, Some(1));
         assert_eq!(o.fail_agent.as_deref(), Some("writer"));
+        let h = parse_sim_options("hold=/tmp/go").unwrap();
+        assert_eq!(h.hold.as_deref(), Some(std::path::Path::new("/tmp/go")));
         let t = parse_sim_options(
             r#"tool=writer:everything.echo:{"message":"hi"},tool=writer:plan_read"#,
         )

@@ -493,6 +493,18 @@ impl Chat {
             "Launch the team on these {open} module{}? [y/N]",
             if open == 1 { "" } else { "s" }
         );
+        // What the user consents to is shown by the program, from the plan
+        // and the brief the team will get: the model's own list may differ.
+        let modules = tools::module_lines(&self.plan.lock());
+        self.show(
+            io,
+            ChatEvent::Notice {
+                text: format!(
+                    "the team would get these modules:\n{modules}and this brief: {}",
+                    brief.trim()
+                ),
+            },
+        );
         if !self.ask(io, &question) {
             return Ok(
                 "the user declined: nothing was launched. Ask what to change in the \
@@ -541,6 +553,13 @@ impl Chat {
                 state.status.as_str()
             ));
         }
+        // The message is the model's wording: the user sees what is sent.
+        self.show(
+            io,
+            ChatEvent::Notice {
+                text: format!("the team would get this follow-up: {message}"),
+            },
+        );
         if !self.ask(io, &format!("Send this follow-up to run {run_id}? [y/N]")) {
             return Ok("the user declined: no follow-up was sent.".into());
         }
@@ -710,7 +729,8 @@ impl Chat {
     }
 
     /// `team_status`: the run's snapshot (status, round, modules) and its
-    /// recent events; before a launch, the draft plan.
+    /// recent events, in a `<team_status>` element; before a launch, the
+    /// draft plan.
     fn status(&self) -> String {
         let Some(run_id) = self.runs.last() else {
             let plan = self.plan.lock();
@@ -758,7 +778,14 @@ impl Chat {
                 out.push('\n');
             }
         }
-        out
+        // The run's text (module descriptions, assignments) is data from
+        // the team, not instructions: escaped in its element, as a
+        // `<team_event>` is.
+        format!(
+            "<team_status run=\"{}\">\n{}\n</team_status>",
+            crate::board::escape_xml(run_id),
+            crate::board::escape_xml(out.trim_end())
+        )
     }
 
     /// Asks the run under way to stop (it stays resumable) and waits for
@@ -823,6 +850,20 @@ impl Chat {
         };
         if let Err(e) = store.save(&record) {
             log::warn!("{e}");
+        }
+    }
+}
+
+/// A chat dropped without [`Chat::close`] ends the same way: no run it
+/// launched, and no thread of it, outlives it.
+impl Drop for Chat {
+    fn drop(&mut self) {
+        if self.active.is_some() || !self.abandoned.is_empty() {
+            self.stop_run();
+            for t in std::mem::take(&mut self.abandoned) {
+                let _ = t.join();
+            }
+            self.save();
         }
     }
 }

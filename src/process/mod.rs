@@ -69,6 +69,9 @@ pub(crate) fn prepare_resume(
 ) -> Result<RunState, RunError> {
     match team.config().process {
         Process::Blackboard => {
+            if message.is_some() {
+                blackboard::resume::check_message(&record.state)?;
+            }
             let mut state = blackboard::resume::prepare(dir, record)?;
             if let Some(message) = message {
                 blackboard::resume::take_message(&mut state, message)?;

@@ -66,18 +66,41 @@ pub(crate) fn take_message(state: &mut RunState, message: &str) -> Result<(), Ru
                 RunPhase::Review
             };
         }
-        _ => {
-            return Err(RunError::Process(format!(
-                "run {} is {} and not finished: resume it without --message first",
-                state.run_id,
-                state.status.as_str()
-            )));
-        }
+        _ => return Err(not_for_a_message(state)),
     }
     state.status = RunStatus::Running;
     state.error = None;
     state.feedback.clear();
     Ok(())
+}
+
+/// Refuses a message on a run that neither waits for its user nor has
+/// finished, naming how it stands as saved (before `prepare` makes a
+/// failed or stopped run runnable again).
+pub(crate) fn check_message(state: &RunState) -> Result<(), RunError> {
+    match (state.status, state.phase) {
+        (RunStatus::AwaitingUser, _)
+        | (
+            RunStatus::Done
+            | RunStatus::RoundLimit
+            | RunStatus::BudgetExhausted
+            | RunStatus::TimedOut,
+            RunPhase::Finished,
+        ) => Ok(()),
+        _ => Err(not_for_a_message(state)),
+    }
+}
+
+fn not_for_a_message(state: &RunState) -> RunError {
+    let how = match state.status {
+        RunStatus::Failed => "failed and has not finished".to_string(),
+        RunStatus::Cancelled => "was stopped and has not finished".to_string(),
+        other => format!("is {} and not finished", other.as_str()),
+    };
+    RunError::Process(format!(
+        "run {} {how}: resume it without --message first",
+        state.run_id
+    ))
 }
 
 /// The last snapshot of a run, with the journal records written after it
