@@ -87,7 +87,8 @@ impl<'a> Core<'a> {
         // should not leave a run directory behind.
         let tools = super::tool_loop::registry(rt).map_err(RunError::Tools)?;
         let (persist, turns) = Persist::open(rt, state, opening)?;
-        let bus = Bus::new(rt.events.clone(), persist.dir.as_ref());
+        let callers = rt.events.iter().chain(rt.run_events.iter()).cloned();
+        let bus = Bus::new(callers, persist.dir.as_ref());
         let limits = watch_limits(&models, &rt.model);
         let timeout = rt.timeout.or(rt.team.config().timeout());
         // Memory is read per run: the note the last run left counts.
