@@ -73,3 +73,171 @@ fn a_dropped_receiver_does_not_stop_the_run() {
     drop(h.take_events());
     assert_eq!(h.wait().unwrap().status, RunStatus::Done);
 }
+
+// ---- the command line ----
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_boardroom");
+
+/// A handoff team of two on disk (`extra`: more team.yaml lines).
+fn handoff_team(dir: &Path, extra: &str) {
+    std::fs::create_dir_all(dir.join("agents")).unwrap();
+    std::fs::create_dir_all(dir.join("souls")).unwrap();
+    for (name, role) in [("researcher", "master"), ("writer", "member")] {
+        std::fs::write(
+            dir.join("agents").join(format!("{name}.md")),
+            format!("---\nname: {name}\nrole: {role}\ndescription: the team's {name}\n---\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("souls").join(format!("{name}.md")),
+            format!("You are the {name}."),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        dir.join("team.yaml"),
+        format!("name: pair\nprocess: handoff\nentry: researcher\n{extra}"),
+    )
+    .unwrap();
+}
+
+fn boardroom(args: &[&str], runs: &Path) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .arg("--runs-dir")
+        .arg(runs)
+        .env_remove("BOARDROOM_MODEL")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn only_run_id(runs: &Path) -> String {
+    let ids: Vec<String> = std::fs::read_dir(runs)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("run.json").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    ids[0].clone()
+}
+
+/// Every stdout line is a JSON object; their `type`s.
+fn json_types(o: &Output) -> Vec<serde_json::Value> {
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(!stdout.trim().is_empty(), "{}", text(o));
+    stdout
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l)
+                .unwrap_or_else(|e| panic!("not JSON ({e}): {l}\n{}", text(o)))
+        })
+        .collect()
+}
+
+#[test]
+fn resume_json_of_a_finished_or_waiting_run_prints_json_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    // Waiting for its user (after_work_behavior defaults to return_to_user).
+    let waits = tmp.path().join("waits");
+    handoff_team(&waits, "");
+    let out = boardroom(
+        &[
+            "run",
+            "--team",
+            waits.to_str().unwrap(),
+            "--model",
+            "sim",
+            "Explain tea",
+        ],
+        &runs,
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let id = only_run_id(&runs);
+    let again = boardroom(&["resume", &id, "--json"], &runs);
+    assert_eq!(again.status.code(), Some(3), "{}", text(&again));
+    let lines = json_types(&again);
+    let last = lines.last().unwrap();
+    assert_eq!(last["type"], "run_finished", "{lines:?}");
+    assert_eq!(last["status"], "awaiting_user");
+    assert_eq!(last["run_id"], id.as_str());
+    assert!(!last["answer"].as_str().unwrap().is_empty());
+    assert!(
+        lines.iter().any(|l| l["type"] == "awaiting_user"),
+        "{lines:?}"
+    );
+
+    // Finished.
+    let runs2 = tmp.path().join("runs2");
+    let ends = tmp.path().join("ends");
+    handoff_team(&ends, "after_work_behavior: terminate\n");
+    let out = boardroom(
+        &[
+            "run",
+            "--team",
+            ends.to_str().unwrap(),
+            "--model",
+            "sim",
+            "Explain tea",
+        ],
+        &runs2,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let id = only_run_id(&runs2);
+    let again = boardroom(&["resume", &id, "--json"], &runs2);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    let lines = json_types(&again);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["type"], "run_finished");
+    assert_eq!(lines[0]["status"], "done");
+    assert!(lines[0]["rounds"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn rounds_and_parallel_are_refused_for_a_handoff_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let dir = tmp.path().join("team");
+    handoff_team(&dir, "after_work_behavior: terminate\n");
+    let team = dir.to_str().unwrap();
+    for flag in ["--rounds", "--parallel"] {
+        let out = boardroom(
+            &["run", "--team", team, "--model", "sim", flag, "3", "Task"],
+            &runs,
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr).trim(),
+            format!(
+                "error: {flag}: team 'pair' runs the handoff process, which has no rounds of parallel members: its caps are max_turns and max_handoffs in team.yaml"
+            )
+        );
+        assert!(!runs.exists() || std::fs::read_dir(&runs).unwrap().next().is_none());
+    }
+    let out = boardroom(&["run", "--team", team, "--model", "sim", "Task"], &runs);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let id = only_run_id(&runs);
+    let out = boardroom(
+        &["resume", &id, "--parallel", "2", "--message", "more"],
+        &runs,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("error: --parallel: team 'pair' runs the handoff process"),
+        "{}",
+        text(&out)
+    );
+}
