@@ -241,3 +241,62 @@ fn rounds_and_parallel_are_refused_for_a_handoff_run() {
         text(&out)
     );
 }
+
+// ---- the handoff process ----
+
+use boardroom::{Phase, Scripted};
+
+/// A handoff team loaded from disk (`extra`: more team.yaml lines).
+fn loaded(extra: &str) -> (tempfile::TempDir, Team) {
+    let tmp = tempfile::tempdir().unwrap();
+    handoff_team(tmp.path(), extra);
+    let team = Team::load(tmp.path()).unwrap();
+    (tmp, team)
+}
+
+fn calls_in(model: &Scripted, phase: Phase) -> usize {
+    model.requests().iter().filter(|r| r.phase == phase).count()
+}
+
+#[test]
+fn the_turn_cap_ends_the_run_before_a_routing_call_or_a_handoff() {
+    // Issue 11: after the last allowed turn, no routing call is paid for
+    // and no handoff is announced: the run ends at the turn cap at once.
+    for (answer, what) in [
+        (
+            "Research done.\nNEXT: writer",
+            "no handoff: the router would be asked",
+        ),
+        (
+            "Research done.\nHANDOFF:writer:write it up",
+            "a HANDOFF: line",
+        ),
+    ] {
+        let (_tmp, team) = loaded("max_turns: 1\nafter_work_behavior: continue\nprotocol: line\n");
+        let model = Scripted::new()
+            .otherwise("researcher", answer)
+            .otherwise("writer", "A draft.");
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let run = Runtime::new(team, model.clone())
+            .events(tx)
+            .run("Explain tea")
+            .unwrap();
+        assert_eq!(run.status, RunStatus::TurnLimit, "{what}");
+        assert!(
+            run.answer.starts_with("Research done."),
+            "{what}: {}",
+            run.answer
+        );
+        assert_eq!(calls_in(&model, Phase::Route), 0, "{what}: a routing call");
+        assert_eq!(model.requests().len(), 1, "{what}: one turn, nothing else");
+        let events: Vec<Event> = rx.try_iter().collect();
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e.kind, EventKind::Handoff { .. })),
+            "{what}: a handoff event"
+        );
+        assert_eq!(run.steps.len(), 1);
+        assert_eq!(run.steps[0].handoff_target, None, "{what}");
+    }
+}

@@ -132,11 +132,11 @@ fn a_bad_handoff_note_is_not_shown_to_the_next_agent() {
 fn a_run_ended_at_a_cap_takes_a_follow_up_message() {
     let (_t, team) = team("after_work_behavior: continue\nmax_turns: 1\n");
     let runs = tempfile::tempdir().unwrap();
+    // No routing call after the last allowed turn (issue 11): one reply
+    // a turn.
     let model = Scripted::new()
         .reply("researcher", "part one")
-        .reply("researcher", "NONE")
-        .reply("researcher", "part two")
-        .reply("researcher", "NONE");
+        .reply("researcher", "part two");
     let runtime = Runtime::new(team, model.clone()).runs_dir(runs.path());
     let first = runtime.run("Explain tea").unwrap();
     assert_eq!(first.status, RunStatus::TurnLimit);

@@ -2,7 +2,9 @@
 //!
 //! ```text
 //! active = entry
-//! loop (at most max_turns agent turns, max_handoffs handoffs):
+//! loop (at most max_turns agent turns, max_handoffs handoffs; after the
+//!       last allowed turn the run ends turn_limit, with no routing call
+//!       and no handoff):
 //!   turn: soul + variables + task + history (+ the handoff tool)  -> a step
 //!     handoff tool call / HANDOFF: line  -> checked (corrective retry) -> next agent
 //!     nobody: rules of this agent (one routing call)  -> rule N
@@ -126,13 +128,12 @@ impl<'a> Handoff<'a> {
                 self.end_early(stop)?;
                 break;
             }
-            if self.hs.routing {
+            // The cap first: after the last allowed turn no routing call
+            // is paid for, as the agent it picked could not take a turn.
+            if self.turns_since_user() >= self.settings.max_turns {
+                self.end_at_turn_cap();
+            } else if self.hs.routing {
                 self.route();
-            } else if self.turns_since_user() >= self.settings.max_turns {
-                self.end_with(
-                    RunStatus::TurnLimit,
-                    format!("the turn cap ({}) was reached", self.settings.max_turns),
-                );
             } else if let Err(e) = self.turn() {
                 self.checkpoint();
                 return Err(e);
@@ -218,7 +219,15 @@ impl<'a> Handoff<'a> {
             how: None,
         };
         self.hs.feedback = result.problems;
+        // The last allowed turn: its handoff is recorded as asked for,
+        // but control passes to nobody and the run ends at the cap.
+        let capped = self.turns_since_user() + 1 >= self.settings.max_turns;
         match result.directive {
+            Some(_) if capped => {
+                step.handoff_triggered = true;
+                self.hs.steps.push(step);
+                self.end_at_turn_cap();
+            }
             Some((d, how)) => {
                 step.handoff_triggered = true;
                 self.hs.steps.push(step);
@@ -612,6 +621,14 @@ impl<'a> Handoff<'a> {
             .find(|s| s.agent != USER)
             .map(|s| s.text.clone())
             .unwrap_or_default()
+    }
+
+    /// Ends the run at the turn cap with the last answer.
+    fn end_at_turn_cap(&mut self) {
+        self.end_with(
+            RunStatus::TurnLimit,
+            format!("the turn cap ({}) was reached", self.settings.max_turns),
+        );
     }
 
     /// Ends the run at a cap with the last answer.
