@@ -300,3 +300,99 @@ fn the_turn_cap_ends_the_run_before_a_routing_call_or_a_handoff() {
         assert_eq!(run.steps[0].handoff_target, None, "{what}");
     }
 }
+
+/// The `user_message` events' texts, in order.
+fn user_messages(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::UserMessage { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_message_taken_on_resume_is_an_event_for_both_processes() {
+    // Issue 11: the user's words on resume are in the stream (the caller's
+    // channel and events.jsonl), after run_started and before any call.
+    let runs = tempfile::tempdir().unwrap();
+    let (_tmp, handoff) = loaded("");
+    let cases = [
+        (handoff, "researcher"),
+        (Team::builtin().unwrap(), "builtin"),
+    ];
+    for (team, what) in cases {
+        let first = Runtime::new(team.clone(), Sim::new())
+            .runs_dir(runs.path())
+            .run("Explain tea")
+            .unwrap();
+        let dir = runs.path().join(&first.run_id);
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let runtime = Runtime::new(team.clone(), Sim::new())
+            .runs_dir(runs.path())
+            .events(tx);
+        runtime
+            .resume_with_message(&dir, "only green tea, please")
+            .unwrap();
+        let events: Vec<Event> = rx.try_iter().collect();
+        assert_eq!(user_messages(&events), ["only green tea, please"], "{what}");
+        let at = events
+            .iter()
+            .position(|e| matches!(e.kind, EventKind::UserMessage { .. }))
+            .unwrap();
+        assert!(
+            matches!(events[0].kind, EventKind::RunStarted { .. }),
+            "{what}"
+        );
+        assert!(
+            !events[..at]
+                .iter()
+                .any(|e| matches!(e.kind, EventKind::CallStarted { .. })),
+            "{what}: before the calls"
+        );
+        assert_eq!(events[at].agent, "user", "{what}");
+        let saved = boardroom::read_events(&dir).unwrap().items;
+        assert_eq!(user_messages(&saved), ["only green tea, please"], "{what}");
+        // Resumed again without a message: no second event.
+        let (tx, rx) = crossbeam_channel::unbounded();
+        Runtime::new(team, Sim::new())
+            .runs_dir(runs.path())
+            .events(tx)
+            .resume(&dir)
+            .unwrap();
+        let again: Vec<Event> = rx.try_iter().collect();
+        assert!(!again.is_empty(), "{what}");
+        assert!(user_messages(&again).is_empty(), "{what}");
+    }
+}
+
+#[test]
+fn the_user_message_shows_in_json_the_live_view_and_show() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let out = boardroom(&["run", "--model", "sim", "Plan a picnic"], &runs);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let id = only_run_id(&runs);
+    let json = boardroom(
+        &["resume", &id, "--json", "--message", "and a rain plan"],
+        &runs,
+    );
+    assert_eq!(json.status.code(), Some(0), "{}", text(&json));
+    let lines = json_types(&json);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["type"] == "user_message" && l["text"] == "and a rain plan"),
+        "{lines:?}"
+    );
+    let human = boardroom(&["resume", &id, "--message", "and shade"], &runs);
+    assert_eq!(human.status.code(), Some(0), "{}", text(&human));
+    let stderr = String::from_utf8_lossy(&human.stderr);
+    assert!(stderr.contains("» user: and shade"), "{stderr}");
+    let shown = boardroom(&["show", &id], &runs);
+    let shown = text(&shown);
+    assert!(shown.contains("== from the user"), "{shown}");
+    assert!(shown.contains("and a rain plan"), "{shown}");
+    assert!(shown.contains("and shade"), "{shown}");
+}

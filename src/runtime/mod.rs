@@ -76,6 +76,9 @@ pub struct Runtime {
     pub(crate) parent: Option<String>,
     /// Context variables set for this run (`--var`), in order.
     pub(crate) vars: Vec<(String, String)>,
+    /// The user's message this resumed run took (announced once as a
+    /// `user_message` event when it starts).
+    pub(crate) user_message: Option<String>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -137,6 +140,7 @@ impl Runtime {
             seed: crate::plan::Plan::default(),
             parent: None,
             vars: Vec::new(),
+            user_message: None,
         }
     }
 

@@ -111,6 +111,7 @@ impl<'a> Handoff<'a> {
                 max_rounds: self.settings.max_turns,
             },
         );
+        self.core.emit_user_message();
         if !matches!(self.state.phase, RunPhase::Step | RunPhase::Finished) {
             // Only a hand-edited run.json gets here.
             return Err(RunError::Process(format!(
