@@ -396,3 +396,60 @@ fn the_user_message_shows_in_json_the_live_view_and_show() {
     assert!(shown.contains("and a rain plan"), "{shown}");
     assert!(shown.contains("and shade"), "{shown}");
 }
+
+#[test]
+fn a_finished_handoff_run_leaves_the_master_a_note_its_next_run_reads() {
+    // Issue 11: the master's memory is kept for handoff runs too: a note
+    // from the run's last answer (one memory call), shown to the master
+    // in the team's next run; a run that waits for its user owes none yet.
+    let runs = tempfile::tempdir().unwrap();
+    let (_tmp, team) = loaded("after_work_behavior: terminate\n");
+    let memory = boardroom::MasterMemory::for_team(runs.path(), team.name());
+    let sim = Sim::new();
+    let runtime = Runtime::new(team, sim.clone())
+        .runs_dir(runs.path())
+        .master_memory(memory.clone());
+    let first = runtime.run("Explain tea").unwrap();
+    assert_eq!(first.status, RunStatus::Done);
+    assert_eq!(sim.stats().calls_for(Phase::Memory), 1);
+    assert!(memory.remembers(&first.run_id));
+    let note = memory.load().unwrap();
+    assert!(note.contains("Explain tea"), "{note}");
+
+    let second = runtime.run("Explain coffee").unwrap();
+    let turns = boardroom::read_turns(&runs.path().join(&second.run_id))
+        .unwrap()
+        .items;
+    let master_turn = turns
+        .iter()
+        .find(|t| t.agent == "researcher" && t.phase == Phase::Converse)
+        .unwrap();
+    let seen: String = master_turn
+        .messages
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect();
+    assert!(
+        seen.contains("<memory>") && seen.contains("Explain tea"),
+        "{seen}"
+    );
+    let writer_turn = turns
+        .iter()
+        .find(|t| t.agent == "writer" && t.phase == Phase::Converse);
+    if let Some(t) = writer_turn {
+        let seen: String = t.messages.iter().map(|m| m.content.as_str()).collect();
+        assert!(!seen.contains("<memory>"), "the master's memory: {seen}");
+    }
+
+    // Waiting for its user: not over, no note yet.
+    let (_tmp2, waits) = loaded("");
+    let sim = Sim::new();
+    let waiting = Runtime::new(waits, sim.clone())
+        .runs_dir(runs.path())
+        .master_memory(memory.clone())
+        .run("Explain cocoa")
+        .unwrap();
+    assert_eq!(waiting.status, RunStatus::AwaitingUser);
+    assert_eq!(sim.stats().calls_for(Phase::Memory), 0);
+    assert!(!memory.remembers(&waiting.run_id));
+}

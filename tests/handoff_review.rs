@@ -337,8 +337,8 @@ fn the_users_message_is_saved_before_the_agent_is_called() {
 }
 
 /// `resume` of a finished handoff run says it is finished and runs
-/// nothing: the master's memory, which a finished blackboard run may still
-/// owe, is not the handoff process's (it drove the run again before).
+/// nothing (it drove the run again before): the run left its memory note
+/// when it ended, so it owes none.
 #[test]
 fn resume_of_a_finished_handoff_run_says_so_and_runs_nothing() {
     let tmp = tempfile::tempdir().unwrap();

@@ -467,12 +467,19 @@ fn runs_dir_of(dir: &Path) -> PathBuf {
 /// Whether a finished run still owes the team its memory note: it was
 /// killed after its last phase, before the note was written.
 fn memory_owed(record: &RunRecord, dir: &Path, no_memory: bool) -> bool {
-    // The master's memory is the blackboard process's: a handoff run owes
-    // no note.
+    // A handoff run leaves a note when it ended with an answer, not at
+    // its deadline (as the library decides).
+    let handoff_ended = matches!(
+        record.state.status,
+        RunStatus::Done
+            | RunStatus::TurnLimit
+            | RunStatus::HandoffLimit
+            | RunStatus::BudgetExhausted
+    );
     if no_memory
         || !record.settings.memory
         || record.state.answer.is_none()
-        || record.team.config.process != boardroom::Process::Blackboard
+        || (record.team.config.process == boardroom::Process::Handoff && !handoff_ended)
     {
         return false;
     }

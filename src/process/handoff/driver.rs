@@ -17,6 +17,7 @@
 
 use parking_lot::Mutex;
 
+use super::remember;
 use super::state::{
     HOW_AFTER_WORK, HOW_LINE, HOW_ROUTER, HOW_TOOL, HandoffState, HandoffStep, USER,
 };
@@ -145,7 +146,45 @@ impl<'a> Handoff<'a> {
             self.core.at(self.state.round, RunPhase::Step);
             self.checkpoint();
         }
+        if remember::leaves_a_note(self.state.status) {
+            self.update_memory();
+            self.checkpoint();
+        }
         Ok(self.finish())
+    }
+
+    /// Asks the master for a memory note from the last answer and keeps
+    /// it (when the runtime has a [`MasterMemory`](crate::MasterMemory),
+    /// once a run).
+    fn update_memory(&self) {
+        let Some(memory) = &self.core.rt.master_memory else {
+            return;
+        };
+        let answer = self.state.answer.clone().unwrap_or_default();
+        if answer.trim().is_empty() || memory.remembers(&self.core.run_id) {
+            return;
+        }
+        let master = self.team.master();
+        let soul = render(&master.soul, &self.hs.variables).unwrap_or_else(|_| master.soul.clone());
+        let messages = remember::prompt(&soul, &self.state.task, &answer);
+        let ask = Ask {
+            agent_tools: false,
+            ..Ask::new(Phase::Memory, self.state.round, "a few short bullet points")
+        };
+        match self
+            .core
+            .call_until(master, &ask, messages, |r| Ok(r.text.trim().to_string()))
+        {
+            Ok(Attempt::Usable(note)) => {
+                if let Err(e) = memory.remember(&self.core.run_id, &note) {
+                    log::warn!("master memory not saved: {e}");
+                }
+            }
+            Ok(Attempt::Unusable(problems)) => {
+                log::warn!("the master gave no memory note: {}", problems.join("; "));
+            }
+            Err(e) => log::warn!("the master gave no memory note: {e}"),
+        }
     }
 
     /// Agent turns since the user last spoke (against `max_turns`).
@@ -285,6 +324,10 @@ impl<'a> Handoff<'a> {
             history: &history,
             tools,
         });
+        // The master's memory of earlier runs, as in a blackboard team.
+        if agent.role == crate::team::AgentRole::Master {
+            remember::show(&mut messages, &self.core.memory);
+        }
         let feedback = self.hs.feedback.clone();
         if !feedback.is_empty() {
             let mut note = String::from("Your last handoff could not be used:\n");
