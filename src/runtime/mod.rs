@@ -152,14 +152,17 @@ impl Runtime {
         }
     }
 
-    /// Caps the rounds of members (default: `team.yaml`, else 5).
+    /// Caps the rounds of members (default: `team.yaml`, else 5). A
+    /// handoff team has no rounds: its caps are `max_turns` and
+    /// `max_handoffs` in `team.yaml` (the CLI refuses `--rounds` for it).
     pub fn max_rounds(mut self, rounds: u32) -> Self {
         self.max_rounds = Some(rounds.max(1));
         self
     }
 
     /// Caps the members that run at once (default: `team.yaml`, else all
-    /// of a round).
+    /// of a round). A handoff team runs one agent at a time and does not
+    /// use it (the CLI refuses `--parallel` for it).
     pub fn max_parallel(mut self, parallel: usize) -> Self {
         self.max_parallel = Some(parallel.max(1));
         self
