@@ -182,7 +182,12 @@ fn run(args: RunArgs) -> u8 {
         eprintln!("error: {e}");
         return EXIT_BAD_INPUT;
     }
-    if let Err(e) = runs::blackboard_flags(&team, args.rounds, args.parallel) {
+    if let Err(e) = runs::blackboard_flags(
+        team.config().process,
+        team.name(),
+        args.rounds,
+        args.parallel,
+    ) {
         eprintln!("error: {e}");
         return EXIT_BAD_INPUT;
     }

@@ -310,14 +310,8 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
         eprintln!("error: --message: the message is empty");
         return EXIT_BAD_INPUT;
     }
-    let team = match record.team.to_team() {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {}: the saved team: {e}", dir.display());
-            return EXIT_BAD_INPUT;
-        }
-    };
-    if let Err(e) = blackboard_flags(&team, None, args.parallel) {
+    let (process, name) = (record.team.config.process, record.team.name.as_str());
+    if let Err(e) = blackboard_flags(process, name, None, args.parallel) {
         eprintln!("error: {e}");
         return EXIT_BAD_INPUT;
     }
@@ -342,6 +336,13 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
         print_ended(&record, args.json);
         return EXIT_OK;
     }
+    let team = match record.team.to_team() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {}: the saved team: {e}", dir.display());
+            return EXIT_BAD_INPUT;
+        }
+    };
     let spec = args
         .model
         .as_deref()
@@ -393,11 +394,12 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
 /// rounds of parallel members (a handoff team), naming the flag and the
 /// caps that team does have, rather than ignoring them.
 pub(crate) fn blackboard_flags(
-    team: &boardroom::Team,
+    process: boardroom::Process,
+    team: &str,
     rounds: Option<u32>,
     parallel: Option<usize>,
 ) -> Result<(), String> {
-    if team.config().process == boardroom::Process::Blackboard {
+    if process == boardroom::Process::Blackboard {
         return Ok(());
     }
     let flag = match (rounds, parallel) {
@@ -406,8 +408,7 @@ pub(crate) fn blackboard_flags(
         (None, None) => return Ok(()),
     };
     Err(format!(
-        "{flag}: team '{}' runs the handoff process, which has no rounds of parallel members: its caps are max_turns and max_handoffs in team.yaml",
-        team.name()
+        "{flag}: team '{team}' runs the handoff process, which has no rounds of parallel members: its caps are max_turns and max_handoffs in team.yaml"
     ))
 }
 
@@ -424,11 +425,13 @@ fn print_ended(record: &RunRecord, json: bool) {
     }
     let (agent, rounds) = match &state.handoff {
         Some(hs) => (hs.active.clone(), hs.steps.len() as u32),
+        // The master: the first agent of the saved team.
         None => (
             record
                 .team
-                .to_team()
-                .map(|t| t.master().name.clone())
+                .agents
+                .first()
+                .map(|a| a.name.clone())
                 .unwrap_or_default(),
             state.round,
         ),
