@@ -317,6 +317,13 @@ pub enum EventKind {
         /// What the run asks the user, or its last answer.
         question: String,
     },
+    /// The user's message, taken when a run is resumed with one (a reply
+    /// to a run that waits for it, or a follow-up): emitted once, right
+    /// after `run_started`, by the agent `user`.
+    UserMessage {
+        /// What the user said.
+        text: String,
+    },
     /// The adaptive in-flight limit of a model endpoint changed (the
     /// event's agent is the one whose answer changed it).
     LimitChanged {

@@ -132,11 +132,11 @@ fn a_bad_handoff_note_is_not_shown_to_the_next_agent() {
 fn a_run_ended_at_a_cap_takes_a_follow_up_message() {
     let (_t, team) = team("after_work_behavior: continue\nmax_turns: 1\n");
     let runs = tempfile::tempdir().unwrap();
+    // No routing call after the last allowed turn (issue 11): one reply
+    // a turn.
     let model = Scripted::new()
         .reply("researcher", "part one")
-        .reply("researcher", "NONE")
-        .reply("researcher", "part two")
-        .reply("researcher", "NONE");
+        .reply("researcher", "part two");
     let runtime = Runtime::new(team, model.clone()).runs_dir(runs.path());
     let first = runtime.run("Explain tea").unwrap();
     assert_eq!(first.status, RunStatus::TurnLimit);
@@ -337,8 +337,8 @@ fn the_users_message_is_saved_before_the_agent_is_called() {
 }
 
 /// `resume` of a finished handoff run says it is finished and runs
-/// nothing: the master's memory, which a finished blackboard run may still
-/// owe, is not the handoff process's (it drove the run again before).
+/// nothing (it drove the run again before): the run left its memory note
+/// when it ended, so it owes none.
 #[test]
 fn resume_of_a_finished_handoff_run_says_so_and_runs_nothing() {
     let tmp = tempfile::tempdir().unwrap();

@@ -58,10 +58,11 @@ pub(crate) struct RunArgs {
     /// `default`, else `openai` when OPENAI_BASE_URL is set, else `sim`).
     #[arg(long, env = "BOARDROOM_MODEL")]
     pub(crate) model: Option<String>,
-    /// Rounds of members before the master must answer (at least 1).
+    /// Rounds of members before the master must answer (at least 1;
+    /// blackboard teams only: a handoff team's caps are in team.yaml).
     #[arg(long, value_parser = at_least_one::<u32>)]
     pub(crate) rounds: Option<u32>,
-    /// Members that run at once (at least 1).
+    /// Members that run at once (at least 1; blackboard teams only).
     #[arg(long, value_parser = at_least_one::<usize>)]
     pub(crate) parallel: Option<usize>,
     /// End the run with the best answer so far once it has used this many

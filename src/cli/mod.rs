@@ -183,6 +183,15 @@ fn run(args: RunArgs) -> u8 {
         eprintln!("error: {e}");
         return EXIT_BAD_INPUT;
     }
+    if let Err(e) = runs::blackboard_flags(
+        team.config().process,
+        team.name(),
+        args.rounds,
+        args.parallel,
+    ) {
+        eprintln!("error: {e}");
+        return EXIT_BAD_INPUT;
+    }
     let mut runtime = Runtime::with_shared_model(team, model);
     if let Some(r) = args.rounds {
         runtime = runtime.max_rounds(r);

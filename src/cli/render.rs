@@ -279,6 +279,9 @@ impl Human {
                 "  ⇢ {from} → {to} ({how}): {}",
                 one_line(&reason, 80)
             )),
+            EventKind::UserMessage { text } => {
+                self.line(format!("  » user: {}", one_line(&text, 90)));
+            }
             EventKind::AwaitingUser { question } => {
                 self.line(format!("  ? {agent} asks you: {}", one_line(&question, 90)));
             }

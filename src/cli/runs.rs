@@ -55,7 +55,8 @@ pub(crate) struct ResumeArgs {
     /// The default model (default: the one the run was started with).
     #[arg(long)]
     model: Option<String>,
-    /// Members that run at once (default: as the run was started).
+    /// Members that run at once (default: as the run was started;
+    /// blackboard runs only).
     #[arg(long)]
     parallel: Option<usize>,
     /// End the resumed run with the best answer so far after this much
@@ -309,16 +310,18 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
         eprintln!("error: --message: the message is empty");
         return EXIT_BAD_INPUT;
     }
+    let (process, name) = (record.team.config.process, record.team.name.as_str());
+    if let Err(e) = blackboard_flags(process, name, None, args.parallel) {
+        eprintln!("error: {e}");
+        return EXIT_BAD_INPUT;
+    }
     if record.state.status == RunStatus::AwaitingUser && message.is_none() {
         eprintln!(
             "run {} waits for its user; reply with: {}",
             record.state.run_id,
             super::message_hint(&runs_dir_of(&dir), &record.state.run_id)
         );
-        println!(
-            "{}",
-            terminal_safe(record.state.answer.as_deref().unwrap_or("").trim_end())
-        );
+        print_ended(&record, args.json);
         return super::EXIT_WAITING;
     }
     if record.state.phase == RunPhase::Finished
@@ -330,10 +333,7 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
             record.state.run_id,
             status_of(&record, &dir)
         );
-        println!(
-            "{}",
-            terminal_safe(record.state.answer.as_deref().unwrap_or("").trim_end())
-        );
+        print_ended(&record, args.json);
         return EXIT_OK;
     }
     let team = match record.team.to_team() {
@@ -390,6 +390,78 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
     code
 }
 
+/// Refuses `--rounds` and `--parallel` for a team whose process has no
+/// rounds of parallel members (a handoff team), naming the flag and the
+/// caps that team does have, rather than ignoring them.
+pub(crate) fn blackboard_flags(
+    process: boardroom::Process,
+    team: &str,
+    rounds: Option<u32>,
+    parallel: Option<usize>,
+) -> Result<(), String> {
+    if process == boardroom::Process::Blackboard {
+        return Ok(());
+    }
+    let flag = match (rounds, parallel) {
+        (Some(_), _) => "--rounds",
+        (None, Some(_)) => "--parallel",
+        (None, None) => return Ok(()),
+    };
+    Err(format!(
+        "{flag}: team '{team}' runs the handoff process, which has no rounds of parallel members: its caps are max_turns and max_handoffs in team.yaml"
+    ))
+}
+
+/// What `resume` prints for a run it does not drive (finished, or waiting
+/// for its user): the answer, or with `--json` the events a run ends with,
+/// as JSON lines rebuilt from `run.json` (`awaiting_user` for a waiting
+/// run, then `run_finished`).
+fn print_ended(record: &RunRecord, json: bool) {
+    let state = &record.state;
+    let answer = state.answer.clone().unwrap_or_default();
+    if !json {
+        println!("{}", terminal_safe(answer.trim_end()));
+        return;
+    }
+    let (agent, rounds) = match &state.handoff {
+        Some(hs) => (hs.active.clone(), hs.steps.len() as u32),
+        // The master: the first agent of the saved team.
+        None => (
+            record
+                .team
+                .agents
+                .first()
+                .map(|a| a.name.clone())
+                .unwrap_or_default(),
+            state.round,
+        ),
+    };
+    let event = |kind: boardroom::EventKind| boardroom::Event {
+        run_id: state.run_id.clone(),
+        agent: agent.clone(),
+        parent: None,
+        time_ms: record.saved_ms,
+        kind,
+    };
+    let mut events = Vec::new();
+    if state.status == RunStatus::AwaitingUser {
+        events.push(event(boardroom::EventKind::AwaitingUser {
+            question: answer.clone(),
+        }));
+    }
+    events.push(event(boardroom::EventKind::RunFinished {
+        status: state.status,
+        answer,
+        rounds,
+        usage: state.usage,
+    }));
+    for e in events {
+        if let Ok(line) = serde_json::to_string(&e) {
+            println!("{line}");
+        }
+    }
+}
+
 /// The runs directory a run directory sits in.
 fn runs_dir_of(dir: &Path) -> PathBuf {
     dir.parent().map_or_else(PathBuf::new, Path::to_path_buf)
@@ -398,12 +470,19 @@ fn runs_dir_of(dir: &Path) -> PathBuf {
 /// Whether a finished run still owes the team its memory note: it was
 /// killed after its last phase, before the note was written.
 fn memory_owed(record: &RunRecord, dir: &Path, no_memory: bool) -> bool {
-    // The master's memory is the blackboard process's: a handoff run owes
-    // no note.
+    // A handoff run leaves a note when it ended with an answer, not at
+    // its deadline (as the library decides).
+    let handoff_ended = matches!(
+        record.state.status,
+        RunStatus::Done
+            | RunStatus::TurnLimit
+            | RunStatus::HandoffLimit
+            | RunStatus::BudgetExhausted
+    );
     if no_memory
         || !record.settings.memory
         || record.state.answer.is_none()
-        || record.team.config.process != boardroom::Process::Blackboard
+        || (record.team.config.process == boardroom::Process::Handoff && !handoff_ended)
     {
         return false;
     }

@@ -1,8 +1,9 @@
 //! The event bus of a run: what happens flows one way, from the run to its
 //! subscribers. The run never asks a subscriber anything back.
 //!
-//! - The caller's channel ([`Runtime::events`](super::Runtime::events)) gets
-//!   every event.
+//! - The caller's channels get every event: the runtime's
+//!   ([`Runtime::events`](super::Runtime::events)) and the run's own
+//!   ([`Runtime::events_per_run`](super::Runtime::events_per_run)).
 //! - The run store gets every event too, on a writer thread of its own
 //!   (`events.jsonl`, buffered: a streaming delta costs a channel send, not
 //!   a lock and a write), and the turn records and journal records, which
@@ -74,9 +75,12 @@ pub(crate) struct Bus {
 }
 
 impl Bus {
-    /// A bus for the caller's channel (if any) and the run directory (if
-    /// any).
-    pub(crate) fn new(caller: Option<Sender<Event>>, dir: Option<&Arc<RunDir>>) -> Self {
+    /// A bus for the caller's channels (none or more) and the run
+    /// directory (if any).
+    pub(crate) fn new(
+        callers: impl IntoIterator<Item = Sender<Event>>,
+        dir: Option<&Arc<RunDir>>,
+    ) -> Self {
         let mut subscribers: Vec<Box<dyn Subscriber>> = Vec::new();
         if let Some(dir) = dir {
             let events = dir
@@ -88,7 +92,7 @@ impl Bus {
                 events,
             }));
         }
-        if let Some(tx) = caller {
+        for tx in callers {
             subscribers.push(Box::new(Caller(tx)));
         }
         Bus { subscribers }

@@ -36,6 +36,9 @@ use crate::plan::Plan;
 use crate::store::JournalRecord;
 use crate::team::{AgentSpec, Team};
 
+/// The agent name the user's events carry.
+pub(crate) const USER_AGENT: &str = "user";
+
 /// What every run has. Shared by reference with the driver's member
 /// threads: everything that changes mid-phase sits behind a short lock.
 pub(crate) struct Core<'a> {
@@ -87,7 +90,8 @@ impl<'a> Core<'a> {
         // should not leave a run directory behind.
         let tools = super::tool_loop::registry(rt).map_err(RunError::Tools)?;
         let (persist, turns) = Persist::open(rt, state, opening)?;
-        let bus = Bus::new(rt.events.clone(), persist.dir.as_ref());
+        let callers = rt.events.iter().chain(rt.run_events.iter()).cloned();
+        let bus = Bus::new(callers, persist.dir.as_ref());
         let limits = watch_limits(&models, &rt.model);
         let timeout = rt.timeout.or(rt.team.config().timeout());
         // Memory is read per run: the note the last run left counts.
@@ -199,6 +203,18 @@ impl<'a> Core<'a> {
         let parent = parent.or(self.rt.parent.as_deref());
         self.bus
             .event(Event::now(&self.run_id, agent, parent, kind));
+    }
+
+    /// Announces the user's message a resumed run took, if it took one:
+    /// the drivers call it right after `run_started`.
+    pub(crate) fn emit_user_message(&self) {
+        if let Some(text) = &self.rt.user_message {
+            self.emit(
+                USER_AGENT,
+                None,
+                EventKind::UserMessage { text: text.clone() },
+            );
+        }
     }
 
     /// Files a change made in the middle of a phase (written at once, not

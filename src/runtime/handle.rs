@@ -5,7 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
+use crossbeam_channel::Receiver;
+
 use super::{RunError, RunOutcome, Runtime, id};
+use crate::event::Event;
 
 /// A stop flag for one run. Cheap to clone; every clone stops the same run.
 ///
@@ -34,7 +37,8 @@ impl Cancel {
 }
 
 /// A run started with [`Runtime::start`] or [`Runtime::start_resume`]: its
-/// id, a way to stop it, and its outcome.
+/// id, a way to stop it, its own events (when the runtime asked for them
+/// with [`Runtime::events_per_run`]), and its outcome.
 ///
 /// # Examples
 ///
@@ -51,6 +55,7 @@ impl Cancel {
 pub struct RunHandle {
     run_id: String,
     cancel: Cancel,
+    events: Option<Receiver<Event>>,
     thread: JoinHandle<Result<RunOutcome, RunError>>,
 }
 
@@ -69,6 +74,20 @@ impl RunHandle {
     /// This run's stop flag, to hand to another thread (a signal handler).
     pub fn canceller(&self) -> Cancel {
         self.cancel.clone()
+    }
+
+    /// This run's own events, if the runtime was built with
+    /// [`Runtime::events_per_run`] and they were not taken: only this
+    /// run's, and the receiver ends (disconnects) when the run ends.
+    pub fn events(&self) -> Option<&Receiver<Event>> {
+        self.events.as_ref()
+    }
+
+    /// Takes this run's receiver (see [`RunHandle::events`]), to read on
+    /// another thread while this one waits, or to drop: once dropped, the
+    /// run's sends to it are no-ops and nothing is kept.
+    pub fn take_events(&mut self) -> Option<Receiver<Event>> {
+        self.events.take()
     }
 
     /// Whether the run has ended (`wait` will not block).
@@ -161,6 +180,16 @@ impl Runtime {
         let mut rt = self.clone();
         rt.cancel = Cancel::new();
         let cancel = rt.cancel.clone();
+        // The run's own channel: its only sender lives in the run's
+        // runtime, so the receiver ends when the run thread does.
+        let events = if rt.per_run_events {
+            let (tx, rx) = crossbeam_channel::unbounded();
+            rt.run_events = Some(tx);
+            Some(rx)
+        } else {
+            rt.run_events = None;
+            None
+        };
         let thread = std::thread::Builder::new()
             .name("boardroom-run".into())
             .spawn(move || go(&rt))
@@ -168,6 +197,7 @@ impl Runtime {
         Ok(RunHandle {
             run_id,
             cancel,
+            events,
             thread,
         })
     }

@@ -54,6 +54,10 @@ pub struct Runtime {
     pub(crate) max_rounds: Option<u32>,
     pub(crate) max_parallel: Option<usize>,
     pub(crate) events: Option<Sender<Event>>,
+    /// Whether [`Runtime::start`] gives each run a channel of its own.
+    pub(crate) per_run_events: bool,
+    /// The sending side of this run's own channel (set per spawned run).
+    pub(crate) run_events: Option<Sender<Event>>,
     /// This run's stop flag: fresh for every [`Runtime::start`], so a
     /// stopped run never stops the next one or a clone's.
     pub(crate) cancel: Cancel,
@@ -72,6 +76,9 @@ pub struct Runtime {
     pub(crate) parent: Option<String>,
     /// Context variables set for this run (`--var`), in order.
     pub(crate) vars: Vec<(String, String)>,
+    /// The user's message this resumed run took (announced once as a
+    /// `user_message` event when it starts).
+    pub(crate) user_message: Option<String>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -118,6 +125,8 @@ impl Runtime {
             max_rounds: None,
             max_parallel: None,
             events: None,
+            per_run_events: false,
+            run_events: None,
             cancel: Cancel::new(),
             memory: String::new(),
             workspace: None,
@@ -131,6 +140,7 @@ impl Runtime {
             seed: crate::plan::Plan::default(),
             parent: None,
             vars: Vec::new(),
+            user_message: None,
         }
     }
 
@@ -142,22 +152,65 @@ impl Runtime {
         }
     }
 
-    /// Caps the rounds of members (default: `team.yaml`, else 5).
+    /// Caps the rounds of members (default: `team.yaml`, else 5). A
+    /// handoff team has no rounds: its caps are `max_turns` and
+    /// `max_handoffs` in `team.yaml` (the CLI refuses `--rounds` for it).
     pub fn max_rounds(mut self, rounds: u32) -> Self {
         self.max_rounds = Some(rounds.max(1));
         self
     }
 
     /// Caps the members that run at once (default: `team.yaml`, else all
-    /// of a round).
+    /// of a round). A handoff team runs one agent at a time and does not
+    /// use it (the CLI refuses `--parallel` for it).
     pub fn max_parallel(mut self, parallel: usize) -> Self {
         self.max_parallel = Some(parallel.max(1));
         self
     }
 
-    /// Sends every event of the run to `sender`.
+    /// Sends every event of the run to `sender`. Every run started from
+    /// this runtime or its clones sends to the same channel (events carry
+    /// their `run_id`); for a receiver per run, see
+    /// [`Runtime::events_per_run`].
     pub fn events(mut self, sender: Sender<Event>) -> Self {
         self.events = Some(sender);
+        self
+    }
+
+    /// Gives every run started from this runtime (or its clones) with
+    /// [`Runtime::start`], [`Runtime::start_resume`] or
+    /// [`Runtime::start_resume_with_message`] a channel of its own: its
+    /// [`RunHandle`] holds the receiver ([`RunHandle::events`],
+    /// [`RunHandle::take_events`]), which sees that run's events only and
+    /// ends when the run ends. Also sent to [`Runtime::events`]' sender,
+    /// if there is one.
+    ///
+    /// Opt-in, because the channel is unbounded: a handle whose receiver
+    /// is never read keeps every event of its run (token deltas included)
+    /// in memory until the handle is dropped. Dropping the receiver
+    /// (`drop(handle.take_events())`) makes the run's sends to it no-ops;
+    /// the run goes on. [`Runtime::run`] makes no such channel.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use boardroom::{EventKind, RunStatus, Runtime, Sim, Team};
+    ///
+    /// let runtime = Runtime::new(Team::builtin()?, Sim::new()).events_per_run();
+    /// let mut a = runtime.start("Plan a picnic")?;
+    /// let mut b = runtime.clone().start("Plan a party")?;
+    /// let (rx_a, rx_b) = (a.take_events().unwrap(), b.take_events().unwrap());
+    /// let (id_a, id_b) = (a.run_id().to_string(), b.run_id().to_string());
+    /// assert_eq!(a.wait()?.status, RunStatus::Done);
+    /// assert_eq!(b.wait()?.status, RunStatus::Done);
+    /// // Each receiver ends with its run, and saw only that run.
+    /// assert!(rx_a.iter().all(|e| e.run_id == id_a));
+    /// let last = rx_b.iter().inspect(|e| assert_eq!(e.run_id, id_b)).last();
+    /// assert!(matches!(last.map(|e| e.kind), Some(EventKind::RunFinished { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn events_per_run(mut self) -> Self {
+        self.per_run_events = true;
         self
     }
 

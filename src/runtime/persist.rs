@@ -305,6 +305,7 @@ impl Runtime {
         let state = crate::process::prepare_resume(&self.team, dir, record, message)?;
         let mut rt = self.clone();
         rt.runs_dir = Some(dir.parent().map_or_else(PathBuf::new, Path::to_path_buf));
+        rt.user_message = message.map(str::to_string);
         rt.drive_in(state, Opening::Resume(lock))
     }
 

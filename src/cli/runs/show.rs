@@ -116,6 +116,16 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
             super::super::message_hint(runs_dir, &s.run_id)
         );
     }
+    // A handoff run's messages are steps of the user's (below).
+    if s.handoff.is_none() && !s.user_notes.is_empty() {
+        out!("\n== from the user");
+        for note in &s.user_notes {
+            if let Some(q) = &note.question {
+                out!("asked: {}", one_line(q, 100));
+            }
+            out!("user: {}", one_line(&note.message, 100));
+        }
+    }
     if let Some(h) = &s.handoff {
         out!("\n== steps");
         for step in &h.steps {

@@ -75,6 +75,7 @@ impl<'a> Blackboard<'a> {
                 max_rounds: self.core.rt.rounds_cap(),
             },
         );
+        self.core.emit_user_message();
         while self.state.phase != RunPhase::Finished {
             self.core.at(self.state.round, self.state.phase);
             if let Some(stop) = self.core.stop_reason() {

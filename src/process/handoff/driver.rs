@@ -2,7 +2,9 @@
 //!
 //! ```text
 //! active = entry
-//! loop (at most max_turns agent turns, max_handoffs handoffs):
+//! loop (at most max_turns agent turns, max_handoffs handoffs; after the
+//!       last allowed turn the run ends turn_limit, with no routing call
+//!       and no handoff):
 //!   turn: soul + variables + task + history (+ the handoff tool)  -> a step
 //!     handoff tool call / HANDOFF: line  -> checked (corrective retry) -> next agent
 //!     nobody: rules of this agent (one routing call)  -> rule N
@@ -15,6 +17,7 @@
 
 use parking_lot::Mutex;
 
+use super::remember;
 use super::state::{
     HOW_AFTER_WORK, HOW_LINE, HOW_ROUTER, HOW_TOOL, HandoffState, HandoffStep, USER,
 };
@@ -109,6 +112,7 @@ impl<'a> Handoff<'a> {
                 max_rounds: self.settings.max_turns,
             },
         );
+        self.core.emit_user_message();
         if !matches!(self.state.phase, RunPhase::Step | RunPhase::Finished) {
             // Only a hand-edited run.json gets here.
             return Err(RunError::Process(format!(
@@ -126,13 +130,12 @@ impl<'a> Handoff<'a> {
                 self.end_early(stop)?;
                 break;
             }
-            if self.hs.routing {
+            // The cap first: after the last allowed turn no routing call
+            // is paid for, as the agent it picked could not take a turn.
+            if self.turns_since_user() >= self.settings.max_turns {
+                self.end_at_turn_cap();
+            } else if self.hs.routing {
                 self.route();
-            } else if self.turns_since_user() >= self.settings.max_turns {
-                self.end_with(
-                    RunStatus::TurnLimit,
-                    format!("the turn cap ({}) was reached", self.settings.max_turns),
-                );
             } else if let Err(e) = self.turn() {
                 self.checkpoint();
                 return Err(e);
@@ -143,7 +146,45 @@ impl<'a> Handoff<'a> {
             self.core.at(self.state.round, RunPhase::Step);
             self.checkpoint();
         }
+        if remember::leaves_a_note(self.state.status) {
+            self.update_memory();
+            self.checkpoint();
+        }
         Ok(self.finish())
+    }
+
+    /// Asks the master for a memory note from the last answer and keeps
+    /// it (when the runtime has a [`MasterMemory`](crate::MasterMemory),
+    /// once a run).
+    fn update_memory(&self) {
+        let Some(memory) = &self.core.rt.master_memory else {
+            return;
+        };
+        let answer = self.state.answer.clone().unwrap_or_default();
+        if answer.trim().is_empty() || memory.remembers(&self.core.run_id) {
+            return;
+        }
+        let master = self.team.master();
+        let soul = render(&master.soul, &self.hs.variables).unwrap_or_else(|_| master.soul.clone());
+        let messages = remember::prompt(&soul, &self.state.task, &answer);
+        let ask = Ask {
+            agent_tools: false,
+            ..Ask::new(Phase::Memory, self.state.round, "a few short bullet points")
+        };
+        match self
+            .core
+            .call_until(master, &ask, messages, |r| Ok(r.text.trim().to_string()))
+        {
+            Ok(Attempt::Usable(note)) => {
+                if let Err(e) = memory.remember(&self.core.run_id, &note) {
+                    log::warn!("master memory not saved: {e}");
+                }
+            }
+            Ok(Attempt::Unusable(problems)) => {
+                log::warn!("the master gave no memory note: {}", problems.join("; "));
+            }
+            Err(e) => log::warn!("the master gave no memory note: {e}"),
+        }
     }
 
     /// Agent turns since the user last spoke (against `max_turns`).
@@ -218,7 +259,15 @@ impl<'a> Handoff<'a> {
             how: None,
         };
         self.hs.feedback = result.problems;
+        // The last allowed turn: its handoff is recorded as asked for,
+        // but control passes to nobody and the run ends at the cap.
+        let capped = self.turns_since_user() + 1 >= self.settings.max_turns;
         match result.directive {
+            Some(_) if capped => {
+                step.handoff_triggered = true;
+                self.hs.steps.push(step);
+                self.end_at_turn_cap();
+            }
             Some((d, how)) => {
                 step.handoff_triggered = true;
                 self.hs.steps.push(step);
@@ -275,6 +324,10 @@ impl<'a> Handoff<'a> {
             history: &history,
             tools,
         });
+        // The master's memory of earlier runs, as in a blackboard team.
+        if agent.role == crate::team::AgentRole::Master {
+            remember::show(&mut messages, &self.core.memory);
+        }
         let feedback = self.hs.feedback.clone();
         if !feedback.is_empty() {
             let mut note = String::from("Your last handoff could not be used:\n");
@@ -612,6 +665,14 @@ impl<'a> Handoff<'a> {
             .find(|s| s.agent != USER)
             .map(|s| s.text.clone())
             .unwrap_or_default()
+    }
+
+    /// Ends the run at the turn cap with the last answer.
+    fn end_at_turn_cap(&mut self) {
+        self.end_with(
+            RunStatus::TurnLimit,
+            format!("the turn cap ({}) was reached", self.settings.max_turns),
+        );
     }
 
     /// Ends the run at a cap with the last answer.

@@ -2,6 +2,7 @@
 //! handoff (see DESIGN.md, "The handoff process", and `driver.rs`).
 
 mod driver;
+mod remember;
 pub(crate) mod resume;
 mod state;
 
