@@ -107,8 +107,12 @@ pub enum EventKind {
         model: String,
         /// Members on the roster.
         members: usize,
-        /// The round cap.
+        /// The round cap (for a handoff run: its turn cap, `max_turns`).
         max_rounds: u32,
+        /// The process that drives the run: `blackboard` or `handoff`
+        /// (absent in events saved before it was recorded).
+        #[serde(default)]
+        process: String,
     },
     /// The room's status light changed.
     RoomStatus {

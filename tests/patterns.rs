@@ -190,6 +190,12 @@ fn iterative_cycles_writer_and_reviewer_until_approved_then_publishes() {
     ]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // A handoff run counts agents, turns and steps, not members and rounds.
+    assert!(
+        stderr.contains("· 3 agents · model sim · up to 12 turns"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("done after 5 step(s)"), "{stderr}");
     assert_eq!(
         handoffs(&stderr),
         vec![

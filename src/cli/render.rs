@@ -85,6 +85,8 @@ struct Human {
     live: bool,
     /// The calls in flight, by their number in the run.
     calls: HashMap<u64, CallLine>,
+    /// A handoff run counts steps (turns), not rounds.
+    handoff: bool,
 }
 
 impl Human {
@@ -103,6 +105,7 @@ impl Human {
             multi,
             live,
             calls: HashMap::new(),
+            handoff: false,
         }
     }
 
@@ -180,15 +183,26 @@ impl Human {
                 model,
                 members,
                 max_rounds,
+                process,
                 ..
-            } => self.line(format!(
-                "boardroom · team '{team}' · {members} members · model {model} · up to {max_rounds} rounds"
-            )),
+            } => {
+                self.handoff = process == "handoff";
+                let (who, cap) = if self.handoff {
+                    ("agents", "turns")
+                } else {
+                    ("members", "rounds")
+                };
+                self.line(format!(
+                    "boardroom · team '{team}' · {members} {who} · model {model} · up to {max_rounds} {cap}"
+                ));
+            }
             EventKind::RoundStarted {
                 round,
                 assignments,
                 threads,
-            } => self.line(format!("round {round} · {assignments} assignments on {threads} threads")),
+            } => self.line(format!(
+                "round {round} · {assignments} assignments on {threads} threads"
+            )),
             EventKind::Rerun {
                 round,
                 members,
@@ -198,7 +212,11 @@ impl Human {
                 members.join(", ")
             )),
             // Live, the assignment shows as its call's line instead.
-            EventKind::TaskAssigned { round, member, task } if !self.live => {
+            EventKind::TaskAssigned {
+                round,
+                member,
+                task,
+            } if !self.live => {
                 self.line(format!("  → r{round} {member}: {}", one_line(&task, 60)));
             }
             EventKind::CallStarted {
@@ -244,10 +262,16 @@ impl Human {
             }
             EventKind::Agree { .. } => self.line(format!("  ✓ {agent} agrees")),
             EventKind::ToolResult {
-                tool, is_error, text, ..
+                tool,
+                is_error,
+                text,
+                ..
             } => {
                 let mark = if is_error { "✗" } else { "→" };
-                self.line(format!("    {agent} {mark} {tool}: {}", one_line(&text, 80)));
+                self.line(format!(
+                    "    {agent} {mark} {tool}: {}",
+                    one_line(&text, 80)
+                ));
             }
             EventKind::WorkspaceFile { path, bytes } => {
                 self.line(format!("    {agent} wrote {path} ({bytes} bytes)"));
@@ -262,8 +286,12 @@ impl Human {
                     self.line(format!("  ! {agent}: rejected directive: {r}"));
                 }
                 let what = match (round, decision.as_str()) {
-                    (0, "assign") => format!("{agent} split the task into {assignments} assignments"),
-                    (_, "assign") => format!("{agent} reviewed round {round}: {assignments} assignments for another round"),
+                    (0, "assign") => {
+                        format!("{agent} split the task into {assignments} assignments")
+                    }
+                    (_, "assign") => format!(
+                        "{agent} reviewed round {round}: {assignments} assignments for another round"
+                    ),
                     (_, "done") => format!("{agent} reviewed round {round}: DONE"),
                     (_, "ask") => format!("{agent} has a question for you"),
                     _ => format!("{agent}: no usable decision"),
@@ -286,7 +314,10 @@ impl Human {
                 self.line(format!("  ? {agent} asks you: {}", one_line(&question, 90)));
             }
             EventKind::RunFinished {
-                status, rounds, usage, ..
+                status,
+                rounds,
+                usage,
+                ..
             } => {
                 for (_, call) in self.calls.drain() {
                     call.bar.finish_and_clear();
@@ -297,8 +328,9 @@ impl Human {
                     RunStatus::AwaitingUser => "waiting for the user".to_string(),
                     other => other.as_str().replace('_', " "),
                 };
+                let unit = if self.handoff { "step(s)" } else { "round(s)" };
                 self.line(format!(
-                    "{how} after {rounds} round(s) · {} tokens ({} prompt, {} completion)",
+                    "{how} after {rounds} {unit} · {} tokens ({} prompt, {} completion)",
                     usage.total(),
                     usage.prompt_tokens,
                     usage.completion_tokens

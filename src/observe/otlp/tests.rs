@@ -55,6 +55,7 @@ fn spans_follow_the_call_graph_and_carry_errors() {
                 model: "sim".into(),
                 members: 1,
                 max_rounds: 2,
+                process: "blackboard".into(),
             },
         ),
         ev("master", None, 1100, turn("t0001", 0, Phase::Plan, None)),
@@ -216,6 +217,7 @@ fn a_resumed_stream_shares_the_trace_never_a_span_id() {
                 model: "sim".into(),
                 members: 1,
                 max_rounds: 2,
+                process: "blackboard".into(),
             },
         )
     };

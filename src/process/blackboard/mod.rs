@@ -73,6 +73,7 @@ impl<'a> Blackboard<'a> {
                 model: self.core.rt.model.name(),
                 members: self.team.members().count(),
                 max_rounds: self.core.rt.rounds_cap(),
+                process: "blackboard".to_string(),
             },
         );
         self.core.emit_user_message();

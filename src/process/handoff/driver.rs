@@ -110,6 +110,7 @@ impl<'a> Handoff<'a> {
                 model: self.core.rt.model.name(),
                 members: self.team.agents().len(),
                 max_rounds: self.settings.max_turns,
+                process: "handoff".to_string(),
             },
         );
         self.core.emit_user_message();
