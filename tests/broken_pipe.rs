@@ -50,7 +50,10 @@ fn a_closed_stdout_ends_run_and_runs_quietly() {
     let runs = tempfile::tempdir().unwrap();
     let (code, stderr) = with_closed_stdout(&["run", "Plan a picnic"], runs.path());
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stderr.contains("master reviewed round 1"), "the run ran: {stderr}");
+    assert!(
+        stderr.contains("master reviewed round 1"),
+        "the run ran: {stderr}"
+    );
     for noise in ["panicked", "Broken pipe", "cannot write"] {
         assert!(!stderr.contains(noise), "{noise}: {stderr}");
     }

@@ -16,7 +16,13 @@ pub(crate) fn print(args: std::fmt::Arguments<'_>, newline: bool) {
     let mut out = stdout.lock();
     let written = out
         .write_fmt(args)
-        .and_then(|()| if newline { out.write_all(b"\n") } else { Ok(()) })
+        .and_then(|()| {
+            if newline {
+                out.write_all(b"\n")
+            } else {
+                Ok(())
+            }
+        })
         .and_then(|()| out.flush());
     if let Err(e) = written {
         end_on_write_error(&e);

@@ -85,10 +85,7 @@ fn parse_bool(v: &str) -> Result<bool, String> {
 /// Builds the model `name` configures in `team.yaml`.
 pub(crate) fn from_endpoint(name: &str, cfg: &EndpointConfig) -> Result<OpenAi, ModelSpecError> {
     let base = cfg.base_url.clone().unwrap_or_else(env_base_url);
-    let model = cfg
-        .model
-        .clone()
-        .unwrap_or_else(env_model);
+    let model = cfg.model.clone().unwrap_or_else(env_model);
     let mut b = OpenAi::builder(base, model)
         .label(name)
         .api_key_env(cfg.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY"));
@@ -153,8 +150,14 @@ mod tests {
         let expected = super::env_model();
         assert_eq!(from_spec("openai").unwrap().inner.model, expected);
         assert_eq!(from_spec("openai:").unwrap().inner.model, expected);
-        assert_eq!(from_spec("http://127.0.0.1:1/v1").unwrap().inner.model, expected);
-        assert_eq!(from_spec("http://127.0.0.1:1/v1#").unwrap().inner.model, expected);
+        assert_eq!(
+            from_spec("http://127.0.0.1:1/v1").unwrap().inner.model,
+            expected
+        );
+        assert_eq!(
+            from_spec("http://127.0.0.1:1/v1#").unwrap().inner.model,
+            expected
+        );
         let cfg = EndpointConfig::default();
         assert_eq!(from_endpoint("e", &cfg).unwrap().inner.model, expected);
         assert_eq!(OpenAi::from_env().unwrap().inner.model, expected);

@@ -297,7 +297,9 @@ impl StreamState {
 
     /// The complete answer.
     pub(crate) fn finish(self, req: &ChatRequest) -> ChatResponse {
-        let usage = self.usage.unwrap_or_else(|| estimate_usage(req, &self.text));
+        let usage = self
+            .usage
+            .unwrap_or_else(|| estimate_usage(req, &self.text));
         ChatResponse {
             finish: self.finish.unwrap_or_default(),
             text: self.text,
