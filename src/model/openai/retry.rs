@@ -120,33 +120,21 @@ mod tests {
     #[test]
     fn retry_after_seconds_and_dates() {
         let now = UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
-        assert_eq!(parse_retry_after("1", now), Some(Duration::from_secs(1)));
-        assert_eq!(
-            parse_retry_after(" 120 ", now),
-            Some(Duration::from_secs(120))
-        );
-        assert_eq!(
-            parse_retry_after("Sun, 06 Nov 1994 08:49:40 GMT", now),
-            Some(Duration::from_secs(3))
-        );
-        assert_eq!(
-            parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now),
-            Some(Duration::ZERO)
-        );
-        // Issue 15: the obsolete forms a server may still send.
-        assert_eq!(
-            parse_retry_after("Sunday, 06-Nov-94 08:49:40 GMT", now),
-            Some(Duration::from_secs(3))
-        );
-        assert_eq!(
-            parse_retry_after("Sun Nov  6 08:49:40 1994", now),
-            Some(Duration::from_secs(3))
-        );
-        assert_eq!(parse_retry_after("soon", now), None);
-        assert_eq!(
-            parse_retry_after("Sun, 06 Nov 1994 08:49:40 PST", now),
-            None
-        );
+        let secs = |n| Some(Duration::from_secs(n));
+        let cases = [
+            ("1", secs(1)),
+            (" 120 ", secs(120)),
+            ("Sun, 06 Nov 1994 08:49:40 GMT", secs(3)),
+            ("Sun, 06 Nov 1994 08:00:00 GMT", secs(0)),
+            // Issue 15: the obsolete forms a server may still send.
+            ("Sunday, 06-Nov-94 08:49:40 GMT", secs(3)),
+            ("Sun Nov  6 08:49:40 1994", secs(3)),
+            ("soon", None),
+            ("Sun, 06 Nov 1994 08:49:40 PST", None),
+        ];
+        for (value, wait) in cases {
+            assert_eq!(parse_retry_after(value, now), wait, "{value:?}");
+        }
     }
 
     mod props {
