@@ -9,5 +9,8 @@ for setup in scripts/setup-*.sh; do
   echo "== $setup" >&2
   bash "$setup"
 done
+# The library builds without the CLI's crates (issue 15): cheap, and it
+# catches a library module that reaches for clap, env_logger & co.
+cargo check --no-default-features --lib
 cargo test --all-targets "$@"
 cargo test --doc

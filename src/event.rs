@@ -20,8 +20,6 @@ pub enum RoomStatus {
     Working,
     /// The master is planning or reviewing.
     Thinking,
-    /// Waiting: between phases, or for the user.
-    Pending,
     /// The run is over.
     Done,
 }

@@ -122,7 +122,9 @@ pub use model::{
     ToolSpec, Usage, resolve_model,
 };
 pub use model::{LimitChange, LimitReason, LimitWatch, LimitWatcher};
+#[cfg(feature = "otlp")]
 pub use observe::otlp::{ExportReport, OtlpConfig, OtlpError, OtlpExporter, export_run};
+#[cfg(feature = "view")]
 pub use observe::view::{ViewError, ViewServer};
 pub use partner::{
     Chat, ChatError, ChatEvent, ChatIo, ChatRecord, ChatStore, Inbox, InboxItem, TeamNews, TurnEnd,

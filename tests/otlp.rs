@@ -3,6 +3,8 @@
 //! what goes over the wire is protobuf with the standard headers, holds
 //! prompt text only on request, and never the API key.
 
+#![cfg(feature = "otlp")]
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;

@@ -4,6 +4,8 @@
 //! `boardroom export`; the test reads them back through Phoenix's REST
 //! API and checks names, parents and token counts.
 
+#![cfg(feature = "otlp")]
+
 use std::collections::HashMap;
 use std::net::TcpListener;
 use std::path::Path;

@@ -2,6 +2,8 @@
 //! the page of a finished run and of a live one; the CLI's errors; no URL
 //! reaches outside the runs directory.
 
+#![cfg(feature = "view")]
+
 mod view_support;
 
 use std::io::{BufRead, BufReader};

@@ -1,11 +1,30 @@
 //! The command line: parse, set up logging, call the library, render
 //! events, map errors to exit codes. No orchestration lives here.
 
+/// `println!` for the whole `cli` module: through [`out::print`], so a
+/// reader that closed stdout ends the program quietly (issue 15).
+macro_rules! println {
+    () => {
+        $crate::cli::out::print(format_args!(""), true)
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::out::print(format_args!($($arg)*), true)
+    };
+}
+
+/// `print!` for the whole `cli` module, as [`println!`].
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::cli::out::print(format_args!($($arg)*), false)
+    };
+}
+
 mod args;
 mod bench;
 mod chat;
 mod logging;
 mod observe;
+mod out;
 mod render;
 mod runs;
 mod team_info;
@@ -57,25 +76,14 @@ pub(crate) fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
-/// Two panics are expected events here, not crashes to report:
-///
-/// - a member or challenger thread that panics is caught at the pool and
-///   becomes an `error` entry on the board; its message goes to the log
-///   (`RUST_LOG=debug`) instead of tearing through the live view;
-/// - stdout closed by its reader (`boardroom show ID | head`): Rust panics
-///   on the broken pipe; the program just ends, as Unix tools do.
+/// One panic is an expected event here, not a crash to report: a member or
+/// challenger thread that panics is caught at the pool and becomes an
+/// `error` entry on the board; its message goes to the log
+/// (`RUST_LOG=debug`) instead of tearing through the live view. (stdout
+/// closed by its reader is no panic at all: see [`out`].)
 fn quiet_panics() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let message = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| info.payload().downcast_ref::<&str>().copied())
-            .unwrap_or("");
-        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
-            std::process::exit(EXIT_OK.into());
-        }
         let thread = std::thread::current();
         let name = thread.name().unwrap_or("");
         if name.starts_with("boardroom-member-") || name.starts_with("boardroom-challenger-") {

@@ -22,11 +22,6 @@ pub enum RunError {
         /// Why.
         source: ModelError,
     },
-    /// The master never produced a usable plan.
-    NoPlan {
-        /// What was wrong with its replies.
-        problems: Vec<String>,
-    },
     /// The board holds no usable draft to answer from: every member's
     /// answer was unusable or failed, or the budget or time ran out before
     /// any member produced one. The run is saved and can be resumed.
@@ -54,9 +49,6 @@ impl fmt::Display for RunError {
             RunError::EmptyTask => write!(f, "the task is empty"),
             RunError::Model { agent, source } => write!(f, "agent '{agent}': {source}"),
             RunError::Master { phase, source } => write!(f, "master ({phase}): {source}"),
-            RunError::NoPlan { problems } => {
-                write!(f, "the master gave no usable plan: {}", problems.join("; "))
-            }
             RunError::NoUsableDraft { reason } => f.write_str(reason),
             RunError::Pool(e) => f.write_str(e),
             RunError::Store(e) => write!(f, "run directory: {e}"),

@@ -295,8 +295,7 @@ impl OpenAi {
     ///
     /// A [`ModelSpecError`](crate::ModelSpecError) for a bad base URL.
     pub fn from_env() -> Result<OpenAi, crate::ModelSpecError> {
-        let model = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".into());
-        OpenAi::builder(env_base_url(), model).build()
+        OpenAi::builder(env_base_url(), env_model()).build()
     }
 
     /// Every wait the transport retry chose so far, in order (all calls).
@@ -364,6 +363,19 @@ impl OpenAi {
         })
     }
 }
+
+/// The model a spec or endpoint that names none uses: `OPENAI_MODEL`, as
+/// the official SDKs read it, else [`DEFAULT_MODEL`]. The one place it is
+/// read (issue 15).
+pub(crate) fn env_model() -> String {
+    std::env::var("OPENAI_MODEL")
+        .ok()
+        .filter(|m| !m.trim().is_empty())
+        .unwrap_or_else(|| DEFAULT_MODEL.to_string())
+}
+
+/// The model used when neither a spec nor `OPENAI_MODEL` names one.
+pub(crate) const DEFAULT_MODEL: &str = "gpt-4o-mini";
 
 /// `OPENAI_BASE_URL`, else the OpenAI API.
 pub(crate) fn env_base_url() -> String {

@@ -106,50 +106,11 @@ pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
-/// IMF-fixdate, the form HTTP/1.1 servers must send:
-/// `Sun, 06 Nov 1994 08:49:37 GMT`.
+/// An HTTP date in any of the three forms HTTP/1.1 allows (IMF-fixdate
+/// `Sun, 06 Nov 1994 08:49:37 GMT`, RFC 850, asctime), through the
+/// `httpdate` crate rather than calendar arithmetic of our own.
 fn parse_http_date(value: &str) -> Option<SystemTime> {
-    let rest = value.split_once(", ").map_or(value, |(_, r)| r);
-    let parts: Vec<&str> = rest.split_whitespace().collect();
-    let [day, month, year, time, zone] = parts.as_slice() else {
-        return None;
-    };
-    if *zone != "GMT" && *zone != "UTC" {
-        return None;
-    }
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let month = MONTHS.iter().position(|m| m.eq_ignore_ascii_case(month))? as u64 + 1;
-    let day: u64 = day.parse().ok()?;
-    let year: u64 = year.parse().ok()?;
-    let hms: Vec<u64> = time
-        .split(':')
-        .map(|p| p.parse().ok())
-        .collect::<Option<_>>()?;
-    let [h, m, s] = hms.as_slice() else {
-        return None;
-    };
-    // Four-digit years only (as the format has): a larger one would
-    // overflow the arithmetic below and the clock.
-    if !(1..=31).contains(&day) || !(1970..=9999).contains(&year) || *h > 23 || *m > 59 || *s > 60 {
-        return None;
-    }
-    let days = days_from_civil(year, month, day);
-    let secs = days * 86_400 + h * 3600 + m * 60 + s;
-    Some(UNIX_EPOCH + Duration::from_secs(secs))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
-/// algorithm), for years from 1970.
-fn days_from_civil(year: u64, month: u64, day: u64) -> u64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y / 400;
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    httpdate::parse_http_date(value).ok()
 }
 
 #[cfg(test)]
@@ -159,24 +120,21 @@ mod tests {
     #[test]
     fn retry_after_seconds_and_dates() {
         let now = UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
-        assert_eq!(parse_retry_after("1", now), Some(Duration::from_secs(1)));
-        assert_eq!(
-            parse_retry_after(" 120 ", now),
-            Some(Duration::from_secs(120))
-        );
-        assert_eq!(
-            parse_retry_after("Sun, 06 Nov 1994 08:49:40 GMT", now),
-            Some(Duration::from_secs(3))
-        );
-        assert_eq!(
-            parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(parse_retry_after("soon", now), None);
-        assert_eq!(
-            parse_retry_after("Sun, 06 Nov 1994 08:49:40 PST", now),
-            None
-        );
+        let secs = |n| Some(Duration::from_secs(n));
+        let cases = [
+            ("1", secs(1)),
+            (" 120 ", secs(120)),
+            ("Sun, 06 Nov 1994 08:49:40 GMT", secs(3)),
+            ("Sun, 06 Nov 1994 08:00:00 GMT", secs(0)),
+            // Issue 15: the obsolete forms a server may still send.
+            ("Sunday, 06-Nov-94 08:49:40 GMT", secs(3)),
+            ("Sun Nov  6 08:49:40 1994", secs(3)),
+            ("soon", None),
+            ("Sun, 06 Nov 1994 08:49:40 PST", None),
+        ];
+        for (value, wait) in cases {
+            assert_eq!(parse_retry_after(value, now), wait, "{value:?}");
+        }
     }
 
     mod props {

@@ -6,7 +6,7 @@
 //! - options after a comma: `openai:gpt-4o-mini,stream=false,max_in_flight=4,
 //!   timeout=30s,key_env=MY_KEY`.
 
-use super::{OpenAi, OpenAiBuilder, env_base_url, redact_url};
+use super::{OpenAi, OpenAiBuilder, env_base_url, env_model, redact_url};
 use crate::model::ModelSpecError;
 use crate::model::duration::CALL_TIMEOUT;
 use crate::team::EndpointConfig;
@@ -24,7 +24,7 @@ pub(crate) fn from_spec(spec: &str) -> Result<OpenAi, ModelSpecError> {
     let builder = if let Some(model) = head.strip_prefix("openai") {
         let model = model.strip_prefix(':').unwrap_or(model).trim();
         let model = if model.is_empty() {
-            std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".into())
+            env_model()
         } else {
             model.to_string()
         };
@@ -32,7 +32,7 @@ pub(crate) fn from_spec(spec: &str) -> Result<OpenAi, ModelSpecError> {
     } else {
         let (url, model) = head.split_once('#').unwrap_or((head, ""));
         let model = if model.trim().is_empty() {
-            std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "default".into())
+            env_model()
         } else {
             model.trim().to_string()
         };
@@ -85,11 +85,7 @@ fn parse_bool(v: &str) -> Result<bool, String> {
 /// Builds the model `name` configures in `team.yaml`.
 pub(crate) fn from_endpoint(name: &str, cfg: &EndpointConfig) -> Result<OpenAi, ModelSpecError> {
     let base = cfg.base_url.clone().unwrap_or_else(env_base_url);
-    let model = cfg
-        .model
-        .clone()
-        .or_else(|| std::env::var("OPENAI_MODEL").ok())
-        .unwrap_or_else(|| "gpt-4o-mini".into());
+    let model = cfg.model.clone().unwrap_or_else(env_model);
     let mut b = OpenAi::builder(base, model)
         .label(name)
         .api_key_env(cfg.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY"));
@@ -145,5 +141,25 @@ mod tests {
         assert_eq!(m.name(), "default");
         assert_eq!(m.inner.url, "http://127.0.0.1:1/v1/chat/completions");
         assert_eq!(m.max_in_flight(), 2);
+    }
+
+    /// Issue 15: every way of leaving the model out ends at the same model
+    /// (`OPENAI_MODEL`, read in one place, with one default).
+    #[test]
+    fn an_unnamed_model_is_the_same_everywhere() {
+        let expected = super::env_model();
+        assert_eq!(from_spec("openai").unwrap().inner.model, expected);
+        assert_eq!(from_spec("openai:").unwrap().inner.model, expected);
+        assert_eq!(
+            from_spec("http://127.0.0.1:1/v1").unwrap().inner.model,
+            expected
+        );
+        assert_eq!(
+            from_spec("http://127.0.0.1:1/v1#").unwrap().inner.model,
+            expected
+        );
+        let cfg = EndpointConfig::default();
+        assert_eq!(from_endpoint("e", &cfg).unwrap().inner.model, expected);
+        assert_eq!(OpenAi::from_env().unwrap().inner.model, expected);
     }
 }

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::model::{
-    ChatRequest, ChatResponse, FinishReason, Message, Role, ToolCall, Usage, estimate_tokens,
+    ChatRequest, ChatResponse, FinishReason, Message, Role, ToolCall, Usage, estimate_usage,
 };
 
 /// The request body.
@@ -93,18 +93,6 @@ fn usage(v: &Value) -> Option<Usage> {
     })
 }
 
-/// A usage estimate for servers that report none.
-fn estimated(req: &ChatRequest, text: &str) -> Usage {
-    Usage {
-        prompt_tokens: req
-            .messages
-            .iter()
-            .map(|m| estimate_tokens(&m.content))
-            .sum(),
-        completion_tokens: estimate_tokens(text),
-    }
-}
-
 /// The body of a plain (non-streamed) response.
 pub(crate) fn parse_response(req: &ChatRequest, body: &Value) -> Result<ChatResponse, String> {
     let choice = body
@@ -134,7 +122,7 @@ pub(crate) fn parse_response(req: &ChatRequest, body: &Value) -> Result<ChatResp
     let usage = body
         .get("usage")
         .and_then(usage)
-        .unwrap_or_else(|| estimated(req, &text));
+        .unwrap_or_else(|| estimate_usage(req, &text));
     Ok(ChatResponse {
         finish: choice
             .get("finish_reason")
@@ -309,7 +297,9 @@ impl StreamState {
 
     /// The complete answer.
     pub(crate) fn finish(self, req: &ChatRequest) -> ChatResponse {
-        let usage = self.usage.unwrap_or_else(|| estimated(req, &self.text));
+        let usage = self
+            .usage
+            .unwrap_or_else(|| estimate_usage(req, &self.text));
         ChatResponse {
             finish: self.finish.unwrap_or_default(),
             text: self.text,

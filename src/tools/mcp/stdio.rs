@@ -149,11 +149,7 @@ impl Stdio {
         if let Some(mut child) = self.child.lock().take() {
             // The group first, while the unreaped leader keeps its id taken.
             #[cfg(unix)]
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", self.pid)])
-                .stdout(Pipe::null())
-                .stderr(Pipe::null())
-                .status();
+            kill_group(self.pid);
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -161,6 +157,22 @@ impl Stdio {
         for t in threads {
             let _ = t.join();
         }
+    }
+}
+
+/// SIGKILL to the process group `pid` leads (the server was started with
+/// `process_group(0)`): `kill(-pid, SIGKILL)` through rustix's safe API,
+/// not a `kill` command. An error (the group is gone) is nothing to do.
+#[cfg(unix)]
+fn kill_group(pid: u32) {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return;
+    };
+    if let Err(e) = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL) {
+        log::debug!("mcp: ending process group {pid:?}: {e}");
     }
 }
 
