@@ -345,9 +345,17 @@ impl std::error::Error for TemplateError {}
 /// functions.
 const GLOBALS: &[&str] = &["range", "dict", "namespace", "debug"];
 
+/// Instructions one render may run: far above any prompt's needs (a soul
+/// with a loop over a few hundred items), far below a stuck run.
+const RENDER_FUEL: u64 = 200_000;
+
 fn environment() -> minijinja::Environment<'static> {
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    // A bound on the work of one render: a task or soul with nested loops
+    // (`{% for a in range(100000) %}{% for b in range(100000) %}`) stops
+    // with an error instead of spinning a run's thread for hours.
+    env.set_fuel(Some(RENDER_FUEL));
     // Prompts are text, not HTML.
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
     // A tag on a line of its own leaves no blank line behind.
@@ -618,5 +626,15 @@ mod tests {
         let back: Variables = serde_json::from_str(&json).unwrap();
         assert_eq!(back, v);
         assert!(serde_json::from_str::<Variables>(r#"{"a":[1]}"#).is_err());
+    }
+
+    #[test]
+    fn a_render_that_would_run_for_hours_stops_with_an_error() {
+        let task = "{% for a in range(100000) %}{% for b in range(100000) %}{{ audience }}{% endfor %}{% endfor %}";
+        let err = render(task, &vars()).unwrap_err();
+        assert!(err.to_string().contains("fuel"), "{err}");
+        // An ordinary loop over a few hundred items still renders.
+        let fine = render("{% for i in range(300) %}{{ i }} {% endfor %}", &vars()).unwrap();
+        assert!(fine.starts_with("0 1 2"), "{fine}");
     }
 }
