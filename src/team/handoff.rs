@@ -146,7 +146,11 @@ pub(super) fn build(
         return Ok(None);
     }
     // In the team's order: the master first, then by name.
-    let mut sorted: Vec<&AgentSpec> = agents.iter().collect();
+    // The partner talks with the user and is never on a run's roster.
+    let mut sorted: Vec<&AgentSpec> = agents
+        .iter()
+        .filter(|a| a.role != super::AgentRole::Partner)
+        .collect();
     sorted.sort_by_key(|a| (a.role != super::AgentRole::Master, a.name.as_str()));
     let names: Vec<&str> = sorted.iter().map(|a| a.name.as_str()).collect();
     let roster = names.join(", ");

@@ -108,7 +108,7 @@ impl<'a> Handoff<'a> {
                 task: self.state.task.clone(),
                 team: self.team.name().to_string(),
                 model: self.core.rt.model.name(),
-                members: self.team.agents().len(),
+                members: self.chain().count(),
                 max_rounds: self.settings.max_turns,
                 process: "handoff".to_string(),
             },
@@ -287,12 +287,10 @@ impl<'a> Handoff<'a> {
     /// bad one). `None` when the run was stopped before the call.
     fn agent_turn(&mut self, agent: &AgentSpec) -> Result<Option<TurnResult>, RunError> {
         let name = agent.name.as_str();
-        let roster: Vec<&str> = self.team.agents().iter().map(|a| a.name.as_str()).collect();
+        let roster: Vec<&str> = self.chain().map(|a| a.name.as_str()).collect();
         let others: Vec<&str> = roster.iter().copied().filter(|n| *n != name).collect();
         let described: Vec<(&str, &str)> = self
-            .team
-            .agents()
-            .iter()
+            .chain()
             .map(|a| (a.name.as_str(), a.description.as_str()))
             .collect();
         let soul = self.rendered(&agent.soul, &format!("the soul of '{name}'"))?;
@@ -603,12 +601,19 @@ impl<'a> Handoff<'a> {
         Some((i + 1, r.to_agent.clone(), reason))
     }
 
+    /// The agents that take part in the chain: every agent but the
+    /// partner, who talks with the user and is never on a run's roster.
+    fn chain(&self) -> impl Iterator<Item = &AgentSpec> {
+        self.team
+            .agents()
+            .iter()
+            .filter(|a| a.role != crate::team::AgentRole::Partner)
+    }
+
     /// The router's pick among the other agents, by description.
     fn by_router(&mut self, last: &str) -> Option<(String, String)> {
         let candidates: Vec<(&str, &str)> = self
-            .team
-            .agents()
-            .iter()
+            .chain()
             .filter(|a| a.name != last)
             .map(|a| (a.name.as_str(), a.description.as_str()))
             .collect();

@@ -1,0 +1,84 @@
+//! A handoff team that also has a partner (for `boardroom chat`): the
+//! partner talks with the user and is never on the chain's roster: not an
+//! entry, not a rule's destination, never handed control by the sim or the
+//! router.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn boardroom(args: &[&str], dir: &Path) -> Output {
+    let runs = tempfile::tempdir().unwrap();
+    Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(args)
+        .current_dir(dir)
+        .env("BOARDROOM_RUNS_DIR", runs.path())
+        .env_remove("BOARDROOM_MODEL")
+        .env_remove("RUST_LOG")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The sequential example team plus a partner agent named `pal`, with
+/// `team.yaml` edited by `edit`.
+fn sequential_with_partner(edit: impl Fn(String) -> String) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/teams/sequential");
+    for sub in ["agents", "souls"] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+        for f in std::fs::read_dir(src.join(sub)).unwrap() {
+            let f = f.unwrap();
+            std::fs::copy(f.path(), dir.path().join(sub).join(f.file_name())).unwrap();
+        }
+    }
+    std::fs::write(
+        dir.path().join("agents/pal.md"),
+        "---\nname: pal\nrole: partner\ndescription: Talks with the user about the work\n---\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("souls/pal.md"), "You talk with the user.\n").unwrap();
+    let yaml = std::fs::read_to_string(src.join("team.yaml")).unwrap();
+    std::fs::write(dir.path().join("team.yaml"), edit(yaml)).unwrap();
+    dir
+}
+
+#[test]
+fn the_partner_is_neither_an_entry_nor_a_destination() {
+    let dir = sequential_with_partner(|y| y.replace("entry: researcher", "entry: pal"));
+    let out = boardroom(&["check", "--team", "."], dir.path());
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("team.yaml:"), "{stderr}");
+    assert!(stderr.contains("unknown agent 'pal'"), "{stderr}");
+
+    let dir =
+        sequential_with_partner(|y| y.replace("    to_agent: writer\n", "    to_agent: pal\n"));
+    let out = boardroom(&["check", "--team", "."], dir.path());
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("unknown agent 'pal'"), "{stderr}");
+}
+
+#[test]
+fn a_chain_never_hands_control_to_the_partner() {
+    // Without rules, the sim hands off in roster order: the partner would
+    // come first among those that have not acted if it were on the roster.
+    let dir = sequential_with_partner(|y| {
+        let start = y.find("handoffs:").unwrap();
+        let end = y.find("# The publisher's reply").unwrap();
+        format!("{}{}", &y[..start], &y[end..])
+    });
+    let out = boardroom(
+        &["run", "--team", ".", "--no-memory", "Write a note on tea"],
+        dir.path(),
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("· 4 agents ·"), "{stderr}");
+    assert!(stderr.contains("⇢ "), "the chain hands off: {stderr}");
+    assert!(!stderr.contains("→ pal"), "{stderr}");
+}
