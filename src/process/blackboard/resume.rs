@@ -297,6 +297,18 @@ mod tests {
         (tmp, dir, round_one(phase))
     }
 
+    /// Journals a round-1 members-phase draft for each `(seq, author)`.
+    fn journal_drafts(dir: &RunDir, drafts: &[(u64, &str)]) {
+        for &(seq, who) in drafts {
+            dir.append_journal(&JournalRecord::Entry {
+                round: 1,
+                phase: RunPhase::Members,
+                entry: entry(seq, who),
+            })
+            .unwrap();
+        }
+    }
+
     fn usage(prompt_tokens: u64, completion_tokens: u64) -> crate::model::Usage {
         crate::model::Usage {
             prompt_tokens,
@@ -345,14 +357,7 @@ mod tests {
         // Review finding: seq 3 journaled before seq 2 used to drop seq 2.
         let (tmp, dir, mut state) = cut_off_in(RunPhase::Members);
         state.board.push(entry(1, "writer"));
-        for (seq, who) in [(3, "analyst"), (2, "critic"), (1, "writer")] {
-            dir.append_journal(&JournalRecord::Entry {
-                round: 1,
-                phase: RunPhase::Members,
-                entry: entry(seq, who),
-            })
-            .unwrap();
-        }
+        journal_drafts(&dir, &[(3, "analyst"), (2, "critic"), (1, "writer")]);
         let replayed = replay(tmp.path(), state, None).unwrap();
         let board: Vec<(u64, &str)> = replayed
             .board
@@ -367,14 +372,7 @@ mod tests {
         // A damaged journal: an entry numbered u64::MAX made the next
         // entry's number overflow (a panic on resume).
         let (tmp, dir, state) = cut_off_in(RunPhase::Members);
-        for (seq, who) in [(1, "writer"), (u64::MAX, "critic"), (0, "analyst")] {
-            dir.append_journal(&JournalRecord::Entry {
-                round: 1,
-                phase: RunPhase::Members,
-                entry: entry(seq, who),
-            })
-            .unwrap();
-        }
+        journal_drafts(&dir, &[(1, "writer"), (u64::MAX, "critic"), (0, "analyst")]);
         let replayed = replay(tmp.path(), state, None).unwrap();
         let seqs: Vec<u64> = replayed.board.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, vec![1]);
