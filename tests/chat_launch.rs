@@ -53,6 +53,28 @@ fn chat_with(model: &Scripted, runs: &std::path::Path) -> Chat {
     Chat::new(rt, std::sync::Arc::new(model.clone()), runs).unwrap()
 }
 
+/// An `Io` that gives these answers at the consent prompt, in order.
+fn answering(answers: &[bool]) -> Io {
+    Io {
+        answers: answers.to_vec(),
+        ..Io::default()
+    }
+}
+
+/// The partner adds one module, "Find a venue", and launches the team.
+fn a_venue_and_launch() -> ChatResponse {
+    calls(&[
+        ("plan_add_task", r#"{"description": "Find a venue"}"#),
+        ("launch_team", r#"{"brief": "Plan a team offsite"}"#),
+    ])
+}
+
+/// The user asks for a team offsite and the partner takes its turn.
+fn plan_an_offsite(chat: &mut Chat, io: &mut Io) {
+    chat.user_says("Plan a team offsite", io);
+    chat.turn(io, &Cancel::new()).unwrap();
+}
+
 #[test]
 fn a_launch_without_a_plan_gets_a_corrective_error_and_asks_nobody() {
     let tmp = tempfile::tempdir().unwrap();
@@ -63,10 +85,7 @@ fn a_launch_without_a_plan_gets_a_corrective_error_and_asks_nobody() {
         )
         .reply("partner", "Let me draft the modules first.");
     let mut chat = chat_with(&model, tmp.path());
-    let mut io = Io {
-        answers: vec![true],
-        ..Io::default()
-    };
+    let mut io = answering(&[true]);
     chat.user_says("Plan a team offsite, go", &mut io);
     assert_eq!(
         chat.turn(&mut io, &Cancel::new()).unwrap(),
@@ -101,12 +120,8 @@ fn the_users_no_launches_nothing_even_when_the_model_insists() {
         )
         .reply("partner", "Understood, nothing launched.");
     let mut chat = chat_with(&model, tmp.path());
-    let mut io = Io {
-        answers: vec![false],
-        ..Io::default()
-    };
-    chat.user_says("Plan a team offsite", &mut io);
-    chat.turn(&mut io, &Cancel::new()).unwrap();
+    let mut io = answering(&[false]);
+    plan_an_offsite(&mut chat, &mut io);
     assert_eq!(io.asked, vec!["Launch the team on these 2 modules? [y/N]"]);
     assert!(chat.runs().is_empty());
     assert!(chat.running().is_none());
@@ -157,8 +172,7 @@ fn the_user_is_shown_the_modules_and_brief_the_team_gets_not_only_the_models_lis
         .reply("partner", "Nothing launched.");
     let mut chat = chat_with(&model, tmp.path());
     let mut io = Io::default();
-    chat.user_says("Plan a team offsite", &mut io);
-    chat.turn(&mut io, &Cancel::new()).unwrap();
+    plan_an_offsite(&mut chat, &mut io);
     let asked = io
         .events
         .iter()
@@ -186,21 +200,11 @@ fn the_user_is_shown_the_modules_and_brief_the_team_gets_not_only_the_models_lis
 fn a_yes_launches_the_team_seeded_with_the_modules_and_its_end_reaches_the_inbox() {
     let tmp = tempfile::tempdir().unwrap();
     let model = Scripted::new()
-        .respond(
-            "partner",
-            calls(&[
-                ("plan_add_task", r#"{"description": "Find a venue"}"#),
-                ("launch_team", r#"{"brief": "Plan a team offsite"}"#),
-            ]),
-        )
+        .respond("partner", a_venue_and_launch())
         .otherwise("partner", "ok");
     let mut chat = chat_with(&model, tmp.path());
-    let mut io = Io {
-        answers: vec![true],
-        ..Io::default()
-    };
-    chat.user_says("Plan a team offsite", &mut io);
-    chat.turn(&mut io, &Cancel::new()).unwrap();
+    let mut io = answering(&[true]);
+    plan_an_offsite(&mut chat, &mut io);
     assert_eq!(chat.runs().len(), 1);
     let run_id = chat.runs()[0].clone();
     // The run's news lands in the inbox; the next turn shows the report.
@@ -233,23 +237,13 @@ fn a_yes_launches_the_team_seeded_with_the_modules_and_its_end_reaches_the_inbox
 fn a_chat_dropped_without_close_stops_its_run_and_leaves_no_thread() {
     let tmp = tempfile::tempdir().unwrap();
     let model = Scripted::new()
-        .respond(
-            "partner",
-            calls(&[
-                ("plan_add_task", r#"{"description": "Find a venue"}"#),
-                ("launch_team", r#"{"brief": "Plan a team offsite"}"#),
-            ]),
-        )
+        .respond("partner", a_venue_and_launch())
         .otherwise("partner", "ok");
     let team = Sim::new().latency(std::time::Duration::from_millis(300));
     let rt = Runtime::new(Team::builtin().unwrap(), team).runs_dir(tmp.path());
     let mut chat = Chat::new(rt, std::sync::Arc::new(model.clone()), tmp.path()).unwrap();
-    let mut io = Io {
-        answers: vec![true],
-        ..Io::default()
-    };
-    chat.user_says("Plan a team offsite", &mut io);
-    chat.turn(&mut io, &Cancel::new()).unwrap();
+    let mut io = answering(&[true]);
+    plan_an_offsite(&mut chat, &mut io);
     let run_id = chat.runs()[0].clone();
     drop(chat);
     // The run's thread has ended: nobody holds its directory, and it is
@@ -282,12 +276,8 @@ fn team_status_hands_the_runs_text_to_the_partner_escaped_in_its_element() {
         .respond("partner", calls(&[("team_status", "{}")]))
         .otherwise("partner", "ok");
     let mut chat = chat_with(&model, tmp.path());
-    let mut io = Io {
-        answers: vec![true],
-        ..Io::default()
-    };
-    chat.user_says("Plan a team offsite", &mut io);
-    chat.turn(&mut io, &Cancel::new()).unwrap();
+    let mut io = answering(&[true]);
+    plan_an_offsite(&mut chat, &mut io);
     let run_id = chat.runs()[0].clone();
     chat.close();
     let third = &model.requests()[2];

@@ -76,16 +76,9 @@ fn a_piped_conversation_clarifies_drafts_launches_answers_status_and_reports() {
     let rx = lines_of(&mut child);
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut t = String::new();
-    loop {
-        let line = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| panic!("no status answer in:\n{t}"));
-        t.push_str(&line);
-        t.push('\n');
-        if line == "partner: Here is where the team stands:" {
-            break;
-        }
-    }
+    read_until(&rx, deadline, &mut t, "status answer", |line| {
+        line == "partner: Here is where the team stands:"
+    });
     std::fs::write(&go, "").unwrap();
     for line in rx {
         t.push_str(&line);
@@ -147,10 +140,7 @@ fn a_piped_conversation_clarifies_drafts_launches_answers_status_and_reports() {
         .collect();
     assert_eq!(consent.len(), 1, "{transcript}");
     assert_eq!(consent[0]["granted"], true);
-    let run: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(tmp.path().join("runs").join(&run_id).join("run.json")).unwrap(),
-    )
-    .unwrap();
+    let run = saved_run(tmp.path(), &run_id);
     assert_eq!(run["status"], "done");
     // The run was seeded with the partner's modules: the master assigned
     // those four (no others were added), and all are completed.
@@ -311,23 +301,59 @@ fn lines_of(child: &mut std::process::Child) -> crossbeam_channel::Receiver<Stri
     rx
 }
 
-#[test]
-fn a_run_killed_with_the_chat_is_shown_interrupted_on_resume_and_finishes() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args(["chat", "--model"])
-        // The drafts wait for a file never made: the run is at work when
-        // it is killed, by construction.
-        .arg(format!(
-            "sim:latency=400ms,hold={}",
-            tmp.path().join("never").display()
-        ))
-        .current_dir(tmp.path())
+/// `boardroom chat --model MODEL` in `dir`, stdin and stdout piped.
+fn spawn_chat(dir: &Path, model: &str) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["chat", "--model", model])
+        .current_dir(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// Reads lines into `seen`, one a line, until `stop` holds for one, and
+/// returns that line; panics with "no WHAT in" and `seen` at `deadline`.
+fn read_until(
+    rx: &crossbeam_channel::Receiver<String>,
+    deadline: Instant,
+    seen: &mut String,
+    what: &str,
+    stop: impl Fn(&str) -> bool,
+) -> String {
+    loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no {what} in:\n{seen}"));
+        seen.push_str(&line);
+        seen.push('\n');
+        if stop(&line) {
+            return line;
+        }
+    }
+}
+
+/// The run.json of run `run_id` under `dir/runs`.
+fn saved_run(dir: &Path, run_id: &str) -> serde_json::Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(dir.join("runs").join(run_id).join("run.json")).unwrap(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_run_killed_with_the_chat_is_shown_interrupted_on_resume_and_finishes() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The drafts wait for a file never made: the run is at work when
+    // it is killed, by construction.
+    let mut child = spawn_chat(
+        tmp.path(),
+        &format!(
+            "sim:latency=400ms,hold={}",
+            tmp.path().join("never").display()
+        ),
+    );
     let mut stdin = child.stdin.take().unwrap();
     stdin
         .write_all(b"Plan a team offsite for about 20 people over two days\ny\n")
@@ -335,16 +361,14 @@ fn a_run_killed_with_the_chat_is_shown_interrupted_on_resume_and_finishes() {
     let rx = lines_of(&mut child);
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut seen = String::new();
-    let run_id = loop {
-        let line = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| panic!("no launch in:\n{seen}"));
-        seen.push_str(&line);
-        seen.push('\n');
-        if let Some(rest) = line.strip_prefix("[team] run ") {
-            break rest.split(' ').next().unwrap().to_string();
-        }
-    };
+    let launched = read_until(&rx, deadline, &mut seen, "launch", |line| {
+        line.starts_with("[team] run ")
+    });
+    let run_id = launched["[team] run ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
     // Kill it once the run has saved a phase, mid-run.
     let run_json = tmp.path().join("runs").join(&run_id).join("run.json");
     while !run_json.is_file() {
@@ -377,14 +401,7 @@ fn a_run_killed_with_the_chat_is_shown_interrupted_on_resume_and_finishes() {
 #[test]
 fn ctrl_c_during_a_partner_turn_cancels_that_turn_and_the_chat_goes_on() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args(["chat", "--model", "sim:latency=3s"])
-        .current_dir(tmp.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_chat(tmp.path(), "sim:latency=3s");
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"Plan a team offsite\n").unwrap();
     let rx = lines_of(&mut child);
@@ -430,14 +447,7 @@ fn ctrl_c_during_a_partner_turn_cancels_that_turn_and_the_chat_goes_on() {
 #[test]
 fn the_partner_relays_a_runs_question_and_the_users_answer_resumes_it() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args(["chat", "--model", "sim:ask=Which city?"])
-        .current_dir(tmp.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_chat(tmp.path(), "sim:ask=Which city?");
     let mut stdin = child.stdin.take().unwrap();
     stdin
         .write_all(b"Plan a team offsite for about 20 people over two days\ny\n")
@@ -445,16 +455,9 @@ fn the_partner_relays_a_runs_question_and_the_users_answer_resumes_it() {
     let rx = lines_of(&mut child);
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut seen = String::new();
-    loop {
-        let line = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| panic!("no question relayed in:\n{seen}"));
-        seen.push_str(&line);
-        seen.push('\n');
-        if line == "partner: The team has a question for you: Which city?" {
-            break;
-        }
-    }
+    read_until(&rx, deadline, &mut seen, "question relayed", |line| {
+        line == "partner: The team has a question for you: Which city?"
+    });
     // The next line is the answer: it resumes the run.
     stdin.write_all(b"Lisbon\n").unwrap();
     drop(stdin);
@@ -471,10 +474,7 @@ fn the_partner_relays_a_runs_question_and_the_users_answer_resumes_it() {
         "{all}"
     );
     let run_id = only_dir(&tmp.path().join("runs"));
-    let run: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(tmp.path().join("runs").join(&run_id).join("run.json")).unwrap(),
-    )
-    .unwrap();
+    let run = saved_run(tmp.path(), &run_id);
     assert_eq!(run["status"], "done");
     assert_eq!(run["user_notes"][0]["message"], "Lisbon");
     assert_eq!(run["user_notes"][0]["question"], "Which city?");
@@ -483,14 +483,7 @@ fn the_partner_relays_a_runs_question_and_the_users_answer_resumes_it() {
 #[test]
 fn after_the_report_a_follow_up_runs_a_new_round_on_the_same_run_with_consent() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args(["chat", "--model", "sim"])
-        .current_dir(tmp.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_chat(tmp.path(), "sim");
     let mut stdin = child.stdin.take().unwrap();
     stdin
         .write_all(b"Plan a team offsite for about 20 people over two days\ny\n")
@@ -498,16 +491,9 @@ fn after_the_report_a_follow_up_runs_a_new_round_on_the_same_run_with_consent() 
     let rx = lines_of(&mut child);
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut seen = String::new();
-    loop {
-        let line = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| panic!("no end of the run in:\n{seen}"));
-        seen.push_str(&line);
-        seen.push('\n');
-        if line.starts_with("partner: The team has finished (status done)") {
-            break;
-        }
-    }
+    read_until(&rx, deadline, &mut seen, "end of the run", |line| {
+        line.starts_with("partner: The team has finished (status done)")
+    });
     stdin.write_all(b"make it shorter\ny\n").unwrap();
     drop(stdin);
     let out = child.wait_with_output().unwrap();
@@ -528,10 +514,7 @@ fn after_the_report_a_follow_up_runs_a_new_round_on_the_same_run_with_consent() 
         &format!("──── report (runs/{run_id}/workspace/report.md)"),
     );
     assert!(ask < on_it && on_it < report, "{rest}");
-    let run: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(tmp.path().join("runs").join(&run_id).join("run.json")).unwrap(),
-    )
-    .unwrap();
+    let run = saved_run(tmp.path(), &run_id);
     assert_eq!(run["status"], "done");
     assert_eq!(run["round"], 2, "a new round on the same run");
     assert_eq!(run["user_notes"][0]["message"], "make it shorter");
@@ -601,10 +584,7 @@ fn ctrl_c_after_the_input_has_ended_stops_the_team_and_the_run_stays_resumable()
     std::fs::write(&go, "").unwrap();
     let status = child.wait().unwrap();
     assert!(status.success(), "{}", seen.join("\n"));
-    let run: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(tmp.path().join("runs").join(&run_id).join("run.json")).unwrap(),
-    )
-    .unwrap();
+    let run = saved_run(tmp.path(), &run_id);
     assert_eq!(run["status"], "cancelled", "stopped, resumable");
     assert_ne!(run["phase"], "finished");
 }

@@ -3,9 +3,12 @@
 //! does not use, the turn cap before a routing call, the user's message as
 //! an event, and the master's memory of handoff runs.
 
+mod support;
+
 use std::collections::BTreeSet;
 
 use boardroom::{Event, EventKind, RunStatus, Runtime, Sim, SimOptions, Team};
+use support::handoff::{PAIR, boardroom, only_run, text, write_team, you_are};
 
 fn run_ids(events: &[Event]) -> BTreeSet<String> {
     events.iter().map(|e| e.run_id.clone()).collect()
@@ -77,61 +80,25 @@ fn a_dropped_receiver_does_not_stop_the_run() {
 // ---- the command line ----
 
 use std::path::Path;
-use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_boardroom");
+use std::process::Output;
 
 /// A handoff team of two on disk (`extra`: more team.yaml lines).
 fn handoff_team(dir: &Path, extra: &str) {
-    std::fs::create_dir_all(dir.join("agents")).unwrap();
-    std::fs::create_dir_all(dir.join("souls")).unwrap();
-    for (name, role) in [("researcher", "master"), ("writer", "member")] {
-        std::fs::write(
-            dir.join("agents").join(format!("{name}.md")),
-            format!("---\nname: {name}\nrole: {role}\ndescription: the team's {name}\n---\n"),
-        )
-        .unwrap();
-        std::fs::write(
-            dir.join("souls").join(format!("{name}.md")),
-            format!("You are the {name}."),
-        )
-        .unwrap();
-    }
-    std::fs::write(
-        dir.join("team.yaml"),
-        format!("name: pair\nprocess: handoff\nentry: researcher\n{extra}"),
-    )
-    .unwrap();
+    write_team(
+        dir,
+        &PAIR,
+        you_are,
+        &format!("name: pair\nprocess: handoff\nentry: researcher\n{extra}"),
+    );
 }
 
-fn boardroom(args: &[&str], runs: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .arg("--runs-dir")
-        .arg(runs)
-        .env_remove("BOARDROOM_MODEL")
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
+/// The id of the one run saved under `runs`.
 fn only_run_id(runs: &Path) -> String {
-    let ids: Vec<String> = std::fs::read_dir(runs)
+    only_run(runs)
+        .file_name()
         .unwrap()
-        .filter_map(Result::ok)
-        .filter(|e| e.path().join("run.json").is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(ids.len(), 1, "{ids:?}");
-    ids[0].clone()
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// Every stdout line is a JSON object; their `type`s.

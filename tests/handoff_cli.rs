@@ -3,70 +3,23 @@
 //! continues it with the user's words; `--var` is checked; `show` lists
 //! the steps.
 
+mod support;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
 use boardroom::{Phase, RunStatus, load_run, read_turns};
-
-const BIN: &str = env!("CARGO_BIN_EXE_boardroom");
+use support::handoff::{TRIO, boardroom, only_run, text, write_team};
 
 /// A handoff team of three on disk that returns to its user.
 fn team(dir: &Path, extra: &str) {
-    std::fs::create_dir_all(dir.join("agents")).unwrap();
-    std::fs::create_dir_all(dir.join("souls")).unwrap();
-    for (name, role) in [
-        ("researcher", "master"),
-        ("writer", "member"),
-        ("reviewer", "member"),
-    ] {
-        std::fs::write(
-            dir.join("agents").join(format!("{name}.md")),
-            format!("---\nname: {name}\nrole: {role}\ndescription: the team's {name}\n---\n"),
-        )
-        .unwrap();
-        std::fs::write(
-            dir.join("souls").join(format!("{name}.md")),
-            format!("You are the {name}. Write for {{{{ audience }}}}."),
-        )
-        .unwrap();
-    }
-    std::fs::write(
-        dir.join("team.yaml"),
-        format!(
+    write_team(
+        dir,
+        &TRIO,
+        |name| format!("You are the {name}. Write for {{{{ audience }}}}."),
+        &format!(
             "name: chain\nprocess: handoff\nentry: researcher\ncontext_variables:\n  audience: everyone\n{extra}"
         ),
-    )
-    .unwrap();
-}
-
-fn boardroom(args: &[&str], runs: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .arg("--runs-dir")
-        .arg(runs)
-        .env_remove("BOARDROOM_MODEL")
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn only_run(runs: &Path) -> std::path::PathBuf {
-    let mut dirs: Vec<_> = std::fs::read_dir(runs)
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.join("run.json").is_file())
-        .collect();
-    assert_eq!(dirs.len(), 1);
-    dirs.pop().unwrap()
+    );
 }
 
 #[test]

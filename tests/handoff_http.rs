@@ -6,24 +6,16 @@
 mod support;
 
 use boardroom::{Protocol, RunStatus, Runtime, Team};
+use support::handoff::{PAIR, write_team};
 use support::{Reply, Request, Server};
 
 fn team(dir: &std::path::Path) -> Team {
-    std::fs::create_dir_all(dir.join("agents")).unwrap();
-    std::fs::create_dir_all(dir.join("souls")).unwrap();
-    for (name, role) in [("researcher", "master"), ("writer", "member")] {
-        std::fs::write(
-            dir.join("agents").join(format!("{name}.md")),
-            format!("---\nname: {name}\nrole: {role}\ndescription: the team's {name}\n---\n"),
-        )
-        .unwrap();
-        std::fs::write(dir.join("souls").join(format!("{name}.md")), "You help.").unwrap();
-    }
-    std::fs::write(
-        dir.join("team.yaml"),
+    write_team(
+        dir,
+        &PAIR,
+        |_| "You help.".into(),
         "name: pair\nprocess: handoff\nentry: researcher\nafter_work_behavior: terminate\n",
-    )
-    .unwrap();
+    );
     Team::load(dir).unwrap()
 }
 

@@ -2,37 +2,31 @@
 //! with no completed step run again (issue 11 §2, "Persistence"): the real
 //! binary, a real kill, the model calls counted in `turns.jsonl`.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use boardroom::{Phase, RunStatus, load_run, read_turns};
+use support::handoff::write_team;
 
 const BIN: &str = env!("CARGO_BIN_EXE_boardroom");
-const AGENTS: [&str; 4] = ["analyst", "editor", "researcher", "writer"];
+const AGENTS: [(&str, &str); 4] = [
+    ("analyst", "member"),
+    ("editor", "member"),
+    ("researcher", "master"),
+    ("writer", "member"),
+];
 
 fn team(dir: &Path) {
-    std::fs::create_dir_all(dir.join("agents")).unwrap();
-    std::fs::create_dir_all(dir.join("souls")).unwrap();
-    for name in AGENTS {
-        let role = if name == "researcher" {
-            "master"
-        } else {
-            "member"
-        };
-        std::fs::write(
-            dir.join("agents").join(format!("{name}.md")),
-            format!("---\nname: {name}\nrole: {role}\ndescription: the team's {name}\n---\n"),
-        )
-        .unwrap();
-        std::fs::write(dir.join("souls").join(format!("{name}.md")), "You help.").unwrap();
-    }
-    std::fs::write(
-        dir.join("team.yaml"),
+    write_team(
+        dir,
+        &AGENTS,
+        |_| "You help.".into(),
         "name: chain\nprocess: handoff\nentry: researcher\nafter_work_behavior: terminate\n",
-    )
-    .unwrap();
+    );
 }
 
 fn run_dir(runs: &Path) -> Option<PathBuf> {

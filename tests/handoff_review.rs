@@ -1,47 +1,10 @@
 //! Found in review of the handoff process (issue 11): each test failed on
 //! the code before its fix.
 
+mod support;
+
 use boardroom::{ChatRequest, Phase, Protocol, RunStatus, Runtime, Scripted, Team, load_run};
-
-/// A handoff team on disk: `researcher` (the master), `writer`,
-/// `reviewer`, and `team.yaml` with `extra` after the common keys.
-fn team(extra: &str) -> (tempfile::TempDir, Team) {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    std::fs::create_dir_all(dir.join("agents")).unwrap();
-    std::fs::create_dir_all(dir.join("souls")).unwrap();
-    for (name, role) in [
-        ("researcher", "master"),
-        ("writer", "member"),
-        ("reviewer", "member"),
-    ] {
-        std::fs::write(
-            dir.join("agents").join(format!("{name}.md")),
-            format!("---\nname: {name}\nrole: {role}\ndescription: the team's {name}\n---\n"),
-        )
-        .unwrap();
-        std::fs::write(
-            dir.join("souls").join(format!("{name}.md")),
-            format!("You are the {name}."),
-        )
-        .unwrap();
-    }
-    std::fs::write(
-        dir.join("team.yaml"),
-        format!("name: chain\nprocess: handoff\nentry: researcher\n{extra}"),
-    )
-    .unwrap();
-    let team = Team::load(dir).unwrap();
-    (tmp, team)
-}
-
-fn calls(model: &Scripted, agent: &str, phase: Phase) -> Vec<ChatRequest> {
-    model
-        .requests()
-        .into_iter()
-        .filter(|r| r.agent == agent && r.phase == phase)
-        .collect()
-}
+use support::handoff::{calls, chain as team};
 
 fn prompt(r: &ChatRequest) -> String {
     r.messages

@@ -1,42 +1,13 @@
 //! The handoff process (issue 11 §2) driven by a scripted model: every
 //! path of the loop, counted by the model calls and the saved steps.
 
+mod support;
+
 use boardroom::{
     ChatRequest, ChatResponse, Event, EventKind, FinishReason, Phase, Protocol, RunStatus, Runtime,
-    Scripted, Team, ToolCall, load_run,
+    Scripted, ToolCall, load_run,
 };
-
-/// A handoff team on disk: `researcher` (the master), `writer`,
-/// `reviewer`, and `team.yaml` with `extra` after the common keys.
-fn team(extra: &str) -> (tempfile::TempDir, Team) {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    std::fs::create_dir_all(dir.join("agents")).unwrap();
-    std::fs::create_dir_all(dir.join("souls")).unwrap();
-    for (name, role) in [
-        ("researcher", "master"),
-        ("writer", "member"),
-        ("reviewer", "member"),
-    ] {
-        std::fs::write(
-            dir.join("agents").join(format!("{name}.md")),
-            format!("---\nname: {name}\nrole: {role}\ndescription: the team's {name}\n---\n"),
-        )
-        .unwrap();
-        std::fs::write(
-            dir.join("souls").join(format!("{name}.md")),
-            format!("You are the {name}."),
-        )
-        .unwrap();
-    }
-    std::fs::write(
-        dir.join("team.yaml"),
-        format!("name: chain\nprocess: handoff\nentry: researcher\n{extra}"),
-    )
-    .unwrap();
-    let team = Team::load(dir).unwrap();
-    (tmp, team)
-}
+use support::handoff::{calls, chain as team};
 
 fn handoff_call(to: &str, reason: &str) -> ChatResponse {
     ChatResponse {
@@ -61,14 +32,6 @@ fn tool_call(name: &str, args: serde_json::Value) -> ChatResponse {
         finish: FinishReason::ToolCalls,
         ..ChatResponse::default()
     }
-}
-
-fn calls(model: &Scripted, agent: &str, phase: Phase) -> Vec<ChatRequest> {
-    model
-        .requests()
-        .into_iter()
-        .filter(|r| r.agent == agent && r.phase == phase)
-        .collect()
 }
 
 fn last_user(r: &ChatRequest) -> String {

@@ -27,6 +27,19 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// `boardroom run --team examples/teams/PATTERN FLAGS... TASK`, which must
+/// exit 0: its stdout and stderr.
+fn run_ok(pattern: &str, flags: &[&str], task: &str) -> (String, String) {
+    let dir = format!("examples/teams/{pattern}");
+    let mut args = vec!["run", "--team", &dir];
+    args.extend_from_slice(flags);
+    args.push(task);
+    let out = boardroom(&args);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    (stdout, stderr)
+}
+
 #[test]
 fn every_pattern_team_checks() {
     for name in PATTERNS {
@@ -54,15 +67,7 @@ fn every_pattern_team_checks() {
 
 #[test]
 fn parallel_runs_three_researchers_in_one_round_then_the_writer() {
-    let out = boardroom(&[
-        "run",
-        "--team",
-        "examples/teams/parallel",
-        "--no-memory",
-        TASK,
-    ]);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let (stdout, stderr) = run_ok("parallel", &["--no-memory"], TASK);
     assert!(
         stderr.contains("writer split the task into 3 assignments"),
         "{stderr}"
@@ -87,17 +92,11 @@ fn parallel_runs_three_researchers_in_one_round_then_the_writer() {
 fn consensus_experts_answer_in_parallel_challenge_and_the_synthesizer_decides() {
     // challenge=1: every expert challenges another's answer in round 1, so
     // the synthesizer sends the work back once before it decides.
-    let out = boardroom(&[
-        "run",
-        "--team",
-        "examples/teams/consensus",
-        "--model",
-        "sim:challenge=1",
-        "--no-memory",
+    let (stdout, stderr) = run_ok(
+        "consensus",
+        &["--model", "sim:challenge=1", "--no-memory"],
         "Should a ten-person company move its servers to the cloud?",
-    ]);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    );
     assert!(
         stderr.contains("synthesizer split the task into 3 assignments"),
         "{stderr}"
@@ -131,15 +130,7 @@ fn handoffs(stderr: &str) -> Vec<String> {
 
 #[test]
 fn sequential_hands_off_from_researcher_to_writer_to_reviewer_to_publisher() {
-    let out = boardroom(&[
-        "run",
-        "--team",
-        "examples/teams/sequential",
-        "--no-memory",
-        TASK,
-    ]);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let (stdout, stderr) = run_ok("sequential", &["--no-memory"], TASK);
     assert_eq!(
         handoffs(&stderr),
         vec![
@@ -157,17 +148,7 @@ fn sequential_hands_off_from_researcher_to_writer_to_reviewer_to_publisher() {
     assert!(stdout.contains("Draft: "), "{stdout}");
     assert!(!stdout.contains("HANDOFF"), "{stdout}");
     // The same chain by HANDOFF: lines for models without tools.
-    let out = boardroom(&[
-        "run",
-        "--team",
-        "examples/teams/sequential",
-        "--protocol",
-        "line",
-        "--no-memory",
-        TASK,
-    ]);
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let (_, stderr) = run_ok("sequential", &["--protocol", "line", "--no-memory"], TASK);
     assert_eq!(
         handoffs(&stderr),
         vec![
@@ -181,15 +162,7 @@ fn sequential_hands_off_from_researcher_to_writer_to_reviewer_to_publisher() {
 
 #[test]
 fn iterative_cycles_writer_and_reviewer_until_approved_then_publishes() {
-    let out = boardroom(&[
-        "run",
-        "--team",
-        "examples/teams/iterative",
-        "--no-memory",
-        TASK,
-    ]);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let (stdout, stderr) = run_ok("iterative", &["--no-memory"], TASK);
     // A handoff run counts agents, turns and steps, not members and rounds.
     assert!(
         stderr.contains("· 3 agents · model sim · up to 12 turns"),
@@ -216,17 +189,11 @@ fn iterative_cycles_writer_and_reviewer_until_approved_then_publishes() {
     );
 
     // --var max_revisions=0: the reviewer approves the first draft.
-    let out = boardroom(&[
-        "run",
-        "--team",
-        "examples/teams/iterative",
-        "--var",
-        "max_revisions=0",
-        "--no-memory",
+    let (stdout, stderr) = run_ok(
+        "iterative",
+        &["--var", "max_revisions=0", "--no-memory"],
         TASK,
-    ]);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    );
     assert_eq!(
         handoffs(&stderr),
         vec!["writer → reviewer (tool)", "reviewer → publisher (tool)"],

@@ -12,6 +12,8 @@
 
 #![allow(dead_code)] // each test file uses a different part
 
+pub mod handoff;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::Arc;

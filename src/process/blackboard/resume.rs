@@ -281,13 +281,44 @@ mod tests {
         }
     }
 
-    #[test]
-    fn replay_applies_only_the_cut_off_members_phase() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = RunDir::open(tmp.path()).unwrap();
+    /// A run in round 1 cut off in `phase`.
+    fn round_one(phase: RunPhase) -> RunState {
         let mut state = RunState::new("r".into(), "task".into());
         state.round = 1;
-        state.phase = RunPhase::Members;
+        state.phase = phase;
+        state
+    }
+
+    /// A run folder in a temporary folder, and a run in round 1 cut off
+    /// in `phase`.
+    fn cut_off_in(phase: RunPhase) -> (tempfile::TempDir, RunDir, RunState) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::open(tmp.path()).unwrap();
+        (tmp, dir, round_one(phase))
+    }
+
+    /// Journals a round-1 members-phase draft for each `(seq, author)`.
+    fn journal_drafts(dir: &RunDir, drafts: &[(u64, &str)]) {
+        for &(seq, who) in drafts {
+            dir.append_journal(&JournalRecord::Entry {
+                round: 1,
+                phase: RunPhase::Members,
+                entry: entry(seq, who),
+            })
+            .unwrap();
+        }
+    }
+
+    fn usage(prompt_tokens: u64, completion_tokens: u64) -> crate::model::Usage {
+        crate::model::Usage {
+            prompt_tokens,
+            completion_tokens,
+        }
+    }
+
+    #[test]
+    fn replay_applies_only_the_cut_off_members_phase() {
+        let (tmp, dir, mut state) = cut_off_in(RunPhase::Members);
         state.board.push(entry(1, "writer"));
         let id = state.plan.add("t", Some("critic".into()));
         let mut module = state.plan.get(&id).unwrap().clone();
@@ -324,20 +355,9 @@ mod tests {
     #[test]
     fn replay_keeps_entries_journaled_out_of_order() {
         // Review finding: seq 3 journaled before seq 2 used to drop seq 2.
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = RunDir::open(tmp.path()).unwrap();
-        let mut state = RunState::new("r".into(), "task".into());
-        state.round = 1;
-        state.phase = RunPhase::Members;
+        let (tmp, dir, mut state) = cut_off_in(RunPhase::Members);
         state.board.push(entry(1, "writer"));
-        for (seq, who) in [(3, "analyst"), (2, "critic"), (1, "writer")] {
-            dir.append_journal(&JournalRecord::Entry {
-                round: 1,
-                phase: RunPhase::Members,
-                entry: entry(seq, who),
-            })
-            .unwrap();
-        }
+        journal_drafts(&dir, &[(3, "analyst"), (2, "critic"), (1, "writer")]);
         let replayed = replay(tmp.path(), state, None).unwrap();
         let board: Vec<(u64, &str)> = replayed
             .board
@@ -351,19 +371,8 @@ mod tests {
     fn replay_skips_journal_entries_numbered_out_of_range() {
         // A damaged journal: an entry numbered u64::MAX made the next
         // entry's number overflow (a panic on resume).
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = RunDir::open(tmp.path()).unwrap();
-        let mut state = RunState::new("r".into(), "task".into());
-        state.round = 1;
-        state.phase = RunPhase::Members;
-        for (seq, who) in [(1, "writer"), (u64::MAX, "critic"), (0, "analyst")] {
-            dir.append_journal(&JournalRecord::Entry {
-                round: 1,
-                phase: RunPhase::Members,
-                entry: entry(seq, who),
-            })
-            .unwrap();
-        }
+        let (tmp, dir, state) = cut_off_in(RunPhase::Members);
+        journal_drafts(&dir, &[(1, "writer"), (u64::MAX, "critic"), (0, "analyst")]);
         let replayed = replay(tmp.path(), state, None).unwrap();
         let seqs: Vec<u64> = replayed.board.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, vec![1]);
@@ -371,15 +380,7 @@ mod tests {
 
     #[test]
     fn replay_counts_the_usage_of_calls_that_finished_before_the_cut() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = RunDir::open(tmp.path()).unwrap();
-        let mut state = RunState::new("r".into(), "task".into());
-        state.round = 1;
-        state.phase = RunPhase::Members;
-        let usage = |n| crate::model::Usage {
-            prompt_tokens: n,
-            completion_tokens: 1,
-        };
+        let (tmp, dir, state) = cut_off_in(RunPhase::Members);
         for (phase, agent, n) in [
             (RunPhase::Members, "writer", 10),
             (RunPhase::Members, "critic", 20),
@@ -389,7 +390,7 @@ mod tests {
                 round: 1,
                 phase,
                 agent: agent.into(),
-                usage: usage(n),
+                usage: usage(n, 1),
             })
             .unwrap();
         }
@@ -404,20 +405,12 @@ mod tests {
         // Issue 8: a kill in a non-member phase lost the usage of the calls
         // that finished before it; usage journaled before the snapshot is
         // already in it and must not count twice.
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = RunDir::open(tmp.path()).unwrap();
-        let mut state = RunState::new("r".into(), "task".into());
-        state.round = 1;
-        state.phase = RunPhase::Finished;
-        let usage = |n| crate::model::Usage {
-            prompt_tokens: n,
-            completion_tokens: 0,
-        };
+        let (tmp, dir, state) = cut_off_in(RunPhase::Finished);
         let record = |n| JournalRecord::Usage {
             round: 1,
             phase: RunPhase::Finished,
             agent: "master".into(),
-            usage: usage(n),
+            usage: usage(n, 0),
         };
         dir.append_journal(&record(100)).unwrap();
         let snapshot_at = dir.journal_len();
@@ -431,9 +424,7 @@ mod tests {
 
     #[test]
     fn only_assignments_that_failed_on_the_transport_run_again() {
-        let mut state = RunState::new("r".into(), "task".into());
-        state.round = 1;
-        state.phase = RunPhase::Final;
+        let mut state = round_one(RunPhase::Final);
         for m in ["a", "b", "c", "d"] {
             state.assignments.push(crate::protocol::Assignment {
                 member: m.into(),
