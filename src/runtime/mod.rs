@@ -262,7 +262,7 @@ impl Runtime {
         self
     }
 
-    /// Sets a context variable of a handoff team for this run (as `--var
+    /// Sets a context variable of the team for this run (as `--var
     /// name=value` does), over its default in `team.yaml`. Repeatable;
     /// the last value wins.
     ///

@@ -115,6 +115,7 @@ impl Persist {
                 memory: rt.master_memory.is_some(),
                 token_budget: rt.token_budget,
                 protocol: rt.protocol,
+                vars: rt.vars.clone(),
             },
             state,
         }
@@ -208,6 +209,9 @@ impl Runtime {
         }
         if let Some(p) = settings.protocol {
             rt = rt.protocol(p);
+        }
+        for (name, value) in &settings.vars {
+            rt = rt.var(name, value);
         }
         Ok(rt)
     }

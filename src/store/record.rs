@@ -60,6 +60,10 @@ pub struct RunSettings {
     /// The protocol the caller chose (`--protocol`), if any.
     #[serde(default)]
     pub protocol: Option<crate::protocol::Protocol>,
+    /// The context variables the caller set (`--var name=value`), in order:
+    /// a resumed run renders its souls and task over the same values.
+    #[serde(default)]
+    pub vars: Vec<(String, String)>,
 }
 
 /// A team as stored in `run.json`.

@@ -433,6 +433,32 @@ impl Team {
         &self.inner.config.context_variables
     }
 
+    /// This team with every soul rendered over `vars`: the blackboard
+    /// renders souls once a run (nothing changes its variables mid-run).
+    /// A team that declares no variables is returned as it is (its souls
+    /// were never checked as templates). The error names the agent.
+    pub(crate) fn with_rendered_souls(
+        &self,
+        vars: &Variables,
+    ) -> Result<Team, (String, TemplateError)> {
+        if self.variables().is_empty() {
+            return Ok(self.clone());
+        }
+        let mut agents = self.inner.agents.clone();
+        for a in &mut agents {
+            a.soul = render(&a.soul, vars).map_err(|e| (a.name.clone(), e))?;
+        }
+        Ok(Team {
+            inner: Arc::new(TeamInner {
+                name: self.inner.name.clone(),
+                dir: self.inner.dir.clone(),
+                config: self.inner.config.clone(),
+                agents,
+                handoff: self.inner.handoff.clone(),
+            }),
+        })
+    }
+
     /// The agent with this name (exact spelling).
     pub fn agent(&self, name: &str) -> Option<&AgentSpec> {
         self.inner.agents.iter().find(|a| a.name == name)

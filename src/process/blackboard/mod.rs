@@ -34,7 +34,10 @@ use crate::team::{AgentSpec, Team};
 /// One blackboard run in progress.
 pub(crate) struct Blackboard<'a> {
     pub(crate) core: Core<'a>,
-    team: &'a Team,
+    /// The run's team with its souls rendered over the context variables.
+    team: Team,
+    /// The context variables (`team.yaml` defaults, `--var` over them).
+    vars: crate::team::Variables,
     board: SharedBoard,
     state: RunState,
     /// Where each ongoing module's archive of this round starts.
@@ -49,10 +52,20 @@ impl<'a> Blackboard<'a> {
         mut state: RunState,
         opening: Opening,
     ) -> Result<Self, RunError> {
+        let vars = rt
+            .team
+            .variables()
+            .with_overrides(&rt.vars)
+            .map_err(|e| RunError::Process(format!("--var: {e}")))?;
+        let team = rt
+            .team
+            .with_rendered_souls(&vars)
+            .map_err(|(name, e)| RunError::Process(format!("the soul of '{name}': {e}")))?;
         let core = Core::start(rt, &mut state, opening)?;
         let board = SharedBoard::from_entries(std::mem::take(&mut state.board));
         Ok(Blackboard {
-            team: core.team,
+            team,
+            vars,
             core,
             board,
             state,
@@ -130,7 +143,7 @@ impl<'a> Blackboard<'a> {
 
     fn plan(&mut self) -> Result<(), RunError> {
         self.status(RoomStatus::Thinking);
-        let mut messages = prompt::plan(self.team, &self.core.memory, &self.task_text());
+        let mut messages = prompt::plan(&self.team, &self.core.memory, &self.task_text());
         prompt::add_seeded_modules(&mut messages, &self.core.plan.lock());
         let (decision, problems) =
             self.master_turn(Phase::Plan, 0, messages)
@@ -348,7 +361,7 @@ impl<'a> Blackboard<'a> {
         self.status(RoomStatus::Thinking);
         let board = self.board.snapshot();
         let messages = prompt::review(
-            self.team,
+            &self.team,
             &self.core.memory,
             &self.task_text(),
             &board,
@@ -389,7 +402,7 @@ impl<'a> Blackboard<'a> {
         self.status(RoomStatus::Thinking);
         let board = self.board.snapshot();
         let messages =
-            prompt::final_answer(self.team, &self.core.memory, &self.task_text(), &board);
+            prompt::final_answer(&self.team, &self.core.memory, &self.task_text(), &board);
         let master = self.team.master();
         match self.call_until(
             master,
@@ -554,13 +567,17 @@ impl<'a> Blackboard<'a> {
     /// The task with what the user told the run since (answers to the
     /// master's questions, follow-ups), as every agent of the run sees it.
     fn task_text(&self) -> String {
+        // A task is the user's text: one that is not a template over the
+        // variables (a stray `{{`) is used as written.
+        let task = if self.vars.is_empty() {
+            self.state.task.clone()
+        } else {
+            crate::team::render_task(&self.state.task, &self.vars)
+        };
         if self.state.user_notes.is_empty() {
-            return self.state.task.clone();
+            return task;
         }
-        let mut text = format!(
-            "{}\n\nWhat the user told the team since:",
-            self.state.task.trim()
-        );
+        let mut text = format!("{}\n\nWhat the user told the team since:", task.trim());
         for note in &self.state.user_notes {
             match &note.question {
                 Some(q) => {

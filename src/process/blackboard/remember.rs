@@ -30,7 +30,7 @@ impl Blackboard<'_> {
             return;
         }
         let master = self.team.master();
-        let messages = prompt::memory(self.team, &self.state.task, answer);
+        let messages = prompt::memory(&self.team, &self.state.task, answer);
         match self.call_until(
             master,
             Phase::Memory,
