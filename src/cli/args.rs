@@ -97,7 +97,7 @@ pub(crate) struct RunArgs {
     /// Put prompts, answers and tool arguments and results into the spans.
     #[arg(long)]
     pub(crate) otlp_content: bool,
-    /// Set a context variable of a handoff team for this run, over its
+    /// Set a context variable of the team for this run, over its
     /// default in team.yaml: `--var max_revisions=3` (repeatable).
     #[arg(long = "var", value_name = "NAME=VALUE")]
     pub(crate) vars: Vec<String>,
