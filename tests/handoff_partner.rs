@@ -82,3 +82,36 @@ fn a_chain_never_hands_control_to_the_partner() {
     assert!(stderr.contains("⇢ "), "the chain hands off: {stderr}");
     assert!(!stderr.contains("→ pal"), "{stderr}");
 }
+
+#[test]
+fn a_handoff_team_of_one_agent_runs() {
+    // A one-agent chain is a sensible handoff team (it terminates, continues
+    // or returns to its user); only a blackboard team needs members.
+    let dir = sequential_with_partner(|_| {
+        "name: solo\nprocess: handoff\nentry: researcher\nafter_work_behavior: terminate\ncontext_variables:\n  audience: readers\n  length: short\n"
+            .to_string()
+    });
+    for f in ["writer", "reviewer", "publisher", "pal"] {
+        std::fs::remove_file(dir.path().join(format!("agents/{f}.md"))).unwrap();
+        std::fs::remove_file(dir.path().join(format!("souls/{f}.md"))).unwrap();
+    }
+    let md = dir.path().join("agents/researcher.md");
+    // The researcher is already the master of the sequential team.
+    assert!(
+        std::fs::read_to_string(&md)
+            .unwrap()
+            .contains("role: master")
+    );
+    let out = boardroom(&["check", "--team", "."], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text_of(&out));
+    let out = boardroom(
+        &["run", "--team", ".", "--no-memory", "Write a note on tea"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text_of(&out));
+    assert!(!text(&out.stdout).trim().is_empty());
+}
+
+fn text_of(out: &Output) -> String {
+    format!("{}{}", text(&out.stdout), text(&out.stderr))
+}

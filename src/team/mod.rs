@@ -338,9 +338,13 @@ impl Team {
                     "no master: exactly one agent needs 'role: master'",
                 ));
             }
-            [_] if !agents.iter().any(|a| a.role == AgentRole::Member) => {
+            [_] if config.process == Process::Blackboard
+                && !agents.iter().any(|a| a.role == AgentRole::Member) =>
+            {
                 // The master's plan must assign work (a DONE in the plan is
-                // no plan), so a team with nobody to assign to cannot run.
+                // no plan), so a blackboard team with nobody to assign to
+                // cannot run. A handoff team of one agent can (an agent that
+                // continues, or returns to its user).
                 return Err(TeamError::in_file(
                     team_path,
                     "no member: the master's plan must assign work, so a team needs at least \
