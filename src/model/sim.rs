@@ -245,12 +245,15 @@ impl ChatModel for Sim {
     ) -> Result<ChatResponse, ModelError> {
         let _guard = InFlight::enter(&self.stats);
         self.stats.calls.fetch_add(1, Ordering::SeqCst);
-        *self
-            .stats
-            .by_agent
-            .lock()
-            .entry(req.agent.clone())
-            .or_default() += 1;
+        {
+            let mut by_agent = self.stats.by_agent.lock();
+            match by_agent.get_mut(&req.agent) {
+                Some(n) => *n += 1,
+                None => {
+                    by_agent.insert(req.agent.clone(), 1);
+                }
+            }
+        }
         *self.stats.by_phase.lock().entry(req.phase).or_default() += 1;
         let o = &self.options;
         if let (Some(file), Phase::Draft) = (&o.hold, req.phase) {
@@ -420,13 +423,19 @@ fn entries(text: &str) -> Vec<(u32, String, String, String)> {
 /// The latest draft of every member, in board order of first appearance.
 fn latest_drafts(text: &str) -> Vec<(String, String)> {
     let mut drafts: Vec<(String, String)> = Vec::new();
+    // Where each author's draft is (a scan an entry made a board of N
+    // drafts O(N²) to read).
+    let mut at: HashMap<String, usize> = HashMap::new();
     for (_, author, kind, body) in entries(text) {
         if kind != "draft" {
             continue;
         }
-        match drafts.iter_mut().find(|(a, _)| *a == author) {
-            Some(d) => d.1 = body,
-            None => drafts.push((author, body)),
+        match at.get(&author) {
+            Some(&i) => drafts[i].1 = body,
+            None => {
+                at.insert(author.clone(), drafts.len());
+                drafts.push((author, body));
+            }
         }
     }
     drafts

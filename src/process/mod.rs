@@ -18,7 +18,7 @@ use crate::team::{Process, Team};
 /// The driver of one run.
 pub(crate) enum Driver<'a> {
     /// Master, parallel members, challenge round, review.
-    Blackboard(Box<blackboard::Blackboard<'a>>),
+    Blackboard(Box<blackboard::BlackboardRun<'a>>),
     /// One active agent at a time, passing control by handoff.
     Handoff(Box<handoff::Handoff<'a>>),
 }
@@ -31,9 +31,9 @@ impl<'a> Driver<'a> {
         opening: Opening,
     ) -> Result<Self, RunError> {
         match rt.team.config().process {
-            Process::Blackboard => Ok(Driver::Blackboard(Box::new(blackboard::Blackboard::start(
-                rt, state, opening,
-            )?))),
+            Process::Blackboard => Ok(Driver::Blackboard(Box::new(
+                blackboard::BlackboardRun::start(rt, state, opening)?,
+            ))),
             Process::Handoff => Ok(Driver::Handoff(Box::new(handoff::Handoff::start(
                 rt, state, opening,
             )?))),

@@ -29,6 +29,11 @@ pub(crate) trait Subscriber: Send + Sync {
     fn turn(&self, _turn: &Turn) {}
     /// A change made in the middle of a phase.
     fn journal(&self, _record: &JournalRecord) {}
+    /// Whether it takes journal records (a run with no taker skips
+    /// building them: a module record copies the member's transcript).
+    fn takes_journal(&self) -> bool {
+        false
+    }
 }
 
 /// The caller's channel.
@@ -66,6 +71,10 @@ impl Subscriber for Store {
             log::error!("cannot journal: {e}");
         }
     }
+
+    fn takes_journal(&self) -> bool {
+        true
+    }
 }
 
 /// The subscribers of one run. Dropping the bus closes the event log
@@ -96,6 +105,17 @@ impl Bus {
             subscribers.push(Box::new(Caller(tx)));
         }
         Bus { subscribers }
+    }
+
+    /// Whether anyone listens: a run with no subscriber (a library call
+    /// with no channel and no directory) builds no events at all.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.subscribers.is_empty()
+    }
+
+    /// Whether anyone takes journal records.
+    pub(crate) fn journaling(&self) -> bool {
+        self.subscribers.iter().any(|s| s.takes_journal())
     }
 
     pub(crate) fn event(&self, event: Event) {

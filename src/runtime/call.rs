@@ -138,7 +138,11 @@ impl Core<'_> {
                 task: ask.task.map(str::to_string),
             },
         );
+        let listened = self.listened();
         let mut on_delta = |delta: &str| {
+            if !listened {
+                return;
+            }
             self.emit(
                 &agent.name,
                 parent,
@@ -171,7 +175,7 @@ impl Core<'_> {
             },
         );
         match &result {
-            Ok(response) => {
+            Ok(response) if listened => {
                 self.emit(
                     &agent.name,
                     parent,
@@ -182,6 +186,7 @@ impl Core<'_> {
                     },
                 );
             }
+            Ok(_) => {}
             // A stop asked for is not a failure worth a warning.
             Err(ModelError::Cancelled) => {}
             Err(e) => log::warn!("{} ({}) round {round}: {e}", agent.name, phase.as_str()),

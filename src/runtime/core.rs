@@ -164,7 +164,13 @@ impl<'a> Core<'a> {
         {
             let mut totals = self.usage.lock();
             totals.0.add(usage);
-            totals.1.entry(agent.to_string()).or_default().add(usage);
+            match totals.1.get_mut(agent) {
+                Some(u) => u.add(usage),
+                None => totals.1.entry(agent.to_string()).or_default().add(usage),
+            }
+        }
+        if !self.journaling() {
+            return;
         }
         let (round, phase) = self.position();
         self.journal(&JournalRecord::Usage {
@@ -187,6 +193,29 @@ impl<'a> Core<'a> {
 
     /// Sends an event to every subscriber.
     pub(crate) fn emit(&self, agent: &str, parent: Option<&str>, kind: EventKind) {
+        self.emit_limit_changes();
+        if self.bus.is_empty() {
+            return;
+        }
+        // The master's own parent is the agent that launched the run.
+        let parent = parent.or(self.rt.parent.as_deref());
+        self.bus
+            .event(Event::now(&self.run_id, agent, parent, kind));
+    }
+
+    /// Whether anyone listens to the run's events (a caller's channel or
+    /// the run store): with no one, a call need not build them.
+    pub(crate) fn listened(&self) -> bool {
+        !self.bus.is_empty()
+    }
+
+    /// Whether the run keeps a journal (it has a run directory).
+    pub(crate) fn journaling(&self) -> bool {
+        self.bus.journaling()
+    }
+
+    /// Emits the limit changes seen since the last event, before it.
+    fn emit_limit_changes(&self) {
         while let Ok(c) = self.limits.0.try_recv() {
             let parent = self.team.agent(&c.agent).and_then(|a| self.parent_of(a));
             let kind = EventKind::LimitChanged {
@@ -199,10 +228,6 @@ impl<'a> Core<'a> {
             self.bus
                 .event(Event::now(&self.run_id, &c.agent, parent, kind));
         }
-        // The master's own parent is the agent that launched the run.
-        let parent = parent.or(self.rt.parent.as_deref());
-        self.bus
-            .event(Event::now(&self.run_id, agent, parent, kind));
     }
 
     /// Announces the user's message a resumed run took, if it took one:

@@ -2,19 +2,32 @@
 //!
 //! Model calls block on the network, so a round needs one thread per member
 //! (capped by `max_parallel`), not one per core: on rayon's global pool a
-//! 2-core machine would run two members at once. Each phase starts its
-//! threads in a scope and joins them when the phase ends; the threads take
-//! jobs from one shared counter.
+//! 2-core machine would run two members at once.
 //!
-//! Not a rayon pool: rayon's idle workers look for work to steal in every
-//! other worker's queue, so N blocked-on-I/O members cost O(N) spinning
-//! each, O(N²) in all (at 1024 members most of the round's CPU). Starting a
-//! thread costs a few microseconds; a 1024-member phase starts its threads
-//! in a few milliseconds.
+//! A [`Pool`] belongs to one run: it lives in a `std::thread::scope` that
+//! spans the run's phases, so its threads are started once and parked
+//! between phases (blocked on the job channel, no CPU), then joined when the
+//! run ends. It grows to the largest phase (never past the cap) and can be
+//! started ahead of time on a helper thread ([`Pool::prestart`]) so that the
+//! threads' start-up overlaps the master's plan call: a phase then only
+//! hands out jobs (a channel send and a wake-up each) instead of starting a
+//! thread per member (tens of microseconds of kernel time each: the stack,
+//! its guard page and the signal stack are mapped, and unmapped at exit).
+//! Jobs may borrow what the run owns (the scope's environment), so no
+//! `unsafe` is needed.
+//!
+//! Not a rayon pool (the design named one): rayon's idle workers look for
+//! work to steal in every other worker's queue, so N blocked-on-I/O members
+//! cost O(N) spinning each, O(N²) in all (at 1024 members most of the
+//! round's CPU). Here a parked thread waits on one channel and is woken
+//! once per job; nothing scans.
+//!
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::Scope;
 
+use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 
 /// The stack of a member's thread: half the 2 MiB default (a member's call
@@ -31,11 +44,182 @@ pub(crate) fn threads_for(jobs: usize, max_parallel: Option<usize>) -> usize {
     jobs.min(max_parallel.unwrap_or(usize::MAX)).max(1)
 }
 
-/// Runs `f` over `items` on a fresh pool of `threads` named threads and
-/// returns the results in input order. A job that panics yields `Err` with
-/// the panic message; the other jobs are unaffected.
+/// One job: runs on a pool thread, reports through its own channel.
+type Job<'env> = Box<dyn FnOnce() + Send + 'env>;
+
+/// A run's pool of named, parked threads (see the module docs).
+pub(crate) struct Pool<'scope, 'env> {
+    jobs: Sender<Job<'env>>,
+    starter: Arc<Starter<'scope, 'env>>,
+}
+
+/// What starts a pool's threads (shared with the helper that starts them
+/// ahead of time).
+struct Starter<'scope, 'env> {
+    scope: &'scope Scope<'scope, 'env>,
+    label: &'static str,
+    /// The most threads the pool may have (`max_parallel`).
+    cap: usize,
+    take: Receiver<Job<'env>>,
+    /// Threads started; the lock also keeps two starters from racing.
+    started: Mutex<Started>,
+}
+
+#[derive(Default)]
+struct Started {
+    threads: usize,
+    /// A start failed (the system is out of threads): no more attempts.
+    exhausted: bool,
+}
+
+impl<'scope, 'env> Pool<'scope, 'env> {
+    /// A pool of no threads yet, capped at `cap`, whose threads are named
+    /// `boardroom-{label}-{i}` and live in `scope`.
+    pub(crate) fn new(scope: &'scope Scope<'scope, 'env>, label: &'static str, cap: usize) -> Self {
+        let (jobs, take) = crossbeam_channel::unbounded();
+        Pool {
+            jobs,
+            starter: Arc::new(Starter {
+                scope,
+                label,
+                cap: cap.max(1),
+                take,
+                started: Mutex::new(Started::default()),
+            }),
+        }
+    }
+
+    /// Threads started so far.
+    pub(crate) fn threads(&self) -> usize {
+        self.starter.started.lock().threads
+    }
+
+    /// Starts threads up to `n` (at most the cap) on a helper thread and
+    /// returns at once: the caller goes on (the master's plan call) while
+    /// they start.
+    pub(crate) fn prestart(&self, n: usize) {
+        let s = &self.starter;
+        if self.threads() >= n.min(s.cap) {
+            return;
+        }
+        let starter = Arc::clone(s);
+        let helper = std::thread::Builder::new()
+            .name(format!("boardroom-start-{}s", s.label))
+            .spawn_scoped(s.scope, move || {
+                starter.grow(n);
+            });
+        if let Err(e) = helper {
+            log::debug!(
+                "{}: no helper thread ({e}); threads start with the phase",
+                s.label
+            );
+        }
+    }
+
+    /// Starts threads here until the pool has `n` (at most the cap).
+    /// Returns how many it has.
+    pub(crate) fn grow(&self, n: usize) -> usize {
+        self.starter.grow(n)
+    }
+
+    /// Runs `f` over `items` on the pool (grown to `threads`, at most the
+    /// cap) and returns the results in input order once every job is done.
+    /// A job that panics yields `Err` with the panic message; the other
+    /// jobs and the thread are unaffected.
+    pub(crate) fn run<T, R, F>(
+        &self,
+        threads: usize,
+        items: Vec<T>,
+        f: F,
+    ) -> Result<Vec<Result<R, String>>, PoolError>
+    where
+        T: Send + 'env,
+        R: Send + 'env,
+        F: Fn(T) -> R + Send + Sync + 'env,
+    {
+        let n = items.len();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        if self.grow(threads.clamp(1, n)) == 0 {
+            return Err(PoolError(format!(
+                "{}: no thread could be started",
+                self.starter.label
+            )));
+        }
+        let f = Arc::new(f);
+        let (done, results) = crossbeam_channel::bounded::<(usize, Result<R, String>)>(n);
+        for (k, item) in items.into_iter().enumerate() {
+            let f = Arc::clone(&f);
+            let done = done.clone();
+            let job: Job<'env> = Box::new(move || {
+                let result = catch_unwind(AssertUnwindSafe(|| f(item)))
+                    .map_err(|p| super::tool_loop::panic_text(p.as_ref()));
+                let _ = done.send((k, result));
+            });
+            if self.jobs.send(job).is_err() {
+                // Cannot happen while the pool lives (it holds a receiver).
+                return Err(PoolError(format!(
+                    "{}: the pool is closed",
+                    self.starter.label
+                )));
+            }
+        }
+        drop(done);
+        let mut slots: Vec<Option<Result<R, String>>> = (0..n).map(|_| None).collect();
+        for (k, result) in results.iter().take(n) {
+            slots[k] = Some(result);
+        }
+        Ok(slots
+            .into_iter()
+            .map(|s| s.unwrap_or_else(|| Err("the job did not run".into())))
+            .collect())
+    }
+}
+
+impl Starter<'_, '_> {
+    fn grow(&self, n: usize) -> usize {
+        let want = n.min(self.cap);
+        loop {
+            // One thread a lock: a phase that needs threads now and the
+            // helper share the work instead of waiting for each other.
+            let mut s = self.started.lock();
+            if s.threads >= want || s.exhausted {
+                return s.threads;
+            }
+            let i = s.threads;
+            let take = self.take.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("boardroom-{}-{i}", self.label))
+                .stack_size(STACK)
+                .spawn_scoped(self.scope, move || {
+                    // Ends when the pool (the only sender) is dropped.
+                    for job in take.iter() {
+                        job();
+                    }
+                });
+            match spawned {
+                Ok(_) => s.threads += 1,
+                Err(e) => {
+                    // Fewer threads still run every job, only less at once.
+                    log::warn!(
+                        "{}: started {i} of {want} threads ({e}); the rest of the jobs wait for them",
+                        self.label
+                    );
+                    s.exhausted = true;
+                }
+            }
+        }
+    }
+}
+
+/// Runs `f` over `items` on a fresh pool of `threads` named threads, joined
+/// before it returns (the one-phase form, for tests), and returns the results in input order. A job that
+/// panics yields `Err` with the panic message; the other jobs are
+/// unaffected.
+#[cfg(test)]
 pub(crate) fn run_parallel<T, R, F>(
-    label: &str,
+    label: &'static str,
     threads: usize,
     items: Vec<T>,
     f: F,
@@ -43,58 +227,12 @@ pub(crate) fn run_parallel<T, R, F>(
 where
     T: Send,
     R: Send,
-    F: Fn(T) -> R + Sync,
+    F: Fn(T) -> R + Send + Sync,
 {
-    let n = items.len();
-    let jobs: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
-    let slots: Vec<Mutex<Option<Result<R, String>>>> =
-        jobs.iter().map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
-    let work = || {
-        loop {
-            let k = next.fetch_add(1, Ordering::Relaxed);
-            let Some(job) = jobs.get(k) else { break };
-            let Some(item) = job.lock().take() else {
-                continue;
-            };
-            let result = catch_unwind(AssertUnwindSafe(|| f(item)))
-                .map_err(|p| super::tool_loop::panic_text(p.as_ref()));
-            *slots[k].lock() = Some(result);
-        }
-    };
-    // Every job runs on a named thread of the pool (never the caller's: the
-    // CLI keeps a member's panic off the terminal by its thread's name).
-    let wanted = threads.clamp(1, n.max(1));
-    let started = std::thread::scope(|scope| {
-        let mut started = 0;
-        for i in 0..wanted {
-            let spawned = std::thread::Builder::new()
-                .name(format!("boardroom-{label}-{i}"))
-                .stack_size(STACK)
-                .spawn_scoped(scope, work);
-            match spawned {
-                Ok(_) => started += 1,
-                Err(e) => {
-                    // Fewer threads still run every job, only less at once.
-                    log::warn!(
-                        "{label}: started {i} of {wanted} threads ({e}); the rest of the jobs wait for them"
-                    );
-                    break;
-                }
-            }
-        }
-        started
-    });
-    if started == 0 && n > 0 {
-        return Err(PoolError(format!("{label}: no thread could be started")));
-    }
-    Ok(slots
-        .into_iter()
-        .map(|s| {
-            s.into_inner()
-                .unwrap_or_else(|| Err("the job did not run".into()))
-        })
-        .collect())
+    std::thread::scope(|scope| {
+        let pool = Pool::new(scope, label, threads);
+        pool.run(threads, items, f)
+    })
 }
 
 #[cfg(test)]
@@ -127,6 +265,81 @@ mod tests {
         })
         .unwrap();
         assert_eq!(max.load(Ordering::SeqCst), 24);
+    }
+
+    /// The threads of a run's pool are started once and serve every phase:
+    /// three phases of 8, 3 and 8 jobs run on 8 threads, each phase's jobs
+    /// all in flight at once, a panic in one phase kills no thread, and the
+    /// threads are joined when the scope ends.
+    #[test]
+    fn a_pool_serves_every_phase_on_the_threads_it_started_once() {
+        let names = Mutex::new(std::collections::BTreeSet::new());
+        let max = AtomicUsize::new(0);
+        let now = AtomicUsize::new(0);
+        let job = |x: usize| {
+            let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+            max.fetch_max(n, Ordering::SeqCst);
+            names
+                .lock()
+                .insert(std::thread::current().name().unwrap_or("").to_string());
+            std::thread::sleep(Duration::from_millis(100));
+            now.fetch_sub(1, Ordering::SeqCst);
+            if x == 99 {
+                panic!("ninety-nine");
+            }
+            x + 1
+        };
+        let threads = std::thread::scope(|scope| {
+            let pool = Pool::new(scope, "t", 8);
+            pool.prestart(8);
+            let a = pool.run(8, (0..8).collect(), job).unwrap();
+            assert_eq!(a, (1..=8).map(Ok).collect::<Vec<_>>());
+            assert_eq!(max.swap(0, Ordering::SeqCst), 8, "the whole phase at once");
+            let b = pool.run(3, vec![1, 99, 2], job).unwrap();
+            assert_eq!(b, vec![Ok(2), Err("ninety-nine".into()), Ok(3)]);
+            let c = pool.run(8, (10..18).collect(), job).unwrap();
+            assert_eq!(c.len(), 8);
+            assert_eq!(
+                max.load(Ordering::SeqCst),
+                8,
+                "still 8 threads after a panic"
+            );
+            pool.threads()
+        });
+        assert_eq!(threads, 8, "started once, not per phase");
+        let names = names.into_inner();
+        assert_eq!(
+            names.len(),
+            8,
+            "three phases ran on the same 8 threads: {names:?}"
+        );
+        assert!(
+            names.iter().all(|n| n.starts_with("boardroom-t-")),
+            "{names:?}"
+        );
+    }
+
+    #[test]
+    fn a_pool_never_passes_its_cap() {
+        let max = AtomicUsize::new(0);
+        let now = AtomicUsize::new(0);
+        let threads = std::thread::scope(|scope| {
+            let pool = Pool::new(scope, "t", 3);
+            pool.prestart(100);
+            let out = pool
+                .run(100, (0..9).collect(), |x: usize| {
+                    let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                    max.fetch_max(n, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(20));
+                    now.fetch_sub(1, Ordering::SeqCst);
+                    x
+                })
+                .unwrap();
+            assert_eq!(out, (0..9).map(Ok).collect::<Vec<_>>());
+            pool.threads()
+        });
+        assert_eq!(threads, 3);
+        assert_eq!(max.load(Ordering::SeqCst), 3);
     }
 
     #[test]

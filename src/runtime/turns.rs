@@ -67,6 +67,10 @@ pub(crate) struct TurnTracker {
     last_master: Option<String>,
     /// (round, phase, agent, turn id) of members' turns.
     member_turns: Vec<(u32, Phase, String, String)>,
+    /// Each member's latest turn of a round and phase: the parent of its
+    /// next attempt, found without a scan of every member's turns (a
+    /// round of N members was O(N²) under the tracker's lock).
+    latest: std::collections::HashMap<(u32, Phase, String), String>,
 }
 
 impl TurnTracker {
@@ -98,11 +102,7 @@ impl TurnTracker {
         };
         // A retry (or a second call of the same kind) builds on the last one.
         let previous = if matches!(phase, Phase::Draft | Phase::Challenge) {
-            self.member_turns
-                .iter()
-                .rev()
-                .find(|(r, ph, a, _)| *r == round && *ph == phase && a == agent)
-                .map(|(_, _, _, id)| id.clone())
+            self.latest.get(&(round, phase, agent.to_string())).cloned()
         } else {
             self.last_master.clone()
         };
@@ -130,6 +130,10 @@ impl TurnTracker {
                 turn.agent.clone(),
                 turn.turn_id.clone(),
             ));
+            self.latest.insert(
+                (turn.round, turn.phase, turn.agent.clone()),
+                turn.turn_id.clone(),
+            );
         }
     }
 }
@@ -178,6 +182,9 @@ impl Core<'_> {
             turn
         };
         self.file_turn(&turn);
+        if !self.listened() {
+            return turn;
+        }
         self.emit(
             &agent.name,
             self.parent_of(agent),

@@ -5,8 +5,10 @@
 //! ```
 //!
 //! The driver thread owns the [`RunState`]; member threads touch only the
-//! board (one short write lock per entry) and, through the core, the usage
-//! totals and the plan.
+//! [`Room`] (the board: one short write lock per entry; through the core,
+//! the usage totals and the plan). The room is borrowed by the run's
+//! thread pool for the whole run: its threads start once, while the master
+//! plans, and serve every phase (see `runtime/pool.rs`).
 
 mod end;
 mod modules;
@@ -16,6 +18,7 @@ pub(crate) mod resume;
 mod structured;
 
 use std::collections::HashMap;
+use std::ops::Deref;
 
 use parking_lot::Mutex;
 
@@ -26,27 +29,67 @@ use crate::protocol::{Assignment, Decision, Verdict};
 use crate::runtime::call::{Ask, Attempt, CUT_OFF, EMPTY};
 use crate::runtime::core::Core;
 use crate::runtime::persist::Opening;
-use crate::runtime::pool::{run_parallel, threads_for};
+use crate::runtime::pool::{Pool, threads_for};
 use crate::runtime::{RunError, RunOutcome, RunPhase, RunState, Runtime, Turn};
 use crate::store::JournalRecord;
 use crate::team::{AgentSpec, Team};
 
-/// One blackboard run in progress.
-pub(crate) struct Blackboard<'a> {
+/// One blackboard run, ready to drive.
+pub(crate) struct BlackboardRun<'a> {
+    room: Room<'a>,
+    state: RunState,
+}
+
+/// What every thread of a blackboard run shares: the core, the team, the
+/// board and the plan bookkeeping. Never the [`RunState`] (the driver's).
+pub(crate) struct Room<'a> {
     pub(crate) core: Core<'a>,
     /// The run's team with its souls rendered over the context variables.
     team: Team,
     /// The context variables (`team.yaml` defaults, `--var` over them).
     vars: crate::team::Variables,
     board: SharedBoard,
-    state: RunState,
     /// Where each ongoing module's archive of this round starts.
     archive_from: Mutex<HashMap<String, usize>>,
     /// Where each member's module of a round is in the plan.
     module_hints: Mutex<modules::ModuleHints>,
 }
 
-impl<'a> Blackboard<'a> {
+/// The driver of one blackboard run: its state, over the shared room.
+pub(crate) struct Blackboard<'d> {
+    room: &'d Room<'d>,
+    state: RunState,
+}
+
+impl<'a> Deref for BlackboardRun<'a> {
+    type Target = Room<'a>;
+
+    fn deref(&self) -> &Room<'a> {
+        &self.room
+    }
+}
+
+impl<'d> Deref for Blackboard<'d> {
+    type Target = Room<'d>;
+
+    fn deref(&self) -> &Room<'d> {
+        self.room
+    }
+}
+
+/// What the members of one parallel phase are given, once for the phase.
+struct PhaseCtx {
+    round: u32,
+    /// Where the driver is: what the phase's journal records are filed
+    /// under.
+    at: (u32, RunPhase),
+    /// The task as every agent sees it.
+    task: String,
+    /// The board, rendered once for the phase.
+    board: prompt::SharedBoardText,
+}
+
+impl<'a> BlackboardRun<'a> {
     pub(crate) fn start(
         rt: &'a Runtime,
         mut state: RunState,
@@ -63,19 +106,38 @@ impl<'a> Blackboard<'a> {
             .map_err(|(name, e)| RunError::Process(format!("the soul of '{name}': {e}")))?;
         let core = Core::start(rt, &mut state, opening)?;
         let board = SharedBoard::from_entries(std::mem::take(&mut state.board));
-        Ok(Blackboard {
-            team,
-            vars,
-            core,
-            board,
+        Ok(BlackboardRun {
+            room: Room {
+                team,
+                vars,
+                core,
+                board,
+                archive_from: Mutex::default(),
+                module_hints: Mutex::default(),
+            },
             state,
-            archive_from: Mutex::default(),
-            module_hints: Mutex::default(),
         })
     }
 
+    /// Runs phases until the run is finished, on a pool of member threads
+    /// that lives as long as the run (joined before this returns).
+    pub(crate) fn drive(self) -> Result<RunOutcome, RunError> {
+        let BlackboardRun { room, state } = self;
+        let cap = threads_for(room.team.members().count(), room.core.rt.parallel_cap());
+        std::thread::scope(|scope| {
+            let pool = Pool::new(scope, "member", cap);
+            Blackboard { room: &room, state }.drive(&pool)
+        })
+    }
+}
+
+impl<'d> Blackboard<'d> {
     /// Runs phases until the run is finished.
-    pub(crate) fn drive(mut self) -> Result<RunOutcome, RunError> {
+    fn drive(mut self, pool: &Pool<'_, 'd>) -> Result<RunOutcome, RunError> {
+        if !matches!(self.state.phase, RunPhase::Final | RunPhase::Finished) {
+            // The members' threads start while the master plans.
+            pool.prestart(self.team.members().count());
+        }
         let master = self.team.master().name.clone();
         self.core.emit(
             &master,
@@ -98,8 +160,8 @@ impl<'a> Blackboard<'a> {
             }
             let step = match self.state.phase {
                 RunPhase::Plan => self.plan(),
-                RunPhase::Members => self.members(),
-                RunPhase::Challenge => self.challenge(),
+                RunPhase::Members => self.members(pool),
+                RunPhase::Challenge => self.challenge(pool),
                 RunPhase::Review => {
                     self.review();
                     Ok(())
@@ -169,7 +231,7 @@ impl<'a> Blackboard<'a> {
         Ok(())
     }
 
-    fn members(&mut self) -> Result<(), RunError> {
+    fn members(&mut self, pool: &Pool<'_, 'd>) -> Result<(), RunError> {
         let round = self.state.round;
         // On resume, members whose drafts for this round are on the board
         // are not called again; those that failed on the transport are.
@@ -204,13 +266,19 @@ impl<'a> Blackboard<'a> {
         // member sees a draft of its own round.
         let mut snapshot = self.board.snapshot();
         snapshot.retain(|e| e.round < round);
-        // Rendered once for the whole round, not once a member.
-        let board = prompt::SharedBoardText::new(&snapshot);
+        // Rendered once for the whole round, not once a member; so is the
+        // task.
+        let ctx = PhaseCtx {
+            round,
+            at: (self.state.round, self.state.phase),
+            task: self.task_text(),
+            board: prompt::SharedBoardText::new(&snapshot),
+        };
         drop(snapshot);
-        let results = run_parallel("member", threads, todo.clone(), |a| {
-            self.member_turn(round, &a, &board)
-        })
-        .map_err(|e| RunError::Pool(format!("cannot start member threads: {}", e.0)))?;
+        let room = self.room;
+        let results = pool
+            .run(threads, todo.clone(), move |a| room.member_turn(&ctx, &a))
+            .map_err(|e| RunError::Pool(format!("cannot start member threads: {}", e.0)))?;
         for (a, result) in todo.iter().zip(results) {
             if let Err(panic) = result {
                 self.add_entry(
@@ -236,58 +304,26 @@ impl<'a> Blackboard<'a> {
         Ok(())
     }
 
-    fn member_turn(&self, round: u32, a: &Assignment, board: &prompt::SharedBoardText) {
-        let Some(member) = self.team.agent(&a.member) else {
-            return;
-        };
-        self.module_started(round, a);
-        let messages = prompt::draft(member, &self.task_text(), board, &a.task);
-        let outcome = self.call_until_on(
-            member,
-            Phase::Draft,
-            round,
-            Some(&a.task),
-            messages,
-            "a complete draft for your assignment",
-            |r| Ok(r.text.trim().to_string()),
-        );
-        match outcome {
-            Ok(Attempt::Usable(text)) => {
-                self.add_entry(round, &a.member, EntryKind::Draft, Some(&a.task), text);
-            }
-            Ok(Attempt::Unusable(problems)) => {
-                let msg = format!("{} gave no usable draft: {}", a.member, problems.join("; "));
-                self.add_entry(round, &a.member, EntryKind::Error, Some(&a.task), msg);
-            }
-            // Stopped before it was sent: nothing to put on the board.
-            Err(ModelError::Cancelled) => {}
-            Err(e) => {
-                let text = format!("{} failed: {e}", a.member);
-                let new = NewEntry {
-                    round,
-                    author: a.member.clone(),
-                    kind: EntryKind::Error,
-                    task: Some(a.task.clone()),
-                    text,
-                };
-                self.add_new_entry(new, resume::is_transport(&e));
-            }
-        }
-    }
-
-    fn challenge(&mut self) -> Result<(), RunError> {
+    fn challenge(&mut self, pool: &Pool<'_, 'd>) -> Result<(), RunError> {
         let round = self.state.round;
+        let room = self.room;
         let challengers: Vec<&AgentSpec> =
-            self.team.members().filter(|m| m.can_challenge).collect();
+            room.team.members().filter(|m| m.can_challenge).collect();
         self.status(RoomStatus::Working);
         let snapshot = self.board.snapshot();
         let threads = threads_for(challengers.len(), self.core.rt.parallel_cap());
-        let board = prompt::SharedBoardText::new(&snapshot);
+        let ctx = PhaseCtx {
+            round,
+            at: (self.state.round, self.state.phase),
+            task: self.task_text(),
+            board: prompt::SharedBoardText::new(&snapshot),
+        };
         drop(snapshot);
-        let results = run_parallel("challenger", threads, challengers.clone(), |c| {
-            self.challenger_turn(round, c, &board)
-        })
-        .map_err(|e| RunError::Pool(format!("cannot start member threads: {}", e.0)))?;
+        let results = pool
+            .run(threads, challengers.clone(), move |c| {
+                room.challenger_turn(&ctx, c)
+            })
+            .map_err(|e| RunError::Pool(format!("cannot start member threads: {}", e.0)))?;
         for (c, result) in challengers.iter().zip(results) {
             if let Err(panic) = result {
                 self.add_entry(
@@ -304,9 +340,54 @@ impl<'a> Blackboard<'a> {
         }
         Ok(())
     }
+}
 
-    fn challenger_turn(&self, round: u32, challenger: &AgentSpec, board: &prompt::SharedBoardText) {
-        let mut messages = prompt::challenge(challenger, &self.task_text(), board, round);
+impl<'a> Room<'a> {
+    fn member_turn(&self, ctx: &PhaseCtx, a: &Assignment) {
+        let round = ctx.round;
+        let Some(member) = self.team.agent(&a.member) else {
+            return;
+        };
+        self.module_started(round, a);
+        let messages = prompt::draft(member, &ctx.task, &ctx.board, &a.task);
+        let outcome = self.call_until_on(
+            member,
+            Phase::Draft,
+            round,
+            Some(&a.task),
+            messages,
+            "a complete draft for your assignment",
+            |r| Ok(r.text.trim().to_string()),
+        );
+        match outcome {
+            Ok(Attempt::Usable(text)) => {
+                let kind = EntryKind::Draft;
+                self.add_entry_at(ctx.at, round, &a.member, kind, Some(&a.task), text);
+            }
+            Ok(Attempt::Unusable(problems)) => {
+                let msg = format!("{} gave no usable draft: {}", a.member, problems.join("; "));
+                let kind = EntryKind::Error;
+                self.add_entry_at(ctx.at, round, &a.member, kind, Some(&a.task), msg);
+            }
+            // Stopped before it was sent: nothing to put on the board.
+            Err(ModelError::Cancelled) => {}
+            Err(e) => {
+                let text = format!("{} failed: {e}", a.member);
+                let new = NewEntry {
+                    round,
+                    author: a.member.clone(),
+                    kind: EntryKind::Error,
+                    task: Some(a.task.clone()),
+                    text,
+                };
+                self.add_new_entry(ctx.at, new, resume::is_transport(&e));
+            }
+        }
+    }
+
+    fn challenger_turn(&self, ctx: &PhaseCtx, challenger: &AgentSpec) {
+        let round = ctx.round;
+        let mut messages = prompt::challenge(challenger, &ctx.task, &ctx.board, round);
         self.adapt_prompt(Phase::Challenge, &mut messages);
         let outcome = self.call_until(
             challenger,
@@ -319,7 +400,8 @@ impl<'a> Blackboard<'a> {
         let parent = self.core.parent_of(challenger);
         match outcome {
             Ok(Attempt::Usable(Verdict::Challenge(text))) => {
-                self.add_entry(
+                self.add_entry_at(
+                    ctx.at,
                     round,
                     &challenger.name,
                     EntryKind::Challenge,
@@ -345,7 +427,8 @@ impl<'a> Blackboard<'a> {
             }
             Err(ModelError::Cancelled) => {}
             Err(e) => {
-                self.add_entry(
+                self.add_entry_at(
+                    ctx.at,
                     round,
                     &challenger.name,
                     EntryKind::Error,
@@ -355,7 +438,9 @@ impl<'a> Blackboard<'a> {
             }
         }
     }
+}
 
+impl<'d> Blackboard<'d> {
     fn review(&mut self) {
         let round = self.state.round;
         self.status(RoomStatus::Thinking);
@@ -604,43 +689,6 @@ impl<'a> Blackboard<'a> {
         self.core.rt.rounds_cap() + self.state.round_offset
     }
 
-    /// An agent's turn through the core, asked again while its answer is
-    /// unusable (see [`Core::call_until`]), with this run's schema for the
-    /// phase and the member's transcript kept in its work module.
-    fn call_until<T>(
-        &self,
-        agent: &AgentSpec,
-        phase: Phase,
-        round: u32,
-        messages: Vec<Message>,
-        expected: &str,
-        accept: impl Fn(&ChatResponse) -> Result<T, Vec<String>>,
-    ) -> Result<Attempt<T>, ModelError> {
-        self.call_until_on(agent, phase, round, None, messages, expected, accept)
-    }
-
-    /// [`Blackboard::call_until`] for a call that works on one assignment.
-    #[allow(clippy::too_many_arguments)]
-    fn call_until_on<T>(
-        &self,
-        agent: &AgentSpec,
-        phase: Phase,
-        round: u32,
-        task: Option<&str>,
-        messages: Vec<Message>,
-        expected: &str,
-        accept: impl Fn(&ChatResponse) -> Result<T, Vec<String>>,
-    ) -> Result<Attempt<T>, ModelError> {
-        let archive = |turn: &Turn| self.archive_turn(turn);
-        let ask = Ask {
-            task,
-            schema: self.schema_for(phase),
-            on_turn: &archive,
-            ..Ask::new(phase, round, expected)
-        };
-        self.core.call_until(agent, &ask, messages, accept)
-    }
-
     /// Saves the run after a phase: settles the plan at the end, then
     /// `run.json` and `plan.json` (and `report.md` at the end).
     fn checkpoint(&self) {
@@ -751,7 +799,69 @@ impl<'a> Blackboard<'a> {
         task: Option<&str>,
         text: String,
     ) -> Entry {
+        let at = (self.state.round, self.state.phase);
+        self.room.add_entry_at(at, round, author, kind, task, text)
+    }
+
+    fn status(&self, status: RoomStatus) {
+        self.core.emit(
+            &self.team.master().name,
+            None,
+            EventKind::RoomStatus { status },
+        );
+    }
+}
+
+impl Room<'_> {
+    /// An agent's turn through the core, asked again while its answer is
+    /// unusable (see [`Core::call_until`]), with this run's schema for the
+    /// phase and the member's transcript kept in its work module.
+    fn call_until<T>(
+        &self,
+        agent: &AgentSpec,
+        phase: Phase,
+        round: u32,
+        messages: Vec<Message>,
+        expected: &str,
+        accept: impl Fn(&ChatResponse) -> Result<T, Vec<String>>,
+    ) -> Result<Attempt<T>, ModelError> {
+        self.call_until_on(agent, phase, round, None, messages, expected, accept)
+    }
+
+    /// [`Room::call_until`] for a call that works on one assignment.
+    #[allow(clippy::too_many_arguments)]
+    fn call_until_on<T>(
+        &self,
+        agent: &AgentSpec,
+        phase: Phase,
+        round: u32,
+        task: Option<&str>,
+        messages: Vec<Message>,
+        expected: &str,
+        accept: impl Fn(&ChatResponse) -> Result<T, Vec<String>>,
+    ) -> Result<Attempt<T>, ModelError> {
+        let archive = |turn: &Turn| self.archive_turn(turn);
+        let ask = Ask {
+            task,
+            schema: self.schema_for(phase),
+            on_turn: &archive,
+            ..Ask::new(phase, round, expected)
+        };
+        self.core.call_until(agent, &ask, messages, accept)
+    }
+
+    /// Adds an entry and files it under `at` (where the driver is).
+    pub(crate) fn add_entry_at(
+        &self,
+        at: (u32, RunPhase),
+        round: u32,
+        author: &str,
+        kind: EntryKind,
+        task: Option<&str>,
+        text: String,
+    ) -> Entry {
         self.add_new_entry(
+            at,
             NewEntry {
                 round,
                 author: author.to_string(),
@@ -764,20 +874,22 @@ impl<'a> Blackboard<'a> {
     }
 
     /// Adds an entry (marked as a transport failure when `transport`),
-    /// saves it and announces it.
-    fn add_new_entry(&self, new: NewEntry, transport: bool) -> Entry {
+    /// saves it (filed under `at`) and announces it.
+    fn add_new_entry(&self, at: (u32, RunPhase), new: NewEntry, transport: bool) -> Entry {
         let (round, kind, author) = (new.round, new.kind, new.author.clone());
         let author = author.as_str();
         let entry = self.board.add_marked(new, transport);
         // To the journal at once (a resume keeps it); a member's draft
         // moves its module to `pending_review`.
-        self.core.journal(&JournalRecord::Entry {
-            round: self.state.round,
-            phase: self.state.phase,
-            entry: entry.clone(),
-        });
+        if self.core.journaling() {
+            self.core.journal(&JournalRecord::Entry {
+                round: at.0,
+                phase: at.1,
+                entry: entry.clone(),
+            });
+        }
         if let (EntryKind::Draft | EntryKind::Error, Some(task)) = (entry.kind, &entry.task) {
-            self.module_drafted(&entry, task);
+            self.module_drafted(at, &entry, task);
         }
         let parent = self.team.agent(author).and_then(|a| self.core.parent_of(a));
         self.core.emit(
@@ -800,14 +912,6 @@ impl<'a> Blackboard<'a> {
             );
         }
         entry
-    }
-
-    fn status(&self, status: RoomStatus) {
-        self.core.emit(
-            &self.team.master().name,
-            None,
-            EventKind::RoomStatus { status },
-        );
     }
 }
 

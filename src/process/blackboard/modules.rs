@@ -5,17 +5,17 @@
 //! member more work on it. A module's context archive is the member's
 //! transcript: the messages it was sent and its answers.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use serde_json::Value;
 
-use super::Blackboard;
+use super::{Blackboard, Room};
 use crate::board::Entry;
 use crate::event::now_ms;
 use crate::model::{Message, Phase};
 use crate::plan::{ModuleStatus, Plan, WorkModule};
 use crate::protocol::{Assignment, Decision};
-use crate::runtime::Turn;
+use crate::runtime::{RunPhase, Turn};
 use crate::store::JournalRecord;
 
 fn round_of(m: &WorkModule) -> Option<u64> {
@@ -77,17 +77,30 @@ impl Blackboard<'_> {
         match decision {
             Some(Decision::Assign(assignments)) if round < self.cap() => {
                 let next = round + 1;
-                let mut reopened: Vec<String> = Vec::new();
+                // Each member's modules waiting for review, in plan order
+                // (indexed once: a scan a member made a plan of N O(N²)).
+                // One sent back is `pending` again, so it is taken once.
+                let mut in_review: HashMap<String, VecDeque<usize>> = HashMap::new();
+                for (i, m) in plan.tasks.iter().enumerate() {
+                    if let (ModuleStatus::PendingReview, Some(agent)) =
+                        (m.status, m.assigned_agent.as_ref())
+                    {
+                        in_review.entry(agent.clone()).or_default().push_back(i);
+                    }
+                }
+                let any_seeded = plan
+                    .tasks
+                    .iter()
+                    .any(|m| m.assigned_agent.is_none() && m.status == ModuleStatus::Pending);
                 for a in assignments {
-                    let again = plan.tasks.iter_mut().find(|m| {
-                        m.assigned_agent.as_deref() == Some(a.member.as_str())
-                            && m.status == ModuleStatus::PendingReview
-                            && !reopened.contains(&m.task_id)
-                    });
+                    let again = in_review
+                        .get_mut(a.member.as_str())
+                        .and_then(VecDeque::pop_front);
                     let again = match again {
-                        Some(m) => Some(m),
+                        Some(i) => plan.tasks.get_mut(i),
                         // A module the run was seeded with, taken over.
-                        None => seeded(&mut plan.tasks, &a.task),
+                        None if any_seeded => seeded(&mut plan.tasks, &a.task),
+                        None => None,
                     };
                     match again {
                         Some(m) if m.assigned_agent.is_none() => {
@@ -95,7 +108,6 @@ impl Blackboard<'_> {
                             m.description = a.task.clone();
                             m.metadata.insert("round".into(), Value::from(next));
                             stamp(m, "assigned_ms");
-                            reopened.push(m.task_id.clone());
                         }
                         Some(m) => {
                             // Sent back: the same module, a new description.
@@ -110,15 +122,15 @@ impl Blackboard<'_> {
                             }
                             m.metadata.insert("round".into(), Value::from(next));
                             stamp(m, "reassigned_ms");
-                            reopened.push(m.task_id.clone());
                         }
                         None => {
-                            let id = plan.add(a.task.clone(), Some(a.member.clone()));
-                            if let Some(m) = plan.get_mut(&id) {
+                            plan.add(a.task.clone(), Some(a.member.clone()));
+                            // The one just added (not looked up by id: a
+                            // scan a member).
+                            if let Some(m) = plan.tasks.last_mut() {
                                 m.metadata.insert("round".into(), Value::from(next));
                                 m.metadata.insert("added_by".into(), Value::from("master"));
                                 stamp(m, "assigned_ms");
-                                reopened.push(id);
                             }
                         }
                     }
@@ -136,7 +148,9 @@ impl Blackboard<'_> {
     pub(crate) fn complete_reviewed_modules(&self) {
         complete(&mut self.core.plan.lock());
     }
+}
 
+impl Room<'_> {
     /// A member starts on its assignment.
     pub(crate) fn module_started(&self, round: u32, a: &Assignment) {
         let mut plan = self.core.plan.lock();
@@ -152,7 +166,8 @@ impl Blackboard<'_> {
     }
 
     /// A member's draft (or error) for `task` landed on the board.
-    pub(crate) fn module_drafted(&self, entry: &Entry, task: &str) {
+    /// Filed under `at` (where the driver is).
+    pub(crate) fn module_drafted(&self, at: (u32, RunPhase), entry: &Entry, task: &str) {
         let module = {
             let mut plan = self.core.plan.lock();
             let statuses = [ModuleStatus::Ongoing, ModuleStatus::Pending];
@@ -170,11 +185,15 @@ impl Blackboard<'_> {
             m.status = ModuleStatus::PendingReview;
             m.metadata.insert("entry".into(), Value::from(entry.seq));
             stamp(m, "drafted_ms");
+            // The module with its transcript: copied only for a journal.
+            if !self.core.journaling() {
+                return;
+            }
             m.clone()
         };
         self.core.journal(&JournalRecord::Module {
-            round: self.state.round,
-            phase: self.state.phase,
+            round: at.0,
+            phase: at.1,
             module,
         });
     }

@@ -9,7 +9,7 @@ use crate::protocol::{
     parse_master_json, parse_verdict, parse_verdict_json, plan_schema, verdict_schema,
 };
 
-use super::Blackboard;
+use super::Room;
 use super::prompt;
 
 /// The line-protocol asks of `prompt.rs`, as JSON-mode asks.
@@ -33,7 +33,7 @@ const ASKS_IN_JSON: &[(&str, &str)] = &[
     ),
 ];
 
-impl Blackboard<'_> {
+impl Room<'_> {
     /// The protocol of this run: the runtime's, else the team's, else lines.
     pub(crate) fn protocol(&self) -> Protocol {
         self.core
