@@ -25,6 +25,11 @@ use crate::store::{EventLog, JournalRecord, RunDir};
 pub(crate) trait Subscriber: Send + Sync {
     /// An event (deltas included).
     fn event(&self, _event: &Event) {}
+    /// An event the subscriber may keep (the bus's last subscriber gets
+    /// the event itself, not a copy).
+    fn event_owned(&self, event: Event) {
+        self.event(&event);
+    }
     /// The record of one finished model call.
     fn turn(&self, _turn: &Turn) {}
     /// A change made in the middle of a phase.
@@ -44,6 +49,10 @@ impl Subscriber for Caller {
         // A caller that stopped listening does not stop the run.
         let _ = self.0.send(event.clone());
     }
+
+    fn event_owned(&self, event: Event) {
+        let _ = self.0.send(event);
+    }
 }
 
 /// The run directory: events through the buffered log, turns and journal
@@ -57,6 +66,12 @@ impl Subscriber for Store {
     fn event(&self, event: &Event) {
         if let Some(log) = &self.events {
             log.append(event.clone());
+        }
+    }
+
+    fn event_owned(&self, event: Event) {
+        if let Some(log) = &self.events {
+            log.append(event);
         }
     }
 
@@ -118,10 +133,16 @@ impl Bus {
         self.subscribers.iter().any(|s| s.takes_journal())
     }
 
+    /// Hands `event` to every subscriber: a copy to each but the last,
+    /// which takes the event itself.
     pub(crate) fn event(&self, event: Event) {
-        for s in &self.subscribers {
+        let Some((last, others)) = self.subscribers.split_last() else {
+            return;
+        };
+        for s in others {
             s.event(&event);
         }
+        last.event_owned(event);
     }
 
     pub(crate) fn turn(&self, turn: &Turn) {
@@ -134,5 +155,37 @@ impl Bus {
         for s in &self.subscribers {
             s.journal(record);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::EventKind;
+
+    /// Every subscriber gets every event, in order: the last one takes the
+    /// event itself, the others a copy.
+    #[test]
+    fn every_subscriber_gets_every_event() {
+        let (a, ra) = crossbeam_channel::unbounded();
+        let (b, rb) = crossbeam_channel::unbounded();
+        let (c, rc) = crossbeam_channel::unbounded();
+        let bus = Bus::new([a, b, c], None);
+        assert!(!bus.is_empty());
+        assert!(!bus.journaling(), "no run directory, no journal");
+        for round in 1..=3 {
+            bus.event(Event::now("r", "m", None, EventKind::Agree { round }));
+        }
+        for rx in [ra, rb, rc] {
+            let rounds: Vec<u32> = rx
+                .try_iter()
+                .map(|e| match e.kind {
+                    EventKind::Agree { round } => round,
+                    _ => 0,
+                })
+                .collect();
+            assert_eq!(rounds, vec![1, 2, 3]);
+        }
+        assert!(Bus::new([], None).is_empty());
     }
 }

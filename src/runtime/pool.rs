@@ -6,11 +6,11 @@
 //!
 //! A [`Pool`] belongs to one run: it lives in a `std::thread::scope` that
 //! spans the run's phases, so its threads are started once and parked
-//! between phases (blocked on the job channel, no CPU), then joined when the
+//! between phases (waiting on the job queue's condvar, no CPU), then joined when the
 //! run ends. It grows to the largest phase (never past the cap) and can be
 //! started ahead of time on a helper thread ([`Pool::prestart`]) so that the
 //! threads' start-up overlaps the master's plan call: a phase then only
-//! hands out jobs (a channel send and a wake-up each) instead of starting a
+//! hands out jobs (a queue push and a wake-up each) instead of starting a
 //! thread per member (tens of microseconds of kernel time each: the stack,
 //! its guard page and the signal stack are mapped, and unmapped at exit).
 //! Jobs may borrow what the run owns (the scope's environment), so no
@@ -19,7 +19,7 @@
 //! Not a rayon pool (the design named one): rayon's idle workers look for
 //! work to steal in every other worker's queue, so N blocked-on-I/O members
 //! cost O(N) spinning each, O(N²) in all (at 1024 members most of the
-//! round's CPU). Here a parked thread waits on one channel and is woken
+//! round's CPU). Here a parked thread waits on one condvar and is woken
 //! once per job; nothing scans.
 //!
 
@@ -27,8 +27,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::thread::Scope;
 
-use crossbeam_channel::{Receiver, Sender};
-use parking_lot::Mutex;
+use std::collections::VecDeque;
+
+use parking_lot::{Condvar, Mutex};
 
 /// The stack of a member's thread: half the 2 MiB default (a member's call
 /// goes through the tool loop, ureq and serde, never deep recursion), and
@@ -49,8 +50,39 @@ type Job<'env> = Box<dyn FnOnce() + Send + 'env>;
 
 /// A run's pool of named, parked threads (see the module docs).
 pub(crate) struct Pool<'scope, 'env> {
-    jobs: Sender<Job<'env>>,
+    queue: Arc<Queue<'env>>,
     starter: Arc<Starter<'scope, 'env>>,
+}
+
+/// The jobs waiting for a thread. A parked thread waits on the condvar:
+/// one wake-up a job, no spinning and no scan of the other threads (a
+/// channel's receivers spin and yield before they park, which with
+/// thousands of idle threads on two cores was most of a round's CPU).
+struct Queue<'env> {
+    jobs: Mutex<Jobs<'env>>,
+    ready: Condvar,
+}
+
+struct Jobs<'env> {
+    waiting: VecDeque<Job<'env>>,
+    /// The pool is gone: threads end once the queue is empty.
+    closed: bool,
+}
+
+impl<'env> Queue<'env> {
+    /// The next job, waiting for one; `None` once the pool is closed.
+    fn next(&self) -> Option<Job<'env>> {
+        let mut q = self.jobs.lock();
+        loop {
+            if let Some(job) = q.waiting.pop_front() {
+                return Some(job);
+            }
+            if q.closed {
+                return None;
+            }
+            self.ready.wait(&mut q);
+        }
+    }
 }
 
 /// What starts a pool's threads (shared with the helper that starts them
@@ -60,7 +92,7 @@ struct Starter<'scope, 'env> {
     label: &'static str,
     /// The most threads the pool may have (`max_parallel`).
     cap: usize,
-    take: Receiver<Job<'env>>,
+    queue: Arc<Queue<'env>>,
     /// Threads started; the lock also keeps two starters from racing.
     started: Mutex<Started>,
 }
@@ -76,14 +108,20 @@ impl<'scope, 'env> Pool<'scope, 'env> {
     /// A pool of no threads yet, capped at `cap`, whose threads are named
     /// `boardroom-{label}-{i}` and live in `scope`.
     pub(crate) fn new(scope: &'scope Scope<'scope, 'env>, label: &'static str, cap: usize) -> Self {
-        let (jobs, take) = crossbeam_channel::unbounded();
+        let queue = Arc::new(Queue {
+            jobs: Mutex::new(Jobs {
+                waiting: VecDeque::new(),
+                closed: false,
+            }),
+            ready: Condvar::new(),
+        });
         Pool {
-            jobs,
+            queue: Arc::clone(&queue),
             starter: Arc::new(Starter {
                 scope,
                 label,
                 cap: cap.max(1),
-                take,
+                queue,
                 started: Mutex::new(Started::default()),
             }),
         }
@@ -149,21 +187,22 @@ impl<'scope, 'env> Pool<'scope, 'env> {
         }
         let f = Arc::new(f);
         let (done, results) = crossbeam_channel::bounded::<(usize, Result<R, String>)>(n);
-        for (k, item) in items.into_iter().enumerate() {
-            let f = Arc::clone(&f);
-            let done = done.clone();
-            let job: Job<'env> = Box::new(move || {
-                let result = catch_unwind(AssertUnwindSafe(|| f(item)))
-                    .map_err(|p| super::tool_loop::panic_text(p.as_ref()));
-                let _ = done.send((k, result));
-            });
-            if self.jobs.send(job).is_err() {
-                // Cannot happen while the pool lives (it holds a receiver).
-                return Err(PoolError(format!(
-                    "{}: the pool is closed",
-                    self.starter.label
-                )));
+        {
+            let mut q = self.queue.jobs.lock();
+            for (k, item) in items.into_iter().enumerate() {
+                let f = Arc::clone(&f);
+                let done = done.clone();
+                q.waiting.push_back(Box::new(move || {
+                    let result = catch_unwind(AssertUnwindSafe(|| f(item)))
+                        .map_err(|p| super::tool_loop::panic_text(p.as_ref()));
+                    let _ = done.send((k, result));
+                }));
             }
+        }
+        // One wake-up a job (a thread that finds the queue empty parks
+        // again).
+        for _ in 0..n {
+            self.queue.ready.notify_one();
         }
         drop(done);
         let mut slots: Vec<Option<Result<R, String>>> = (0..n).map(|_| None).collect();
@@ -174,6 +213,14 @@ impl<'scope, 'env> Pool<'scope, 'env> {
             .into_iter()
             .map(|s| s.unwrap_or_else(|| Err("the job did not run".into())))
             .collect())
+    }
+}
+
+impl Drop for Pool<'_, '_> {
+    /// Closes the queue: the threads end, and the scope joins them.
+    fn drop(&mut self) {
+        self.queue.jobs.lock().closed = true;
+        self.queue.ready.notify_all();
     }
 }
 
@@ -188,13 +235,13 @@ impl Starter<'_, '_> {
                 return s.threads;
             }
             let i = s.threads;
-            let take = self.take.clone();
+            let queue = Arc::clone(&self.queue);
             let spawned = std::thread::Builder::new()
                 .name(format!("boardroom-{}-{i}", self.label))
                 .stack_size(STACK)
                 .spawn_scoped(self.scope, move || {
-                    // Ends when the pool (the only sender) is dropped.
-                    for job in take.iter() {
+                    // Ends when the pool is dropped.
+                    while let Some(job) = queue.next() {
                         job();
                     }
                 });

@@ -1,0 +1,93 @@
+//! Every change of an endpoint's in-flight limit that a run's own calls
+//! make reaches the run's event stream as `limit_changed`, the change made
+//! by the run's last call included, and before `run_finished` (issue 14:
+//! "LimitChanged events may be dropped at run end"). Counted against a
+//! watcher of the endpoint itself, never timed.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use boardroom::{
+    AgentSpec, ChatModel, Event, EventKind, LimitChange, OpenAi, RunStatus, Runtime, Team,
+    TeamConfig,
+};
+use parking_lot::Mutex;
+use support::{Reply, Server};
+
+const MEMBERS: usize = 6;
+
+#[test]
+fn every_limit_change_of_a_run_is_an_event_before_it_finishes() {
+    // The master's review (the run's last call) is refused once: the limit
+    // comes down in the very last call, and grows again as it is answered.
+    let reviews = Arc::new(AtomicUsize::new(0));
+    let r = Arc::clone(&reviews);
+    let server = Server::start(move |req| {
+        let text = req.all_text();
+        if text.contains("Split this task") {
+            let plan: String = (0..MEMBERS)
+                .map(|i| format!("ASSIGN:m{i}:write part {i}\n"))
+                .collect();
+            Reply::answer(req, &plan)
+        } else if text.contains("Round 1 of") {
+            if r.fetch_add(1, Ordering::SeqCst) == 0 {
+                return Reply::status(429, r#"{"error":{"message":"slow down"}}"#)
+                    .with_header("Retry-After", "0");
+            }
+            Reply::answer(req, "DONE\nThe parts, merged.")
+        } else {
+            Reply::answer(req, "A draft.")
+        }
+    });
+    // A small ceiling: answers grow it back within the run.
+    let model = OpenAi::builder(server.base_url(), "limit-events")
+        .max_in_flight(4)
+        .build()
+        .unwrap();
+    let watched: Arc<Mutex<Vec<LimitChange>>> = Arc::default();
+    let w = Arc::clone(&watched);
+    let _watch = model
+        .watch_limit(Arc::new(move |c: &LimitChange| w.lock().push(c.clone())))
+        .expect("an OpenAI model has an endpoint limit");
+    let mut agents = vec![AgentSpec::master("lead", "You lead the team.")];
+    agents.extend((0..MEMBERS).map(|i| AgentSpec::member(format!("m{i}"), "a part", "You work.")));
+    let team = Team::new("limits", TeamConfig::default(), agents).unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let outcome = Runtime::new(team, model)
+        .events(tx)
+        .run("Write the parts")
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Done);
+    assert_eq!(
+        reviews.load(Ordering::SeqCst),
+        2,
+        "the review was refused once"
+    );
+    let events: Vec<Event> = rx.try_iter().collect();
+    let limit: Vec<(usize, usize, String)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::LimitChanged {
+                from, to, reason, ..
+            } => Some((*from, *to, reason.clone())),
+            _ => None,
+        })
+        .collect();
+    let watched: Vec<(usize, usize, String)> = watched
+        .lock()
+        .iter()
+        .map(|c| (c.from, c.to, c.reason.as_str().to_string()))
+        .collect();
+    assert!(
+        watched.iter().any(|(_, _, r)| r == "rate_limited"),
+        "the 429 changed the limit: {watched:?}"
+    );
+    assert_eq!(limit, watched, "every change is an event, in order");
+    let finished = events
+        .iter()
+        .position(|e| matches!(e.kind, EventKind::RunFinished { .. }))
+        .expect("run_finished");
+    assert_eq!(finished, events.len() - 1, "run_finished is the last event");
+}
