@@ -1,9 +1,11 @@
 //! Round wall time for N members whose model calls each block for L.
 //!
 //! Model calls block on I/O, so a round of N members should take about L,
-//! whatever the number of cores. Two baselines are measured in the same
-//! run: members called one after another, and members on rayon's global
-//! pool (one thread per core). Prints a table of ratios; asserts nothing.
+//! whatever the number of cores. Three baselines are measured in the same
+//! run: members called one after another, members on rayon's global pool
+//! (one thread per core), and the floor of a run that starts its threads:
+//! N bare threads started, each sleeping L, and joined, with no agent
+//! logic at all. Prints a table of ratios; asserts nothing.
 //!
 //! Run with `cargo bench`. `BENCH_SIZES=1,8,64` and `BENCH_LATENCY_MS=50`
 //! change the sizes and the latency.
@@ -52,6 +54,22 @@ fn median(mut xs: Vec<Duration>) -> Duration {
     xs[xs.len() / 2]
 }
 
+/// N named threads with the members' stack size, each sleeping `latency`,
+/// started and joined: what starting a round's threads costs by itself.
+fn bare_threads(n: usize, latency: Duration) -> Duration {
+    time(|| {
+        std::thread::scope(|s| {
+            for i in 0..n {
+                std::thread::Builder::new()
+                    .name(format!("bare-{i}"))
+                    .stack_size(1024 * 1024)
+                    .spawn_scoped(s, || std::thread::sleep(latency))
+                    .expect("a thread");
+            }
+        });
+    })
+}
+
 fn time(f: impl FnOnce()) -> Duration {
     let start = Instant::now();
     f();
@@ -83,10 +101,10 @@ fn main() {
     );
     println!();
     println!(
-        "|    N | boardroom wall | wall/L | sequential/L | global pool/L | sequential÷ours | global÷ours |"
+        "|    N | boardroom wall | wall/L | bare threads/L | sequential/L | global pool/L | sequential÷ours | global÷ours |"
     );
     println!(
-        "|-----:|---------------:|-------:|-------------:|--------------:|----------------:|------------:|"
+        "|-----:|---------------:|-------:|---------------:|-------------:|--------------:|----------------:|------------:|"
     );
     for n in sizes {
         let team = team(n);
@@ -109,12 +127,14 @@ fn main() {
                 .collect(),
         );
         let o = ours.as_secs_f64();
+        let bare = median((0..reps).map(|_| bare_threads(n, latency)).collect()).as_secs_f64();
         // The baselines take N·L and N·L/cores: measured up to 256 only.
         if n > MAX_BASELINE {
             println!(
-                "| {n:>4} | {:>11.1} ms | {:>6.2} | {:>12} | {:>13} | {:>14} | {:>10} |",
+                "| {n:>4} | {:>11.1} ms | {:>6.2} | {:>14.2} | {:>12} | {:>13} | {:>15} | {:>11} |",
                 o * 1e3,
                 o / l,
+                bare / l,
                 "-",
                 "-",
                 "-",
@@ -141,9 +161,10 @@ fn main() {
         });
         let (s, g) = (sequential.as_secs_f64(), global.as_secs_f64());
         println!(
-            "| {n:>4} | {:>11.1} ms | {:>6.2} | {:>12.2} | {:>13.2} | {:>14.1}x | {:>10.1}x |",
+            "| {n:>4} | {:>11.1} ms | {:>6.2} | {:>14.2} | {:>12.2} | {:>13.2} | {:>14.1}x | {:>10.1}x |",
             o * 1e3,
             o / l,
+            bare / l,
             s / l,
             g / l,
             s / o,

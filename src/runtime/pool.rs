@@ -61,6 +61,8 @@ pub(crate) struct Pool<'scope, 'env> {
 struct Queue<'env> {
     jobs: Mutex<Jobs<'env>>,
     ready: Condvar,
+    /// Threads that began to run (counted by the threads themselves).
+    begun: std::sync::atomic::AtomicUsize,
 }
 
 struct Jobs<'env> {
@@ -114,6 +116,7 @@ impl<'scope, 'env> Pool<'scope, 'env> {
                 closed: false,
             }),
             ready: Condvar::new(),
+            begun: std::sync::atomic::AtomicUsize::new(0),
         });
         Pool {
             queue: Arc::clone(&queue),
@@ -130,6 +133,12 @@ impl<'scope, 'env> Pool<'scope, 'env> {
     /// Threads started so far.
     pub(crate) fn threads(&self) -> usize {
         self.starter.started.lock().threads
+    }
+
+    /// Threads that began to run so far, as they counted themselves.
+    #[cfg(test)]
+    fn begun(&self) -> Arc<Queue<'env>> {
+        Arc::clone(&self.queue)
     }
 
     /// Starts threads up to `n` (at most the cap) on a helper thread and
@@ -240,6 +249,9 @@ impl Starter<'_, '_> {
                 .name(format!("boardroom-{}-{i}", self.label))
                 .stack_size(STACK)
                 .spawn_scoped(self.scope, move || {
+                    queue
+                        .begun
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     // Ends when the pool is dropped.
                     while let Some(job) = queue.next() {
                         job();
@@ -336,8 +348,10 @@ mod tests {
             }
             x + 1
         };
+        let mut queue = None;
         let threads = std::thread::scope(|scope| {
             let pool = Pool::new(scope, "t", 8);
+            queue = Some(pool.begun());
             pool.prestart(8);
             let a = pool.run(8, (0..8).collect(), job).unwrap();
             assert_eq!(a, (1..=8).map(Ok).collect::<Vec<_>>());
@@ -354,6 +368,8 @@ mod tests {
             pool.threads()
         });
         assert_eq!(threads, 8, "started once, not per phase");
+        let begun = queue.map(|q| q.begun.load(Ordering::SeqCst));
+        assert_eq!(begun, Some(8), "8 threads ran, all joined");
         let names = names.into_inner();
         assert_eq!(
             names.len(),
