@@ -44,7 +44,8 @@ fn two_rounds_of_drafts_and_challenges_run_on_the_threads_the_run_started_once()
     const MEMBERS: usize = 4;
     let mut agents = vec![AgentSpec::master("lead", "You lead.")];
     agents.extend(
-        (0..MEMBERS).map(|i| AgentSpec::member(format!("m{i}"), "a part", "You work.").challenger()),
+        (0..MEMBERS)
+            .map(|i| AgentSpec::member(format!("m{i}"), "a part", "You work.").challenger()),
     );
     let team = Team::new("threads", TeamConfig::default(), agents).unwrap();
     let threads = Arc::new(Mutex::new(Vec::new()));
