@@ -240,7 +240,9 @@ impl Starter<'_, '_> {
             // One thread a lock: a phase that needs threads now and the
             // helper share the work instead of waiting for each other.
             let mut s = self.started.lock();
-            if s.threads >= want || s.exhausted {
+            // A run that ended (the pool dropped) while its helper was
+            // still starting threads needs no more of them.
+            if s.threads >= want || s.exhausted || self.queue.jobs.lock().closed {
                 return s.threads;
             }
             let i = s.threads;
