@@ -1,7 +1,7 @@
 //! Throughput measurement: whole runs of a generated team of N members
 //! against the sim or any endpoint, timed from the run's own events.
 //!
-//! One [`bench`] call measures one size: it runs `rounds` whole runs (the
+//! One [`bench()`] call measures one size: it runs `rounds` whole runs (the
 //! master's plan, one round of N drafts, the master's review) and reports
 //! the median run's wall time against the ideal (one latency per sequential
 //! step: every master call and every round), the round's wall time against

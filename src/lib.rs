@@ -3,14 +3,15 @@
 //!
 //! A master splits the task into `ASSIGN:<member>:<task>` lines; the members
 //! of a round work in parallel, each on its own thread, and put their drafts
-//! on a lock-guarded [`SharedBoard`]; members that may challenge read the
+//! on a lock-guarded board; members that may challenge read the
 //! board and object (`CHALLENGE:`) or `AGREE`; the master reviews the board
 //! and says `DONE` with the answer or assigns another round.
 //!
 //! # A run in five lines
 //!
 //! ```
-//! use boardroom::{Runtime, Sim, Team};
+//! use boardroom::{Runtime, Team};
+//! use boardroom::testing::Sim;
 //!
 //! let team = Team::load(".")?;                    // agents/ + souls/ (+ team.yaml)
 //! let run = Runtime::new(team, Sim::new())        // the offline model
@@ -26,7 +27,8 @@
 //! any thread while it works; nothing needs an async context.
 //!
 //! ```
-//! use boardroom::{EventKind, Runtime, Sim, Team};
+//! use boardroom::{EventKind, Runtime, Team};
+//! use boardroom::testing::Sim;
 //!
 //! let (tx, rx) = boardroom::channel::unbounded();   // crossbeam-channel, re-exported
 //! let runtime = Runtime::new(Team::load(".")?, Sim::new()).events(tx);
@@ -49,7 +51,8 @@
 //! [`Runtime::resume`] goes on with it), never a later one.
 //!
 //! ```
-//! use boardroom::{RunStatus, Runtime, Sim, Team};
+//! use boardroom::{RunStatus, Runtime, Team};
+//! use boardroom::testing::Sim;
 //!
 //! let handle = Runtime::new(Team::builtin()?, Sim::new()).start("Plan a picnic")?;
 //! handle.cancel();
@@ -90,77 +93,48 @@
 
 pub mod bench;
 mod board;
+pub mod chat;
 mod event;
 mod memory;
 mod model;
 mod observe;
-mod partner;
-mod plan;
+pub mod plan;
 mod process;
-mod protocol;
+pub mod protocol;
 mod runtime;
-mod store;
+pub mod store;
 mod team;
 mod tools;
+
+pub mod openai;
+pub mod template;
+pub mod testing;
 
 /// The channels events travel on: `crossbeam-channel`, re-exported so a
 /// program can follow the examples without adding it.
 pub use crossbeam_channel as channel;
+
+pub use tools::mcp;
+
+#[cfg(feature = "otlp")]
+pub use observe::otlp;
+#[cfg(feature = "view")]
+pub use observe::view;
 
 /// The README's code blocks, compiled and run by `cargo test --doc`.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 mod readme {}
 
-pub use board::{Entry, EntryKind, NewEntry, SharedBoard, escape_xml, render_context};
+pub use board::{Entry, EntryKind};
 pub use event::{Event, EventKind, RoomStatus, RunStatus};
-pub use memory::{DEFAULT_MEMORY_CHARS, MasterMemory};
 pub use model::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelError, ModelSpecError,
-    OPENAI_DEFAULT_BASE_URL, OpenAi, OpenAiBuilder, OutputSchema, Phase, RetryPolicy, Role,
-    Scripted, ScriptedReply, SharedModel, Sim, SimOptions, SimStats, SimToolCall, ToolCall,
-    ToolSpec, Usage, resolve_model,
+    OpenAi, OpenAiBuilder, OutputSchema, Phase, Role, SharedModel, ToolCall, ToolSpec, Usage,
 };
-pub use model::{LimitChange, LimitReason, LimitWatch, LimitWatcher};
-#[cfg(feature = "otlp")]
-pub use observe::otlp::{ExportReport, OtlpConfig, OtlpError, OtlpExporter, export_run};
-#[cfg(feature = "view")]
-pub use observe::view::{ViewError, ViewServer};
-pub use partner::{
-    Chat, ChatError, ChatEvent, ChatIo, ChatRecord, ChatStore, Inbox, InboxItem, TeamNews, TurnEnd,
-    ingest,
-};
-pub use plan::{ModuleStatus, Plan, WorkModule};
-pub use process::handoff::{HandoffState, HandoffStep};
-/// The handoff protocol's pure pieces: the `handoff` / `set_variable` tools,
-/// the `HANDOFF:` line, the turn and routing prompts and their parsers.
-pub use protocol::{
-    AGENT_CHOICE_SCHEMA, HANDOFF_TOOL, HandoffDirective, HistoryStep, RULE_CHOICE_SCHEMA,
-    RoutingRule, SET_VARIABLE_TOOL, TurnInput, agent_choice_schema, check_destination,
-    handoff_tool_spec, parse_agent_choice, parse_handoff_args, parse_handoff_line,
-    parse_rule_choice, parse_set_variable_args, render_history, resolve_destination,
-    roster_routing_prompt, rule_choice_schema, rule_routing_prompt, set_variable_tool_spec,
-    strip_handoff_lines, turn_prompt,
-};
-pub use protocol::{
-    Assignment, Decision, MasterReply, Protocol, ProtocolError, Verdict, parse_ask, parse_ask_json,
-    parse_master, parse_master_json, parse_verdict, parse_verdict_json,
-};
-pub use runtime::{
-    Cancel, DEFAULT_MAX_ROUNDS, RunError, RunHandle, RunOutcome, RunPhase, RunState, Runtime, Turn,
-    UserNote, parse_timeout,
-};
-pub use store::{
-    Lines, RUN_FORMAT_VERSION, RunListing, RunRecord, RunSettings, StoreError, TeamSnapshot,
-    list_runs, load_run, read_events, read_turns, run_holder,
-};
+pub use runtime::{Cancel, RunError, RunHandle, RunOutcome, Runtime, parse_timeout};
 pub use team::{
-    AfterWork, AgentModel, AgentRole, AgentSpec, DEFAULT_MAX_HANDOFFS, DEFAULT_MAX_TURNS,
-    EndpointConfig, HandoffRule, HandoffRuleConfig, HandoffSettings, ModelConfig, Process, Team,
-    TeamConfig, TeamError, TemplateError, VarError, Variables, apply_var_flags, check_template,
-    parse_var_flag, render, render_task,
+    AfterWork, AgentRole, AgentSpec, EndpointConfig, HandoffRule, HandoffRuleConfig,
+    HandoffSettings, ModelConfig, Process, Team, TeamConfig, TeamError,
 };
-pub use tools::{
-    Elicitation, McpError, McpPool, McpServerConfig, McpToolInfo, Tool, ToolContext, ToolError,
-    ToolRegistry,
-};
+pub use tools::{Tool, ToolContext, ToolError, ToolRegistry};

@@ -19,7 +19,7 @@ const HEADING: &str = "## run ";
 /// # Examples
 ///
 /// ```
-/// use boardroom::MasterMemory;
+/// use boardroom::store::MasterMemory;
 /// let dir = std::env::temp_dir().join(format!("boardroom-doc-{}", std::process::id()));
 /// let memory = MasterMemory::for_team(&dir, "default");
 /// memory.remember("run-1", "- The writer is fast.")?;
@@ -27,7 +27,7 @@ const HEADING: &str = "## run ";
 /// memory.clear()?;
 /// assert!(memory.load()?.is_empty());
 /// # std::fs::remove_dir_all(&dir).ok();
-/// # Ok::<(), boardroom::StoreError>(())
+/// # Ok::<(), boardroom::store::StoreError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MasterMemory {

@@ -217,12 +217,12 @@ fn run(args: RunArgs) -> u8 {
         runtime = runtime.protocol(p);
     }
     // Checked now, naming the flag: an undeclared variable is bad input.
-    if let Err(e) = boardroom::apply_var_flags(runtime.team().variables(), &args.vars) {
+    if let Err(e) = boardroom::template::apply_var_flags(runtime.team().variables(), &args.vars) {
         eprintln!("error: {e}");
         return EXIT_BAD_INPUT;
     }
     for flag in &args.vars {
-        if let Ok((name, value)) = boardroom::parse_var_flag(flag) {
+        if let Ok((name, value)) = boardroom::template::parse_var_flag(flag) {
             runtime = runtime.var(name, value);
         }
     }
@@ -469,7 +469,7 @@ pub(crate) fn drive_and_report(
             EXIT_BAD_INPUT
         }
         // Another boardroom works on the run: say so plainly, as bad input.
-        Err(RunError::Store(e @ boardroom::StoreError::InUse { .. })) => {
+        Err(RunError::Store(e @ boardroom::store::StoreError::InUse { .. })) => {
             eprintln!("error: {}", runs::terminal_safe(&e.to_string()));
             EXIT_BAD_INPUT
         }

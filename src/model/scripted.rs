@@ -33,7 +33,8 @@ struct Inner {
 /// # Examples
 ///
 /// ```
-/// use boardroom::{ChatModel, ChatRequest, Phase, Scripted};
+/// use boardroom::{ChatModel, ChatRequest, Phase};
+/// use boardroom::testing::Scripted;
 /// let model = Scripted::new().reply("master", "DONE: 42");
 /// let req = ChatRequest::new("master", Phase::Plan, 0, vec![]);
 /// assert_eq!(model.chat(&req, &mut |_| {}).unwrap().text, "DONE: 42");

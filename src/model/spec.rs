@@ -36,7 +36,7 @@ impl std::error::Error for ModelSpecError {}
 /// # Examples
 ///
 /// ```
-/// let model = boardroom::resolve_model("sim:latency=10ms").unwrap();
+/// let model = boardroom::openai::resolve_model("sim:latency=10ms").unwrap();
 /// assert_eq!(model.name(), "sim");
 /// ```
 pub fn resolve_model(spec: &str) -> Result<SharedModel, ModelSpecError> {

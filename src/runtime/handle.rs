@@ -43,7 +43,8 @@ impl Cancel {
 /// # Examples
 ///
 /// ```
-/// use boardroom::{RunStatus, Runtime, Sim, Team};
+/// use boardroom::{RunStatus, Runtime, Team};
+/// use boardroom::testing::Sim;
 ///
 /// let handle = Runtime::new(Team::builtin()?, Sim::new()).start("Plan a picnic")?;
 /// println!("run {} started", handle.run_id());

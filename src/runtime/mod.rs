@@ -16,6 +16,8 @@ pub(crate) mod persist;
 pub(crate) mod pool;
 mod seed;
 mod state;
+#[cfg(test)]
+mod tests;
 pub(crate) mod tool_loop;
 pub(crate) mod turns;
 
@@ -35,14 +37,15 @@ pub use state::{RunPhase, RunState, UserNote};
 pub use turns::Turn;
 
 /// The default round cap.
-pub const DEFAULT_MAX_ROUNDS: u32 = 5;
+pub(crate) const DEFAULT_MAX_ROUNDS: u32 = 5;
 
 /// Runs a team on a task. Cheap to clone.
 ///
 /// # Examples
 ///
 /// ```
-/// use boardroom::{Runtime, Sim, Team};
+/// use boardroom::{Runtime, Team};
+/// use boardroom::testing::Sim;
 /// let team = Team::load(".").unwrap();
 /// let run = Runtime::new(team, Sim::new()).max_rounds(3).run("Write a haiku about tea").unwrap();
 /// assert!(!run.answer.is_empty());
@@ -194,7 +197,8 @@ impl Runtime {
     /// # Examples
     ///
     /// ```
-    /// use boardroom::{EventKind, RunStatus, Runtime, Sim, Team};
+    /// use boardroom::{EventKind, RunStatus, Runtime, Team};
+    /// use boardroom::testing::Sim;
     ///
     /// let runtime = Runtime::new(Team::builtin()?, Sim::new()).events_per_run();
     /// let mut a = runtime.start("Plan a picnic")?;
@@ -248,7 +252,7 @@ impl Runtime {
     }
 
     /// How the master and challengers write their decisions (default:
-    /// `team.yaml`'s `protocol`, else [`Protocol::Line`](crate::Protocol::Line)).
+    /// `team.yaml`'s `protocol`, else [`Protocol::Line`](crate::protocol::Protocol::Line)).
     pub fn protocol(mut self, protocol: crate::protocol::Protocol) -> Self {
         self.protocol = Some(protocol);
         self
@@ -308,7 +312,7 @@ impl Runtime {
     /// # Errors
     ///
     /// As [`Runtime::run`].
-    pub fn drive(&self, state: RunState) -> Result<RunOutcome, RunError> {
+    pub(crate) fn drive(&self, state: RunState) -> Result<RunOutcome, RunError> {
         self.drive_in(state, persist::Opening::Either)
     }
 }

@@ -222,7 +222,7 @@ impl Runtime {
     /// writing to the same directory.
     ///
     /// The runtime should hold the run's team: [`RunRecord::team`] via
-    /// [`load_run`](crate::load_run) gives it back.
+    /// [`load_run`](crate::store::load_run) gives it back.
     ///
     /// # Errors
     ///
@@ -232,7 +232,9 @@ impl Runtime {
     /// # Examples
     ///
     /// ```
-    /// use boardroom::{Runtime, Sim, Team, load_run};
+    /// use boardroom::{Runtime, Team};
+    /// use boardroom::testing::Sim;
+    /// use boardroom::store::load_run;
     /// let runs = std::env::temp_dir().join(format!("boardroom-doc-{}", std::process::id()));
     /// let run = Runtime::new(Team::builtin()?, Sim::new())
     ///     .runs_dir(&runs)

@@ -14,7 +14,9 @@ impl Runtime {
     /// # Examples
     ///
     /// ```
-    /// use boardroom::{Plan, Runtime, Sim, Team};
+    /// use boardroom::{Runtime, Team};
+    /// use boardroom::plan::Plan;
+    /// use boardroom::testing::Sim;
     ///
     /// let mut plan = Plan::default();
     /// plan.add("Find a venue for 20 people", None);

@@ -24,6 +24,10 @@ pub use lock::run_holder;
 pub use read::{Lines, RunListing, list_runs, load_run, read_events, read_turns};
 pub use record::{RUN_FORMAT_VERSION, RunRecord, RunSettings, TeamSnapshot};
 
+pub use crate::memory::{DEFAULT_MEMORY_CHARS, MasterMemory};
+pub use crate::process::handoff::{HandoffState, HandoffStep};
+pub use crate::runtime::{RunPhase, RunState, Turn, UserNote};
+
 pub(crate) use lock::RunLock;
 pub(crate) use read::{MAX_SEQ, read_journal};
 pub(crate) use record::JournalRecord;

@@ -13,9 +13,9 @@ use super::{AgentSpec, Process, TeamConfig, TeamError, yaml};
 use crate::protocol::closest;
 
 /// Handoffs a run may make unless `max_handoffs` says otherwise.
-pub const DEFAULT_MAX_HANDOFFS: u32 = 20;
+pub(super) const DEFAULT_MAX_HANDOFFS: u32 = 20;
 /// Agent turns a run may take unless `max_turns` says otherwise.
-pub const DEFAULT_MAX_TURNS: u32 = 40;
+pub(super) const DEFAULT_MAX_TURNS: u32 = 40;
 
 /// What happens when the active agent hands off to nobody and no rule or
 /// routing call picks the next one.

@@ -20,9 +20,7 @@ use serde::{Deserialize, Serialize};
 pub(crate) use config::MAX_IN_FLIGHT;
 pub use config::{EndpointConfig, HandoffRuleConfig, ModelConfig, Process, TeamConfig};
 pub use error::TeamError;
-pub use handoff::{
-    AfterWork, DEFAULT_MAX_HANDOFFS, DEFAULT_MAX_TURNS, HandoffRule, HandoffSettings,
-};
+pub use handoff::{AfterWork, HandoffRule, HandoffSettings};
 pub use template::{
     TemplateError, VarError, Variables, apply_var_flags, check_template, parse_var_flag, render,
     render_task,
@@ -155,7 +153,7 @@ impl AgentSpec {
     }
 
     /// Gives it a model of its own, as a value (an [`OpenAi`](crate::OpenAi)
-    /// endpoint, a [`Sim`](crate::Sim), your own [`ChatModel`](crate::ChatModel)).
+    /// endpoint, a [`Sim`](crate::testing::Sim), your own [`ChatModel`](crate::ChatModel)).
     pub fn with_chat_model(mut self, model: impl crate::model::ChatModel + 'static) -> Self {
         self.chat_model = Some(AgentModel(std::sync::Arc::new(model)));
         self

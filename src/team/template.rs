@@ -22,10 +22,10 @@ use serde::{Deserialize, Serialize};
 /// # Examples
 ///
 /// ```
-/// use boardroom::Variables;
+/// use boardroom::template::Variables;
 /// let mut vars = Variables::declare([("max_revisions", 3.into())]);
 /// vars.set("max_revisions", "5").unwrap();
-/// assert_eq!(boardroom::render("at most {{ max_revisions }}", &vars).unwrap(), "at most 5");
+/// assert_eq!(boardroom::template::render("at most {{ max_revisions }}", &vars).unwrap(), "at most 5");
 /// assert!(vars.set("max_revision", "5").is_err());
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -410,7 +410,7 @@ pub fn check_template(template: &str, known: &[String]) -> Result<(), TemplateEr
 /// # Examples
 ///
 /// ```
-/// use boardroom::{Variables, render};
+/// use boardroom::template::{Variables, render};
 /// let vars = Variables::declare([("audience", "experts".into())]);
 /// let soul = "You write.{% if audience == 'experts' %} Skip the basics.{% endif %}";
 /// assert_eq!(render(soul, &vars).unwrap(), "You write. Skip the basics.");
@@ -434,7 +434,7 @@ pub fn render(template: &str, vars: &Variables) -> Result<String, TemplateError>
 /// # Examples
 ///
 /// ```
-/// use boardroom::{Variables, render_task};
+/// use boardroom::template::{Variables, render_task};
 /// let vars = Variables::declare([("topic", "green tea".into())]);
 /// assert_eq!(render_task("A guide to {{ topic }}", &vars), "A guide to green tea");
 /// assert_eq!(render_task("What does {{ x }} do?", &vars), "What does {{ x }} do?");

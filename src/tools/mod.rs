@@ -9,7 +9,7 @@
 //! server's tools).
 
 mod error;
-pub(crate) mod mcp;
+pub mod mcp;
 mod plan;
 mod policy;
 mod workspace;
@@ -26,7 +26,7 @@ use crate::plan::Plan;
 use crate::team::{AgentSpec, Team, TeamError};
 
 pub use error::ToolError;
-pub use mcp::{Elicitation, McpError, McpPool, McpServerConfig, McpToolInfo};
+pub(crate) use mcp::{McpPool, McpServerConfig, McpToolInfo};
 
 /// Something an agent can do: a name, a description, a JSON schema of its
 /// arguments and a blocking call.
@@ -116,7 +116,7 @@ impl<'a> ToolContext<'a> {
     }
 
     /// Gives the tools a plan.
-    pub fn with_plan(mut self, plan: &'a Mutex<Plan>) -> Self {
+    pub(crate) fn with_plan(mut self, plan: &'a Mutex<Plan>) -> Self {
         self.plan = Some(plan);
         self
     }
@@ -137,9 +137,25 @@ impl<'a> ToolContext<'a> {
         self.workspace
     }
 
-    /// The run's plan, if the context has one.
-    pub fn plan(&self) -> Option<&Mutex<Plan>> {
-        self.plan
+    /// A copy of the run's plan, if the context has one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use boardroom::ToolContext;
+    ///
+    /// // A context made outside a run has no plan.
+    /// assert!(ToolContext::new("writer").plan_snapshot().is_none());
+    /// ```
+    pub fn plan_snapshot(&self) -> Option<Plan> {
+        self.plan.map(|p| p.lock().clone())
+    }
+
+    /// Changes the run's plan through `change`, holding its lock only for
+    /// the call, and returns what `change` returns; `None` if the context
+    /// has no plan. Do not call a model or another tool inside `change`.
+    pub fn update_plan<R>(&self, change: impl FnOnce(&mut Plan) -> R) -> Option<R> {
+        self.plan.map(|p| change(&mut p.lock()))
     }
 
     /// Reports a written file (path relative to the workspace).

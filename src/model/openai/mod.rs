@@ -30,6 +30,9 @@ pub use limit::{LimitChange, LimitReason, LimitWatch, LimitWatcher};
 pub use retry::RetryPolicy;
 pub(crate) use spec::{from_endpoint, from_spec};
 
+/// How many transport-retry waits an [`OpenAi`] keeps for its probe.
+const KEPT_WAITS: usize = 64;
+
 /// The base URL used when neither the caller nor `OPENAI_BASE_URL` names one.
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
@@ -78,6 +81,7 @@ struct Inner {
     endpoint: Arc<Endpoint>,
     retry: RetryPolicy,
     sleep: SleepFn,
+    /// The last transport-retry waits, bounded (a test probe).
     waits: Mutex<Vec<Duration>>,
 }
 
@@ -298,8 +302,9 @@ impl OpenAi {
         OpenAi::builder(env_base_url(), env_model()).build()
     }
 
-    /// Every wait the transport retry chose so far, in order (all calls).
-    pub fn retry_waits(&self) -> Vec<Duration> {
+    /// The last waits (at most [`KEPT_WAITS`]) the transport retry chose,
+    /// oldest first (all calls); read through `testing::OpenAiProbe`.
+    pub(crate) fn recent_retry_waits(&self) -> Vec<Duration> {
         self.inner.waits.lock().clone()
     }
 
@@ -522,7 +527,13 @@ impl ChatModel for OpenAi {
                 attempt + 1,
                 i.retry.max_attempts
             );
-            i.waits.lock().push(wait);
+            {
+                let mut waits = i.waits.lock();
+                if waits.len() == KEPT_WAITS {
+                    waits.remove(0);
+                }
+                waits.push(wait);
+            }
             // The server asked every request to wait, not only this one.
             if retry_after.is_some() {
                 i.endpoint.pause_until(Instant::now() + wait);

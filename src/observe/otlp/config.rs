@@ -8,11 +8,11 @@ use std::time::Duration;
 /// # Examples
 ///
 /// ```
-/// use boardroom::OtlpConfig;
+/// use boardroom::otlp::OtlpConfig;
 ///
 /// let config = OtlpConfig::new("http://127.0.0.1:6006")?.content(false);
 /// assert_eq!(config.endpoint(), "http://127.0.0.1:6006/v1/traces");
-/// # Ok::<(), boardroom::OtlpError>(())
+/// # Ok::<(), boardroom::otlp::OtlpError>(())
 /// ```
 #[derive(Clone)]
 pub struct OtlpConfig {

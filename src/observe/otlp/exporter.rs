@@ -81,7 +81,9 @@ impl Stats {
 /// # Examples
 ///
 /// ```no_run
-/// use boardroom::{OtlpConfig, OtlpExporter, Runtime, Sim, Team};
+/// use boardroom::{Runtime, Team};
+/// use boardroom::otlp::{OtlpConfig, OtlpExporter};
+/// use boardroom::testing::Sim;
 ///
 /// let exporter = OtlpExporter::start(OtlpConfig::new("http://127.0.0.1:6006")?)?;
 /// let run = Runtime::new(Team::builtin()?, Sim::new())

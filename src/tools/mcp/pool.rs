@@ -276,13 +276,13 @@ impl McpPool {
     }
 
     /// The process id of a server's current session (stdio servers).
-    pub fn pid(&self, server: &str) -> Option<u32> {
+    pub(crate) fn session_pid(&self, server: &str) -> Option<u32> {
         let s = self.servers.get(server)?;
         s.session.lock().as_ref().and_then(|c| c.pid())
     }
 
     /// How many times a server was restarted.
-    pub fn restarts(&self, server: &str) -> u32 {
+    pub(crate) fn restart_count(&self, server: &str) -> u32 {
         self.servers
             .get(server)
             .map_or(0, |s| s.restarts.load(Ordering::SeqCst))
@@ -290,7 +290,7 @@ impl McpPool {
 
     /// The methods of the notifications the current session received, in
     /// order.
-    pub fn notifications(&self, server: &str) -> Vec<String> {
+    pub(crate) fn received_notifications(&self, server: &str) -> Vec<String> {
         let client = self
             .servers
             .get(server)

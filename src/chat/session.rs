@@ -107,7 +107,9 @@ struct ActiveRun {
 /// # Examples
 ///
 /// ```
-/// use boardroom::{Cancel, Chat, ChatEvent, ChatIo, Runtime, Sim, Team};
+/// use boardroom::{Cancel, Runtime, Team};
+/// use boardroom::chat::{Chat, ChatEvent, ChatIo};
+/// use boardroom::testing::Sim;
 ///
 /// /// Prints what the user would see; says no to every question.
 /// struct Quiet;
