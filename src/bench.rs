@@ -274,6 +274,7 @@ fn collect(rx: &crossbeam_channel::Receiver<Event>) -> Seen {
 
 /// `VmHWM` (peak resident memory) and `Threads` of this process, from
 /// `/proc/self/status`; `None` where there is no such file.
+#[must_use]
 pub fn process_status() -> Option<(u64, usize)> {
     let text = std::fs::read_to_string("/proc/self/status").ok()?;
     let field = |name: &str| {

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 /// What an entry on the board is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum EntryKind {
     /// A member's answer to its assignment.
     Draft,
@@ -22,6 +23,7 @@ pub enum EntryKind {
 
 impl EntryKind {
     /// The lowercase name used on the board and in events.
+    #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             EntryKind::Draft => "draft",
@@ -34,6 +36,7 @@ impl EntryKind {
 
 /// One entry on the board.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Entry {
     /// Position on the board, from 1, in the order entries were added.
     pub seq: u64,

@@ -90,6 +90,7 @@
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+#![warn(clippy::must_use_candidate, clippy::return_self_not_must_use)]
 
 pub mod bench;
 mod board;

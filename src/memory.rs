@@ -63,12 +63,14 @@ impl MasterMemory {
     }
 
     /// Bounds the file to `chars` characters (oldest notes dropped first).
+    #[must_use]
     pub fn max_chars(mut self, chars: usize) -> Self {
         self.max_chars = chars.max(1);
         self
     }
 
     /// The file.
+    #[must_use]
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -119,6 +121,7 @@ impl MasterMemory {
 
     /// Whether the file holds the note of run `run_id` (a resume asks, so
     /// that a run killed before its note still leaves one, and only one).
+    #[must_use]
     pub fn remembers(&self, run_id: &str) -> bool {
         let heading = format!("{HEADING}{run_id}");
         self.load()

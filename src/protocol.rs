@@ -219,6 +219,7 @@ fn directive(line: &str) -> Option<(Keyword, &str)> {
 
 /// Parses a master reply against the roster (member names, master excluded)
 /// and the master's own name.
+#[must_use]
 pub fn parse_master(reply: &str, members: &[&str], master: &str) -> MasterReply {
     let lines: Vec<&str> = reply.lines().collect();
     let mut assignments = Vec::new();

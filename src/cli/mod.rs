@@ -119,7 +119,8 @@ fn default_model(team: &Team, spec: Option<&str>) -> Result<SharedModel, String>
 fn openai_env_check(team: &Team, spec: &str) -> Result<(), String> {
     let resolved = match team.config().models.get(spec) {
         Some(boardroom::ModelConfig::Spec(s)) => s.as_str(),
-        Some(boardroom::ModelConfig::Endpoint(_)) => return Ok(()),
+        // An endpoint (or any other kind of model config) names its own server.
+        Some(_) => return Ok(()),
         None => spec,
     };
     let head = resolved.split(',').next().unwrap_or("").trim();

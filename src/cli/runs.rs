@@ -436,12 +436,10 @@ fn print_ended(record: &RunRecord, json: bool) {
             state.round(),
         ),
     };
-    let event = |kind: boardroom::EventKind| boardroom::Event {
-        run_id: state.run_id().to_string(),
-        agent: agent.clone(),
-        parent: None,
-        time_ms: record.saved_ms,
-        kind,
+    let event = |kind: boardroom::EventKind| {
+        let mut event = boardroom::Event::now(state.run_id(), &agent, None, kind);
+        event.time_ms = record.saved_ms;
+        event
     };
     let mut events = Vec::new();
     if state.status() == RunStatus::AwaitingUser {

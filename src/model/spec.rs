@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 /// A model spec that could not be understood.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ModelSpecError {
     /// The spec as given.
     pub spec: String,

@@ -21,6 +21,7 @@ pub struct Cancel(Arc<AtomicBool>);
 
 impl Cancel {
     /// A flag that is not set.
+    #[must_use]
     pub fn new() -> Self {
         Cancel::default()
     }
@@ -31,6 +32,7 @@ impl Cancel {
     }
 
     /// Whether the run was asked to stop.
+    #[must_use]
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }
@@ -62,6 +64,7 @@ pub struct RunHandle {
 
 impl RunHandle {
     /// The run's id (its directory under the runs directory).
+    #[must_use]
     pub fn run_id(&self) -> &str {
         &self.run_id
     }
@@ -73,6 +76,7 @@ impl RunHandle {
     }
 
     /// This run's stop flag, to hand to another thread (a signal handler).
+    #[must_use]
     pub fn canceller(&self) -> Cancel {
         self.cancel.clone()
     }
@@ -80,6 +84,7 @@ impl RunHandle {
     /// This run's own events, if the runtime was built with
     /// [`Runtime::events_per_run`] and they were not taken: only this
     /// run's, and the receiver ends (disconnects) when the run ends.
+    #[must_use]
     pub fn events(&self) -> Option<&Receiver<Event>> {
         self.events.as_ref()
     }
@@ -92,6 +97,7 @@ impl RunHandle {
     }
 
     /// Whether the run has ended (`wait` will not block).
+    #[must_use]
     pub fn is_finished(&self) -> bool {
         self.thread.is_finished()
     }

@@ -162,6 +162,7 @@ impl Runtime {
     /// `turns.jsonl`, `workspace/`). Without it nothing is written. The
     /// run's workspace is `<dir>/<run-id>/workspace` unless
     /// [`Runtime::workspace`] names another.
+    #[must_use]
     pub fn runs_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.runs_dir = Some(dir.into());
         self
@@ -171,6 +172,7 @@ impl Runtime {
     /// starts, so a run sees what the one before it added) and, after each
     /// run that ends with an answer, asks it what to add. It takes the
     /// place of [`Runtime::memory`].
+    #[must_use]
     pub fn master_memory(mut self, memory: MasterMemory) -> Self {
         self.master_memory = Some(memory);
         self
@@ -178,6 +180,7 @@ impl Runtime {
 
     /// Records the model spec the default model was built from, so that a
     /// resume can build it again (it goes into `run.json`).
+    #[must_use]
     pub fn model_spec(mut self, spec: impl Into<String>) -> Self {
         self.model_spec = Some(spec.into());
         self

@@ -14,6 +14,7 @@ use crate::protocol::Assignment;
 /// Where a run is in its loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum RunPhase {
     /// The master has not split the task yet.
     Plan,
@@ -108,71 +109,85 @@ impl RunState {
     }
 
     /// The run's id.
+    #[must_use]
     pub fn run_id(&self) -> &str {
         &self.run_id
     }
 
     /// The task.
+    #[must_use]
     pub fn task(&self) -> &str {
         &self.task
     }
 
     /// The current round (0 while planning).
+    #[must_use]
     pub fn round(&self) -> u32 {
         self.round
     }
 
     /// Where the loop is.
+    #[must_use]
     pub fn phase(&self) -> RunPhase {
         self.phase
     }
 
     /// The assignments of the current round.
+    #[must_use]
     pub fn assignments(&self) -> &[Assignment] {
         &self.assignments
     }
 
     /// The board.
+    #[must_use]
     pub fn board(&self) -> &[Entry] {
         &self.board
     }
 
     /// The work modules.
+    #[must_use]
     pub fn plan(&self) -> &Plan {
         &self.plan
     }
 
     /// Tokens used, in total.
+    #[must_use]
     pub fn usage(&self) -> Usage {
         self.usage
     }
 
     /// Tokens used, per agent.
+    #[must_use]
     pub fn usage_by_agent(&self) -> &BTreeMap<String, Usage> {
         &self.usage_by_agent
     }
 
     /// How the run stands.
+    #[must_use]
     pub fn status(&self) -> RunStatus {
         self.status
     }
 
     /// The answer, once there is one.
+    #[must_use]
     pub fn answer(&self) -> Option<&str> {
         self.answer.as_deref()
     }
 
     /// The last error that stopped the run.
+    #[must_use]
     pub fn error(&self) -> Option<&str> {
         self.error.as_deref()
     }
 
     /// What the user told a blackboard run, oldest first.
+    #[must_use]
     pub fn user_notes(&self) -> &[UserNote] {
         &self.user_notes
     }
 
     /// A handoff run's own state (steps, active agent, context variables).
+    #[must_use]
     pub fn handoff(&self) -> Option<&crate::process::handoff::HandoffState> {
         self.handoff.as_ref()
     }
@@ -181,6 +196,7 @@ impl RunState {
 /// Something the user told a run: the answer to the master's question, or a
 /// follow-up to a finished run (no question).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UserNote {
     /// The master's question it answers, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -117,6 +117,7 @@ impl RunLock {
 /// # std::fs::remove_dir_all(&runs).ok();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[must_use]
 pub fn run_holder(dir: &Path) -> Option<Option<u32>> {
     if !dir.join(LOCK_FILE).is_file() {
         return None;

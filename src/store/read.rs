@@ -144,6 +144,7 @@ fn read_lines_from<T: DeserializeOwned>(path: &Path, from: u64) -> Result<Lines<
 
 /// One directory under the runs directory.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct RunListing {
     /// The run id (the directory's name).
     pub id: String,

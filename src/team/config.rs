@@ -44,6 +44,7 @@ pub enum Process {
 /// `sim:latency=50ms`, ...) or a table of settings.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum ModelConfig {
     /// A model spec, as `--model` takes it.
     Spec(String),
@@ -185,6 +186,7 @@ pub struct EndpointConfig {
 
 /// The contents of `team.yaml`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TeamConfig {
     /// The team's name.
     #[serde(default)]
@@ -247,6 +249,7 @@ pub struct TeamConfig {
 /// [`HandoffRule`](super::HandoffRule) when the team is built).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct HandoffRuleConfig {
     /// The agent the rule applies to, or `"*"` for any.
     #[serde(default)]
@@ -317,6 +320,7 @@ impl TeamConfig {
     }
 
     /// The run's wall-clock limit, from `timeout`.
+    #[must_use]
     pub fn timeout(&self) -> Option<std::time::Duration> {
         self.timeout
             .as_deref()

@@ -92,6 +92,7 @@ impl Variables {
     }
 
     /// The value of a declared variable.
+    #[must_use]
     pub fn get(&self, name: &str) -> Option<&serde_json::Value> {
         self.vars.iter().find(|(n, _)| n == name).map(|(_, v)| v)
     }
@@ -102,6 +103,7 @@ impl Variables {
     }
 
     /// The declared names, in order.
+    #[must_use]
     pub fn names(&self) -> Vec<String> {
         self.vars.iter().map(|(n, _)| n.clone()).collect()
     }
@@ -112,6 +114,7 @@ impl Variables {
     }
 
     /// Whether no variable is declared.
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.vars.is_empty()
     }
@@ -309,6 +312,7 @@ pub enum TemplateError {
 
 impl TemplateError {
     /// The 1-based line of the template to blame, where known.
+    #[must_use]
     pub fn line(&self) -> Option<usize> {
         match self {
             TemplateError::Undeclared { line, .. } => Some(*line),
@@ -317,6 +321,7 @@ impl TemplateError {
     }
 
     /// The message without its line.
+    #[must_use]
     pub fn message(&self) -> String {
         match self {
             TemplateError::Undeclared { name, known, .. } => {
@@ -440,6 +445,7 @@ pub fn render(template: &str, vars: &Variables) -> Result<String, TemplateError>
 /// assert_eq!(render_task("What does {{ x }} do?", &vars), "What does {{ x }} do?");
 /// assert_eq!(render_task("Fix {% if a %}", &vars), "Fix {% if a %}");
 /// ```
+#[must_use]
 pub fn render_task(task: &str, vars: &Variables) -> String {
     match render(task, vars) {
         Ok(text) => text,

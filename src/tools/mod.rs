@@ -100,6 +100,7 @@ impl std::fmt::Debug for ToolContext<'_> {
 
 impl<'a> ToolContext<'a> {
     /// A context for `agent` with no workspace and no plan.
+    #[must_use]
     pub fn new(agent: &'a str) -> Self {
         ToolContext {
             agent,
@@ -110,6 +111,7 @@ impl<'a> ToolContext<'a> {
     }
 
     /// Gives the tools a workspace directory.
+    #[must_use]
     pub fn with_workspace(mut self, dir: &'a Path) -> Self {
         self.workspace = Some(dir);
         self
@@ -122,17 +124,20 @@ impl<'a> ToolContext<'a> {
     }
 
     /// Calls `hook(path, bytes)` for every file a tool writes.
+    #[must_use]
     pub fn on_file(mut self, hook: &'a (dyn Fn(&str, u64) + Sync)) -> Self {
         self.on_file = Some(hook);
         self
     }
 
     /// The calling agent.
+    #[must_use]
     pub fn agent(&self) -> &str {
         self.agent
     }
 
     /// The workspace directory, if the run has one.
+    #[must_use]
     pub fn workspace(&self) -> Option<&Path> {
         self.workspace
     }
@@ -147,6 +152,7 @@ impl<'a> ToolContext<'a> {
     /// // A context made outside a run has no plan.
     /// assert!(ToolContext::new("writer").plan_snapshot().is_none());
     /// ```
+    #[must_use]
     pub fn plan_snapshot(&self) -> Option<Plan> {
         self.plan.map(|p| p.lock().clone())
     }
@@ -204,11 +210,13 @@ pub struct ToolRegistry {
 
 impl ToolRegistry {
     /// An empty registry.
+    #[must_use]
     pub fn new() -> Self {
         Self::default()
     }
 
     /// The built-in workspace and plan tools.
+    #[must_use]
     pub fn builtin() -> Self {
         let mut r = Self::new();
         r.add(Arc::new(workspace::WorkspaceRead));
@@ -298,17 +306,20 @@ impl ToolRegistry {
     }
 
     /// The MCP pool, if servers were started.
+    #[must_use]
     pub fn mcp(&self) -> Option<&Arc<McpPool>> {
         self.mcp.as_ref()
     }
 
     /// The tool with this name.
+    #[must_use]
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
         self.expand(name).into_iter().next()
     }
 
     /// Every tool name, sorted (MCP servers' tools as the pool knows them
     /// now).
+    #[must_use]
     pub fn names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.tools.keys().cloned().collect();
         if let Some(pool) = &self.mcp {

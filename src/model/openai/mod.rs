@@ -129,12 +129,14 @@ impl std::fmt::Debug for OpenAiBuilder {
 
 impl OpenAiBuilder {
     /// The name used in logs and errors (default: `openai:<model>`).
+    #[must_use]
     pub fn label(mut self, label: impl Into<String>) -> Self {
         self.label = Some(label.into());
         self
     }
 
     /// The API key, sent as `Authorization: Bearer ...`.
+    #[must_use]
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         let key = key.into();
         self.key = (!key.trim().is_empty()).then(|| ApiKey(key.trim().to_string()));
@@ -143,6 +145,7 @@ impl OpenAiBuilder {
 
     /// Reads the API key from the environment variable `var` (named in
     /// error messages about authentication). Unset or empty: no key.
+    #[must_use]
     pub fn api_key_env(mut self, var: impl Into<String>) -> Self {
         self.key_env = var.into();
         self.key = std::env::var(&self.key_env)
@@ -157,6 +160,7 @@ impl OpenAiBuilder {
     /// socket timeouts are what is left of it. The clock starts when the
     /// call first holds an in-flight slot (waiting behind other calls to
     /// the same endpoint is bounded by their deadlines).
+    #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
@@ -167,18 +171,21 @@ impl OpenAiBuilder {
     /// endpoint's adaptive limit alone decides (it starts at 1024 and finds
     /// the server's capacity); with it the adaptive limit still works below
     /// the cap.
+    #[must_use]
     pub fn max_in_flight(mut self, n: usize) -> Self {
         self.max_in_flight = Some(n.clamp(1, 4096));
         self
     }
 
     /// Streams answers over SSE (the default) or asks for whole answers.
+    #[must_use]
     pub fn stream(mut self, stream: bool) -> Self {
         self.stream = stream;
         self
     }
 
     /// How failed requests are retried.
+    #[must_use]
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = policy;
         self
@@ -186,6 +193,7 @@ impl OpenAiBuilder {
 
     /// What waits between attempts (default: `std::thread::sleep`). Tests
     /// pass a function that only records the wait.
+    #[must_use]
     pub fn sleep_with(mut self, sleep: impl Fn(Duration) + Send + Sync + 'static) -> Self {
         self.sleep = Arc::new(sleep);
         self
@@ -319,17 +327,20 @@ impl OpenAi {
 
     /// The endpoint's adaptive in-flight limit now (shared by every model
     /// in this process at the same base URL with the same key).
+    #[must_use]
     pub fn in_flight_limit(&self) -> usize {
         self.inner.endpoint.limit().min(self.max_in_flight())
     }
 
     /// The most requests in flight at once to the endpoint so far (all
     /// models sharing it).
+    #[must_use]
     pub fn peak_in_flight(&self) -> usize {
         self.inner.endpoint.peak_in_flight()
     }
 
     /// How many times the endpoint's limit changed so far.
+    #[must_use]
     pub fn limit_changes(&self) -> u64 {
         self.inner.endpoint.changes()
     }

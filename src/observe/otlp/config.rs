@@ -15,6 +15,7 @@ use std::time::Duration;
 /// # Ok::<(), boardroom::otlp::OtlpError>(())
 /// ```
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct OtlpConfig {
     pub(crate) endpoint: String,
     pub(crate) headers: Vec<(String, String)>,
@@ -227,6 +228,7 @@ impl OtlpConfig {
     }
 
     /// The traces URL requests go to.
+    #[must_use]
     pub fn endpoint(&self) -> &str {
         &self.endpoint
     }

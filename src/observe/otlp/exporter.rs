@@ -152,6 +152,7 @@ impl OtlpExporter {
 
     /// A sender for the run's events (never blocks: the channel is
     /// unbounded and drained at once into spans).
+    #[must_use]
     pub fn events(&self) -> Sender<Event> {
         self.events
             .clone()
@@ -159,6 +160,7 @@ impl OtlpExporter {
     }
 
     /// What was delivered and dropped so far (the run may still be going).
+    #[must_use]
     pub fn report(&self) -> ExportReport {
         report(&self.stats, &self.endpoint)
     }
@@ -167,6 +169,7 @@ impl OtlpExporter {
     /// and says what was delivered. When the collector has failed,
     /// what is still queued is dropped rather than waited for; a slow
     /// collector holds this up by at most about one request timeout.
+    #[must_use]
     pub fn finish(mut self) -> ExportReport {
         self.events = None;
         if let Some(b) = self.builder.take() {

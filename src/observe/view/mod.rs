@@ -177,16 +177,19 @@ impl ViewServer {
     }
 
     /// The address it listens on.
+    #[must_use]
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// `http://host:port/`, the list of runs.
+    #[must_use]
     pub fn url(&self) -> String {
         format!("http://{}/", self.addr)
     }
 
     /// The page of one run.
+    #[must_use]
     pub fn run_url(&self, run_id: &str) -> String {
         format!("http://{}/runs/{run_id}", self.addr)
     }

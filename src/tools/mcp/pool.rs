@@ -25,6 +25,7 @@ const MAX_RESTARTS: u32 = 1;
 
 /// A tool an MCP server offers.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct McpToolInfo {
     /// The server's name (from the config).
     pub server: String,
