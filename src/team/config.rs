@@ -249,7 +249,6 @@ pub struct TeamConfig {
 /// [`HandoffRule`](super::HandoffRule) when the team is built).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-#[non_exhaustive]
 pub struct HandoffRuleConfig {
     /// The agent the rule applies to, or `"*"` for any.
     #[serde(default)]
