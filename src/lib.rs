@@ -39,6 +39,8 @@
 pub mod bench;
 mod board;
 pub mod chat;
+#[cfg(test)]
+mod error_chains;
 mod event;
 pub mod guide;
 mod memory;

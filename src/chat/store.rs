@@ -37,10 +37,10 @@ pub struct ChatStore {
     dir: PathBuf,
 }
 
-fn io_err(path: &Path, e: impl std::fmt::Display) -> ChatError {
+fn io_err(path: &Path, e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> ChatError {
     ChatError::Store {
         path: path.to_path_buf(),
-        detail: e.to_string(),
+        source: e.into(),
     }
 }
 

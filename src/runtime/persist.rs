@@ -151,10 +151,7 @@ impl Persist {
 }
 
 fn to_json(path: &Path, value: &impl serde::Serialize) -> Result<Vec<u8>, StoreError> {
-    serde_json::to_vec_pretty(value).map_err(|e| StoreError::Corrupt {
-        path: path.to_path_buf(),
-        detail: format!("cannot serialise: {e}"),
-    })
+    serde_json::to_vec_pretty(value).map_err(|e| StoreError::json(path, "cannot serialise", e))
 }
 
 impl Runtime {
