@@ -85,3 +85,79 @@ fn team_errors_keep_the_io_cause() {
     assert_eq!(c.len(), 2, "{c:?}");
     assert_eq!(c[1], "no such file");
 }
+
+/// A request to a model at `base_url`, one attempt, no waiting.
+fn one_call(base_url: &str) -> crate::ModelError {
+    use crate::{ChatModel, ChatRequest, Message, OpenAi, Phase};
+    let model = OpenAi::builder(base_url, "m")
+        .api_key("sk-test-key-0123456789")
+        .retry(crate::openai::RetryPolicy {
+            max_attempts: 1,
+            ..crate::openai::RetryPolicy::default()
+        })
+        .timeout(std::time::Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let request = ChatRequest::new("writer", Phase::Draft, 1, vec![Message::user("hi")]);
+    model.chat(&request, &mut |_| {}).unwrap_err()
+}
+
+#[test]
+fn a_model_transport_error_keeps_the_connection_error() {
+    // A port nothing listens on: bind one, learn it, close it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let err = one_call(&format!("http://127.0.0.1:{port}/v1"));
+    assert!(matches!(err, crate::ModelError::Transport { .. }), "{err:?}");
+    let source = err.source().expect("a transport error has a source");
+    assert!(source.downcast_ref::<ureq::Error>().is_some(), "{source:?}");
+    assert!(!chain(&err).concat().contains("sk-test-key"), "no key in the chain");
+}
+
+#[test]
+fn a_model_bad_response_keeps_the_json_error() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = conn.read(&mut buf);
+        let body = "this is not json";
+        let _ = write!(
+            conn,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    });
+    let err = one_call(&format!("http://{addr}/v1"));
+    server.join().unwrap();
+    assert!(matches!(err, crate::ModelError::BadResponse { .. }), "{err:?}");
+    let source = err.source().expect("a bad response from the parser has a source");
+    assert!(source.downcast_ref::<serde_json::Error>().is_some(), "{source:?}");
+}
+
+#[test]
+fn an_mcp_spawn_error_keeps_the_os_error() {
+    use crate::mcp::{McpError, McpPool, McpServerConfig};
+    let mut servers = std::collections::BTreeMap::new();
+    servers.insert(
+        "ghost".to_string(),
+        McpServerConfig::new("/nonexistent/boardroom-no-such-server", Vec::<String>::new()),
+    );
+    let err = McpPool::start(&servers, None).unwrap_err();
+    let ToolError::Mcp { source: mcp, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert!(matches!(mcp, McpError::Spawn { .. }), "{mcp:?}");
+    let c = chain(&err);
+    assert_eq!(c.len(), 3, "tool -> mcp -> io: {c:?}");
+    let io = mcp.source().expect("a spawn error has a source");
+    assert_eq!(
+        io.downcast_ref::<io::Error>().map(io::Error::kind),
+        Some(io::ErrorKind::NotFound)
+    );
+}

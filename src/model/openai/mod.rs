@@ -590,9 +590,10 @@ impl OpenAi {
         if let Some(key) = &i.key {
             req = req.header("Authorization", format!("Bearer {}", key.0));
         }
-        let mut response = req
-            .send(body)
-            .map_err(|e| self.transport(&e.to_string(), retryable_error(&e)))?;
+        let mut response = req.send(body).map_err(|e| {
+            let retry = retryable_error(&e);
+            self.transport_from(&e.to_string(), retry, Some(Box::new(e)))
+        })?;
         let status = response.status().as_u16();
         // The endpoint's limit learns from the status and the time to it.
         match status {
@@ -642,10 +643,18 @@ impl OpenAi {
                     "the answer is larger than {} MiB",
                     wire::MAX_ANSWER_BYTES >> 20
                 ))),
-                e => self.transport(&format!("reading the answer: {e}"), true),
+                e => self.transport_from(
+                    &format!("reading the answer: {e}"),
+                    true,
+                    Some(Box::new(e)),
+                ),
             })?;
         let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-            Failure::Fatal(self.bad(wire::not_json(&content_type, &self.redact(&text), &e)))
+            let mut error = self.bad(wire::not_json(&content_type, &self.redact(&text), &e));
+            if let ModelError::BadResponse { source, .. } = &mut error {
+                *source = Some(std::sync::Arc::new(e));
+            }
+            Failure::Fatal(error)
         })?;
         let answer =
             wire::parse_response(request, &json).map_err(|e| Failure::Fatal(self.bad(e)))?;
@@ -665,9 +674,9 @@ impl OpenAi {
         let mut state = wire::StreamState::default();
         let mut buf = [0u8; 8192];
         loop {
-            let n = reader
-                .read(&mut buf)
-                .map_err(|e| self.transport(&format!("reading the stream: {e}"), true))?;
+            let n = reader.read(&mut buf).map_err(|e| {
+                self.transport_from(&format!("reading the stream: {e}"), true, Some(Box::new(e)))
+            })?;
             let events = if n == 0 {
                 decoder.finish()
             } else {
@@ -711,6 +720,7 @@ impl OpenAi {
                 crate::model::duration::human(self.inner.timeout)
             ),
             attempts: attempts.max(1),
+            source: None,
         }
     }
 
@@ -740,10 +750,26 @@ impl OpenAi {
     }
 
     fn transport(&self, detail: &str, retryable: bool) -> Failure {
+        self.transport_from(detail, retryable, None)
+    }
+
+    /// A transport failure that keeps `cause` as its source, unless the
+    /// cause's text holds the key.
+    fn transport_from(
+        &self,
+        detail: &str,
+        retryable: bool,
+        cause: Option<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Failure {
+        let cause = cause.filter(|c| {
+            let text = c.to_string();
+            self.redact(&text) == text
+        });
         let error = ModelError::Transport {
             model: self.inner.label.clone(),
             detail: self.redact(detail),
             attempts: 1,
+            source: cause.map(std::sync::Arc::from),
         };
         if retryable {
             Failure::Retry {
@@ -759,6 +785,7 @@ impl OpenAi {
         ModelError::BadResponse {
             model: self.inner.label.clone(),
             detail,
+            source: None,
         }
     }
 

@@ -419,6 +419,7 @@ impl<'a> Blackboard<'a> {
                     source: ModelError::BadResponse {
                         model: self.core.model_for(&master.name).name(),
                         detail: problems.join("; "),
+                        source: None,
                     },
                 });
             }

@@ -81,7 +81,10 @@ impl McpPool {
         for (name, config) in servers {
             super::config::check_server_name(name).map_err(|detail| ToolError::Mcp {
                 server: name.clone(),
-                source: McpError::Protocol { detail },
+                source: McpError::Protocol {
+                    detail,
+                    source: None,
+                },
             })?;
             let timeout = config
                 .timeout
@@ -123,6 +126,7 @@ impl McpPool {
                             name,
                             McpError::Protocol {
                                 detail: "the start thread panicked".into(),
+                                source: None,
                             },
                         ))
                     }),
@@ -131,6 +135,7 @@ impl McpPool {
                         McpError::Spawn {
                             command: String::new(),
                             detail: format!("cannot start a thread: {e}"),
+                            source: Some(std::sync::Arc::new(e)),
                         },
                     )),
                 })
@@ -347,6 +352,7 @@ fn list(
                     server,
                     McpError::Protocol {
                         detail: "a tool without a name".into(),
+                        source: None,
                     },
                 )
             })?;
