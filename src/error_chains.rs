@@ -111,10 +111,16 @@ fn a_model_transport_error_keeps_the_connection_error() {
         .unwrap()
         .port();
     let err = one_call(&format!("http://127.0.0.1:{port}/v1"));
-    assert!(matches!(err, crate::ModelError::Transport { .. }), "{err:?}");
+    assert!(
+        matches!(err, crate::ModelError::Transport { .. }),
+        "{err:?}"
+    );
     let source = err.source().expect("a transport error has a source");
     assert!(source.downcast_ref::<ureq::Error>().is_some(), "{source:?}");
-    assert!(!chain(&err).concat().contains("sk-test-key"), "no key in the chain");
+    assert!(
+        !chain(&err).concat().contains("sk-test-key"),
+        "no key in the chain"
+    );
 }
 
 #[test]
@@ -135,9 +141,17 @@ fn a_model_bad_response_keeps_the_json_error() {
     });
     let err = one_call(&format!("http://{addr}/v1"));
     server.join().unwrap();
-    assert!(matches!(err, crate::ModelError::BadResponse { .. }), "{err:?}");
-    let source = err.source().expect("a bad response from the parser has a source");
-    assert!(source.downcast_ref::<serde_json::Error>().is_some(), "{source:?}");
+    assert!(
+        matches!(err, crate::ModelError::BadResponse { .. }),
+        "{err:?}"
+    );
+    let source = err
+        .source()
+        .expect("a bad response from the parser has a source");
+    assert!(
+        source.downcast_ref::<serde_json::Error>().is_some(),
+        "{source:?}"
+    );
 }
 
 #[test]
@@ -146,7 +160,10 @@ fn an_mcp_spawn_error_keeps_the_os_error() {
     let mut servers = std::collections::BTreeMap::new();
     servers.insert(
         "ghost".to_string(),
-        McpServerConfig::new("/nonexistent/boardroom-no-such-server", Vec::<String>::new()),
+        McpServerConfig::new(
+            "/nonexistent/boardroom-no-such-server",
+            Vec::<String>::new(),
+        ),
     );
     let err = McpPool::start(&servers, None).unwrap_err();
     let ToolError::Mcp { source: mcp, .. } = &err else {
@@ -160,4 +177,18 @@ fn an_mcp_spawn_error_keeps_the_os_error() {
         io.downcast_ref::<io::Error>().map(io::Error::kind),
         Some(io::ErrorKind::NotFound)
     );
+}
+
+#[cfg(feature = "otlp")]
+#[test]
+fn otlp_errors_keep_the_store_error() {
+    let dir = tempfile::tempdir().unwrap();
+    // events.jsonl is a directory: reading it fails.
+    std::fs::create_dir(dir.path().join("events.jsonl")).unwrap();
+    let config = crate::otlp::OtlpConfig::new("http://127.0.0.1:9/v1/traces").unwrap();
+    let err = crate::otlp::export_run(dir.path(), &config).unwrap_err();
+    let c = chain(&err);
+    assert!(matches!(err, crate::otlp::OtlpError::Store(_)), "{err:?}");
+    assert!(c.len() >= 2, "otlp -> store (-> io): {c:?}");
+    assert!(err.source().unwrap().downcast_ref::<StoreError>().is_some());
 }

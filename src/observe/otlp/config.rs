@@ -54,8 +54,9 @@ pub(crate) fn shown(url: &str) -> String {
     }
 }
 
-/// What is wrong with an OTLP setting.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What is wrong with an OTLP setting, or why a saved run could not be
+/// exported.
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum OtlpError {
     /// The endpoint is not an `http://` or `https://` URL.
@@ -78,9 +79,14 @@ pub enum OtlpError {
         value: String,
     },
     /// The exporter's threads could not be started.
-    Thread(String),
+    Thread(std::sync::Arc<std::io::Error>),
     /// A saved run could not be read.
-    Store(String),
+    Store(std::sync::Arc<crate::store::StoreError>),
+    /// A saved run has no events to export.
+    NoEvents {
+        /// The run directory.
+        dir: std::path::PathBuf,
+    },
 }
 
 impl std::fmt::Display for OtlpError {
@@ -100,11 +106,24 @@ impl std::fmt::Display for OtlpError {
             ),
             OtlpError::Thread(e) => write!(f, "otlp: cannot start the exporter thread: {e}"),
             OtlpError::Store(e) => write!(f, "{e}"),
+            OtlpError::NoEvents { dir } => write!(
+                f,
+                "{}: no events to export (events.jsonl is missing or empty)",
+                dir.display()
+            ),
         }
     }
 }
 
-impl std::error::Error for OtlpError {}
+impl std::error::Error for OtlpError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OtlpError::Thread(e) => Some(e.as_ref()),
+            OtlpError::Store(e) => Some(e.as_ref()),
+            _ => None,
+        }
+    }
+}
 
 /// The default per-request timeout (the OTLP specification's 10 s).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -325,9 +344,9 @@ mod tests {
                 ("x-team".to_string(), "red".to_string())
             ]
         );
-        assert_eq!(
+        assert!(matches!(
             parse_headers("a=1,broken").unwrap_err(),
             OtlpError::BadHeader { index: 2 }
-        );
+        ));
     }
 }

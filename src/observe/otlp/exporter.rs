@@ -134,13 +134,13 @@ impl OtlpExporter {
         let sender = std::thread::Builder::new()
             .name("boardroom-otlp-send".into())
             .spawn(move || send_loop(&spans_rx, &post, batch, &s))
-            .map_err(|e| OtlpError::Thread(e.to_string()))?;
+            .map_err(|e| OtlpError::Thread(std::sync::Arc::new(e)))?;
         let s = Arc::clone(&stats);
         let content = config.content;
         let builder = std::thread::Builder::new()
             .name("boardroom-otlp-spans".into())
             .spawn(move || build_loop(&events_rx, &spans_tx, content, runs_dir, &s))
-            .map_err(|e| OtlpError::Thread(e.to_string()))?;
+            .map_err(|e| OtlpError::Thread(std::sync::Arc::new(e)))?;
         Ok(OtlpExporter {
             events: Some(events_tx),
             builder: Some(builder),
@@ -376,19 +376,21 @@ impl TurnTail {
 ///
 /// # Errors
 ///
-/// [`OtlpError::Store`] when the run's files cannot be read. A collector
+/// [`OtlpError::Store`] when the run's files cannot be read,
+/// [`OtlpError::NoEvents`] when it has no events. A collector
 /// that fails is not an error here: the report counts what was dropped.
 pub fn export_run(dir: &Path, config: &OtlpConfig) -> Result<ExportReport, OtlpError> {
-    let events = crate::store::read_events(dir).map_err(|e| OtlpError::Store(e.to_string()))?;
+    let events =
+        crate::store::read_events(dir).map_err(|e| OtlpError::Store(std::sync::Arc::new(e)))?;
     if events.items.is_empty() {
-        return Err(OtlpError::Store(format!(
-            "{}: no events to export (events.jsonl is missing or empty)",
-            dir.display()
-        )));
+        return Err(OtlpError::NoEvents {
+            dir: dir.to_path_buf(),
+        });
     }
     let mut builder = SpanBuilder::new(config.content);
     if builder.content() {
-        let turns = crate::store::read_turns(dir).map_err(|e| OtlpError::Store(e.to_string()))?;
+        let turns =
+            crate::store::read_turns(dir).map_err(|e| OtlpError::Store(std::sync::Arc::new(e)))?;
         for t in turns.items {
             builder.add_turn(t);
         }
