@@ -69,6 +69,35 @@ pub use observe::otlp;
 #[cfg(feature = "view")]
 pub use observe::view;
 
+/// The internals stay internal (issue 15): each of these fails to compile.
+///
+/// ```compile_fail,E0432
+/// use boardroom::{SharedBoard, escape_xml, render_context};
+/// ```
+///
+/// ```compile_fail,E0432
+/// use boardroom::Sim; // boardroom::testing::Sim
+/// ```
+///
+/// ```compile_fail,E0624
+/// use boardroom::{Runtime, Team};
+/// # let record: boardroom::store::RunRecord = unimplemented!();
+/// let runtime = Runtime::new(Team::builtin().unwrap(), boardroom::testing::Sim::new());
+/// let _ = runtime.drive(record.state); // skips resume's checks
+/// ```
+///
+/// ```compile_fail,E0616
+/// # let record: boardroom::store::RunRecord = unimplemented!();
+/// let _ = record.state.status; // record.state.status()
+/// ```
+///
+/// ```compile_fail,E0599
+/// # let ctx = boardroom::ToolContext::new("writer");
+/// let _ = ctx.plan(); // ctx.plan_snapshot() / ctx.update_plan(..)
+/// ```
+#[cfg(doctest)]
+mod internals_stay_internal {}
+
 /// The README's code blocks, compiled and run by `cargo test --doc`.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -12,6 +12,11 @@
 //!
 //! Readers are tolerant: a half-written last line is skipped with a
 //! warning, a `run.json` from a newer version is an error that says so.
+//!
+//! [`load_run`] gives a [`RunRecord`]; its [`RunState`] (read through
+//! accessors) holds the board, the plan, the usage and, for a handoff run,
+//! the [`HandoffState`]; [`read_turns`] gives every model call as a
+//! [`Turn`]. [`MasterMemory`] is the master's notes kept across runs.
 
 mod error;
 mod lock;
