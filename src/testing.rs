@@ -49,3 +49,32 @@ impl OpenAiProbe for crate::OpenAi {
         self.recent_retry_waits()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::OpenAiProbe;
+    use crate::{ChatModel, ChatRequest, Message, OpenAi, Phase};
+
+    /// The retry waits an `OpenAi` keeps are bounded (issue 15: the list
+    /// grew for the model's whole life): 69 retries keep the last 64.
+    #[test]
+    fn the_kept_retry_waits_are_bounded() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let model = OpenAi::builder(format!("http://127.0.0.1:{port}/v1"), "m")
+            .retry(crate::openai::RetryPolicy {
+                max_attempts: 70,
+                ..crate::openai::RetryPolicy::default()
+            })
+            .sleep_with(|_| {})
+            .build()
+            .unwrap();
+        let request = ChatRequest::new("writer", Phase::Draft, 1, vec![Message::user("hi")]);
+        let err = model.chat(&request, &mut |_| {}).unwrap_err();
+        assert!(err.to_string().contains("after 70 attempts"), "{err}");
+        assert_eq!(model.retry_waits().len(), 64);
+    }
+}
