@@ -12,9 +12,9 @@
 
 use std::time::{Duration, Instant};
 
+use boardroom::testing::{Sim, SimOptions};
 use boardroom::{
-    AgentSpec, ChatModel, ChatRequest, EntryKind, Message, Phase, Runtime, Sim, SimOptions, Team,
-    TeamConfig,
+    AgentSpec, ChatModel, ChatRequest, EntryKind, Message, Phase, Runtime, Team, TeamConfig,
 };
 use rayon::prelude::*;
 

@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use boardroom::{Elicitation, McpPool, McpServerConfig};
+use boardroom::mcp::{Elicitation, McpPool, McpServerConfig};
 use serde_json::{Map, Value, json};
 
 fn main() -> ExitCode {

@@ -1,7 +1,7 @@
 //! Throughput measurement: whole runs of a generated team of N members
 //! against the sim or any endpoint, timed from the run's own events.
 //!
-//! One [`bench`] call measures one size: it runs `rounds` whole runs (the
+//! One [`bench()`] call measures one size: it runs `rounds` whole runs (the
 //! master's plan, one round of N drafts, the master's review) and reports
 //! the median run's wall time against the ideal (one latency per sequential
 //! step: every master call and every round), the round's wall time against
@@ -274,6 +274,7 @@ fn collect(rx: &crossbeam_channel::Receiver<Event>) -> Seen {
 
 /// `VmHWM` (peak resident memory) and `Threads` of this process, from
 /// `/proc/self/status`; `None` where there is no such file.
+#[must_use]
 pub fn process_status() -> Option<(u64, usize)> {
     let text = std::fs::read_to_string("/proc/self/status").ok()?;
     let field = |name: &str| {

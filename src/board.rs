@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 /// What an entry on the board is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum EntryKind {
     /// A member's answer to its assignment.
     Draft,
@@ -22,6 +23,7 @@ pub enum EntryKind {
 
 impl EntryKind {
     /// The lowercase name used on the board and in events.
+    #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             EntryKind::Draft => "draft",
@@ -34,6 +36,7 @@ impl EntryKind {
 
 /// One entry on the board.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Entry {
     /// Position on the board, from 1, in the order entries were added.
     pub seq: u64,
@@ -57,7 +60,7 @@ pub struct Entry {
 
 /// An entry before the board numbers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewEntry {
+pub(crate) struct NewEntry {
     /// The round.
     pub round: u32,
     /// The author.
@@ -75,25 +78,27 @@ pub struct NewEntry {
 /// Writers take the write lock only to push one entry; readers take a
 /// snapshot. No lock is held while a model is called.
 #[derive(Debug, Default)]
-pub struct SharedBoard {
+pub(crate) struct SharedBoard {
     entries: RwLock<Vec<Entry>>,
 }
 
 impl SharedBoard {
     /// An empty board.
-    pub fn new() -> Self {
+    #[cfg(test)]
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// A board holding `entries` (for resuming a run).
-    pub fn from_entries(entries: Vec<Entry>) -> Self {
+    pub(crate) fn from_entries(entries: Vec<Entry>) -> Self {
         SharedBoard {
             entries: RwLock::new(entries),
         }
     }
 
     /// Adds an entry and returns it with its sequence number.
-    pub fn add(&self, new: NewEntry) -> Entry {
+    #[cfg(test)]
+    pub(crate) fn add(&self, new: NewEntry) -> Entry {
         self.add_marked(new, false)
     }
 
@@ -114,29 +119,20 @@ impl SharedBoard {
     }
 
     /// A copy of every entry.
-    pub fn snapshot(&self) -> Vec<Entry> {
+    pub(crate) fn snapshot(&self) -> Vec<Entry> {
         self.entries.read().clone()
-    }
-
-    /// How many entries the board holds.
-    pub fn len(&self) -> usize {
-        self.entries.read().len()
-    }
-
-    /// Whether the board is empty.
-    pub fn is_empty(&self) -> bool {
-        self.entries.read().is_empty()
     }
 
     /// The board as XML for a prompt, with every author, task and text
     /// escaped so that no agent can forge an entry.
-    pub fn to_context(&self) -> String {
+    #[cfg(test)]
+    pub(crate) fn to_context(&self) -> String {
         render_context(&self.entries.read())
     }
 }
 
 /// Renders entries as the `<board>` XML that agents read.
-pub fn render_context(entries: &[Entry]) -> String {
+pub(crate) fn render_context(entries: &[Entry]) -> String {
     let mut out = String::from("<board>\n");
     for e in entries {
         let _ = write!(
@@ -157,7 +153,7 @@ pub fn render_context(entries: &[Entry]) -> String {
 }
 
 /// Escapes the five XML special characters.
-pub fn escape_xml(text: &str) -> String {
+pub(crate) fn escape_xml(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

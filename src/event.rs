@@ -15,6 +15,7 @@ use crate::model::{FinishReason, Phase, Usage};
 /// What the room is doing, as a status light.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum RoomStatus {
     /// Members are drafting or challenging.
     Working,
@@ -27,6 +28,7 @@ pub enum RoomStatus {
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum RunStatus {
     /// Still going (in snapshots).
     Running,
@@ -57,6 +59,7 @@ pub enum RunStatus {
 
 impl RunStatus {
     /// The snake_case name.
+    #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             RunStatus::Running => "running",
@@ -75,6 +78,7 @@ impl RunStatus {
 
 /// One thing that happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Event {
     /// The run it belongs to.
     pub run_id: String,

@@ -19,7 +19,7 @@ const HEADING: &str = "## run ";
 /// # Examples
 ///
 /// ```
-/// use boardroom::MasterMemory;
+/// use boardroom::store::MasterMemory;
 /// let dir = std::env::temp_dir().join(format!("boardroom-doc-{}", std::process::id()));
 /// let memory = MasterMemory::for_team(&dir, "default");
 /// memory.remember("run-1", "- The writer is fast.")?;
@@ -27,7 +27,7 @@ const HEADING: &str = "## run ";
 /// memory.clear()?;
 /// assert!(memory.load()?.is_empty());
 /// # std::fs::remove_dir_all(&dir).ok();
-/// # Ok::<(), boardroom::StoreError>(())
+/// # Ok::<(), boardroom::store::StoreError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MasterMemory {
@@ -63,12 +63,14 @@ impl MasterMemory {
     }
 
     /// Bounds the file to `chars` characters (oldest notes dropped first).
+    #[must_use]
     pub fn max_chars(mut self, chars: usize) -> Self {
         self.max_chars = chars.max(1);
         self
     }
 
     /// The file.
+    #[must_use]
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -119,6 +121,7 @@ impl MasterMemory {
 
     /// Whether the file holds the note of run `run_id` (a resume asks, so
     /// that a run killed before its note still leaves one, and only one).
+    #[must_use]
     pub fn remembers(&self, run_id: &str) -> bool {
         let heading = format!("{HEADING}{run_id}");
         self.load()

@@ -14,6 +14,7 @@ use crate::model::Message;
 /// Where a work module stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ModuleStatus {
     /// Not started.
     Pending,
@@ -27,6 +28,7 @@ pub enum ModuleStatus {
 
 impl ModuleStatus {
     /// The snake_case name.
+    #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             ModuleStatus::Pending => "pending",
@@ -37,6 +39,7 @@ impl ModuleStatus {
     }
 
     /// Parses a snake_case name (also `in_progress` for `ongoing`).
+    #[must_use]
     pub fn parse(s: &str) -> Option<Self> {
         match s.trim().to_ascii_lowercase().as_str() {
             "pending" => Some(ModuleStatus::Pending),
@@ -56,6 +59,7 @@ impl fmt::Display for ModuleStatus {
 
 /// One work module.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WorkModule {
     /// `task_001`, `task_002`, ...
     pub task_id: String,
@@ -101,6 +105,7 @@ impl Plan {
     }
 
     /// The module with this id.
+    #[must_use]
     pub fn get(&self, task_id: &str) -> Option<&WorkModule> {
         self.tasks.iter().find(|t| t.task_id == task_id)
     }

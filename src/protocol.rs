@@ -219,6 +219,7 @@ fn directive(line: &str) -> Option<(Keyword, &str)> {
 
 /// Parses a master reply against the roster (member names, master excluded)
 /// and the master's own name.
+#[must_use]
 pub fn parse_master(reply: &str, members: &[&str], master: &str) -> MasterReply {
     let lines: Vec<&str> = reply.lines().collect();
     let mut assignments = Vec::new();
@@ -396,13 +397,11 @@ mod json;
 mod tests;
 
 pub use ask::{parse_ask, parse_ask_json};
-pub use handoff::{
-    AGENT_CHOICE_SCHEMA, HANDOFF_TOOL, HandoffDirective, HistoryStep, RULE_CHOICE_SCHEMA,
-    RoutingRule, SET_VARIABLE_TOOL, TurnInput, agent_choice_schema, check_destination,
+pub(crate) use handoff::{
+    HANDOFF_TOOL, HandoffDirective, HistoryStep, RoutingRule, SET_VARIABLE_TOOL, TurnInput,
     handoff_tool_spec, parse_agent_choice, parse_handoff_args, parse_handoff_line,
-    parse_rule_choice, parse_set_variable_args, render_history, resolve_destination,
-    roster_routing_prompt, rule_choice_schema, rule_routing_prompt, set_variable_tool_spec,
-    strip_handoff_lines, turn_prompt,
+    parse_rule_choice, parse_set_variable_args, resolve_destination, roster_routing_prompt,
+    rule_routing_prompt, set_variable_tool_spec, strip_handoff_lines, turn_prompt,
 };
 
 pub(crate) use json::{

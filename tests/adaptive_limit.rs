@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use boardroom::openai::LimitChange;
 use boardroom::{
-    AgentSpec, ChatModel, EndpointConfig, EntryKind, LimitChange, ModelConfig, OpenAi, RunStatus,
-    Runtime, Team, TeamConfig,
+    AgentSpec, ChatModel, EndpointConfig, EntryKind, ModelConfig, OpenAi, RunStatus, Runtime, Team,
+    TeamConfig,
 };
 use parking_lot::Mutex;
 use support::{Reply, Request, Server};
@@ -181,7 +182,7 @@ fn a_server_that_429s_above_eight_at_once_gets_a_limit_near_eight_and_no_member_
     assert!(
         changes
             .iter()
-            .any(|ch| ch.reason == boardroom::LimitReason::RateLimited && ch.to < ch.from),
+            .any(|ch| ch.reason == boardroom::openai::LimitReason::RateLimited && ch.to < ch.from),
         "a decrease for the 429s is reported: {changes:?}"
     );
     assert!(
@@ -235,7 +236,7 @@ fn two_model_names_on_one_endpoint_share_one_limit() {
     let (fast, smart) = (by_fast.lock(), by_smart.lock());
     assert!(
         fast.iter()
-            .any(|ch| ch.reason == boardroom::LimitReason::RateLimited),
+            .any(|ch| ch.reason == boardroom::openai::LimitReason::RateLimited),
         "the 429s brought the limit down: {fast:?}"
     );
     assert_eq!(*fast, *smart, "one limit: both names saw the same changes");

@@ -7,10 +7,10 @@
 use std::path::Path;
 use std::process::Command;
 
-use boardroom::{
-    EventKind, Phase, Protocol, RunStatus, Runtime, Sim, SimOptions, Team, load_run, read_events,
-    read_turns,
-};
+use boardroom::protocol::Protocol;
+use boardroom::store::{load_run, read_events, read_turns};
+use boardroom::testing::{Sim, SimOptions};
+use boardroom::{EventKind, Phase, RunStatus, Runtime, Team};
 
 fn asking_sim() -> Sim {
     Sim::with_options(SimOptions {
@@ -33,7 +33,7 @@ fn ask_pauses_the_run_and_the_answer_reaches_the_masters_next_prompt() {
     assert_eq!(asked.rounds, 0, "nobody worked: the master asked first");
     let dir = run_dir(tmp.path(), &asked.run_id);
     let saved = load_run(&dir).unwrap();
-    assert_eq!(saved.state.status, RunStatus::AwaitingUser);
+    assert_eq!(saved.state.status(), RunStatus::AwaitingUser);
     assert!(
         !dir.join("workspace/report.md").exists(),
         "a question is no report"
@@ -71,9 +71,9 @@ fn ask_pauses_the_run_and_the_answer_reaches_the_masters_next_prompt() {
         "{second}"
     );
     let saved = load_run(&dir).unwrap();
-    assert_eq!(saved.state.user_notes.len(), 1);
+    assert_eq!(saved.state.user_notes().len(), 1);
     assert_eq!(
-        saved.state.user_notes[0].question.as_deref(),
+        saved.state.user_notes()[0].question.as_deref(),
         Some("Which city?")
     );
     assert!(dir.join("workspace/report.md").is_file());
@@ -176,7 +176,7 @@ fn a_message_on_a_failed_run_is_refused_and_says_it_failed() {
         .find(|n| n != "memory")
         .unwrap();
     let dir = run_dir(tmp.path(), &id);
-    assert_eq!(load_run(&dir).unwrap().state.status, RunStatus::Failed);
+    assert_eq!(load_run(&dir).unwrap().state.status(), RunStatus::Failed);
     let rt = Runtime::new(Team::builtin().unwrap(), Sim::new()).runs_dir(tmp.path());
     let err = rt
         .resume_with_message(&dir, "hello")
@@ -189,7 +189,7 @@ fn a_message_on_a_failed_run_is_refused_and_says_it_failed() {
         "{err}"
     );
     // Nothing was changed: it is still failed, and resumable.
-    assert_eq!(load_run(&dir).unwrap().state.status, RunStatus::Failed);
+    assert_eq!(load_run(&dir).unwrap().state.status(), RunStatus::Failed);
 }
 
 fn boardroom(dir: &Path, args: &[&str]) -> std::process::Output {

@@ -6,8 +6,9 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use boardroom::testing::Sim;
 use boardroom::{
-    ChatModel, ChatRequest, ChatResponse, ModelError, Phase, Runtime, Sim, bench::bench_team,
+    ChatModel, ChatRequest, ChatResponse, ModelError, Phase, Runtime, bench::bench_team,
 };
 use parking_lot::{Condvar, Mutex};
 

@@ -3,10 +3,9 @@
 //! the consent prompt decides, never the model's word; the inbox feeds
 //! tool results back before the next call.
 
-use boardroom::{
-    Cancel, Chat, ChatEvent, ChatIo, ChatResponse, FinishReason, Role, Runtime, Scripted, Sim,
-    Team, ToolCall, TurnEnd, Usage,
-};
+use boardroom::chat::{Chat, ChatEvent, ChatIo, TurnEnd};
+use boardroom::testing::{Scripted, Sim};
+use boardroom::{Cancel, ChatResponse, FinishReason, Role, Runtime, Team, ToolCall, Usage};
 
 #[derive(Default)]
 struct Io {
@@ -250,12 +249,12 @@ fn a_chat_dropped_without_close_stops_its_run_and_leaves_no_thread() {
     // saved as no longer running (stopped, resumable).
     let dir = tmp.path().join(&run_id);
     assert_eq!(
-        boardroom::run_holder(&dir),
+        boardroom::store::run_holder(&dir),
         None,
         "the run outlived its chat"
     );
-    let saved = boardroom::load_run(&dir).unwrap();
-    assert_ne!(saved.state.status, boardroom::RunStatus::Running);
+    let saved = boardroom::store::load_run(&dir).unwrap();
+    assert_ne!(saved.state.status(), boardroom::RunStatus::Running);
 }
 
 #[test]

@@ -7,7 +7,8 @@ mod support;
 
 use std::collections::BTreeSet;
 
-use boardroom::{Event, EventKind, RunStatus, Runtime, Sim, SimOptions, Team};
+use boardroom::testing::{Sim, SimOptions};
+use boardroom::{Event, EventKind, RunStatus, Runtime, Team};
 use support::handoff::{PAIR, boardroom, only_run, text, write_team, you_are};
 
 fn run_ids(events: &[Event]) -> BTreeSet<String> {
@@ -211,7 +212,8 @@ fn rounds_and_parallel_are_refused_for_a_handoff_run() {
 
 // ---- the handoff process ----
 
-use boardroom::{Phase, Scripted};
+use boardroom::Phase;
+use boardroom::testing::Scripted;
 
 /// A handoff team loaded from disk (`extra`: more team.yaml lines).
 fn loaded(extra: &str) -> (tempfile::TempDir, Team) {
@@ -319,7 +321,7 @@ fn a_message_taken_on_resume_is_an_event_for_both_processes() {
             "{what}: before the calls"
         );
         assert_eq!(events[at].agent, "user", "{what}");
-        let saved = boardroom::read_events(&dir).unwrap().items;
+        let saved = boardroom::store::read_events(&dir).unwrap().items;
         assert_eq!(user_messages(&saved), ["only green tea, please"], "{what}");
         // Resumed again without a message: no second event.
         let (tx, rx) = crossbeam_channel::unbounded();
@@ -371,7 +373,7 @@ fn a_finished_handoff_run_leaves_the_master_a_note_its_next_run_reads() {
     // in the team's next run; a run that waits for its user owes none yet.
     let runs = tempfile::tempdir().unwrap();
     let (_tmp, team) = loaded("after_work_behavior: terminate\n");
-    let memory = boardroom::MasterMemory::for_team(runs.path(), team.name());
+    let memory = boardroom::store::MasterMemory::for_team(runs.path(), team.name());
     let sim = Sim::new();
     let runtime = Runtime::new(team, sim.clone())
         .runs_dir(runs.path())
@@ -384,7 +386,7 @@ fn a_finished_handoff_run_leaves_the_master_a_note_its_next_run_reads() {
     assert!(note.contains("Explain tea"), "{note}");
 
     let second = runtime.run("Explain coffee").unwrap();
-    let turns = boardroom::read_turns(&runs.path().join(&second.run_id))
+    let turns = boardroom::store::read_turns(&runs.path().join(&second.run_id))
         .unwrap()
         .items;
     let master_turn = turns

@@ -1,6 +1,8 @@
 //! The run core (issue 11 §1): what every run has, whatever its process.
 
-use boardroom::{EventKind, MasterMemory, Phase, Role, Runtime, Scripted, Team, read_events};
+use boardroom::store::{MasterMemory, read_events};
+use boardroom::testing::Scripted;
+use boardroom::{EventKind, Phase, Role, Runtime, Team};
 
 fn memory_of(requests: &[boardroom::ChatRequest]) -> Option<String> {
     let plan = requests.iter().find(|r| r.phase == Phase::Plan)?;
@@ -64,7 +66,7 @@ fn the_run_store_and_the_caller_see_the_same_events_in_the_same_order() {
     // events, deltas included, once the run has returned.
     let tmp = tempfile::tempdir().unwrap();
     let (tx, rx) = boardroom::channel::unbounded();
-    let run = Runtime::new(Team::builtin().unwrap(), boardroom::Sim::new())
+    let run = Runtime::new(Team::builtin().unwrap(), boardroom::testing::Sim::new())
         .runs_dir(tmp.path())
         .events(tx)
         .run("Plan a picnic")

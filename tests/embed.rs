@@ -8,10 +8,9 @@
 use std::time::Duration;
 
 use boardroom::channel::{RecvTimeoutError, unbounded};
-use boardroom::{
-    AgentSpec, Event, EventKind, Phase, RunStatus, Runtime, Sim, SimOptions, Team, TeamConfig,
-    load_run,
-};
+use boardroom::store::load_run;
+use boardroom::testing::{Sim, SimOptions};
+use boardroom::{AgentSpec, Event, EventKind, Phase, RunStatus, Runtime, Team, TeamConfig};
 
 const MEMBERS: [&str; 2] = ["writer", "checker"];
 
@@ -116,7 +115,7 @@ fn a_cancelled_run_leaves_its_neighbour_alone_and_resumes_from_disk() {
     // The cancelled run, saved as it stopped, goes on through the library.
     let dir = runs.join(&second_id);
     let saved = load_run(&dir).unwrap();
-    assert_eq!(saved.state.status, RunStatus::Cancelled);
+    assert_eq!(saved.state.status(), RunStatus::Cancelled);
     let resumed = Runtime::for_saved(&saved, std::sync::Arc::new(Sim::new()))
         .unwrap()
         .resume(&dir)

@@ -7,7 +7,8 @@ mod support;
 
 use std::path::Path;
 
-use boardroom::{Phase, RunStatus, load_run, read_turns};
+use boardroom::store::{load_run, read_turns};
+use boardroom::{Phase, RunStatus};
 use support::handoff::{TRIO, boardroom, only_run, text, write_team};
 
 /// A handoff team of three on disk that returns to its user.
@@ -42,7 +43,7 @@ fn a_run_that_returns_to_its_user_exits_3_and_resume_message_continues_it() {
     );
     assert!(text(&out).contains("--message"));
     assert_eq!(
-        load_run(&run).unwrap().state.status,
+        load_run(&run).unwrap().state.status(),
         RunStatus::AwaitingUser
     );
 
@@ -89,7 +90,7 @@ fn a_run_that_returns_to_its_user_exits_3_and_resume_message_continues_it() {
         "{shown_to_it}"
     );
     let saved = load_run(&run).unwrap().state;
-    let steps = saved.handoff.unwrap().steps;
+    let steps = saved.handoff().unwrap().steps.clone();
     assert!(
         steps
             .iter()

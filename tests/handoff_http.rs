@@ -5,7 +5,8 @@
 
 mod support;
 
-use boardroom::{Protocol, RunStatus, Runtime, Team};
+use boardroom::protocol::Protocol;
+use boardroom::{RunStatus, Runtime, Team};
 use support::handoff::{PAIR, write_team};
 use support::{Reply, Request, Server};
 
@@ -56,7 +57,7 @@ fn a_handoff_tool_call_over_http_is_taken_by_the_run() {
         }
     });
     let tmp = tempfile::tempdir().unwrap();
-    let model = boardroom::resolve_model(&format!(
+    let model = boardroom::openai::resolve_model(&format!(
         "http://127.0.0.1:{}/v1#test-model,stream=false",
         server.port
     ))
@@ -91,7 +92,7 @@ fn a_handoff_tool_call_over_http_is_taken_by_the_run() {
     assert!(writer.contains("It is your turn, writer"));
     assert!(writer.contains("notes on tea") && writer.contains("write it up"));
     // With --protocol line no tool is offered on the wire.
-    let model = boardroom::resolve_model(&format!(
+    let model = boardroom::openai::resolve_model(&format!(
         "http://127.0.0.1:{}/v1#test-model,stream=false",
         server.port
     ))

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use boardroom::{Phase, RunStatus, load_run, read_turns};
+use boardroom::store::{load_run, read_turns};
+use boardroom::{Phase, RunStatus};
 use support::handoff::write_team;
 
 const BIN: &str = env!("CARGO_BIN_EXE_boardroom");
@@ -40,7 +41,7 @@ fn run_dir(runs: &Path) -> Option<PathBuf> {
 fn steps(dir: &Path) -> usize {
     load_run(dir)
         .ok()
-        .and_then(|r| r.state.handoff)
+        .and_then(|r| r.state.handoff().cloned())
         .map_or(0, |h| h.steps.len())
 }
 
@@ -94,8 +95,8 @@ fn a_handoff_run_killed_mid_chain_resumes_without_running_a_completed_step_again
         std::thread::sleep(Duration::from_millis(10));
     };
     let before = load_run(&dir).unwrap().state;
-    assert_eq!(before.status, RunStatus::Running);
-    let done_before = before.handoff.as_ref().unwrap().steps.clone();
+    assert_eq!(before.status(), RunStatus::Running);
+    let done_before = before.handoff().as_ref().unwrap().steps.clone();
     assert!(
         (2..AGENTS.len()).contains(&done_before.len()),
         "killed mid-chain"
@@ -118,8 +119,8 @@ fn a_handoff_run_killed_mid_chain_resumes_without_running_a_completed_step_again
         String::from_utf8_lossy(&out.stderr)
     );
     let after = load_run(&dir).unwrap().state;
-    assert_eq!(after.status, RunStatus::Done);
-    let steps_after = after.handoff.unwrap().steps;
+    assert_eq!(after.status(), RunStatus::Done);
+    let steps_after = after.handoff().unwrap().steps.clone();
     assert_eq!(steps_after.len(), AGENTS.len(), "each agent acted once");
     assert_eq!(&steps_after[..done_before.len()], &done_before[..]);
     // One model call per agent turn: no completed step ran again.
@@ -135,7 +136,7 @@ fn a_handoff_run_killed_mid_chain_resumes_without_running_a_completed_step_again
         .map(|t| t.usage.total())
         .sum();
     assert_eq!(
-        after.usage.total(),
+        after.usage().total(),
         usage,
         "usage equals the sum over turns.jsonl"
     );

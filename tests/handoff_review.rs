@@ -3,7 +3,10 @@
 
 mod support;
 
-use boardroom::{ChatRequest, Phase, Protocol, RunStatus, Runtime, Scripted, Team, load_run};
+use boardroom::protocol::Protocol;
+use boardroom::store::load_run;
+use boardroom::testing::Scripted;
+use boardroom::{ChatRequest, Phase, RunStatus, Runtime, Team};
 use support::handoff::{calls, chain as team};
 
 fn prompt(r: &ChatRequest) -> String {
@@ -111,7 +114,7 @@ fn a_run_ended_at_a_cap_takes_a_follow_up_message() {
     assert_eq!(next.answer, "part two");
     let agents: Vec<&str> = next.steps.iter().map(|s| s.agent.as_str()).collect();
     assert_eq!(agents, ["researcher", "user", "researcher"]);
-    assert_eq!(load_run(&dir).unwrap().state.status, RunStatus::TurnLimit);
+    assert_eq!(load_run(&dir).unwrap().state.status(), RunStatus::TurnLimit);
 }
 
 /// A run that is not finished is resumed, not answered: the message is
@@ -139,8 +142,8 @@ fn a_message_to_a_run_that_is_not_finished_is_refused() {
         "{err}"
     );
     let saved = load_run(&dir).unwrap().state;
-    assert_eq!(saved.status, RunStatus::Failed);
-    assert_eq!(saved.handoff.unwrap().steps.len(), 1);
+    assert_eq!(saved.status(), RunStatus::Failed);
+    assert_eq!(saved.handoff().unwrap().steps.len(), 1);
 }
 
 /// A saved run goes on only with a team of its own process: a runtime
@@ -160,27 +163,27 @@ fn a_run_is_not_resumed_by_a_team_of_the_other_process() {
     assert_eq!(waiting.status, RunStatus::AwaitingUser);
     let dir = runs.path().join(&waiting.run_id);
     let blackboard = Team::builtin().unwrap();
-    let err = Runtime::new(blackboard.clone(), boardroom::Sim::new())
+    let err = Runtime::new(blackboard.clone(), boardroom::testing::Sim::new())
         .resume_with_message(&dir, "green")
         .unwrap_err();
     assert!(err.to_string().contains("handoff"), "{err}");
-    let err = Runtime::new(blackboard.clone(), boardroom::Sim::new())
+    let err = Runtime::new(blackboard.clone(), boardroom::testing::Sim::new())
         .resume(&dir)
         .unwrap_err();
     assert!(err.to_string().contains("handoff"), "{err}");
     assert_eq!(
-        load_run(&dir).unwrap().state.status,
+        load_run(&dir).unwrap().state.status(),
         RunStatus::AwaitingUser,
         "left as it was saved"
     );
 
-    let done = Runtime::new(blackboard, boardroom::Sim::new())
+    let done = Runtime::new(blackboard, boardroom::testing::Sim::new())
         .runs_dir(runs.path())
         .run("Plan a picnic")
         .unwrap();
     let dir = runs.path().join(&done.run_id);
     let before = std::fs::read(dir.join("run.json")).unwrap();
-    let err = Runtime::new(handoff, boardroom::Sim::new())
+    let err = Runtime::new(handoff, boardroom::testing::Sim::new())
         .resume(&dir)
         .unwrap_err();
     assert!(err.to_string().contains("blackboard"), "{err}");
@@ -232,9 +235,9 @@ fn a_members_model_that_panics_fails_the_handoff_run_without_a_panic() {
         .unwrap()
         .path();
     let saved = load_run(&dir).unwrap().state;
-    assert_eq!(saved.status, RunStatus::Failed);
+    assert_eq!(saved.status(), RunStatus::Failed);
     assert_eq!(
-        saved.handoff.unwrap().steps.len(),
+        saved.handoff().unwrap().steps.len(),
         1,
         "the researcher's step"
     );
@@ -265,7 +268,7 @@ impl boardroom::ChatModel for Peeks {
         {
             let steps = load_run(&dir.path())
                 .ok()
-                .and_then(|r| r.state.handoff)
+                .and_then(|r| r.state.handoff().cloned())
                 .map(|h| h.steps.into_iter().map(|s| s.text).collect())
                 .unwrap_or_default();
             self.saved_steps.lock().push(steps);

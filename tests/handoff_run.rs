@@ -3,9 +3,11 @@
 
 mod support;
 
+use boardroom::protocol::Protocol;
+use boardroom::store::load_run;
+use boardroom::testing::Scripted;
 use boardroom::{
-    ChatRequest, ChatResponse, Event, EventKind, FinishReason, Phase, Protocol, RunStatus, Runtime,
-    Scripted, ToolCall, load_run,
+    ChatRequest, ChatResponse, Event, EventKind, FinishReason, Phase, RunStatus, Runtime, ToolCall,
 };
 use support::handoff::{calls, chain as team};
 
@@ -253,7 +255,7 @@ fn return_to_user_waits_and_a_message_continues_with_the_users_words() {
         assert_eq!(waiting.status, RunStatus::AwaitingUser);
         assert_eq!(waiting.answer, "Which tea do you mean?");
         let saved = load_run(&runs.path().join(&waiting.run_id)).unwrap();
-        assert_eq!(saved.state.status, RunStatus::AwaitingUser);
+        assert_eq!(saved.state.status(), RunStatus::AwaitingUser);
         (rx.try_iter().collect::<Vec<Event>>(), waiting.run_id)
     };
     let (events, id) = events;
@@ -383,10 +385,10 @@ fn the_token_budget_ends_a_chain_with_the_last_answer() {
 fn a_cancelled_handoff_run_is_saved_where_it_stood_and_resume_finishes_it() {
     let (_t, team) = team("after_work_behavior: terminate\n");
     let runs = tempfile::tempdir().unwrap();
-    let sim = boardroom::Sim::with_options(boardroom::SimOptions {
+    let sim = boardroom::testing::Sim::with_options(boardroom::testing::SimOptions {
         latency: std::time::Duration::from_millis(300),
         latency_phases: vec![Phase::Converse],
-        ..boardroom::SimOptions::default()
+        ..boardroom::testing::SimOptions::default()
     });
     let runtime = Runtime::new(team, sim).runs_dir(runs.path());
     let handle = runtime.start("Explain tea").unwrap();
@@ -395,7 +397,7 @@ fn a_cancelled_handoff_run_is_saved_where_it_stood_and_resume_finishes_it() {
     let started = std::time::Instant::now();
     while load_run(&dir)
         .ok()
-        .and_then(|r| r.state.handoff)
+        .and_then(|r| r.state.handoff().cloned())
         .is_none_or(|h| h.steps.is_empty())
     {
         assert!(started.elapsed() < std::time::Duration::from_secs(20));
@@ -405,8 +407,8 @@ fn a_cancelled_handoff_run_is_saved_where_it_stood_and_resume_finishes_it() {
     let stopped = handle.wait().unwrap();
     assert_eq!(stopped.status, RunStatus::Cancelled);
     let saved = load_run(&dir).unwrap().state;
-    assert_eq!(saved.status, RunStatus::Cancelled);
-    let before = saved.handoff.unwrap().steps;
+    assert_eq!(saved.status(), RunStatus::Cancelled);
+    let before = saved.handoff().unwrap().steps.clone();
     assert!(!before.is_empty() && before.len() < 3, "{before:?}");
     let done = runtime.resume(&dir).unwrap();
     assert_eq!(done.status, RunStatus::Done);
@@ -471,8 +473,8 @@ fn a_step_whose_model_fails_fails_the_run_and_resume_tries_it_again() {
         .unwrap()
         .path();
     let saved = load_run(&dir).unwrap().state;
-    assert_eq!(saved.status, RunStatus::Failed);
-    assert_eq!(saved.handoff.unwrap().steps.len(), 1);
+    assert_eq!(saved.status(), RunStatus::Failed);
+    assert_eq!(saved.handoff().unwrap().steps.len(), 1);
     let done = runtime.resume(&dir).unwrap();
     assert_eq!(done.status, RunStatus::Done);
     assert_eq!(done.answer, "the article");

@@ -173,26 +173,29 @@ fn the_shipped_iterative_soul_uses_a_conditional_segment() {
 fn var_flags_are_checked_against_the_declared_variables() {
     let team = boardroom::Team::load(repo().join("examples/teams/iterative")).unwrap();
     let vars =
-        boardroom::apply_var_flags(team.variables(), &["max_revisions=0".to_string()]).unwrap();
+        boardroom::template::apply_var_flags(team.variables(), &["max_revisions=0".to_string()])
+            .unwrap();
     assert_eq!(vars.get("max_revisions"), Some(&serde_json::json!(0)));
     let soul = &team.agent("writer").unwrap().soul;
-    let rendered = boardroom::render(soul, &vars).unwrap();
+    let rendered = boardroom::template::render(soul, &vars).unwrap();
     assert!(
         rendered.contains("There is no revision round in this run"),
         "{rendered}"
     );
     assert!(!rendered.contains("send it back up to"), "{rendered}");
-    let rendered = boardroom::render(soul, team.variables()).unwrap();
+    let rendered = boardroom::template::render(soul, team.variables()).unwrap();
     assert!(
         rendered.contains("The reviewer may send it back up to 2 times."),
         "{rendered}"
     );
     assert_eq!(
-        boardroom::apply_var_flags(team.variables(), &["max_revisons=1".to_string()]).unwrap_err(),
+        boardroom::template::apply_var_flags(team.variables(), &["max_revisons=1".to_string()])
+            .unwrap_err(),
         "--var 'max_revisons=1': unknown context variable 'max_revisons' (known: max_revisions, audience)"
     );
     assert_eq!(
-        boardroom::apply_var_flags(team.variables(), &["max_revisions".to_string()]).unwrap_err(),
+        boardroom::template::apply_var_flags(team.variables(), &["max_revisions".to_string()])
+            .unwrap_err(),
         "--var 'max_revisions': expected name=value"
     );
 }

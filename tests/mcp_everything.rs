@@ -9,7 +9,9 @@ mod mcp_support;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use boardroom::{Elicitation, McpPool, McpServerConfig, ToolError};
+use boardroom::ToolError;
+use boardroom::mcp::{Elicitation, McpPool, McpServerConfig};
+use boardroom::testing::McpProbe;
 use mcp_support::{HttpEverything, alive, everything, kill};
 use serde_json::json;
 

@@ -5,7 +5,8 @@ mod mcp_support;
 
 use std::collections::BTreeMap;
 
-use boardroom::{McpPool, ToolError};
+use boardroom::ToolError;
+use boardroom::mcp::McpPool;
 use mcp_support::filesystem;
 use serde_json::json;
 

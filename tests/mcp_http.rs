@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use boardroom::{McpPool, McpServerConfig};
+use boardroom::mcp::{McpPool, McpServerConfig};
+use boardroom::testing::McpProbe;
 use serde_json::{Value, json};
 use support::{Reply, Request, Server};
 

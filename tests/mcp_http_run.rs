@@ -11,10 +11,9 @@ mod support;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use boardroom::{
-    AgentSpec, EntryKind, McpServerConfig, OpenAi, RunStatus, Runtime, Sim, SimOptions,
-    SimToolCall, Team, TeamConfig,
-};
+use boardroom::mcp::McpServerConfig;
+use boardroom::testing::{Sim, SimOptions, SimToolCall};
+use boardroom::{AgentSpec, EntryKind, OpenAi, RunStatus, Runtime, Team, TeamConfig};
 use mcp_support::HttpEverything;
 use serde_json::json;
 use support::{Reply, Request, Server};

@@ -11,7 +11,7 @@ mod mcp_support;
 
 use std::collections::BTreeMap;
 
-use boardroom::{McpPool, McpServerConfig};
+use boardroom::mcp::{McpPool, McpServerConfig};
 use serde_json::json;
 
 /// The process's peak resident memory in MiB (`VmHWM`).

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use boardroom::{McpPool, McpServerConfig};
+use boardroom::mcp::{McpPool, McpServerConfig};
 use serde_json::json;
 
 /// Answers the handshake and the tool list, then never reads again.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use boardroom::{McpPool, McpServerConfig};
+use boardroom::mcp::{McpPool, McpServerConfig};
 
 /// Starts a grandchild (its pid into `$1`), answers the handshake and the
 /// tool list, then waits.

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use boardroom::{AgentSpec, McpPool, McpServerConfig, ToolContext, ToolRegistry};
+use boardroom::mcp::{McpPool, McpServerConfig};
+use boardroom::{AgentSpec, ToolContext, ToolRegistry};
 use serde_json::{Value, json};
 use support::{Reply, Request, Server};
 

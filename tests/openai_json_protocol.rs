@@ -4,9 +4,9 @@
 
 mod support;
 
-use boardroom::{
-    AgentSpec, EntryKind, OpenAi, Protocol, RunStatus, Runtime, Sim, SimOptions, Team, TeamConfig,
-};
+use boardroom::protocol::Protocol;
+use boardroom::testing::{Sim, SimOptions};
+use boardroom::{AgentSpec, EntryKind, OpenAi, RunStatus, Runtime, Team, TeamConfig};
 use serde_json::json;
 use support::{Reply, Request, Server};
 

@@ -14,7 +14,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use boardroom::{EntryKind, OpenAi, RetryPolicy, RunStatus, Runtime, Team};
+use boardroom::openai::RetryPolicy;
+use boardroom::testing::OpenAiProbe;
+use boardroom::{EntryKind, OpenAi, RunStatus, Runtime, Team};
 
 struct Katan {
     child: Child,

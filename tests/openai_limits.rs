@@ -7,9 +7,9 @@ mod support;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use boardroom::{
-    AgentSpec, EntryKind, OpenAi, RunStatus, Runtime, Sim, SimOptions, Team, TeamConfig,
-};
+use boardroom::testing::OpenAiProbe;
+use boardroom::testing::{Sim, SimOptions};
+use boardroom::{AgentSpec, EntryKind, OpenAi, RunStatus, Runtime, Team, TeamConfig};
 use parking_lot::Mutex;
 use support::{Reply, Request, Server};
 

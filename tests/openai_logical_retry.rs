@@ -9,9 +9,9 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
+use boardroom::testing::Scripted;
 use boardroom::{
-    AgentSpec, ChatResponse, FinishReason, Phase, RunStatus, Runtime, Scripted, Team, TeamConfig,
-    Usage,
+    AgentSpec, ChatResponse, FinishReason, Phase, RunStatus, Runtime, Team, TeamConfig, Usage,
 };
 use support::{Reply, Request, Server};
 
@@ -158,11 +158,11 @@ fn every_member_cut_off_fails_the_run_after_one_different_retry_each() {
         .map(|e| e.unwrap().path())
         .find(|p| p.join("run.json").is_file())
         .unwrap();
-    let record = boardroom::load_run(&run_dir).unwrap();
-    assert_eq!(record.state.status, RunStatus::Failed);
-    assert_eq!(record.state.phase, boardroom::RunPhase::Members);
+    let record = boardroom::store::load_run(&run_dir).unwrap();
+    assert_eq!(record.state.status(), RunStatus::Failed);
+    assert_eq!(record.state.phase(), boardroom::store::RunPhase::Members);
     assert_eq!(
-        record.state.error.as_deref(),
+        record.state.error(),
         Some("no member produced a usable draft (4 of 4 cut off at the length limit)")
     );
 }
@@ -313,10 +313,10 @@ fn a_master_that_answers_in_its_plan_is_asked_again_then_fails() {
         .map(|e| e.unwrap().path())
         .find(|p| p.join("run.json").is_file())
         .unwrap();
-    let record = boardroom::load_run(&run_dir).unwrap();
-    assert_eq!(record.state.status, RunStatus::Failed);
-    assert_ne!(record.state.phase, boardroom::RunPhase::Finished);
-    assert_eq!(record.state.answer, None);
+    let record = boardroom::store::load_run(&run_dir).unwrap();
+    assert_eq!(record.state.status(), RunStatus::Failed);
+    assert_ne!(record.state.phase(), boardroom::store::RunPhase::Finished);
+    assert_eq!(record.state.answer(), None);
     assert!(
         !stdout.contains("the complete final answer"),
         "the unchecked answer is not reported: {stdout}"

@@ -7,7 +7,9 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use boardroom::{ChatModel, ChatRequest, Message, ModelError, OpenAi, Phase, RetryPolicy};
+use boardroom::openai::RetryPolicy;
+use boardroom::testing::OpenAiProbe;
+use boardroom::{ChatModel, ChatRequest, Message, ModelError, OpenAi, Phase};
 use parking_lot::Mutex;
 use support::{Reply, Server};
 

@@ -12,9 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use boardroom::{
-    EventKind, OtlpConfig, OtlpExporter, RunStatus, Runtime, Sim, SimOptions, Team, read_turns,
-};
+use boardroom::otlp::{OtlpConfig, OtlpExporter};
+use boardroom::store::read_turns;
+use boardroom::testing::{Sim, SimOptions};
+use boardroom::{EventKind, RunStatus, Runtime, Team};
 use parking_lot::Mutex;
 
 /// A run of the built-in team on the sim model (each call taking

@@ -12,10 +12,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use boardroom::{
-    AgentSpec, OtlpConfig, OtlpExporter, Runtime, Sim, SimOptions, SimToolCall, Team, TeamConfig,
-    read_turns,
-};
+use boardroom::otlp::{OtlpConfig, OtlpExporter};
+use boardroom::store::read_turns;
+use boardroom::testing::{Sim, SimOptions, SimToolCall};
+use boardroom::{AgentSpec, Runtime, Team, TeamConfig};
 use serde_json::Value;
 
 struct Phoenix {
@@ -306,7 +306,10 @@ fn phoenix_receives_a_runs_spans_with_genai_names_parents_and_tokens() {
         .and_then(|r| r.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{stdout}"));
-    let last = boardroom::list_runs(tmp.path()).unwrap().pop().unwrap();
+    let last = boardroom::store::list_runs(tmp.path())
+        .unwrap()
+        .pop()
+        .unwrap();
     let spans = phoenix.trace(&last.id, exported);
     assert_eq!(spans.len(), exported);
     let chat = spans.iter().find(|s| s["name"] == "chat sim").unwrap();

@@ -5,7 +5,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use boardroom::{Phase, read_turns};
+use boardroom::Phase;
+use boardroom::store::read_turns;
 
 const BIN: &str = env!("CARGO_BIN_EXE_boardroom");
 
@@ -29,7 +30,7 @@ fn run(runs: &Path, task: &str, extra: &[&str]) -> PathBuf {
     args.extend_from_slice(extra);
     let out = boardroom(runs, &args);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let before: Vec<PathBuf> = boardroom::list_runs(runs)
+    let before: Vec<PathBuf> = boardroom::store::list_runs(runs)
         .unwrap()
         .into_iter()
         .map(|r| r.path)
@@ -199,10 +200,13 @@ fn the_callers_budget_and_protocol_are_saved_for_resume() {
         "Plan a picnic",
         &["--max-tokens", "900000", "--protocol", "json"],
     );
-    let record = boardroom::load_run(&dir).unwrap();
+    let record = boardroom::store::load_run(&dir).unwrap();
     assert_eq!(record.settings.token_budget, Some(900_000));
-    assert_eq!(record.settings.protocol, Some(boardroom::Protocol::Json));
-    assert_eq!(record.state.status, boardroom::RunStatus::Done);
+    assert_eq!(
+        record.settings.protocol,
+        Some(boardroom::protocol::Protocol::Json)
+    );
+    assert_eq!(record.state.status(), boardroom::RunStatus::Done);
 }
 
 #[test]
@@ -211,9 +215,9 @@ fn a_run_that_spends_its_budget_is_finished_with_a_report() {
     // `show` offering a resume that only hit the budget again).
     let runs = tempfile::tempdir().unwrap();
     let dir = run(runs.path(), "Plan a picnic", &["--max-tokens", "2000"]);
-    let record = boardroom::load_run(&dir).unwrap();
-    assert_eq!(record.state.status, boardroom::RunStatus::BudgetExhausted);
-    assert_eq!(record.state.phase, boardroom::RunPhase::Finished);
+    let record = boardroom::store::load_run(&dir).unwrap();
+    assert_eq!(record.state.status(), boardroom::RunStatus::BudgetExhausted);
+    assert_eq!(record.state.phase(), boardroom::store::RunPhase::Finished);
     let report = std::fs::read_to_string(dir.join("workspace/report.md")).unwrap();
     assert!(report.contains("The token budget ran out"), "{report}");
 }

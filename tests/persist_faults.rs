@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use boardroom::store::{load_run, read_events, read_turns};
+use boardroom::testing::{Scripted, Sim};
 use boardroom::{
     AgentSpec, ChatModel, ChatRequest, ChatResponse, EntryKind, ModelError, OpenAi, Phase,
-    RunStatus, Runtime, Scripted, Sim, Team, TeamConfig, Tool, ToolCall, ToolContext, ToolError,
-    load_run, read_events, read_turns,
+    RunStatus, Runtime, Team, TeamConfig, Tool, ToolCall, ToolContext, ToolError,
 };
 use serde_json::{Value, json};
 
@@ -83,14 +84,14 @@ fn a_run_failed_by_a_server_outage_reruns_the_failed_assignments_on_resume() {
         .unwrap()
         .path();
     let saved = load_run(&dir).unwrap();
-    assert_eq!(saved.state.status, RunStatus::Failed);
+    assert_eq!(saved.state.status(), RunStatus::Failed);
     let member_errors: Vec<_> = saved
         .state
-        .board
+        .board()
         .iter()
         .filter(|e| e.kind == EntryKind::Error && e.task.is_some())
         .collect();
-    assert_eq!(member_errors.len(), 4, "{:?}", saved.state.board);
+    assert_eq!(member_errors.len(), 4, "{:?}", saved.state.board());
     assert!(
         member_errors.iter().all(|e| e.transport),
         "member errors are marked as transport failures"
@@ -187,7 +188,7 @@ fn a_panic_in_a_master_call_is_an_error_and_run_json_never_says_running() {
         .unwrap()
         .path();
     let saved = load_run(&dir).unwrap();
-    assert_ne!(saved.state.status, RunStatus::Running);
+    assert_ne!(saved.state.status(), RunStatus::Running);
     // The review's failure goes on the board, and the master's final answer
     // (which does not panic) still ends the run.
     let outcome = outcome.unwrap();
@@ -240,16 +241,11 @@ fn a_panic_in_the_masters_plan_fails_the_run_cleanly() {
         .unwrap()
         .path();
     let saved = load_run(&dir).unwrap();
-    assert_eq!(saved.state.status, RunStatus::Failed);
+    assert_eq!(saved.state.status(), RunStatus::Failed);
     assert!(
-        saved
-            .state
-            .error
-            .as_deref()
-            .unwrap_or("")
-            .contains("plan bug"),
+        saved.state.error().unwrap_or("").contains("plan bug"),
         "{:?}",
-        saved.state.error
+        saved.state.error()
     );
 }
 
@@ -359,7 +355,7 @@ fn only_run_dir(runs: &std::path::Path) -> std::path::PathBuf {
 fn totals_match_turns(dir: &std::path::Path) {
     let turns = read_turns(dir).unwrap().items;
     let sum: u64 = turns.iter().map(|t| t.usage.total()).sum();
-    assert_eq!(load_run(dir).unwrap().state.usage.total(), sum);
+    assert_eq!(load_run(dir).unwrap().state.usage().total(), sum);
 }
 
 fn round_one_drafts(board: &[boardroom::Entry]) -> Vec<String> {
@@ -435,11 +431,11 @@ fn every_member_failed_then_resume_drafts(
     let saved = load_run(&dir).unwrap();
     let member_errors: Vec<_> = saved
         .state
-        .board
+        .board()
         .iter()
         .filter(|e| e.kind == EntryKind::Error && e.task.is_some())
         .collect();
-    assert_eq!(member_errors.len(), 4, "{:?}", saved.state.board);
+    assert_eq!(member_errors.len(), 4, "{:?}", saved.state.board());
     for e in member_errors {
         check(e);
     }

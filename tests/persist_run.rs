@@ -1,10 +1,10 @@
 //! Issue 4, through the library: what a run leaves on disk, the plan of
 //! work modules, Turn records, master memory across runs.
 
-use boardroom::{
-    AgentSpec, EventKind, MasterMemory, ModuleStatus, Phase, Role, RunPhase, RunStatus, Runtime,
-    Scripted, Sim, SimOptions, Team, TeamConfig, load_run, read_events, read_turns,
-};
+use boardroom::plan::ModuleStatus;
+use boardroom::store::{MasterMemory, RunPhase, load_run, read_events, read_turns};
+use boardroom::testing::{Scripted, Sim, SimOptions};
+use boardroom::{AgentSpec, EventKind, Phase, Role, RunStatus, Runtime, Team, TeamConfig};
 
 fn small_team() -> Team {
     Team::new(
@@ -45,14 +45,11 @@ fn a_saved_run_holds_every_file_and_modules_go_through_their_statuses() {
     }
 
     let record = load_run(&dir).unwrap();
-    assert_eq!(record.version, boardroom::RUN_FORMAT_VERSION);
-    assert_eq!(record.state.phase, RunPhase::Finished);
-    assert_eq!(record.state.status, RunStatus::Done);
-    assert_eq!(
-        record.state.answer.as_deref(),
-        Some(outcome.answer.as_str())
-    );
-    assert_eq!(record.state.board, outcome.board);
+    assert_eq!(record.version, boardroom::store::RUN_FORMAT_VERSION);
+    assert_eq!(record.state.phase(), RunPhase::Finished);
+    assert_eq!(record.state.status(), RunStatus::Done);
+    assert_eq!(record.state.answer(), Some(outcome.answer.as_str()));
+    assert_eq!(record.state.board(), outcome.board);
     assert_eq!(record.team.name, "default");
     assert_eq!(record.settings.model, "sim");
 
@@ -120,7 +117,7 @@ fn a_saved_run_holds_every_file_and_modules_go_through_their_statuses() {
             ]
         );
     }
-    let on_disk: boardroom::Plan =
+    let on_disk: boardroom::plan::Plan =
         serde_json::from_slice(&std::fs::read(dir.join("workspace/plan.json")).unwrap()).unwrap();
     assert_eq!(&on_disk, plan);
     let report = std::fs::read_to_string(dir.join("workspace/report.md")).unwrap();
@@ -201,14 +198,11 @@ fn a_run_that_fails_is_saved_as_failed() {
         .runs_dir(tmp.path())
         .run("A task")
         .unwrap_err();
-    let runs = boardroom::list_runs(tmp.path()).unwrap();
+    let runs = boardroom::store::list_runs(tmp.path()).unwrap();
     assert_eq!(runs.len(), 1);
     let record = runs[0].record.as_ref().unwrap();
-    assert_eq!(record.state.status, RunStatus::Failed);
-    assert_eq!(
-        record.state.error.as_deref(),
-        Some(err.to_string().as_str())
-    );
+    assert_eq!(record.state.status(), RunStatus::Failed);
+    assert_eq!(record.state.error(), Some(err.to_string().as_str()));
     let turns = read_turns(&runs[0].path).unwrap().items;
     assert_eq!(turns.len(), 1);
     assert!(turns[0].error.as_deref().unwrap().contains("down"));
@@ -276,7 +270,7 @@ fn run_json_holds_no_secrets_and_resume_gets_the_team_directory_back() {
         "the key names stay, for the reader"
     );
 
-    let record = boardroom::load_run(&run_dir).unwrap();
+    let record = boardroom::store::load_run(&run_dir).unwrap();
     let resumed = record.team.to_team().unwrap();
     assert_eq!(
         resumed.dir().map(|d| d.canonicalize().unwrap()),

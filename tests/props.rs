@@ -4,7 +4,8 @@
 //! inputs shaped like the real thing (directives, options, keys) mixed
 //! with arbitrary text, so that the parsers get past their first check.
 
-use boardroom::{Team, parse_master, parse_master_json, parse_verdict, parse_verdict_json};
+use boardroom::Team;
+use boardroom::protocol::{parse_master, parse_master_json, parse_verdict, parse_verdict_json};
 use proptest::prelude::*;
 
 const CASES: u32 = 10_000;
@@ -115,7 +116,7 @@ proptest! {
         ),
     ) {
         let spec = format!("sim:{}", options.join(","));
-        if let Ok(model) = boardroom::resolve_model(&spec) {
+        if let Ok(model) = boardroom::openai::resolve_model(&spec) {
             prop_assert_eq!(model.name(), "sim");
         }
     }
@@ -139,7 +140,7 @@ proptest! {
         ),
     ) {
         let spec = if options.is_empty() { head } else { format!("{head},{}", options.join(",")) };
-        let _ = boardroom::resolve_model(&spec);
+        let _ = boardroom::openai::resolve_model(&spec);
     }
 }
 

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use boardroom::{ModuleStatus, Phase, RunPhase, RunStatus, load_run, read_events, read_turns};
+use boardroom::plan::ModuleStatus;
+use boardroom::store::{RunPhase, load_run, read_events, read_turns};
+use boardroom::{Phase, RunStatus};
 
 const BIN: &str = env!("CARGO_BIN_EXE_boardroom");
 const MEMBERS: [&str; 4] = ["analyst", "critic", "researcher", "writer"];
@@ -59,8 +61,8 @@ fn a_run_killed_mid_round_resumes_without_running_a_finished_member_again() {
         "killed mid-round: {landed:?}"
     );
     let before = load_run(&dir).unwrap();
-    assert_eq!(before.state.phase, RunPhase::Members);
-    assert_eq!(before.state.status, RunStatus::Running);
+    assert_eq!(before.state.phase(), RunPhase::Members);
+    assert_eq!(before.state.status(), RunStatus::Running);
     let calls_before = draft_calls(&dir, 1);
     for agent in &landed {
         assert_eq!(calls_before.get(agent), Some(&1), "{agent} before the kill");
@@ -112,11 +114,11 @@ fn a_run_killed_mid_round_resumes_without_running_a_finished_member_again() {
 
     // The run finished with the answer an uninterrupted run gives.
     let after = load_run(&dir).unwrap();
-    assert_eq!(after.state.phase, RunPhase::Finished);
-    assert_eq!(after.state.status, RunStatus::Done);
+    assert_eq!(after.state.phase(), RunPhase::Finished);
+    assert_eq!(after.state.status(), RunStatus::Done);
     let drafts_r1: Vec<&str> = after
         .state
-        .board
+        .board()
         .iter()
         .filter(|e| e.round == 1 && e.kind == boardroom::EntryKind::Draft)
         .map(|e| e.author.as_str())
@@ -132,7 +134,7 @@ fn a_run_killed_mid_round_resumes_without_running_a_finished_member_again() {
     assert!(
         after
             .state
-            .plan
+            .plan()
             .tasks
             .iter()
             .all(|m| m.status == ModuleStatus::Completed)
@@ -148,12 +150,15 @@ fn a_run_killed_mid_round_resumes_without_running_a_finished_member_again() {
     }
     let saved: BTreeMap<String, u64> = after
         .state
-        .usage_by_agent
+        .usage_by_agent()
         .iter()
         .map(|(a, u)| (a.clone(), u.total()))
         .collect();
     assert_eq!(saved, from_turns);
-    assert_eq!(after.state.usage.total(), from_turns.values().sum::<u64>());
+    assert_eq!(
+        after.state.usage().total(),
+        from_turns.values().sum::<u64>()
+    );
 }
 
 /// Waits (bounded) until the events on disk show `n` drafts, then kills
@@ -250,7 +255,7 @@ fn a_run_killed_twice_loses_nothing_and_resume_reuses_the_saved_model() {
     let expected: BTreeMap<String, usize> = MEMBERS.iter().map(|m| (m.to_string(), 1)).collect();
     assert_eq!(draft_calls(&dir, 1), expected);
     let record = load_run(&dir).unwrap();
-    assert_eq!(record.state.status, RunStatus::Done);
+    assert_eq!(record.state.status(), RunStatus::Done);
     assert_eq!(
         record.settings.model_spec.as_deref(),
         Some("sim"),
@@ -300,7 +305,7 @@ fn a_resumed_run_keeps_the_protocol_it_was_started_with() {
         system.contains("Reply with exactly one JSON object"),
         "the review after resume was not in JSON mode: {system}"
     );
-    assert_eq!(load_run(&dir).unwrap().state.status, RunStatus::Done);
+    assert_eq!(load_run(&dir).unwrap().state.status(), RunStatus::Done);
 }
 
 // ---- issue 8: the kill -9 matrix --------------------------------------
@@ -336,7 +341,7 @@ fn kill_when(mut child: Child, runs: &Path, ready: impl Fn(&Path) -> bool) -> Pa
 }
 
 fn phase_of(dir: &Path) -> Option<RunPhase> {
-    load_run(dir).ok().map(|r| r.state.phase)
+    load_run(dir).ok().map(|r| r.state.phase())
 }
 
 fn turns_of(dir: &Path, phase: Phase) -> usize {
@@ -363,8 +368,8 @@ fn resume_and_check(runs: &Path, dir: &Path) {
         String::from_utf8_lossy(&out.stderr)
     );
     let after = load_run(dir).unwrap();
-    assert_eq!(after.state.phase, RunPhase::Finished);
-    assert_eq!(after.state.status, RunStatus::Done);
+    assert_eq!(after.state.phase(), RunPhase::Finished);
+    assert_eq!(after.state.status(), RunStatus::Done);
     let expected: BTreeMap<String, usize> = MEMBERS.iter().map(|m| (m.to_string(), 1)).collect();
     assert_eq!(draft_calls(dir, 1), expected, "drafts asked for once each");
     assert_eq!(turns_of(dir, Phase::Plan), 1, "the master planned once");
@@ -376,13 +381,13 @@ fn resume_and_check(runs: &Path, dir: &Path) {
     }
     let saved: BTreeMap<String, u64> = after
         .state
-        .usage_by_agent
+        .usage_by_agent()
         .iter()
         .map(|(a, u)| (a.clone(), u.total()))
         .collect();
     assert_eq!(saved, from_turns, "run.json totals per agent = turns.jsonl");
     assert_eq!(
-        after.state.usage.total(),
+        after.state.usage().total(),
         from_turns.values().sum::<u64>(),
         "run.json total = turns.jsonl"
     );
@@ -549,9 +554,12 @@ fn two_resumes_at_once_one_proceeds_and_the_other_is_refused_while_the_run_lists
 
     // The library takes the same lock.
     let saved = load_run(&dir).unwrap();
-    let err = boardroom::Runtime::new(saved.team.to_team().unwrap(), boardroom::Sim::new())
-        .resume(&dir)
-        .unwrap_err();
+    let err = boardroom::Runtime::new(
+        saved.team.to_team().unwrap(),
+        boardroom::testing::Sim::new(),
+    )
+    .resume(&dir)
+    .unwrap_err();
     assert_eq!(
         err.to_string(),
         format!("run directory: run {id}: in use by another boardroom (pid {pid})")
@@ -561,7 +569,7 @@ fn two_resumes_at_once_one_proceeds_and_the_other_is_refused_while_the_run_lists
     assert!(status.success());
     let expected: BTreeMap<String, usize> = MEMBERS.iter().map(|m| (m.to_string(), 1)).collect();
     assert_eq!(draft_calls(&dir, 1), expected, "no member ran twice");
-    assert_eq!(load_run(&dir).unwrap().state.status, RunStatus::Done);
+    assert_eq!(load_run(&dir).unwrap().state.status(), RunStatus::Done);
     let listed = Command::new(BIN)
         .args(["runs", "--runs-dir"])
         .arg(&runs)

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
+use boardroom::testing::{Scripted, Sim, SimOptions};
 use boardroom::{
-    AgentSpec, ChatModel, EntryKind, Event, EventKind, Phase, RunStatus, Runtime, Scripted, Sim,
-    SimOptions, Team, TeamConfig,
+    AgentSpec, ChatModel, EntryKind, Event, EventKind, Phase, RunStatus, Runtime, Team, TeamConfig,
 };
 
 fn team(members: usize, challengers: usize) -> Team {

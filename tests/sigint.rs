@@ -90,14 +90,14 @@ fn finish(mut child: Child, rx: &crossbeam_channel::Receiver<String>) -> (i32, S
     (code, rest)
 }
 
-fn the_run(runs: &Path) -> (String, boardroom::RunRecord) {
+fn the_run(runs: &Path) -> (String, boardroom::store::RunRecord) {
     let dir = std::fs::read_dir(runs)
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| p.join("run.json").is_file())
         .expect("a saved run");
     let id = dir.file_name().unwrap().to_string_lossy().into_owned();
-    (id, boardroom::load_run(&dir).unwrap())
+    (id, boardroom::store::load_run(&dir).unwrap())
 }
 
 #[test]
@@ -117,22 +117,22 @@ fn the_first_sigint_stops_gracefully_and_resume_finishes_the_run() {
         "{stderr}"
     );
     // Saved where it stood: the drafts of round 1 that landed are kept.
-    assert_eq!(record.state.status, boardroom::RunStatus::Cancelled);
-    assert_ne!(record.state.phase, boardroom::RunPhase::Finished);
-    assert!(record.state.answer.is_none());
+    assert_eq!(record.state.status(), boardroom::RunStatus::Cancelled);
+    assert_ne!(record.state.phase(), boardroom::store::RunPhase::Finished);
+    assert!(record.state.answer().is_none());
     // Stopped in round 1 with drafts in flight: they return within the
     // grace and every draft a member wrote is on the saved board (a member
     // whose call was not yet sent has none).
-    let drafts_of_round_1 = |record: &boardroom::RunRecord| {
+    let drafts_of_round_1 = |record: &boardroom::store::RunRecord| {
         record
             .state
-            .board
+            .board()
             .iter()
             .filter(|e| e.round == 1 && e.kind == boardroom::EntryKind::Draft)
             .count()
     };
     let draft_turns_of_round_1 = || {
-        boardroom::read_turns(&runs.join(&id))
+        boardroom::store::read_turns(&runs.join(&id))
             .unwrap()
             .items
             .iter()
@@ -159,8 +159,8 @@ fn the_first_sigint_stops_gracefully_and_resume_finishes_the_run() {
     assert_eq!(resumed.status.code(), Some(0), "{err}");
     assert!(!String::from_utf8_lossy(&resumed.stdout).trim().is_empty());
     let (_, record) = the_run(&runs);
-    assert_eq!(record.state.status, boardroom::RunStatus::Done);
-    assert_eq!(record.state.phase, boardroom::RunPhase::Finished);
+    assert_eq!(record.state.status(), boardroom::RunStatus::Done);
+    assert_eq!(record.state.phase(), boardroom::store::RunPhase::Finished);
     // The resume kept those drafts, asked only the members that had none,
     // and asked each of them once: one draft per member of round 1.
     assert_eq!(drafts_of_round_1(&record), 4);

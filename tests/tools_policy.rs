@@ -7,6 +7,7 @@ mod mcp_support;
 use std::path::Path;
 use std::process::Command;
 
+use boardroom::testing::McpProbe;
 use boardroom::{Team, ToolRegistry};
 
 fn write(dir: &Path, rel: &str, text: &str) {

@@ -3,9 +3,10 @@
 
 mod mcp_support;
 
+use boardroom::testing::{Scripted, Sim, SimOptions, SimToolCall};
 use boardroom::{
     AgentSpec, ChatResponse, EntryKind, Event, EventKind, FinishReason, Role, RunError, Runtime,
-    Scripted, Sim, SimOptions, SimToolCall, Team, TeamConfig, ToolCall,
+    Team, TeamConfig, ToolCall,
 };
 use serde_json::json;
 

@@ -11,7 +11,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use boardroom::{AgentSpec, Runtime, Scripted, Team, TeamConfig, ViewServer};
+use boardroom::testing::Scripted;
+use boardroom::view::ViewServer;
+use boardroom::{AgentSpec, Runtime, Team, TeamConfig};
 use view_support::Browser;
 
 const XSS: &str = "Menu: <script>document.body.setAttribute('data-pwned','script')</script>\

@@ -75,7 +75,7 @@ pub(crate) struct RunArgs {
     pub(crate) timeout: Option<std::time::Duration>,
     /// How the master and challengers write decisions: `line` (default) or `json`.
     #[arg(long, value_name = "line|json")]
-    pub(crate) protocol: Option<boardroom::Protocol>,
+    pub(crate) protocol: Option<boardroom::protocol::Protocol>,
     /// Print events as JSON lines on stdout instead of the live view.
     #[arg(long)]
     pub(crate) json: bool,

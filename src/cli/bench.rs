@@ -88,7 +88,7 @@ struct Report {
 pub(crate) fn main(args: &BenchArgs) -> u8 {
     let model = match args.model.as_deref().map(str::trim) {
         None | Some("sim") | Some("") => None,
-        Some(spec) => match boardroom::resolve_model(spec) {
+        Some(spec) => match boardroom::openai::resolve_model(spec) {
             Ok(m) => Some(m),
             Err(e) => {
                 eprintln!("--model: {e}");

@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use boardroom::{Cancel, Chat, ChatEvent, ChatIo, ChatStore, Runtime, TurnEnd};
+use boardroom::chat::{Chat, ChatEvent, ChatIo, ChatStore, TurnEnd};
+use boardroom::{Cancel, Runtime};
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 
@@ -201,7 +202,7 @@ pub(crate) fn chat(args: &ChatArgs) -> u8 {
     let Some(partner) = team.partner().cloned() else {
         eprintln!(
             "error: {}",
-            boardroom::ChatError::NoPartner {
+            boardroom::chat::ChatError::NoPartner {
                 team: team.name().into()
             }
         );

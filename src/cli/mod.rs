@@ -119,7 +119,8 @@ fn default_model(team: &Team, spec: Option<&str>) -> Result<SharedModel, String>
 fn openai_env_check(team: &Team, spec: &str) -> Result<(), String> {
     let resolved = match team.config().models.get(spec) {
         Some(boardroom::ModelConfig::Spec(s)) => s.as_str(),
-        Some(boardroom::ModelConfig::Endpoint(_)) => return Ok(()),
+        // An endpoint (or any other kind of model config) names its own server.
+        Some(_) => return Ok(()),
         None => spec,
     };
     let head = resolved.split(',').next().unwrap_or("").trim();
@@ -217,12 +218,12 @@ fn run(args: RunArgs) -> u8 {
         runtime = runtime.protocol(p);
     }
     // Checked now, naming the flag: an undeclared variable is bad input.
-    if let Err(e) = boardroom::apply_var_flags(runtime.team().variables(), &args.vars) {
+    if let Err(e) = boardroom::template::apply_var_flags(runtime.team().variables(), &args.vars) {
         eprintln!("error: {e}");
         return EXIT_BAD_INPUT;
     }
     for flag in &args.vars {
-        if let Ok((name, value)) = boardroom::parse_var_flag(flag) {
+        if let Ok((name, value)) = boardroom::template::parse_var_flag(flag) {
             runtime = runtime.var(name, value);
         }
     }
@@ -469,7 +470,7 @@ pub(crate) fn drive_and_report(
             EXIT_BAD_INPUT
         }
         // Another boardroom works on the run: say so plainly, as bad input.
-        Err(RunError::Store(e @ boardroom::StoreError::InUse { .. })) => {
+        Err(RunError::Store(e @ boardroom::store::StoreError::InUse { .. })) => {
             eprintln!("error: {}", runs::terminal_safe(&e.to_string()));
             EXIT_BAD_INPUT
         }

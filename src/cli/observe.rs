@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::thread::JoinHandle;
 
-use boardroom::{Event, EventKind, OtlpConfig, OtlpExporter, ViewServer, list_runs};
+use boardroom::otlp::{OtlpConfig, OtlpExporter};
+use boardroom::store::list_runs;
+use boardroom::view::ViewServer;
+use boardroom::{Event, EventKind};
 use crossbeam_channel::Receiver;
 
 use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
@@ -132,7 +135,7 @@ pub(crate) fn export(args: &ExportArgs) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
-    match boardroom::export_run(&dir, &config) {
+    match boardroom::otlp::export_run(&dir, &config) {
         Ok(report) if report.dropped == 0 => {
             println!(
                 "exported {} spans of {} to {}",

@@ -238,6 +238,7 @@ impl Human {
                     Phase::Memory => "noting what to remember".to_string(),
                     Phase::Converse => "taking its turn".to_string(),
                     Phase::Route => "choosing who acts next".to_string(),
+                    _ => "working".to_string(),
                 };
                 if attempt > 0 {
                     what.push_str(&format!(" (asked again, {attempt})"));

@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use boardroom::{
-    MasterMemory, RunPhase, RunRecord, RunStatus, Runtime, StoreError, list_runs, load_run,
-    run_holder,
+use boardroom::store::{
+    MasterMemory, RunPhase, RunRecord, StoreError, list_runs, load_run, run_holder,
 };
+use boardroom::{RunStatus, Runtime};
 
 use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 
@@ -175,7 +175,7 @@ fn status_of(r: &RunRecord, dir: &Path) -> &'static str {
     if run_holder(dir).is_some() {
         return "running";
     }
-    match (r.state.status, r.state.phase) {
+    match (r.state.status(), r.state.phase()) {
         (RunStatus::Running, RunPhase::Finished) => "finished",
         (RunStatus::Running, _) => "interrupted",
         // Stopped by Ctrl-C: saved where it stood.
@@ -187,9 +187,9 @@ fn status_of(r: &RunRecord, dir: &Path) -> &'static str {
 /// The status as `runs` lists it: a run that `resume` can go on with says so.
 fn listed_status(r: &RunRecord, dir: &Path) -> String {
     let status = status_of(r, dir);
-    if r.state.status == RunStatus::AwaitingUser && status != "running" {
+    if r.state.status() == RunStatus::AwaitingUser && status != "running" {
         "waiting for the user (resume --message)".to_string()
-    } else if r.state.phase != RunPhase::Finished && status != "running" {
+    } else if r.state.phase() != RunPhase::Finished && status != "running" {
         format!("{status}, resumable")
     } else {
         status.to_string()
@@ -230,9 +230,9 @@ pub(crate) fn list(args: &RunsArgs) -> u8 {
                 "{:<id_width$}  {}  {status:<status_width$}  {:>2} rounds  {:>7} tokens  {}",
                 terminal_safe(&run.id),
                 time_of(&run.id),
-                r.state.round,
-                r.state.usage.total(),
-                terminal_safe(&super::one_line(&r.state.task, 60))
+                r.state.round(),
+                r.state.usage().total(),
+                terminal_safe(&super::one_line(r.state.task(), 60))
             ),
             (Err(e), _) => println!(
                 "{:<id_width$}  {}  unreadable: {}",
@@ -301,7 +301,7 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
         let by = pid.map_or_else(String::new, |pid| format!(" (pid {pid})"));
         eprintln!(
             "error: run {}: in use by another boardroom{by}",
-            record.state.run_id
+            record.state.run_id()
         );
         return EXIT_BAD_INPUT;
     }
@@ -315,22 +315,22 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
         eprintln!("error: {e}");
         return EXIT_BAD_INPUT;
     }
-    if record.state.status == RunStatus::AwaitingUser && message.is_none() {
+    if record.state.status() == RunStatus::AwaitingUser && message.is_none() {
         eprintln!(
             "run {} waits for its user; reply with: {}",
-            record.state.run_id,
-            super::message_hint(&runs_dir_of(&dir), &record.state.run_id)
+            record.state.run_id(),
+            super::message_hint(&runs_dir_of(&dir), record.state.run_id())
         );
         print_ended(&record, args.json);
         return super::EXIT_WAITING;
     }
-    if record.state.phase == RunPhase::Finished
+    if record.state.phase() == RunPhase::Finished
         && message.is_none()
         && !memory_owed(&record, &dir, args.no_memory)
     {
         eprintln!(
             "run {} is already finished ({})",
-            record.state.run_id,
+            record.state.run_id(),
             status_of(&record, &dir)
         );
         print_ended(&record, args.json);
@@ -418,12 +418,12 @@ pub(crate) fn blackboard_flags(
 /// run, then `run_finished`).
 fn print_ended(record: &RunRecord, json: bool) {
     let state = &record.state;
-    let answer = state.answer.clone().unwrap_or_default();
+    let answer = state.answer().unwrap_or_default().to_string();
     if !json {
         println!("{}", terminal_safe(answer.trim_end()));
         return;
     }
-    let (agent, rounds) = match &state.handoff {
+    let (agent, rounds) = match &state.handoff() {
         Some(hs) => (hs.active.clone(), hs.steps.len() as u32),
         // The master: the first agent of the saved team.
         None => (
@@ -433,27 +433,25 @@ fn print_ended(record: &RunRecord, json: bool) {
                 .first()
                 .map(|a| a.name.clone())
                 .unwrap_or_default(),
-            state.round,
+            state.round(),
         ),
     };
-    let event = |kind: boardroom::EventKind| boardroom::Event {
-        run_id: state.run_id.clone(),
-        agent: agent.clone(),
-        parent: None,
-        time_ms: record.saved_ms,
-        kind,
+    let event = |kind: boardroom::EventKind| {
+        let mut event = boardroom::Event::now(state.run_id(), &agent, None, kind);
+        event.time_ms = record.saved_ms;
+        event
     };
     let mut events = Vec::new();
-    if state.status == RunStatus::AwaitingUser {
+    if state.status() == RunStatus::AwaitingUser {
         events.push(event(boardroom::EventKind::AwaitingUser {
             question: answer.clone(),
         }));
     }
     events.push(event(boardroom::EventKind::RunFinished {
-        status: state.status,
+        status: state.status(),
         answer,
         rounds,
-        usage: state.usage,
+        usage: state.usage(),
     }));
     for e in events {
         if let Ok(line) = serde_json::to_string(&e) {
@@ -473,7 +471,7 @@ fn memory_owed(record: &RunRecord, dir: &Path, no_memory: bool) -> bool {
     // A handoff run leaves a note when it ended with an answer, not at
     // its deadline (as the library decides).
     let handoff_ended = matches!(
-        record.state.status,
+        record.state.status(),
         RunStatus::Done
             | RunStatus::TurnLimit
             | RunStatus::HandoffLimit
@@ -481,13 +479,13 @@ fn memory_owed(record: &RunRecord, dir: &Path, no_memory: bool) -> bool {
     );
     if no_memory
         || !record.settings.memory
-        || record.state.answer.is_none()
+        || record.state.answer().is_none()
         || (record.team.config.process == boardroom::Process::Handoff && !handoff_ended)
     {
         return false;
     }
     let runs_dir = dir.parent().unwrap_or(Path::new("."));
-    !MasterMemory::for_team(runs_dir, &record.team.name).remembers(&record.state.run_id)
+    !MasterMemory::for_team(runs_dir, &record.team.name).remembers(record.state.run_id())
 }
 
 pub(crate) fn memory(args: &MemoryArgs) -> u8 {
@@ -533,7 +531,7 @@ pub(crate) fn memory(args: &MemoryArgs) -> u8 {
                 team.name(),
                 text.lines().count(),
                 text.chars().count(),
-                boardroom::DEFAULT_MEMORY_CHARS,
+                boardroom::store::DEFAULT_MEMORY_CHARS,
                 memory.path().display()
             );
             print!("{}", terminal_safe(&text));

@@ -1,7 +1,12 @@
 use std::fmt;
+use std::sync::Arc;
+
+/// An underlying error a [`ModelError`] keeps as its `source()`: shared,
+/// so the error stays `Clone`.
+type Cause = Option<Arc<dyn std::error::Error + Send + Sync + 'static>>;
 
 /// Why a model call failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum ModelError {
     /// The server answered with an HTTP status that is not success, after
@@ -26,6 +31,9 @@ pub enum ModelError {
         detail: String,
         /// How many attempts were made.
         attempts: u32,
+        /// The connection's error, where there is one and its text holds
+        /// no credential.
+        source: Cause,
     },
     /// The answer could not be understood.
     BadResponse {
@@ -33,6 +41,8 @@ pub enum ModelError {
         model: String,
         /// What was wrong with it.
         detail: String,
+        /// The parser's error, where there is one.
+        source: Cause,
     },
     /// The run's token budget is spent.
     BudgetExhausted {
@@ -75,6 +85,7 @@ impl fmt::Display for ModelError {
                 model,
                 detail,
                 attempts,
+                ..
             } => {
                 write!(f, "model '{model}': {detail}")?;
                 if *attempts > 1 {
@@ -82,7 +93,7 @@ impl fmt::Display for ModelError {
                 }
                 Ok(())
             }
-            ModelError::BadResponse { model, detail } => {
+            ModelError::BadResponse { model, detail, .. } => {
                 write!(f, "model '{model}': bad response: {detail}")
             }
             ModelError::BudgetExhausted { used, budget } => {
@@ -96,4 +107,16 @@ impl fmt::Display for ModelError {
     }
 }
 
-impl std::error::Error for ModelError {}
+impl std::error::Error for ModelError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ModelError::Transport {
+                source: Some(e), ..
+            }
+            | ModelError::BadResponse {
+                source: Some(e), ..
+            } => Some(e.as_ref()),
+            _ => None,
+        }
+    }
+}

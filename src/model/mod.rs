@@ -127,6 +127,7 @@ pub struct OutputSchema {
 /// protocol and lets records say what each call was for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Phase {
     /// The master's first turn: split the task into assignments.
     Plan,
@@ -149,6 +150,7 @@ pub enum Phase {
 
 impl Phase {
     /// The lowercase name used in events and records.
+    #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::Plan => "plan",
@@ -211,6 +213,7 @@ pub struct Usage {
 
 impl Usage {
     /// Prompt plus completion tokens.
+    #[must_use]
     pub fn total(&self) -> u64 {
         self.prompt_tokens.saturating_add(self.completion_tokens)
     }
@@ -228,6 +231,7 @@ impl Usage {
 /// Why the model stopped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum FinishReason {
     /// A natural end.
     #[default]

@@ -33,7 +33,8 @@ struct Inner {
 /// # Examples
 ///
 /// ```
-/// use boardroom::{ChatModel, ChatRequest, Phase, Scripted};
+/// use boardroom::{ChatModel, ChatRequest, Phase};
+/// use boardroom::testing::Scripted;
 /// let model = Scripted::new().reply("master", "DONE: 42");
 /// let req = ChatRequest::new("master", Phase::Plan, 0, vec![]);
 /// assert_eq!(model.chat(&req, &mut |_| {}).unwrap().text, "DONE: 42");
@@ -45,27 +46,32 @@ pub struct Scripted {
 
 impl Scripted {
     /// A model with empty queues.
+    #[must_use]
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Queues a text reply for `agent`.
+    #[must_use]
     pub fn reply(self, agent: &str, text: impl Into<String>) -> Self {
         self.push(agent, ScriptedReply::Text(text.into()))
     }
 
     /// Queues a failure for `agent`.
+    #[must_use]
     pub fn fail(self, agent: &str, message: impl Into<String>) -> Self {
         self.push(agent, ScriptedReply::Fail(message.into()))
     }
 
     /// Queues a full response for `agent`.
+    #[must_use]
     pub fn respond(self, agent: &str, response: ChatResponse) -> Self {
         self.push(agent, ScriptedReply::Response(response))
     }
 
     /// The reply `agent` gets once its queue is empty (otherwise an empty
     /// queue is an error).
+    #[must_use]
     pub fn otherwise(self, agent: &str, text: impl Into<String>) -> Self {
         self.inner
             .lock()
@@ -85,6 +91,7 @@ impl Scripted {
     }
 
     /// Every request received so far, in arrival order.
+    #[must_use]
     pub fn requests(&self) -> Vec<ChatRequest> {
         self.inner.lock().requests.clone()
     }

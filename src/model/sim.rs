@@ -61,6 +61,7 @@ pub struct SimToolCall {
 
 impl SimToolCall {
     /// `agent` asks for `tool` with these arguments.
+    #[must_use]
     pub fn new(agent: &str, tool: &str, arguments: serde_json::Value) -> Self {
         SimToolCall {
             agent: agent.to_string(),
@@ -129,11 +130,13 @@ impl Drop for InFlight<'_> {
 
 impl Sim {
     /// A sim with no latency that agrees and finishes after one round.
+    #[must_use]
     pub fn new() -> Self {
         Self::default()
     }
 
     /// A sim with these options.
+    #[must_use]
     pub fn with_options(options: SimOptions) -> Self {
         Sim {
             options,
@@ -142,17 +145,20 @@ impl Sim {
     }
 
     /// Sets the per-call latency.
+    #[must_use]
     pub fn latency(mut self, latency: Duration) -> Self {
         self.options.latency = latency;
         self
     }
 
     /// The options.
+    #[must_use]
     pub fn options(&self) -> &SimOptions {
         &self.options
     }
 
     /// The shared counters.
+    #[must_use]
     pub fn stats(&self) -> Arc<SimStats> {
         Arc::clone(&self.stats)
     }

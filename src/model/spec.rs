@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 /// A model spec that could not be understood.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ModelSpecError {
     /// The spec as given.
     pub spec: String,
@@ -36,7 +37,7 @@ impl std::error::Error for ModelSpecError {}
 /// # Examples
 ///
 /// ```
-/// let model = boardroom::resolve_model("sim:latency=10ms").unwrap();
+/// let model = boardroom::openai::resolve_model("sim:latency=10ms").unwrap();
 /// assert_eq!(model.name(), "sim");
 /// ```
 pub fn resolve_model(spec: &str) -> Result<SharedModel, ModelSpecError> {

@@ -1,6 +1,6 @@
 //! Subscribers that show a run: the OTLP trace exporter and the web view.
 
 #[cfg(feature = "otlp")]
-pub(crate) mod otlp;
+pub mod otlp;
 #[cfg(feature = "view")]
-pub(crate) mod view;
+pub mod view;

@@ -25,18 +25,18 @@ use crate::model::{Message, OutputSchema, ToolSpec};
 use crate::team::Variables;
 
 /// The name of the built-in handoff tool.
-pub const HANDOFF_TOOL: &str = "handoff";
+pub(crate) const HANDOFF_TOOL: &str = "handoff";
 /// The name of the built-in tool that changes a context variable.
-pub const SET_VARIABLE_TOOL: &str = "set_variable";
+pub(crate) const SET_VARIABLE_TOOL: &str = "set_variable";
 /// The name of the rule-routing schema.
-pub const RULE_CHOICE_SCHEMA: &str = "handoff_rule_choice";
+pub(crate) const RULE_CHOICE_SCHEMA: &str = "handoff_rule_choice";
 /// The name of the roster-routing schema.
-pub const AGENT_CHOICE_SCHEMA: &str = "handoff_agent_choice";
+pub(crate) const AGENT_CHOICE_SCHEMA: &str = "handoff_agent_choice";
 
 /// An agent's request to pass control.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HandoffDirective {
-    /// The destination, as written (check it with [`check_destination`]).
+pub(crate) struct HandoffDirective {
+    /// The destination, as written (check it with [`resolve_destination`]).
     pub to: String,
     /// Why, in the agent's words (may be empty).
     pub reason: String,
@@ -44,7 +44,7 @@ pub struct HandoffDirective {
 
 /// One earlier step, as the next agent sees it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HistoryStep {
+pub(crate) struct HistoryStep {
     /// The agent that acted, or `user` for the user's words.
     pub agent: String,
     /// What it wrote (without its HANDOFF line).
@@ -90,15 +90,7 @@ fn after_separator(rest: &str) -> Option<&str> {
 /// bullets, bold or code markers, `HANDOFF: to writer - reason`,
 /// `HANDOFF -> writer: reason`. `None` when there is no such line or it
 /// names nobody.
-///
-/// # Examples
-///
-/// ```
-/// use boardroom::parse_handoff_line;
-/// let d = parse_handoff_line("Draft done.\n- **Handoff:** `reviewer`: please check").unwrap();
-/// assert_eq!((d.to.as_str(), d.reason.as_str()), ("reviewer", "please check"));
-/// ```
-pub fn parse_handoff_line(text: &str) -> Option<HandoffDirective> {
+pub(crate) fn parse_handoff_line(text: &str) -> Option<HandoffDirective> {
     text.lines().rev().find_map(|line| {
         let rest = handoff_rest(line)?;
         let rest = match rest.get(..3) {
@@ -134,7 +126,7 @@ pub fn parse_handoff_line(text: &str) -> Option<HandoffDirective> {
 
 /// The reply without its HANDOFF lines: what goes into the history as the
 /// step's text.
-pub fn strip_handoff_lines(text: &str) -> String {
+pub(crate) fn strip_handoff_lines(text: &str) -> String {
     text.lines()
         .filter(|l| handoff_rest(l).is_none())
         .collect::<Vec<_>>()
@@ -150,7 +142,7 @@ pub fn strip_handoff_lines(text: &str) -> String {
 /// # Errors
 ///
 /// The corrective text, ready to send to the agent.
-pub fn resolve_destination(to: &str, from: &str, roster: &[&str]) -> Result<String, String> {
+pub(crate) fn resolve_destination(to: &str, from: &str, roster: &[&str]) -> Result<String, String> {
     let to = strip_markers(to);
     let others: Vec<&str> = roster
         .iter()
@@ -190,13 +182,18 @@ pub fn resolve_destination(to: &str, from: &str, roster: &[&str]) -> Result<Stri
 /// # Errors
 ///
 /// The corrective message for the agent (see [`resolve_destination`]).
-pub fn check_destination(d: &HandoffDirective, from: &str, roster: &[&str]) -> Result<(), String> {
+#[cfg(test)]
+pub(crate) fn check_destination(
+    d: &HandoffDirective,
+    from: &str,
+    roster: &[&str],
+) -> Result<(), String> {
     resolve_destination(&d.to, from, roster).map(|_| ())
 }
 
 /// The built-in `handoff` tool, offered to every agent of a handoff team
 /// whose model calls tools. `others` are the agents it may hand off to.
-pub fn handoff_tool_spec(others: &[&str]) -> ToolSpec {
+pub(crate) fn handoff_tool_spec(others: &[&str]) -> ToolSpec {
     let mut destination = json!({
         "type": "string",
         "description": "The agent that should act next, by name."
@@ -227,7 +224,7 @@ pub fn handoff_tool_spec(others: &[&str]) -> ToolSpec {
 
 /// The built-in `set_variable` tool: changes a declared context variable
 /// for the rest of the run.
-pub fn set_variable_tool_spec(vars: &Variables) -> ToolSpec {
+pub(crate) fn set_variable_tool_spec(vars: &Variables) -> ToolSpec {
     let names = vars.names();
     let mut name = json!({"type": "string", "description": "A declared context variable."});
     if !names.is_empty() {
@@ -275,7 +272,7 @@ fn scalar_text(v: &Value) -> Option<String> {
 /// # Errors
 ///
 /// A message for the agent when the JSON is bad or names no destination.
-pub fn parse_handoff_args(arguments: &str) -> Result<HandoffDirective, String> {
+pub(crate) fn parse_handoff_args(arguments: &str) -> Result<HandoffDirective, String> {
     let m = parse_object(arguments).map_err(|e| format!("handoff: {e}"))?;
     let to = ["destination_agent", "destination", "agent", "to"]
         .iter()
@@ -292,7 +289,7 @@ pub fn parse_handoff_args(arguments: &str) -> Result<HandoffDirective, String> {
 /// # Errors
 ///
 /// A message for the agent when the JSON is bad or a field is missing.
-pub fn parse_set_variable_args(arguments: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_set_variable_args(arguments: &str) -> Result<(String, String), String> {
     let m = parse_object(arguments).map_err(|e| format!("set_variable: {e}"))?;
     let name = m
         .get("name")
@@ -308,7 +305,7 @@ pub fn parse_set_variable_args(arguments: &str) -> Result<(String, String), Stri
 
 /// What the active agent sees in its turn.
 #[derive(Debug, Clone, Copy)]
-pub struct TurnInput<'a> {
+pub(crate) struct TurnInput<'a> {
     /// The active agent.
     pub agent: &'a str,
     /// Its soul, already rendered with the variables.
@@ -330,7 +327,7 @@ pub struct TurnInput<'a> {
 
 /// Renders `<history>`: every step with its agent, text (without HANDOFF
 /// lines), artifacts and handoff.
-pub fn render_history(history: &[HistoryStep]) -> String {
+pub(crate) fn render_history(history: &[HistoryStep]) -> String {
     let mut out = String::from("<history>\n");
     for (i, s) in history.iter().enumerate() {
         let _ = write!(
@@ -381,7 +378,7 @@ fn render_roster(roster: &[(&str, &str)]) -> String {
 /// The active agent's turn: a system message (its soul and how handoffs
 /// work) and a user message (task, variables, roster, the rules from it,
 /// the history, and whose turn it is).
-pub fn turn_prompt(t: &TurnInput<'_>) -> Vec<Message> {
+pub(crate) fn turn_prompt(t: &TurnInput<'_>) -> Vec<Message> {
     let how = if t.tools {
         "call the `handoff` tool with `destination_agent` (a name from the roster) and \
          `reason` (why, and what they should do)"
@@ -445,7 +442,7 @@ pub fn turn_prompt(t: &TurnInput<'_>) -> Vec<Message> {
 
 /// One rule as the routing call sees it.
 #[derive(Debug, Clone, Copy)]
-pub struct RoutingRule<'a> {
+pub(crate) struct RoutingRule<'a> {
     /// The agent the rule activates.
     pub to_agent: &'a str,
     /// Its condition, rendered with the variables (`None`: always).
@@ -454,7 +451,7 @@ pub struct RoutingRule<'a> {
 
 /// The schema of a rule choice: `{"rule": 0..=n, "reason": ".."}` (0 for
 /// none).
-pub fn rule_choice_schema(rules: usize) -> OutputSchema {
+pub(crate) fn rule_choice_schema(rules: usize) -> OutputSchema {
     OutputSchema {
         name: RULE_CHOICE_SCHEMA.into(),
         schema: json!({
@@ -474,7 +471,7 @@ pub fn rule_choice_schema(rules: usize) -> OutputSchema {
 /// condition holds? Returns the messages and the JSON schema (to send where
 /// the provider supports structured output; the line answer `RULE: <n>` /
 /// `NONE` is read either way).
-pub fn rule_routing_prompt(
+pub(crate) fn rule_routing_prompt(
     last_agent: &str,
     task: &str,
     rules: &[RoutingRule<'_>],
@@ -524,7 +521,7 @@ fn json_object(reply: &str) -> Option<serde_json::Map<String, Value>> {
 /// Reads a rule choice: the 0-based index of the chosen rule among `rules`,
 /// or `None` (NONE, 0, out of range, or nothing readable). Takes
 /// `{"rule": 2}`, `RULE: 2`, `Rule 2`, `**2**`, `#2` and `none`.
-pub fn parse_rule_choice(answer: &str, rules: usize) -> Option<usize> {
+pub(crate) fn parse_rule_choice(answer: &str, rules: usize) -> Option<usize> {
     let pick = |n: i64| -> Option<usize> {
         usize::try_from(n)
             .ok()
@@ -576,7 +573,7 @@ pub fn parse_rule_choice(answer: &str, rules: usize) -> Option<usize> {
 }
 
 /// The schema of an agent choice: `{"agent": <name or "none">, "reason"}`.
-pub fn agent_choice_schema(candidates: &[&str]) -> OutputSchema {
+pub(crate) fn agent_choice_schema(candidates: &[&str]) -> OutputSchema {
     let mut names: Vec<&str> = candidates.to_vec();
     names.push("none");
     OutputSchema {
@@ -596,7 +593,7 @@ pub fn agent_choice_schema(candidates: &[&str]) -> OutputSchema {
 /// The routing fallback: which of `candidates` (name, description) should
 /// act next after `last_agent`, or none? Returns the messages and the JSON
 /// schema (the line answer `NEXT: <agent>` / `NONE` is read either way).
-pub fn roster_routing_prompt(
+pub(crate) fn roster_routing_prompt(
     last_agent: &str,
     task: &str,
     candidates: &[(&str, &str)],
@@ -628,7 +625,7 @@ pub fn roster_routing_prompt(
 /// Reads an agent choice against the candidates: the roster spelling, or
 /// `None` for none, an unknown name or nothing readable. Takes
 /// `{"agent": "writer"}`, `NEXT: writer`, `**Writer**`, and a lone name.
-pub fn parse_agent_choice(answer: &str, candidates: &[&str]) -> Option<String> {
+pub(crate) fn parse_agent_choice(answer: &str, candidates: &[&str]) -> Option<String> {
     let find = |name: &str| {
         let name = strip_markers(name).trim_end_matches(['.', '!']);
         candidates

@@ -21,6 +21,7 @@ pub struct Cancel(Arc<AtomicBool>);
 
 impl Cancel {
     /// A flag that is not set.
+    #[must_use]
     pub fn new() -> Self {
         Cancel::default()
     }
@@ -31,6 +32,7 @@ impl Cancel {
     }
 
     /// Whether the run was asked to stop.
+    #[must_use]
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }
@@ -43,7 +45,8 @@ impl Cancel {
 /// # Examples
 ///
 /// ```
-/// use boardroom::{RunStatus, Runtime, Sim, Team};
+/// use boardroom::{RunStatus, Runtime, Team};
+/// use boardroom::testing::Sim;
 ///
 /// let handle = Runtime::new(Team::builtin()?, Sim::new()).start("Plan a picnic")?;
 /// println!("run {} started", handle.run_id());
@@ -61,6 +64,7 @@ pub struct RunHandle {
 
 impl RunHandle {
     /// The run's id (its directory under the runs directory).
+    #[must_use]
     pub fn run_id(&self) -> &str {
         &self.run_id
     }
@@ -72,6 +76,7 @@ impl RunHandle {
     }
 
     /// This run's stop flag, to hand to another thread (a signal handler).
+    #[must_use]
     pub fn canceller(&self) -> Cancel {
         self.cancel.clone()
     }
@@ -79,6 +84,7 @@ impl RunHandle {
     /// This run's own events, if the runtime was built with
     /// [`Runtime::events_per_run`] and they were not taken: only this
     /// run's, and the receiver ends (disconnects) when the run ends.
+    #[must_use]
     pub fn events(&self) -> Option<&Receiver<Event>> {
         self.events.as_ref()
     }
@@ -91,6 +97,7 @@ impl RunHandle {
     }
 
     /// Whether the run has ended (`wait` will not block).
+    #[must_use]
     pub fn is_finished(&self) -> bool {
         self.thread.is_finished()
     }

@@ -16,6 +16,8 @@ pub(crate) mod persist;
 pub(crate) mod pool;
 mod seed;
 mod state;
+#[cfg(test)]
+mod tests;
 pub(crate) mod tool_loop;
 pub(crate) mod turns;
 
@@ -35,14 +37,15 @@ pub use state::{RunPhase, RunState, UserNote};
 pub use turns::Turn;
 
 /// The default round cap.
-pub const DEFAULT_MAX_ROUNDS: u32 = 5;
+pub(crate) const DEFAULT_MAX_ROUNDS: u32 = 5;
 
 /// Runs a team on a task. Cheap to clone.
 ///
 /// # Examples
 ///
 /// ```
-/// use boardroom::{Runtime, Sim, Team};
+/// use boardroom::{Runtime, Team};
+/// use boardroom::testing::Sim;
 /// let team = Team::load(".").unwrap();
 /// let run = Runtime::new(team, Sim::new()).max_rounds(3).run("Write a haiku about tea").unwrap();
 /// assert!(!run.answer.is_empty());
@@ -94,6 +97,7 @@ impl std::fmt::Debug for Runtime {
 
 /// What a finished run gives back.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct RunOutcome {
     /// The run's id.
     pub run_id: String,
@@ -155,6 +159,7 @@ impl Runtime {
     /// Caps the rounds of members (default: `team.yaml`, else 5). A
     /// handoff team has no rounds: its caps are `max_turns` and
     /// `max_handoffs` in `team.yaml` (the CLI refuses `--rounds` for it).
+    #[must_use]
     pub fn max_rounds(mut self, rounds: u32) -> Self {
         self.max_rounds = Some(rounds.max(1));
         self
@@ -163,6 +168,7 @@ impl Runtime {
     /// Caps the members that run at once (default: `team.yaml`, else all
     /// of a round). A handoff team runs one agent at a time and does not
     /// use it (the CLI refuses `--parallel` for it).
+    #[must_use]
     pub fn max_parallel(mut self, parallel: usize) -> Self {
         self.max_parallel = Some(parallel.max(1));
         self
@@ -172,6 +178,7 @@ impl Runtime {
     /// this runtime or its clones sends to the same channel (events carry
     /// their `run_id`); for a receiver per run, see
     /// [`Runtime::events_per_run`].
+    #[must_use]
     pub fn events(mut self, sender: Sender<Event>) -> Self {
         self.events = Some(sender);
         self
@@ -194,7 +201,8 @@ impl Runtime {
     /// # Examples
     ///
     /// ```
-    /// use boardroom::{EventKind, RunStatus, Runtime, Sim, Team};
+    /// use boardroom::{EventKind, RunStatus, Runtime, Team};
+    /// use boardroom::testing::Sim;
     ///
     /// let runtime = Runtime::new(Team::builtin()?, Sim::new()).events_per_run();
     /// let mut a = runtime.start("Plan a picnic")?;
@@ -209,12 +217,14 @@ impl Runtime {
     /// assert!(matches!(last.map(|e| e.kind), Some(EventKind::RunFinished { .. })));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[must_use]
     pub fn events_per_run(mut self) -> Self {
         self.per_run_events = true;
         self
     }
 
     /// Gives the master this memory of earlier runs.
+    #[must_use]
     pub fn memory(mut self, memory: impl Into<String>) -> Self {
         self.memory = memory.into();
         self
@@ -222,6 +232,7 @@ impl Runtime {
 
     /// The directory where agents' files go (workspace tools, `plan.json`,
     /// `report.md`). Without one, workspace tools refuse to run.
+    #[must_use]
     pub fn workspace(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
         self.workspace = Some(dir.into());
         self
@@ -230,6 +241,7 @@ impl Runtime {
     /// Ends the run gracefully, with the best answer so far, once it has
     /// used `tokens` tokens (default: `team.yaml`'s `token_budget`, else no
     /// limit). Calls in flight finish, so a run may end a little over.
+    #[must_use]
     pub fn token_budget(mut self, tokens: u64) -> Self {
         self.token_budget = Some(tokens);
         self
@@ -242,13 +254,15 @@ impl Runtime {
     /// deadline), so a run may end a little over. The status is
     /// [`RunStatus::TimedOut`]; a run whose board holds no draft by then
     /// fails instead ([`RunError::NoUsableDraft`]).
+    #[must_use]
     pub fn timeout(mut self, limit: std::time::Duration) -> Self {
         self.timeout = Some(limit);
         self
     }
 
     /// How the master and challengers write their decisions (default:
-    /// `team.yaml`'s `protocol`, else [`Protocol::Line`](crate::Protocol::Line)).
+    /// `team.yaml`'s `protocol`, else [`Protocol::Line`](crate::protocol::Protocol::Line)).
+    #[must_use]
     pub fn protocol(mut self, protocol: crate::protocol::Protocol) -> Self {
         self.protocol = Some(protocol);
         self
@@ -257,6 +271,7 @@ impl Runtime {
     /// Adds a tool of the program's own to the run's registry (beside the
     /// built-ins and the MCP servers' tools). Agents use it when their
     /// `tools:` grants its name.
+    #[must_use]
     pub fn tool(mut self, tool: impl crate::tools::Tool + 'static) -> Self {
         self.tools.push(Arc::new(tool));
         self
@@ -268,17 +283,20 @@ impl Runtime {
     ///
     /// A name the team does not declare makes the run fail to start with
     /// [`RunError::Process`], naming the declared ones.
+    #[must_use]
     pub fn var(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.vars.push((name.into(), value.into()));
         self
     }
 
     /// The team.
+    #[must_use]
     pub fn team(&self) -> &Team {
         &self.team
     }
 
     /// The effective round cap.
+    #[must_use]
     pub fn rounds_cap(&self) -> u32 {
         self.max_rounds
             .or(self.team.config().max_rounds)
@@ -308,7 +326,7 @@ impl Runtime {
     /// # Errors
     ///
     /// As [`Runtime::run`].
-    pub fn drive(&self, state: RunState) -> Result<RunOutcome, RunError> {
+    pub(crate) fn drive(&self, state: RunState) -> Result<RunOutcome, RunError> {
         self.drive_in(state, persist::Opening::Either)
     }
 }

@@ -151,10 +151,7 @@ impl Persist {
 }
 
 fn to_json(path: &Path, value: &impl serde::Serialize) -> Result<Vec<u8>, StoreError> {
-    serde_json::to_vec_pretty(value).map_err(|e| StoreError::Corrupt {
-        path: path.to_path_buf(),
-        detail: format!("cannot serialise: {e}"),
-    })
+    serde_json::to_vec_pretty(value).map_err(|e| StoreError::json(path, "cannot serialise", e))
 }
 
 impl Runtime {
@@ -162,6 +159,7 @@ impl Runtime {
     /// `turns.jsonl`, `workspace/`). Without it nothing is written. The
     /// run's workspace is `<dir>/<run-id>/workspace` unless
     /// [`Runtime::workspace`] names another.
+    #[must_use]
     pub fn runs_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.runs_dir = Some(dir.into());
         self
@@ -171,6 +169,7 @@ impl Runtime {
     /// starts, so a run sees what the one before it added) and, after each
     /// run that ends with an answer, asks it what to add. It takes the
     /// place of [`Runtime::memory`].
+    #[must_use]
     pub fn master_memory(mut self, memory: MasterMemory) -> Self {
         self.master_memory = Some(memory);
         self
@@ -178,6 +177,7 @@ impl Runtime {
 
     /// Records the model spec the default model was built from, so that a
     /// resume can build it again (it goes into `run.json`).
+    #[must_use]
     pub fn model_spec(mut self, spec: impl Into<String>) -> Self {
         self.model_spec = Some(spec.into());
         self
@@ -222,7 +222,7 @@ impl Runtime {
     /// writing to the same directory.
     ///
     /// The runtime should hold the run's team: [`RunRecord::team`] via
-    /// [`load_run`](crate::load_run) gives it back.
+    /// [`load_run`](crate::store::load_run) gives it back.
     ///
     /// # Errors
     ///
@@ -232,7 +232,9 @@ impl Runtime {
     /// # Examples
     ///
     /// ```
-    /// use boardroom::{Runtime, Sim, Team, load_run};
+    /// use boardroom::{Runtime, Team};
+    /// use boardroom::testing::Sim;
+    /// use boardroom::store::load_run;
     /// let runs = std::env::temp_dir().join(format!("boardroom-doc-{}", std::process::id()));
     /// let run = Runtime::new(Team::builtin()?, Sim::new())
     ///     .runs_dir(&runs)

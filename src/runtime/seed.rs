@@ -14,7 +14,9 @@ impl Runtime {
     /// # Examples
     ///
     /// ```
-    /// use boardroom::{Plan, Runtime, Sim, Team};
+    /// use boardroom::{Runtime, Team};
+    /// use boardroom::plan::Plan;
+    /// use boardroom::testing::Sim;
     ///
     /// let mut plan = Plan::default();
     /// plan.add("Find a venue for 20 people", None);
@@ -26,6 +28,7 @@ impl Runtime {
     /// assert_eq!(run.plan.tasks[0].metadata["added_by"], "partner");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[must_use]
     pub fn modules(mut self, plan: Plan) -> Self {
         self.seed = plan;
         self
@@ -34,6 +37,7 @@ impl Runtime {
     /// Names the agent that launched the run (`partner`): the parent of
     /// every event that has no other (the master's), so a viewer draws the
     /// run under it.
+    #[must_use]
     pub fn parent(mut self, agent: impl Into<String>) -> Self {
         self.parent = Some(agent.into());
         self

@@ -14,6 +14,7 @@ use crate::protocol::Assignment;
 /// Where a run is in its loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum RunPhase {
     /// The master has not split the task yet.
     Plan,
@@ -37,32 +38,32 @@ pub enum RunPhase {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunState {
     /// The run's id.
-    pub run_id: String,
+    pub(crate) run_id: String,
     /// The task.
-    pub task: String,
+    pub(crate) task: String,
     /// The current round (0 while planning).
-    pub round: u32,
+    pub(crate) round: u32,
     /// Where the loop is.
-    pub phase: RunPhase,
+    pub(crate) phase: RunPhase,
     /// Assignments of the current round.
-    pub assignments: Vec<Assignment>,
+    pub(crate) assignments: Vec<Assignment>,
     /// Problems with the master's last reply, to show it next turn.
-    pub feedback: Vec<String>,
+    pub(crate) feedback: Vec<String>,
     /// The board.
-    pub board: Vec<Entry>,
+    pub(crate) board: Vec<Entry>,
     /// The work modules.
     #[serde(default)]
-    pub plan: Plan,
+    pub(crate) plan: Plan,
     /// Tokens used, in total.
-    pub usage: Usage,
+    pub(crate) usage: Usage,
     /// Tokens used, per agent.
-    pub usage_by_agent: BTreeMap<String, Usage>,
+    pub(crate) usage_by_agent: BTreeMap<String, Usage>,
     /// How the run stands.
-    pub status: RunStatus,
+    pub(crate) status: RunStatus,
     /// The answer, once there is one.
-    pub answer: Option<String>,
+    pub(crate) answer: Option<String>,
     /// The last error that stopped the run.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// Set when a failed run is resumed: the round's assignments that
     /// ended in an error of any kind run again (a mid-round crash re-runs
     /// only those that failed on the transport).
@@ -72,20 +73,20 @@ pub struct RunState {
     /// questions and follow-ups, oldest first (the master sees them with
     /// the task).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub user_notes: Vec<UserNote>,
+    pub(crate) user_notes: Vec<UserNote>,
     /// Rounds run before the last follow-up: a follow-up gets the round cap
     /// again, counted from here.
     #[serde(default, skip_serializing_if = "is_zero")]
-    pub round_offset: u32,
+    pub(crate) round_offset: u32,
     /// A handoff run's own state: the steps so far, the active agent, the
     /// context variables.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub handoff: Option<crate::process::handoff::HandoffState>,
+    pub(crate) handoff: Option<crate::process::handoff::HandoffState>,
 }
 
 impl RunState {
     /// A fresh run about to plan.
-    pub fn new(run_id: String, task: String) -> Self {
+    pub(crate) fn new(run_id: String, task: String) -> Self {
         RunState {
             run_id,
             task,
@@ -106,11 +107,96 @@ impl RunState {
             handoff: None,
         }
     }
+
+    /// The run's id.
+    #[must_use]
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The task.
+    #[must_use]
+    pub fn task(&self) -> &str {
+        &self.task
+    }
+
+    /// The current round (0 while planning).
+    #[must_use]
+    pub fn round(&self) -> u32 {
+        self.round
+    }
+
+    /// Where the loop is.
+    #[must_use]
+    pub fn phase(&self) -> RunPhase {
+        self.phase
+    }
+
+    /// The assignments of the current round.
+    #[must_use]
+    pub fn assignments(&self) -> &[Assignment] {
+        &self.assignments
+    }
+
+    /// The board.
+    #[must_use]
+    pub fn board(&self) -> &[Entry] {
+        &self.board
+    }
+
+    /// The work modules.
+    #[must_use]
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Tokens used, in total.
+    #[must_use]
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// Tokens used, per agent.
+    #[must_use]
+    pub fn usage_by_agent(&self) -> &BTreeMap<String, Usage> {
+        &self.usage_by_agent
+    }
+
+    /// How the run stands.
+    #[must_use]
+    pub fn status(&self) -> RunStatus {
+        self.status
+    }
+
+    /// The answer, once there is one.
+    #[must_use]
+    pub fn answer(&self) -> Option<&str> {
+        self.answer.as_deref()
+    }
+
+    /// The last error that stopped the run.
+    #[must_use]
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    /// What the user told a blackboard run, oldest first.
+    #[must_use]
+    pub fn user_notes(&self) -> &[UserNote] {
+        &self.user_notes
+    }
+
+    /// A handoff run's own state (steps, active agent, context variables).
+    #[must_use]
+    pub fn handoff(&self) -> Option<&crate::process::handoff::HandoffState> {
+        self.handoff.as_ref()
+    }
 }
 
 /// Something the user told a run: the answer to the master's question, or a
 /// follow-up to a finished run (no question).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UserNote {
     /// The master's question it answers, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]

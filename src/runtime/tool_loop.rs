@@ -315,6 +315,7 @@ fn chat(
         Err(ModelError::BadResponse {
             model: model.name(),
             detail: format!("the call panicked: {}", panic_text(panic.as_ref())),
+            source: None,
         })
     })
 }

@@ -19,6 +19,7 @@ use super::core::Core;
 
 /// One model call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Turn {
     /// `t0001`, `t0002`, ... in the order calls finished.
     pub turn_id: String,

@@ -22,6 +22,17 @@ pub enum StoreError {
         /// What is wrong, lowercase.
         detail: String,
     },
+    /// A file's JSON could not be read or written: not JSON, not the
+    /// record it should be, or a value that cannot be serialised.
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// What was being done, lowercase (`not valid json`, `not a run
+        /// record`, `cannot serialise`).
+        what: &'static str,
+        /// The parser's or serialiser's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// `run.json` was written by a newer version of boardroom.
     NewerVersion {
         /// The file.
@@ -52,6 +63,19 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// A JSON error on `path` while doing `what`.
+    pub(crate) fn json(
+        path: impl Into<PathBuf>,
+        what: &'static str,
+        source: serde_json::Error,
+    ) -> Self {
+        StoreError::Json {
+            path: path.into(),
+            what,
+            source: Box::new(source),
+        }
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
         StoreError::Io {
             path: path.into(),
@@ -65,6 +89,9 @@ impl fmt::Display for StoreError {
         match self {
             StoreError::Io { path, source } => write!(f, "{}: {source}", path.display()),
             StoreError::Corrupt { path, detail } => write!(f, "{}: {detail}", path.display()),
+            StoreError::Json { path, what, source } => {
+                write!(f, "{}: {what}: {source}", path.display())
+            }
             StoreError::NewerVersion {
                 path,
                 found,
@@ -97,6 +124,7 @@ impl std::error::Error for StoreError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             StoreError::Io { source, .. } => Some(source),
+            StoreError::Json { source, .. } => Some(source.as_ref()),
             _ => None,
         }
     }

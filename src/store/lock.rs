@@ -108,13 +108,16 @@ impl RunLock {
 /// # Examples
 ///
 /// ```
-/// use boardroom::{Runtime, Sim, Team, run_holder};
+/// use boardroom::{Runtime, Team};
+/// use boardroom::testing::Sim;
+/// use boardroom::store::run_holder;
 /// let runs = std::env::temp_dir().join(format!("boardroom-doc-lock-{}", std::process::id()));
 /// let run = Runtime::new(Team::builtin()?, Sim::new()).runs_dir(&runs).run("Plan a picnic")?;
 /// assert_eq!(run_holder(&runs.join(&run.run_id)), None, "finished: nobody holds it");
 /// # std::fs::remove_dir_all(&runs).ok();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[must_use]
 pub fn run_holder(dir: &Path) -> Option<Option<u32>> {
     if !dir.join(LOCK_FILE).is_file() {
         return None;

@@ -12,6 +12,11 @@
 //!
 //! Readers are tolerant: a half-written last line is skipped with a
 //! warning, a `run.json` from a newer version is an error that says so.
+//!
+//! [`load_run`] gives a [`RunRecord`]; its [`RunState`] (read through
+//! accessors) holds the board, the plan, the usage and, for a handoff run,
+//! the [`HandoffState`]; [`read_turns`] gives every model call as a
+//! [`Turn`]. [`MasterMemory`] is the master's notes kept across runs.
 
 mod error;
 mod lock;
@@ -23,6 +28,10 @@ pub use error::StoreError;
 pub use lock::run_holder;
 pub use read::{Lines, RunListing, list_runs, load_run, read_events, read_turns};
 pub use record::{RUN_FORMAT_VERSION, RunRecord, RunSettings, TeamSnapshot};
+
+pub use crate::memory::{DEFAULT_MEMORY_CHARS, MasterMemory};
+pub use crate::process::handoff::{HandoffState, HandoffStep};
+pub use crate::runtime::{RunPhase, RunState, Turn, UserNote};
 
 pub(crate) use lock::RunLock;
 pub(crate) use read::{MAX_SEQ, read_journal};

@@ -26,7 +26,7 @@ pub struct Lines<T> {
 ///
 /// [`StoreError::NotFound`] when there is no such file,
 /// [`StoreError::NewerVersion`] for a file from a newer boardroom,
-/// [`StoreError::Corrupt`] for one that is not a run record.
+/// [`StoreError::Json`] for one that is not a run record.
 pub fn load_run(dir: &Path) -> Result<RunRecord, StoreError> {
     let path = dir.join(RUN_FILE);
     let text = match std::fs::read_to_string(&path) {
@@ -43,7 +43,7 @@ pub fn load_run(dir: &Path) -> Result<RunRecord, StoreError> {
         detail,
     };
     let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| corrupt(format!("not valid json: {e}")))?;
+        serde_json::from_str(&text).map_err(|e| StoreError::json(&path, "not valid json", e))?;
     let version = value
         .get("version")
         .and_then(serde_json::Value::as_u64)
@@ -55,8 +55,8 @@ pub fn load_run(dir: &Path) -> Result<RunRecord, StoreError> {
             supported: RUN_FORMAT_VERSION,
         });
     }
-    let record: RunRecord =
-        serde_json::from_value(value).map_err(|e| corrupt(format!("not a run record: {e}")))?;
+    let record: RunRecord = serde_json::from_value(value)
+        .map_err(|e| StoreError::json(&path, "not a run record", e))?;
     // Entries are numbered 1, 2, 3, ... in board order: anything else was
     // not written by boardroom (and a number at the top of the range
     // would overflow the next entry's).
@@ -144,6 +144,7 @@ fn read_lines_from<T: DeserializeOwned>(path: &Path, from: u64) -> Result<Lines<
 
 /// One directory under the runs directory.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct RunListing {
     /// The run id (the directory's name).
     pub id: String,

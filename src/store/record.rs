@@ -15,6 +15,7 @@ pub const RUN_FORMAT_VERSION: u32 = 1;
 /// The contents of `run.json`: the run's state plus what is needed to
 /// start it again (the team and the settings, never a secret).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RunRecord {
     /// The format version ([`RUN_FORMAT_VERSION`] when written by this build).
     pub version: u32,
@@ -38,6 +39,7 @@ pub struct RunRecord {
 
 /// The settings of a run, as the runtime had them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RunSettings {
     /// The default model's name.
     pub model: String,
@@ -68,6 +70,7 @@ pub struct RunSettings {
 
 /// A team as stored in `run.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TeamSnapshot {
     /// The team's name.
     pub name: String,
@@ -83,6 +86,7 @@ pub struct TeamSnapshot {
 
 impl TeamSnapshot {
     /// The snapshot of a team.
+    #[must_use]
     pub fn of(team: &Team) -> Self {
         TeamSnapshot {
             name: team.name().to_string(),

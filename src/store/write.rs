@@ -200,10 +200,8 @@ impl RunDir {
 /// One JSON line, written with a single `write` and flushed, so a crash
 /// leaves at worst a torn last line that readers skip.
 fn append(file: &Mutex<File>, path: &Path, value: &impl Serialize) -> Result<(), StoreError> {
-    let mut line = serde_json::to_vec(value).map_err(|e| StoreError::Corrupt {
-        path: path.to_path_buf(),
-        detail: format!("cannot serialise: {e}"),
-    })?;
+    let mut line =
+        serde_json::to_vec(value).map_err(|e| StoreError::json(path, "cannot serialise", e))?;
     line.push(b'\n');
     let mut f = file.lock();
     f.write_all(&line)

@@ -44,6 +44,7 @@ pub enum Process {
 /// `sim:latency=50ms`, ...) or a table of settings.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum ModelConfig {
     /// A model spec, as `--model` takes it.
     Spec(String),
@@ -185,6 +186,7 @@ pub struct EndpointConfig {
 
 /// The contents of `team.yaml`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TeamConfig {
     /// The team's name.
     #[serde(default)]
@@ -317,6 +319,7 @@ impl TeamConfig {
     }
 
     /// The run's wall-clock limit, from `timeout`.
+    #[must_use]
     pub fn timeout(&self) -> Option<std::time::Duration> {
         self.timeout
             .as_deref()

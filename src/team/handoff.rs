@@ -13,14 +13,15 @@ use super::{AgentSpec, Process, TeamConfig, TeamError, yaml};
 use crate::protocol::closest;
 
 /// Handoffs a run may make unless `max_handoffs` says otherwise.
-pub const DEFAULT_MAX_HANDOFFS: u32 = 20;
+pub(super) const DEFAULT_MAX_HANDOFFS: u32 = 20;
 /// Agent turns a run may take unless `max_turns` says otherwise.
-pub const DEFAULT_MAX_TURNS: u32 = 40;
+pub(super) const DEFAULT_MAX_TURNS: u32 = 40;
 
 /// What happens when the active agent hands off to nobody and no rule or
 /// routing call picks the next one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum AfterWork {
     /// The run waits for the user's reply (status `awaiting_user`).
     #[default]
@@ -33,6 +34,7 @@ pub enum AfterWork {
 
 impl AfterWork {
     /// The name as `team.yaml` spells it.
+    #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             AfterWork::ReturnToUser => "return_to_user",
@@ -58,6 +60,7 @@ pub struct HandoffRule {
 
 impl HandoffRule {
     /// Whether it applies to an agent that just finished.
+    #[must_use]
     pub fn applies_to(&self, agent: &str) -> bool {
         (self.from_agent == "*" || self.from_agent == agent) && self.to_agent != agent
     }
@@ -65,6 +68,7 @@ impl HandoffRule {
 
 /// The handoff settings of a team ([`Team::handoff`](super::Team::handoff)).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct HandoffSettings {
     /// The agent that acts first.
     pub entry: String,

@@ -20,9 +20,7 @@ use serde::{Deserialize, Serialize};
 pub(crate) use config::MAX_IN_FLIGHT;
 pub use config::{EndpointConfig, HandoffRuleConfig, ModelConfig, Process, TeamConfig};
 pub use error::TeamError;
-pub use handoff::{
-    AfterWork, DEFAULT_MAX_HANDOFFS, DEFAULT_MAX_TURNS, HandoffRule, HandoffSettings,
-};
+pub use handoff::{AfterWork, HandoffRule, HandoffSettings};
 pub use template::{
     TemplateError, VarError, Variables, apply_var_flags, check_template, parse_var_flag, render,
     render_task,
@@ -43,6 +41,7 @@ const AGENT_KEYS: &[&str] = &[
 /// An agent's place in the team.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum AgentRole {
     /// Splits the task, reviews the board, gives the answer. One per team.
     Master,
@@ -143,25 +142,29 @@ impl AgentSpec {
     }
 
     /// Lets it take part in the challenge round.
+    #[must_use]
     pub fn challenger(mut self) -> Self {
         self.can_challenge = true;
         self
     }
 
     /// Sets its model (a name from `team.yaml` or a spec).
+    #[must_use]
     pub fn with_model(mut self, model: impl Into<String>) -> Self {
         self.model = Some(model.into());
         self
     }
 
     /// Gives it a model of its own, as a value (an [`OpenAi`](crate::OpenAi)
-    /// endpoint, a [`Sim`](crate::Sim), your own [`ChatModel`](crate::ChatModel)).
+    /// endpoint, a [`Sim`](crate::testing::Sim), your own [`ChatModel`](crate::ChatModel)).
+    #[must_use]
     pub fn with_chat_model(mut self, model: impl crate::model::ChatModel + 'static) -> Self {
         self.chat_model = Some(AgentModel(std::sync::Arc::new(model)));
         self
     }
 
     /// Grants it tools.
+    #[must_use]
     pub fn with_tools<I, S>(mut self, tools: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -385,26 +388,31 @@ impl Team {
     }
 
     /// The team's name.
+    #[must_use]
     pub fn name(&self) -> &str {
         &self.inner.name
     }
 
     /// The directory it was loaded from, if any.
+    #[must_use]
     pub fn dir(&self) -> Option<&Path> {
         self.inner.dir.as_deref()
     }
 
     /// The `team.yaml` settings.
+    #[must_use]
     pub fn config(&self) -> &TeamConfig {
         &self.inner.config
     }
 
     /// Every agent, the master first.
+    #[must_use]
     pub fn agents(&self) -> &[AgentSpec] {
         &self.inner.agents
     }
 
     /// The master.
+    #[must_use]
     pub fn master(&self) -> &AgentSpec {
         // validate() guarantees exactly one master, sorted first.
         &self.inner.agents[0]
@@ -419,6 +427,7 @@ impl Team {
 
     /// The partner (`role: partner`), if the team has one: the agent
     /// `boardroom chat` talks with.
+    #[must_use]
     pub fn partner(&self) -> Option<&AgentSpec> {
         self.inner
             .agents
@@ -428,11 +437,13 @@ impl Team {
 
     /// How a handoff team hands over: entry, rules, after-work behaviour,
     /// caps. `None` for a team of another process.
+    #[must_use]
     pub fn handoff(&self) -> Option<&HandoffSettings> {
         self.inner.handoff.as_ref()
     }
 
     /// The declared context variables with their defaults, in file order.
+    #[must_use]
     pub fn variables(&self) -> &Variables {
         &self.inner.config.context_variables
     }
@@ -464,6 +475,7 @@ impl Team {
     }
 
     /// The agent with this name (exact spelling).
+    #[must_use]
     pub fn agent(&self, name: &str) -> Option<&AgentSpec> {
         self.inner.agents.iter().find(|a| a.name == name)
     }

@@ -22,10 +22,10 @@ use serde::{Deserialize, Serialize};
 /// # Examples
 ///
 /// ```
-/// use boardroom::Variables;
+/// use boardroom::template::Variables;
 /// let mut vars = Variables::declare([("max_revisions", 3.into())]);
 /// vars.set("max_revisions", "5").unwrap();
-/// assert_eq!(boardroom::render("at most {{ max_revisions }}", &vars).unwrap(), "at most 5");
+/// assert_eq!(boardroom::template::render("at most {{ max_revisions }}", &vars).unwrap(), "at most 5");
 /// assert!(vars.set("max_revision", "5").is_err());
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -92,6 +92,7 @@ impl Variables {
     }
 
     /// The value of a declared variable.
+    #[must_use]
     pub fn get(&self, name: &str) -> Option<&serde_json::Value> {
         self.vars.iter().find(|(n, _)| n == name).map(|(_, v)| v)
     }
@@ -102,6 +103,7 @@ impl Variables {
     }
 
     /// The declared names, in order.
+    #[must_use]
     pub fn names(&self) -> Vec<String> {
         self.vars.iter().map(|(n, _)| n.clone()).collect()
     }
@@ -112,6 +114,7 @@ impl Variables {
     }
 
     /// Whether no variable is declared.
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.vars.is_empty()
     }
@@ -309,6 +312,7 @@ pub enum TemplateError {
 
 impl TemplateError {
     /// The 1-based line of the template to blame, where known.
+    #[must_use]
     pub fn line(&self) -> Option<usize> {
         match self {
             TemplateError::Undeclared { line, .. } => Some(*line),
@@ -317,6 +321,7 @@ impl TemplateError {
     }
 
     /// The message without its line.
+    #[must_use]
     pub fn message(&self) -> String {
         match self {
             TemplateError::Undeclared { name, known, .. } => {
@@ -410,7 +415,7 @@ pub fn check_template(template: &str, known: &[String]) -> Result<(), TemplateEr
 /// # Examples
 ///
 /// ```
-/// use boardroom::{Variables, render};
+/// use boardroom::template::{Variables, render};
 /// let vars = Variables::declare([("audience", "experts".into())]);
 /// let soul = "You write.{% if audience == 'experts' %} Skip the basics.{% endif %}";
 /// assert_eq!(render(soul, &vars).unwrap(), "You write. Skip the basics.");
@@ -434,12 +439,13 @@ pub fn render(template: &str, vars: &Variables) -> Result<String, TemplateError>
 /// # Examples
 ///
 /// ```
-/// use boardroom::{Variables, render_task};
+/// use boardroom::template::{Variables, render_task};
 /// let vars = Variables::declare([("topic", "green tea".into())]);
 /// assert_eq!(render_task("A guide to {{ topic }}", &vars), "A guide to green tea");
 /// assert_eq!(render_task("What does {{ x }} do?", &vars), "What does {{ x }} do?");
 /// assert_eq!(render_task("Fix {% if a %}", &vars), "Fix {% if a %}");
 /// ```
+#[must_use]
 pub fn render_task(task: &str, vars: &Variables) -> String {
     match render(task, vars) {
         Ok(text) => text,

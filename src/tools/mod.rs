@@ -9,7 +9,7 @@
 //! server's tools).
 
 mod error;
-pub(crate) mod mcp;
+pub mod mcp;
 mod plan;
 mod policy;
 mod workspace;
@@ -26,7 +26,7 @@ use crate::plan::Plan;
 use crate::team::{AgentSpec, Team, TeamError};
 
 pub use error::ToolError;
-pub use mcp::{Elicitation, McpError, McpPool, McpServerConfig, McpToolInfo};
+pub(crate) use mcp::{McpPool, McpServerConfig, McpToolInfo};
 
 /// Something an agent can do: a name, a description, a JSON schema of its
 /// arguments and a blocking call.
@@ -100,6 +100,7 @@ impl std::fmt::Debug for ToolContext<'_> {
 
 impl<'a> ToolContext<'a> {
     /// A context for `agent` with no workspace and no plan.
+    #[must_use]
     pub fn new(agent: &'a str) -> Self {
         ToolContext {
             agent,
@@ -110,36 +111,57 @@ impl<'a> ToolContext<'a> {
     }
 
     /// Gives the tools a workspace directory.
+    #[must_use]
     pub fn with_workspace(mut self, dir: &'a Path) -> Self {
         self.workspace = Some(dir);
         self
     }
 
     /// Gives the tools a plan.
-    pub fn with_plan(mut self, plan: &'a Mutex<Plan>) -> Self {
+    pub(crate) fn with_plan(mut self, plan: &'a Mutex<Plan>) -> Self {
         self.plan = Some(plan);
         self
     }
 
     /// Calls `hook(path, bytes)` for every file a tool writes.
+    #[must_use]
     pub fn on_file(mut self, hook: &'a (dyn Fn(&str, u64) + Sync)) -> Self {
         self.on_file = Some(hook);
         self
     }
 
     /// The calling agent.
+    #[must_use]
     pub fn agent(&self) -> &str {
         self.agent
     }
 
     /// The workspace directory, if the run has one.
+    #[must_use]
     pub fn workspace(&self) -> Option<&Path> {
         self.workspace
     }
 
-    /// The run's plan, if the context has one.
-    pub fn plan(&self) -> Option<&Mutex<Plan>> {
-        self.plan
+    /// A copy of the run's plan, if the context has one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use boardroom::ToolContext;
+    ///
+    /// // A context made outside a run has no plan.
+    /// assert!(ToolContext::new("writer").plan_snapshot().is_none());
+    /// ```
+    #[must_use]
+    pub fn plan_snapshot(&self) -> Option<Plan> {
+        self.plan.map(|p| p.lock().clone())
+    }
+
+    /// Changes the run's plan through `change`, holding its lock only for
+    /// the call, and returns what `change` returns; `None` if the context
+    /// has no plan. Do not call a model or another tool inside `change`.
+    pub fn update_plan<R>(&self, change: impl FnOnce(&mut Plan) -> R) -> Option<R> {
+        self.plan.map(|p| change(&mut p.lock()))
     }
 
     /// Reports a written file (path relative to the workspace).
@@ -188,11 +210,13 @@ pub struct ToolRegistry {
 
 impl ToolRegistry {
     /// An empty registry.
+    #[must_use]
     pub fn new() -> Self {
         Self::default()
     }
 
     /// The built-in workspace and plan tools.
+    #[must_use]
     pub fn builtin() -> Self {
         let mut r = Self::new();
         r.add(Arc::new(workspace::WorkspaceRead));
@@ -282,17 +306,20 @@ impl ToolRegistry {
     }
 
     /// The MCP pool, if servers were started.
+    #[must_use]
     pub fn mcp(&self) -> Option<&Arc<McpPool>> {
         self.mcp.as_ref()
     }
 
     /// The tool with this name.
+    #[must_use]
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
         self.expand(name).into_iter().next()
     }
 
     /// Every tool name, sorted (MCP servers' tools as the pool knows them
     /// now).
+    #[must_use]
     pub fn names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.tools.keys().cloned().collect();
         if let Some(pool) = &self.mcp {

@@ -18,8 +18,12 @@ pub(crate) struct PlanAddTask;
 #[derive(Debug)]
 pub(crate) struct PlanUpdateTask;
 
-fn plan<'c>(ctx: &'c ToolContext<'_>) -> Result<&'c parking_lot::Mutex<Plan>, ToolError> {
-    ctx.plan().ok_or_else(|| ToolError::Plan {
+/// Runs `change` on the run's plan under its lock.
+fn with_plan<R>(
+    ctx: &ToolContext<'_>,
+    change: impl FnOnce(&mut Plan) -> R,
+) -> Result<R, ToolError> {
+    ctx.update_plan(change).ok_or_else(|| ToolError::Plan {
         detail: "this run has no plan".into(),
     })
 }
@@ -49,20 +53,20 @@ impl Tool for PlanRead {
     }
 
     fn call(&self, _args: Value, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
-        let tasks: Vec<Value> = plan(ctx)?
-            .lock()
-            .tasks
-            .iter()
-            .map(|t| {
-                json!({
-                    "task_id": t.task_id,
-                    "status": t.status,
-                    "assigned_agent": t.assigned_agent,
-                    "description": t.description,
-                    "metadata": t.metadata,
+        let tasks: Vec<Value> = with_plan(ctx, |plan| {
+            plan.tasks
+                .iter()
+                .map(|t| {
+                    json!({
+                        "task_id": t.task_id,
+                        "status": t.status,
+                        "assigned_agent": t.assigned_agent,
+                        "description": t.description,
+                        "metadata": t.metadata,
+                    })
                 })
-            })
-            .collect();
+                .collect()
+        })?;
         Ok(serde_json::to_string_pretty(&json!({ "tasks": tasks })).unwrap_or_default())
     }
 }
@@ -96,11 +100,13 @@ impl Tool for PlanAddTask {
             });
         }
         let agent = opt_str(self.name(), &args, "assigned_agent")?.map(str::to_string);
-        let mut guard = plan(ctx)?.lock();
-        let id = guard.add(description, agent);
-        if let Some(m) = guard.get_mut(&id) {
-            m.metadata.insert("added_by".into(), json!(ctx.agent()));
-        }
+        let id = with_plan(ctx, |plan| {
+            let id = plan.add(description, agent);
+            if let Some(m) = plan.get_mut(&id) {
+                m.metadata.insert("added_by".into(), json!(ctx.agent()));
+            }
+            id
+        })?;
         Ok(format!("added {id}"))
     }
 }
@@ -146,49 +152,73 @@ impl Tool for PlanUpdateTask {
         let description = opt_str(name, &args, "description")?;
         let agent = opt_str(name, &args, "assigned_agent")?;
         let note = opt_str(name, &args, "note")?;
-        let mut guard = plan(ctx)?.lock();
-        let known: Vec<String> = guard.tasks.iter().map(|t| t.task_id.clone()).collect();
-        let Some(m) = guard.get_mut(id) else {
-            return Err(ToolError::Plan {
-                detail: format!(
-                    "no task '{id}' (the plan has: {})",
-                    if known.is_empty() {
-                        "none".into()
-                    } else {
-                        known.join(", ")
-                    }
-                ),
-            });
-        };
-        let mut changed = Vec::new();
-        if let Some(s) = status {
-            m.status = s;
-            changed.push(format!("status {s}"));
-        }
-        if let Some(d) = description {
-            m.description = d.to_string();
-            changed.push("description".to_string());
-        }
-        if let Some(a) = agent {
-            m.assigned_agent = Some(a.to_string());
-            changed.push(format!("assigned to {a}"));
-        }
-        if let Some(n) = note {
-            let notes = m.metadata.entry("notes").or_insert_with(|| json!([]));
-            if let Some(list) = notes.as_array_mut() {
-                list.push(json!({"by": ctx.agent(), "note": n}));
-            }
-            changed.push("note added".to_string());
-        }
-        if changed.is_empty() {
-            return Err(ToolError::BadArguments {
-                tool: name.into(),
-                detail: "nothing to change: give status, description, assigned_agent or note"
-                    .into(),
-            });
-        }
-        Ok(format!("{id}: {}", changed.join(", ")))
+        with_plan(ctx, |plan| {
+            update(
+                plan,
+                ctx.agent(),
+                name,
+                id,
+                status,
+                description,
+                agent,
+                note,
+            )
+        })?
     }
+}
+
+/// Applies `plan_update_task`'s changes to module `id`.
+#[allow(clippy::too_many_arguments)]
+fn update(
+    guard: &mut Plan,
+    by: &str,
+    name: &str,
+    id: &str,
+    status: Option<ModuleStatus>,
+    description: Option<&str>,
+    agent: Option<&str>,
+    note: Option<&str>,
+) -> Result<String, ToolError> {
+    let known: Vec<String> = guard.tasks.iter().map(|t| t.task_id.clone()).collect();
+    let Some(m) = guard.get_mut(id) else {
+        return Err(ToolError::Plan {
+            detail: format!(
+                "no task '{id}' (the plan has: {})",
+                if known.is_empty() {
+                    "none".into()
+                } else {
+                    known.join(", ")
+                }
+            ),
+        });
+    };
+    let mut changed = Vec::new();
+    if let Some(s) = status {
+        m.status = s;
+        changed.push(format!("status {s}"));
+    }
+    if let Some(d) = description {
+        m.description = d.to_string();
+        changed.push("description".to_string());
+    }
+    if let Some(a) = agent {
+        m.assigned_agent = Some(a.to_string());
+        changed.push(format!("assigned to {a}"));
+    }
+    if let Some(n) = note {
+        let notes = m.metadata.entry("notes").or_insert_with(|| json!([]));
+        if let Some(list) = notes.as_array_mut() {
+            list.push(json!({"by": by, "note": n}));
+        }
+        changed.push("note added".to_string());
+    }
+    if changed.is_empty() {
+        return Err(ToolError::BadArguments {
+            tool: name.into(),
+            detail: "nothing to change: give status, description, assigned_agent or note".into(),
+        });
+    }
+    Ok(format!("{id}: {}", changed.join(", ")))
 }
 
 #[cfg(test)]

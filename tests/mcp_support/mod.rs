@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use boardroom::McpServerConfig;
+use boardroom::mcp::McpServerConfig;
 
 /// The entry point of an installed reference server; fails (never skips)
 /// when it is missing.

@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use boardroom::{ChatRequest, Phase, Scripted, Team};
+use boardroom::testing::Scripted;
+use boardroom::{ChatRequest, Phase, Team};
 
 /// `researcher` (the master), `writer` and `reviewer`.
 pub const TRIO: [(&str, &str); 3] = [

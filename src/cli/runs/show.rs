@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use boardroom::{Lines, Phase, RunPhase, Turn, load_run, read_events, read_turns, run_holder};
+use boardroom::Phase;
+use boardroom::store::{Lines, RunPhase, Turn, load_run, read_events, read_turns, run_holder};
 
 use super::super::one_line;
 use super::super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
@@ -72,8 +73,8 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
     let s = &record.state;
     out!(
         "run {} · {} · team '{}' · model {} · {} · {} round(s) · {} tokens ({} prompt, {} completion)",
-        s.run_id,
-        time_of(&s.run_id),
+        s.run_id(),
+        time_of(s.run_id()),
         record.team.name,
         record
             .settings
@@ -81,12 +82,12 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
             .as_deref()
             .unwrap_or(&record.settings.model),
         status_of(&record, &dir),
-        s.round,
-        s.usage.total(),
-        s.usage.prompt_tokens,
-        s.usage.completion_tokens,
+        s.round(),
+        s.usage().total(),
+        s.usage().prompt_tokens,
+        s.usage().completion_tokens,
     );
-    match &s.handoff {
+    match &s.handoff() {
         Some(h) => out!(
             "handoff · {} steps · {} handoffs · {} turns · {} events",
             h.steps.len(),
@@ -99,34 +100,34 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
         ),
         None => out!(
             "{} board entries · {} work modules · {} turns · {} events",
-            s.board.len(),
-            s.plan.tasks.len(),
+            s.board().len(),
+            s.plan().tasks.len(),
             turns.items.len(),
             events.items.len()
         ),
     }
-    out!("task: {}", s.task.trim());
-    if let Some(e) = &s.error {
+    out!("task: {}", s.task().trim());
+    if let Some(e) = &s.error() {
         out!("error: {e}");
     }
-    if s.status == boardroom::RunStatus::AwaitingUser {
+    if s.status() == boardroom::RunStatus::AwaitingUser {
         let runs_dir = dir.parent().unwrap_or(std::path::Path::new("."));
         out!(
             "waiting for the user; reply with: {}",
-            super::super::message_hint(runs_dir, &s.run_id)
+            super::super::message_hint(runs_dir, s.run_id())
         );
     }
     // A handoff run's messages are steps of the user's (below).
-    if s.handoff.is_none() && !s.user_notes.is_empty() {
+    if s.handoff().is_none() && !s.user_notes().is_empty() {
         out!("\n== from the user");
-        for note in &s.user_notes {
+        for note in s.user_notes() {
             if let Some(q) = &note.question {
                 out!("asked: {}", one_line(q, 100));
             }
             out!("user: {}", one_line(&note.message, 100));
         }
     }
-    if let Some(h) = &s.handoff {
+    if let Some(h) = &s.handoff() {
         out!("\n== steps");
         for step in &h.steps {
             out!("{}", step_line(step));
@@ -134,7 +135,7 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
     }
     if args.board {
         out!("\n== board");
-        for e in &s.board {
+        for e in s.board() {
             let task = e
                 .task
                 .as_deref()
@@ -154,7 +155,7 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
     }
     if args.plan {
         out!("\n== plan");
-        for m in &s.plan.tasks {
+        for m in &s.plan().tasks {
             out!(
                 "{} {:<14} {:<12} {} ({} archived messages)",
                 m.task_id,
@@ -171,7 +172,7 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
             out!("{}", turn_line(t, true));
         }
     }
-    if let (true, Some(h)) = (args.tree, &s.handoff) {
+    if let (true, Some(h)) = (args.tree, &s.handoff()) {
         out!("\n== call graph");
         print!("{}", terminal_safe(&handoff_tree(&h.steps, &turns.items)));
     } else if args.tree {
@@ -197,8 +198,8 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
         ""
     };
     let holder = run_holder(&dir);
-    match &s.answer {
-        Some(a) if s.phase == RunPhase::Finished => out!("\n{heading}{}", a.trim_end()),
+    match &s.answer() {
+        Some(a) if s.phase() == RunPhase::Finished => out!("\n{heading}{}", a.trim_end()),
         _ if holder.is_some() => out!(
             "\n(no answer yet: running now{})",
             holder
@@ -207,11 +208,11 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
         ),
         _ => out!(
             "\n(no answer yet: stopped before phase '{}'; `boardroom resume {}` continues it)",
-            serde_json::to_value(s.phase)
+            serde_json::to_value(s.phase())
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default(),
-            s.run_id
+            s.run_id()
         ),
     }
     EXIT_OK
@@ -219,7 +220,7 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
 
 /// One step of a handoff run: who acted, where control went and how, and
 /// the first line of what it wrote.
-fn step_line(step: &boardroom::HandoffStep) -> String {
+fn step_line(step: &boardroom::store::HandoffStep) -> String {
     let mut s = format!("{} {}", step.step_id, step.agent);
     match (&step.handoff_target, &step.how) {
         (Some(to), Some(how)) => {
@@ -245,7 +246,7 @@ fn step_line(step: &boardroom::HandoffStep) -> String {
 
 /// The call graph of a handoff run: each step with its model calls (the
 /// agent's turn, then the routing calls that chose the next agent).
-fn handoff_tree(steps: &[boardroom::HandoffStep], turns: &[Turn]) -> String {
+fn handoff_tree(steps: &[boardroom::store::HandoffStep], turns: &[Turn]) -> String {
     let mut out = String::new();
     for (i, step) in steps.iter().enumerate() {
         let round = i as u32;

@@ -105,6 +105,7 @@ const FLOOR_DRIFT: f64 = 0.01;
 
 /// Why an endpoint's limit changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LimitReason {
     /// The server answered 429 (too many requests).
     RateLimited,
@@ -118,6 +119,7 @@ pub enum LimitReason {
 
 impl LimitReason {
     /// The snake_case name used in events.
+    #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             LimitReason::RateLimited => "rate_limited",
@@ -130,6 +132,7 @@ impl LimitReason {
 
 /// A change of an endpoint's in-flight limit.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LimitChange {
     /// The endpoint (its URL, without credentials; never the key).
     pub endpoint: String,
@@ -165,6 +168,7 @@ impl std::fmt::Debug for LimitWatch {
 impl LimitWatch {
     /// Whether `other` watches the same endpoint (a run watches each
     /// endpoint once, however many of its models point at it).
+    #[must_use]
     pub fn same_endpoint(&self, other: &LimitWatch) -> bool {
         Arc::ptr_eq(&self.endpoint, &other.endpoint)
     }

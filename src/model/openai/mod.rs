@@ -30,6 +30,9 @@ pub use limit::{LimitChange, LimitReason, LimitWatch, LimitWatcher};
 pub use retry::RetryPolicy;
 pub(crate) use spec::{from_endpoint, from_spec};
 
+/// How many transport-retry waits an [`OpenAi`] keeps for its probe.
+const KEPT_WAITS: usize = 64;
+
 /// The base URL used when neither the caller nor `OPENAI_BASE_URL` names one.
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
@@ -78,6 +81,7 @@ struct Inner {
     endpoint: Arc<Endpoint>,
     retry: RetryPolicy,
     sleep: SleepFn,
+    /// The last transport-retry waits, bounded (a test probe).
     waits: Mutex<Vec<Duration>>,
 }
 
@@ -125,12 +129,14 @@ impl std::fmt::Debug for OpenAiBuilder {
 
 impl OpenAiBuilder {
     /// The name used in logs and errors (default: `openai:<model>`).
+    #[must_use]
     pub fn label(mut self, label: impl Into<String>) -> Self {
         self.label = Some(label.into());
         self
     }
 
     /// The API key, sent as `Authorization: Bearer ...`.
+    #[must_use]
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         let key = key.into();
         self.key = (!key.trim().is_empty()).then(|| ApiKey(key.trim().to_string()));
@@ -139,6 +145,7 @@ impl OpenAiBuilder {
 
     /// Reads the API key from the environment variable `var` (named in
     /// error messages about authentication). Unset or empty: no key.
+    #[must_use]
     pub fn api_key_env(mut self, var: impl Into<String>) -> Self {
         self.key_env = var.into();
         self.key = std::env::var(&self.key_env)
@@ -153,6 +160,7 @@ impl OpenAiBuilder {
     /// socket timeouts are what is left of it. The clock starts when the
     /// call first holds an in-flight slot (waiting behind other calls to
     /// the same endpoint is bounded by their deadlines).
+    #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
@@ -163,18 +171,21 @@ impl OpenAiBuilder {
     /// endpoint's adaptive limit alone decides (it starts at 1024 and finds
     /// the server's capacity); with it the adaptive limit still works below
     /// the cap.
+    #[must_use]
     pub fn max_in_flight(mut self, n: usize) -> Self {
         self.max_in_flight = Some(n.clamp(1, 4096));
         self
     }
 
     /// Streams answers over SSE (the default) or asks for whole answers.
+    #[must_use]
     pub fn stream(mut self, stream: bool) -> Self {
         self.stream = stream;
         self
     }
 
     /// How failed requests are retried.
+    #[must_use]
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = policy;
         self
@@ -182,6 +193,7 @@ impl OpenAiBuilder {
 
     /// What waits between attempts (default: `std::thread::sleep`). Tests
     /// pass a function that only records the wait.
+    #[must_use]
     pub fn sleep_with(mut self, sleep: impl Fn(Duration) + Send + Sync + 'static) -> Self {
         self.sleep = Arc::new(sleep);
         self
@@ -298,8 +310,9 @@ impl OpenAi {
         OpenAi::builder(env_base_url(), env_model()).build()
     }
 
-    /// Every wait the transport retry chose so far, in order (all calls).
-    pub fn retry_waits(&self) -> Vec<Duration> {
+    /// The last waits (at most [`KEPT_WAITS`]) the transport retry chose,
+    /// oldest first (all calls); read through `testing::OpenAiProbe`.
+    pub(crate) fn recent_retry_waits(&self) -> Vec<Duration> {
         self.inner.waits.lock().clone()
     }
 
@@ -314,17 +327,20 @@ impl OpenAi {
 
     /// The endpoint's adaptive in-flight limit now (shared by every model
     /// in this process at the same base URL with the same key).
+    #[must_use]
     pub fn in_flight_limit(&self) -> usize {
         self.inner.endpoint.limit().min(self.max_in_flight())
     }
 
     /// The most requests in flight at once to the endpoint so far (all
     /// models sharing it).
+    #[must_use]
     pub fn peak_in_flight(&self) -> usize {
         self.inner.endpoint.peak_in_flight()
     }
 
     /// How many times the endpoint's limit changed so far.
+    #[must_use]
     pub fn limit_changes(&self) -> u64 {
         self.inner.endpoint.changes()
     }
@@ -522,7 +538,13 @@ impl ChatModel for OpenAi {
                 attempt + 1,
                 i.retry.max_attempts
             );
-            i.waits.lock().push(wait);
+            {
+                let mut waits = i.waits.lock();
+                if waits.len() == KEPT_WAITS {
+                    waits.remove(0);
+                }
+                waits.push(wait);
+            }
             // The server asked every request to wait, not only this one.
             if retry_after.is_some() {
                 i.endpoint.pause_until(Instant::now() + wait);
@@ -568,9 +590,10 @@ impl OpenAi {
         if let Some(key) = &i.key {
             req = req.header("Authorization", format!("Bearer {}", key.0));
         }
-        let mut response = req
-            .send(body)
-            .map_err(|e| self.transport(&e.to_string(), retryable_error(&e)))?;
+        let mut response = req.send(body).map_err(|e| {
+            let retry = retryable_error(&e);
+            self.transport_from(&e.to_string(), retry, Some(Box::new(e)))
+        })?;
         let status = response.status().as_u16();
         // The endpoint's limit learns from the status and the time to it.
         match status {
@@ -620,10 +643,18 @@ impl OpenAi {
                     "the answer is larger than {} MiB",
                     wire::MAX_ANSWER_BYTES >> 20
                 ))),
-                e => self.transport(&format!("reading the answer: {e}"), true),
+                e => self.transport_from(
+                    &format!("reading the answer: {e}"),
+                    true,
+                    Some(Box::new(e)),
+                ),
             })?;
         let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-            Failure::Fatal(self.bad(wire::not_json(&content_type, &self.redact(&text), &e)))
+            let mut error = self.bad(wire::not_json(&content_type, &self.redact(&text), &e));
+            if let ModelError::BadResponse { source, .. } = &mut error {
+                *source = Some(std::sync::Arc::new(e));
+            }
+            Failure::Fatal(error)
         })?;
         let answer =
             wire::parse_response(request, &json).map_err(|e| Failure::Fatal(self.bad(e)))?;
@@ -643,9 +674,9 @@ impl OpenAi {
         let mut state = wire::StreamState::default();
         let mut buf = [0u8; 8192];
         loop {
-            let n = reader
-                .read(&mut buf)
-                .map_err(|e| self.transport(&format!("reading the stream: {e}"), true))?;
+            let n = reader.read(&mut buf).map_err(|e| {
+                self.transport_from(&format!("reading the stream: {e}"), true, Some(Box::new(e)))
+            })?;
             let events = if n == 0 {
                 decoder.finish()
             } else {
@@ -689,6 +720,7 @@ impl OpenAi {
                 crate::model::duration::human(self.inner.timeout)
             ),
             attempts: attempts.max(1),
+            source: None,
         }
     }
 
@@ -718,10 +750,26 @@ impl OpenAi {
     }
 
     fn transport(&self, detail: &str, retryable: bool) -> Failure {
+        self.transport_from(detail, retryable, None)
+    }
+
+    /// A transport failure that keeps `cause` as its source, unless the
+    /// cause's text holds the key.
+    fn transport_from(
+        &self,
+        detail: &str,
+        retryable: bool,
+        cause: Option<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Failure {
+        let cause = cause.filter(|c| {
+            let text = c.to_string();
+            self.redact(&text) == text
+        });
         let error = ModelError::Transport {
             model: self.inner.label.clone(),
             detail: self.redact(detail),
             attempts: 1,
+            source: cause.map(std::sync::Arc::from),
         };
         if retryable {
             Failure::Retry {
@@ -737,6 +785,7 @@ impl OpenAi {
         ModelError::BadResponse {
             model: self.inner.label.clone(),
             detail,
+            source: None,
         }
     }
 

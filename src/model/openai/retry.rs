@@ -18,9 +18,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 ///
 /// ```
 /// use std::time::Duration;
-/// let policy = boardroom::RetryPolicy {
+/// let policy = boardroom::openai::RetryPolicy {
 ///     max_attempts: 3,
-///     ..boardroom::RetryPolicy::default()
+///     ..boardroom::openai::RetryPolicy::default()
 /// };
 /// assert_eq!(policy.base_delay, Duration::from_millis(500));
 /// ```

@@ -8,13 +8,14 @@ use std::time::Duration;
 /// # Examples
 ///
 /// ```
-/// use boardroom::OtlpConfig;
+/// use boardroom::otlp::OtlpConfig;
 ///
 /// let config = OtlpConfig::new("http://127.0.0.1:6006")?.content(false);
 /// assert_eq!(config.endpoint(), "http://127.0.0.1:6006/v1/traces");
-/// # Ok::<(), boardroom::OtlpError>(())
+/// # Ok::<(), boardroom::otlp::OtlpError>(())
 /// ```
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct OtlpConfig {
     pub(crate) endpoint: String,
     pub(crate) headers: Vec<(String, String)>,
@@ -53,8 +54,9 @@ pub(crate) fn shown(url: &str) -> String {
     }
 }
 
-/// What is wrong with an OTLP setting.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What is wrong with an OTLP setting, or why a saved run could not be
+/// exported.
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum OtlpError {
     /// The endpoint is not an `http://` or `https://` URL.
@@ -77,9 +79,14 @@ pub enum OtlpError {
         value: String,
     },
     /// The exporter's threads could not be started.
-    Thread(String),
+    Thread(std::sync::Arc<std::io::Error>),
     /// A saved run could not be read.
-    Store(String),
+    Store(std::sync::Arc<crate::store::StoreError>),
+    /// A saved run has no events to export.
+    NoEvents {
+        /// The run directory.
+        dir: std::path::PathBuf,
+    },
 }
 
 impl std::fmt::Display for OtlpError {
@@ -99,11 +106,24 @@ impl std::fmt::Display for OtlpError {
             ),
             OtlpError::Thread(e) => write!(f, "otlp: cannot start the exporter thread: {e}"),
             OtlpError::Store(e) => write!(f, "{e}"),
+            OtlpError::NoEvents { dir } => write!(
+                f,
+                "{}: no events to export (events.jsonl is missing or empty)",
+                dir.display()
+            ),
         }
     }
 }
 
-impl std::error::Error for OtlpError {}
+impl std::error::Error for OtlpError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OtlpError::Thread(e) => Some(e.as_ref()),
+            OtlpError::Store(e) => Some(e.as_ref()),
+            _ => None,
+        }
+    }
+}
 
 /// The default per-request timeout (the OTLP specification's 10 s).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -227,6 +247,7 @@ impl OtlpConfig {
     }
 
     /// The traces URL requests go to.
+    #[must_use]
     pub fn endpoint(&self) -> &str {
         &self.endpoint
     }
@@ -323,9 +344,9 @@ mod tests {
                 ("x-team".to_string(), "red".to_string())
             ]
         );
-        assert_eq!(
+        assert!(matches!(
             parse_headers("a=1,broken").unwrap_err(),
             OtlpError::BadHeader { index: 2 }
-        );
+        ));
     }
 }

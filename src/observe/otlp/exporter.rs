@@ -81,7 +81,9 @@ impl Stats {
 /// # Examples
 ///
 /// ```no_run
-/// use boardroom::{OtlpConfig, OtlpExporter, Runtime, Sim, Team};
+/// use boardroom::{Runtime, Team};
+/// use boardroom::otlp::{OtlpConfig, OtlpExporter};
+/// use boardroom::testing::Sim;
 ///
 /// let exporter = OtlpExporter::start(OtlpConfig::new("http://127.0.0.1:6006")?)?;
 /// let run = Runtime::new(Team::builtin()?, Sim::new())
@@ -132,13 +134,13 @@ impl OtlpExporter {
         let sender = std::thread::Builder::new()
             .name("boardroom-otlp-send".into())
             .spawn(move || send_loop(&spans_rx, &post, batch, &s))
-            .map_err(|e| OtlpError::Thread(e.to_string()))?;
+            .map_err(|e| OtlpError::Thread(std::sync::Arc::new(e)))?;
         let s = Arc::clone(&stats);
         let content = config.content;
         let builder = std::thread::Builder::new()
             .name("boardroom-otlp-spans".into())
             .spawn(move || build_loop(&events_rx, &spans_tx, content, runs_dir, &s))
-            .map_err(|e| OtlpError::Thread(e.to_string()))?;
+            .map_err(|e| OtlpError::Thread(std::sync::Arc::new(e)))?;
         Ok(OtlpExporter {
             events: Some(events_tx),
             builder: Some(builder),
@@ -150,6 +152,7 @@ impl OtlpExporter {
 
     /// A sender for the run's events (never blocks: the channel is
     /// unbounded and drained at once into spans).
+    #[must_use]
     pub fn events(&self) -> Sender<Event> {
         self.events
             .clone()
@@ -157,6 +160,7 @@ impl OtlpExporter {
     }
 
     /// What was delivered and dropped so far (the run may still be going).
+    #[must_use]
     pub fn report(&self) -> ExportReport {
         report(&self.stats, &self.endpoint)
     }
@@ -165,6 +169,7 @@ impl OtlpExporter {
     /// and says what was delivered. When the collector has failed,
     /// what is still queued is dropped rather than waited for; a slow
     /// collector holds this up by at most about one request timeout.
+    #[must_use]
     pub fn finish(mut self) -> ExportReport {
         self.events = None;
         if let Some(b) = self.builder.take() {
@@ -371,19 +376,21 @@ impl TurnTail {
 ///
 /// # Errors
 ///
-/// [`OtlpError::Store`] when the run's files cannot be read. A collector
+/// [`OtlpError::Store`] when the run's files cannot be read,
+/// [`OtlpError::NoEvents`] when it has no events. A collector
 /// that fails is not an error here: the report counts what was dropped.
 pub fn export_run(dir: &Path, config: &OtlpConfig) -> Result<ExportReport, OtlpError> {
-    let events = crate::store::read_events(dir).map_err(|e| OtlpError::Store(e.to_string()))?;
+    let events =
+        crate::store::read_events(dir).map_err(|e| OtlpError::Store(std::sync::Arc::new(e)))?;
     if events.items.is_empty() {
-        return Err(OtlpError::Store(format!(
-            "{}: no events to export (events.jsonl is missing or empty)",
-            dir.display()
-        )));
+        return Err(OtlpError::NoEvents {
+            dir: dir.to_path_buf(),
+        });
     }
     let mut builder = SpanBuilder::new(config.content);
     if builder.content() {
-        let turns = crate::store::read_turns(dir).map_err(|e| OtlpError::Store(e.to_string()))?;
+        let turns =
+            crate::store::read_turns(dir).map_err(|e| OtlpError::Store(std::sync::Arc::new(e)))?;
         for t in turns.items {
             builder.add_turn(t);
         }

@@ -14,7 +14,7 @@
 //! all joined by [`ViewServer::stop`]; it binds where it is told
 //! (loopback unless the caller asks otherwise).
 //!
-//! [`list_runs`]: crate::list_runs
+//! [`list_runs`]: crate::store::list_runs
 
 mod routes;
 
@@ -72,10 +72,10 @@ impl std::error::Error for ViewError {
 /// # Examples
 ///
 /// ```no_run
-/// let view = boardroom::ViewServer::start("runs", "127.0.0.1", 0)?;
+/// let view = boardroom::view::ViewServer::start("runs", "127.0.0.1", 0)?;
 /// println!("open {}", view.url());
 /// view.wait();                                      // serves until the process ends
-/// # Ok::<(), boardroom::ViewError>(())
+/// # Ok::<(), boardroom::view::ViewError>(())
 /// ```
 pub struct ViewServer {
     addr: SocketAddr,
@@ -177,16 +177,19 @@ impl ViewServer {
     }
 
     /// The address it listens on.
+    #[must_use]
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// `http://host:port/`, the list of runs.
+    #[must_use]
     pub fn url(&self) -> String {
         format!("http://{}/", self.addr)
     }
 
     /// The page of one run.
+    #[must_use]
     pub fn run_url(&self, run_id: &str) -> String {
         format!("http://{}/runs/{run_id}", self.addr)
     }

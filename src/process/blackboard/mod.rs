@@ -504,6 +504,7 @@ impl<'d> Blackboard<'d> {
                     source: ModelError::BadResponse {
                         model: self.core.model_for(&master.name).name(),
                         detail: problems.join("; "),
+                        source: None,
                     },
                 });
             }

@@ -9,7 +9,7 @@ use crate::runtime::call::Attempt;
 
 impl Blackboard<'_> {
     /// Asks the master for a memory note and stores it (when the runtime
-    /// has a [`MasterMemory`](crate::MasterMemory) and the run has an answer).
+    /// has a [`MasterMemory`](crate::store::MasterMemory) and the run has an answer).
     pub(crate) fn update_memory(&self) {
         let Some(memory) = &self.core.rt.master_memory else {
             return;

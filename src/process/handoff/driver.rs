@@ -155,7 +155,7 @@ impl<'a> Handoff<'a> {
     }
 
     /// Asks the master for a memory note from the last answer and keeps
-    /// it (when the runtime has a [`MasterMemory`](crate::MasterMemory),
+    /// it (when the runtime has a [`MasterMemory`](crate::store::MasterMemory),
     /// once a run).
     fn update_memory(&self) {
         let Some(memory) = &self.core.rt.master_memory else {

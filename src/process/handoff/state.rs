@@ -15,6 +15,7 @@ pub(crate) const HOW_AFTER_WORK: &str = "after_work";
 
 /// One step of a handoff run: an agent's turn, or the user's message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct HandoffStep {
     /// `s1`, `s2`, ... in order.
     pub step_id: String,
@@ -46,6 +47,7 @@ pub struct HandoffStep {
 
 /// A handoff run between steps.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct HandoffState {
     /// The agent whose turn is next.
     pub active: String,

@@ -292,3 +292,13 @@ fn roster_routing_prompt_and_choices() {
         );
     }
 }
+
+/// The example the public doc carried before the parser became internal.
+#[test]
+fn a_bold_bulleted_handoff_line_is_read() {
+    let d = parse_handoff_line("Draft done.\n- **Handoff:** `reviewer`: please check").unwrap();
+    assert_eq!(
+        (d.to.as_str(), d.reason.as_str()),
+        ("reviewer", "please check")
+    );
+}

@@ -111,6 +111,7 @@ impl McpClient {
             .and_then(Value::as_str)
             .ok_or_else(|| McpError::Protocol {
                 detail: "initialize result has no protocolVersion".into(),
+                source: None,
             })?
             .to_string();
         let server_name = init
@@ -317,6 +318,7 @@ impl McpClient {
                     .and_then(Value::as_array)
                     .ok_or_else(|| McpError::Protocol {
                         detail: "tools/list result has no 'tools' array".into(),
+                        source: None,
                     })?;
             tools.extend(items.iter().cloned());
             match page.get("nextCursor").and_then(Value::as_str) {
@@ -326,6 +328,7 @@ impl McpClient {
         }
         Err(McpError::Protocol {
             detail: "tools/list: more than 1000 pages".into(),
+            source: None,
         })
     }
 

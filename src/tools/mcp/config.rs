@@ -86,6 +86,7 @@ impl McpServerConfig {
     }
 
     /// Adds an HTTP header (`${VAR}` is filled from the environment).
+    #[must_use]
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.insert(name.into(), value.into());
         self

@@ -232,6 +232,7 @@ impl Http {
             .map_err(|e| McpError::Spawn {
                 command: self.inner.shown_url.clone(),
                 detail: format!("cannot start a thread: {e}"),
+                source: Some(std::sync::Arc::new(e)),
             })?;
         *self.stop.lock() = Some(tx);
         *self.listener.lock() = Some(handle);
@@ -340,9 +341,20 @@ impl Inner {
     }
 
     fn unreachable(&self, detail: &str) -> McpError {
+        self.unreachable_from(detail, None)
+    }
+
+    /// An unreachable server that keeps `cause` as its source, unless the
+    /// cause's text holds a configured secret.
+    fn unreachable_from(&self, detail: &str, cause: Option<ureq::Error>) -> McpError {
+        let cause = cause.filter(|c| {
+            let text = c.to_string();
+            self.mask(&text) == text
+        });
         McpError::Unreachable {
             url: self.shown_url.clone(),
             detail: self.mask(detail),
+            source: cause.map(|c| std::sync::Arc::new(c) as _),
         }
     }
 
@@ -405,7 +417,7 @@ impl Inner {
                 Err(ureq::Error::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                     e.to_string()
                 }
-                Err(e) => return Err(self.unreachable(&e.to_string())),
+                Err(e) => return Err(self.unreachable_from(&e.to_string(), Some(e))),
             };
             // The server's `Retry-After` (seconds), as for model calls,
             // when it asks for longer than the backoff.
@@ -504,6 +516,7 @@ impl Inner {
             if expect.is_some_and(|id| session.is_waiting(id)) {
                 return Err(McpError::Protocol {
                     detail: format!("{method}: the server's JSON answer holds no response to it"),
+                    source: None,
                 });
             }
             Outcome::Done
@@ -512,6 +525,7 @@ impl Inner {
         } else {
             return Err(McpError::Protocol {
                 detail: format!("{method}: the server answered with content type '{kind}'"),
+                source: None,
             });
         };
         match outcome {
@@ -543,6 +557,7 @@ impl Inner {
         }
         let value: Value = serde_json::from_str(text).map_err(|e| McpError::Protocol {
             detail: format!("the server's answer is not JSON: {e}"),
+            source: Some(std::sync::Arc::new(e)),
         })?;
         let messages = match value {
             Value::Array(items) => items,
@@ -684,7 +699,7 @@ impl Inner {
                     });
                 }
                 Err(ureq::Error::Timeout(_)) => break,
-                Err(e) => return Err(self.unreachable(&e.to_string())),
+                Err(e) => return Err(self.unreachable_from(&e.to_string(), Some(e))),
             };
             let reader = BufReader::new(response.into_body().into_reader());
             let mut events = SseReader::new(reader, MAX_LINE);

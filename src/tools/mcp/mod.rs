@@ -29,8 +29,12 @@ pub(crate) const PROTOCOL_VERSION: &str = "2025-06-18";
 /// How long a tool call may take unless the server's config says otherwise.
 pub(crate) const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// An underlying error an [`McpError`] keeps as its `source()`: shared, so
+/// the error stays `Clone`.
+type Cause = Option<std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>>;
+
 /// Why talking to an MCP server failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum McpError {
     /// The server process could not be started.
@@ -39,6 +43,8 @@ pub enum McpError {
         command: String,
         /// The cause.
         detail: String,
+        /// The operating system's error.
+        source: Cause,
     },
     /// The server process ended (or closed its output) before answering.
     Closed {
@@ -65,6 +71,8 @@ pub enum McpError {
     Protocol {
         /// What is wrong.
         detail: String,
+        /// The JSON parser's error, where there is one.
+        source: Cause,
     },
     /// The server died again after its one restart.
     GaveUp {
@@ -84,6 +92,9 @@ pub enum McpError {
         url: String,
         /// The cause.
         detail: String,
+        /// The connection's error, where there is one and its text holds
+        /// no configured secret.
+        source: Cause,
     },
     /// The server wrote a line (or an HTTP body) longer than the cap.
     LineTooLong {
@@ -108,7 +119,9 @@ pub enum McpError {
 impl fmt::Display for McpError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            McpError::Spawn { command, detail } => write!(f, "cannot start '{command}': {detail}"),
+            McpError::Spawn {
+                command, detail, ..
+            } => write!(f, "cannot start '{command}': {detail}"),
             McpError::Closed { stderr } if stderr.is_empty() => {
                 write!(f, "the server process ended")
             }
@@ -123,7 +136,7 @@ impl fmt::Display for McpError {
                 code,
                 message,
             } => write!(f, "{method}: error {code}: {message}"),
-            McpError::Protocol { detail } => write!(f, "protocol error: {detail}"),
+            McpError::Protocol { detail, .. } => write!(f, "protocol error: {detail}"),
             McpError::GaveUp { restarts } => write!(
                 f,
                 "the server died again after {restarts} restart(s); not restarting it"
@@ -132,7 +145,7 @@ impl fmt::Display for McpError {
                 write!(f, "http status {status}")
             }
             McpError::Http { status, detail } => write!(f, "http status {status}: {detail}"),
-            McpError::Unreachable { url, detail } => write!(f, "cannot reach {url}: {detail}"),
+            McpError::Unreachable { url, detail, .. } => write!(f, "cannot reach {url}: {detail}"),
             McpError::LineTooLong { stream, limit } => write!(
                 f,
                 "the server wrote a line of more than {} MiB to {stream} (the limit)",
@@ -144,4 +157,19 @@ impl fmt::Display for McpError {
     }
 }
 
-impl std::error::Error for McpError {}
+impl std::error::Error for McpError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            McpError::Spawn {
+                source: Some(e), ..
+            }
+            | McpError::Protocol {
+                source: Some(e), ..
+            }
+            | McpError::Unreachable {
+                source: Some(e), ..
+            } => Some(e.as_ref()),
+            _ => None,
+        }
+    }
+}

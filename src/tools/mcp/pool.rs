@@ -25,6 +25,7 @@ const MAX_RESTARTS: u32 = 1;
 
 /// A tool an MCP server offers.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct McpToolInfo {
     /// The server's name (from the config).
     pub server: String,
@@ -80,7 +81,10 @@ impl McpPool {
         for (name, config) in servers {
             super::config::check_server_name(name).map_err(|detail| ToolError::Mcp {
                 server: name.clone(),
-                source: McpError::Protocol { detail },
+                source: McpError::Protocol {
+                    detail,
+                    source: None,
+                },
             })?;
             let timeout = config
                 .timeout
@@ -122,6 +126,7 @@ impl McpPool {
                             name,
                             McpError::Protocol {
                                 detail: "the start thread panicked".into(),
+                                source: None,
                             },
                         ))
                     }),
@@ -130,6 +135,7 @@ impl McpPool {
                         McpError::Spawn {
                             command: String::new(),
                             detail: format!("cannot start a thread: {e}"),
+                            source: Some(std::sync::Arc::new(e)),
                         },
                     )),
                 })
@@ -276,13 +282,13 @@ impl McpPool {
     }
 
     /// The process id of a server's current session (stdio servers).
-    pub fn pid(&self, server: &str) -> Option<u32> {
+    pub(crate) fn session_pid(&self, server: &str) -> Option<u32> {
         let s = self.servers.get(server)?;
         s.session.lock().as_ref().and_then(|c| c.pid())
     }
 
     /// How many times a server was restarted.
-    pub fn restarts(&self, server: &str) -> u32 {
+    pub(crate) fn restart_count(&self, server: &str) -> u32 {
         self.servers
             .get(server)
             .map_or(0, |s| s.restarts.load(Ordering::SeqCst))
@@ -290,7 +296,7 @@ impl McpPool {
 
     /// The methods of the notifications the current session received, in
     /// order.
-    pub fn notifications(&self, server: &str) -> Vec<String> {
+    pub(crate) fn received_notifications(&self, server: &str) -> Vec<String> {
         let client = self
             .servers
             .get(server)
@@ -346,6 +352,7 @@ fn list(
                     server,
                     McpError::Protocol {
                         detail: "a tool without a name".into(),
+                        source: None,
                     },
                 )
             })?;

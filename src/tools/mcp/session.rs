@@ -177,6 +177,7 @@ impl Session {
                     (Some(result), None) => Ok(result.clone()),
                     (None, None) => Err(McpError::Protocol {
                         detail: "a response with neither result nor error".into(),
+                        source: None,
                     }),
                 };
                 if let Some(tx) = self.pending.lock().remove(&id) {

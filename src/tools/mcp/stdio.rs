@@ -66,8 +66,13 @@ impl Stdio {
         let spawn_err = |detail: String| McpError::Spawn {
             command: config.command.clone(),
             detail,
+            source: None,
         };
-        let mut child = cmd.spawn().map_err(|e| spawn_err(e.to_string()))?;
+        let mut child = cmd.spawn().map_err(|e| McpError::Spawn {
+            command: config.command.clone(),
+            detail: e.to_string(),
+            source: Some(std::sync::Arc::new(e)),
+        })?;
         let pid = child.id();
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())

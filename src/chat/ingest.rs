@@ -8,6 +8,7 @@ use crate::board::escape_xml;
 use crate::model::Message;
 
 /// The message the model reads for `item`.
+#[must_use]
 pub fn ingest(item: &InboxItem) -> Message {
     match item {
         InboxItem::ToolResult {

@@ -37,10 +37,10 @@ pub struct ChatStore {
     dir: PathBuf,
 }
 
-fn io_err(path: &Path, e: impl std::fmt::Display) -> ChatError {
+fn io_err(path: &Path, e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> ChatError {
     ChatError::Store {
         path: path.to_path_buf(),
-        detail: e.to_string(),
+        source: e.into(),
     }
 }
 
@@ -79,6 +79,7 @@ impl ChatStore {
     }
 
     /// The chat's directory.
+    #[must_use]
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -112,6 +113,7 @@ impl ChatStore {
     }
 
     /// The lines of `transcript.jsonl` (unreadable lines are skipped).
+    #[must_use]
     pub fn transcript(&self) -> Vec<serde_json::Value> {
         std::fs::read_to_string(self.dir.join("transcript.jsonl"))
             .unwrap_or_default()

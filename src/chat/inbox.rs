@@ -47,6 +47,7 @@ pub enum InboxItem {
 impl InboxItem {
     /// The item's priority: lower is handled first. Tool results 0,
     /// briefings 1, team events 2, user messages 3.
+    #[must_use]
     pub fn priority(&self) -> u8 {
         match self {
             InboxItem::ToolResult { .. } => 0,
@@ -109,6 +110,7 @@ pub enum TeamNews {
 
 impl TeamNews {
     /// The run it concerns.
+    #[must_use]
     pub fn run_id(&self) -> &str {
         match self {
             TeamNews::ModuleCompleted { run_id, .. }
@@ -131,6 +133,7 @@ pub struct Inbox {
 
 impl Inbox {
     /// An empty inbox.
+    #[must_use]
     pub fn new() -> Self {
         Inbox::default()
     }

@@ -107,7 +107,9 @@ struct ActiveRun {
 /// # Examples
 ///
 /// ```
-/// use boardroom::{Cancel, Chat, ChatEvent, ChatIo, Runtime, Sim, Team};
+/// use boardroom::{Cancel, Runtime, Team};
+/// use boardroom::chat::{Chat, ChatEvent, ChatIo};
+/// use boardroom::testing::Sim;
 ///
 /// /// Prints what the user would see; says no to every question.
 /// struct Quiet;
@@ -205,12 +207,14 @@ impl Chat {
     }
 
     /// Saves the chat in `store` (after every turn), as chat `id`.
+    #[must_use]
     pub fn saved_in(mut self, store: ChatStore, id: &str) -> Self {
         self.store = Some((store, id.to_string(), crate::event::now_ms()));
         self
     }
 
     /// Continues a saved chat: its conversation, plan and runs.
+    #[must_use]
     pub fn restore(mut self, record: ChatRecord) -> Self {
         self.messages = record.messages;
         *self.plan.lock() = record.plan;
@@ -234,6 +238,7 @@ impl Chat {
     }
 
     /// Sends every event of the runs it launches to `sender` too.
+    #[must_use]
     pub fn run_events(mut self, sender: Sender<Event>) -> Self {
         self.events_out = Some(sender);
         self

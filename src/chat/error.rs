@@ -22,8 +22,9 @@ pub enum ChatError {
     Store {
         /// The file.
         path: PathBuf,
-        /// What went wrong.
-        detail: String,
+        /// What went wrong (an I/O or JSON error, or why the chat was
+        /// not found).
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
 }
 
@@ -38,7 +39,7 @@ impl fmt::Display for ChatError {
             ChatError::Tools(e) => write!(f, "the partner's tools: {e}"),
             ChatError::Model(e) => write!(f, "the partner's model: {e}"),
             ChatError::Run(e) => write!(f, "the team's run: {e}"),
-            ChatError::Store { path, detail } => write!(f, "{}: {detail}", path.display()),
+            ChatError::Store { path, source } => write!(f, "{}: {source}", path.display()),
         }
     }
 }
@@ -49,6 +50,7 @@ impl std::error::Error for ChatError {
             ChatError::Tools(e) => Some(e),
             ChatError::Model(e) => Some(e),
             ChatError::Run(e) => Some(e),
+            ChatError::Store { source, .. } => Some(source.as_ref()),
             _ => None,
         }
     }
