@@ -9,9 +9,9 @@ mod support;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use boardroom::openai::LimitChange;
 use boardroom::{
-    AgentSpec, ChatModel, Event, EventKind, LimitChange, OpenAi, RunStatus, Runtime, Team,
-    TeamConfig,
+    AgentSpec, ChatModel, Event, EventKind, OpenAi, RunStatus, Runtime, Team, TeamConfig,
 };
 use parking_lot::Mutex;
 use support::{Reply, Server};

@@ -7,9 +7,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::thread::ThreadId;
 
+use boardroom::testing::{Sim, SimOptions};
 use boardroom::{
     AgentSpec, ChatModel, ChatRequest, ChatResponse, EntryKind, ModelError, Phase, RunStatus,
-    Runtime, Sim, SimOptions, Team, TeamConfig,
+    Runtime, Team, TeamConfig,
 };
 use parking_lot::Mutex;
 
