@@ -13,6 +13,7 @@
 //! echoes back before that is shortened.
 
 mod limit;
+mod resolve;
 mod retry;
 mod spec;
 mod sse;
@@ -71,7 +72,6 @@ struct Inner {
     key_env: String,
     stream: bool,
     timeout: Duration,
-    agent: ureq::Agent,
     /// The hard cap an explicit `max_in_flight` sets on this model.
     cap: Option<Limit>,
     /// The endpoint's adaptive limit, shared.
@@ -230,20 +230,7 @@ impl OpenAiBuilder {
                 timeout.describe()
             )));
         }
-        // Timeouts are set per attempt, from the time left before the
-        // call's deadline.
         let ceiling = self.max_in_flight.unwrap_or(limit::DEFAULT_CEILING);
-        // One idle connection kept for every slot, so that the next round
-        // reuses them; small buffers (ureq's default is 128 KiB each way,
-        // a quarter MiB a connection): requests are small and answers are
-        // read in pieces (the input buffer grows for a larger header).
-        let config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_idle_connections(ceiling.max(10))
-            .max_idle_connections_per_host(ceiling.max(3))
-            .input_buffer_size(CONNECTION_BUFFER)
-            .output_buffer_size(CONNECTION_BUFFER)
-            .build();
         let url = format!("{base}/chat/completions");
         Ok(OpenAi {
             inner: Arc::new(Inner {
@@ -258,7 +245,6 @@ impl OpenAiBuilder {
                 key_env: self.key_env,
                 stream: self.stream,
                 timeout: self.timeout,
-                agent: config.into(),
                 retry: self.retry,
                 sleep: self.sleep,
                 waits: Mutex::new(Vec::new()),
@@ -332,6 +318,29 @@ impl OpenAi {
 
 /// The size of each of a connection's two buffers.
 const CONNECTION_BUFFER: usize = 16 * 1024;
+
+/// The HTTP agent of an endpoint whose limit may reach `ceiling`.
+///
+/// One idle connection is kept for every slot, so that the next round
+/// reuses them; small buffers (ureq's default is 128 KiB each way, a
+/// quarter MiB a connection): requests are small and answers are read in
+/// pieces (the input buffer grows for a larger header). Timeouts are set
+/// per attempt, from the time left before the call's deadline; the
+/// resolver keeps its answers (see [`resolve`]).
+fn new_agent(ceiling: usize) -> ureq::Agent {
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_idle_connections(ceiling.max(10))
+        .max_idle_connections_per_host(ceiling.max(3))
+        .input_buffer_size(CONNECTION_BUFFER)
+        .output_buffer_size(CONNECTION_BUFFER)
+        .build();
+    ureq::Agent::with_parts(
+        config,
+        ureq::unversioned::transport::DefaultConnector::default(),
+        resolve::CachingResolver::default(),
+    )
+}
 
 /// Held while a request is in flight: the model's own cap (if any) and the
 /// endpoint's slot.
@@ -437,6 +446,9 @@ enum Failure {
     Retry {
         error: ModelError,
         retry_after: Option<Duration>,
+        /// Refused while other requests to the endpoint were in flight:
+        /// the retry waits for a slot (one of them to end), not a backoff.
+        queue: bool,
     },
     /// Not worth another attempt.
     Fatal(ModelError),
@@ -486,16 +498,36 @@ impl ChatModel for OpenAi {
                     on_delta(d);
                 })
             };
-            let (error, retry_after) = match outcome {
+            let (error, retry_after, queue) = match outcome {
                 Ok(mut response) => {
                     response.retries = attempt - 1;
                     return Ok(response);
                 }
                 Err(Failure::Fatal(e)) => return Err(with_attempts(e, attempt)),
-                Err(Failure::Retry { error, retry_after }) => (error, retry_after),
+                Err(Failure::Retry {
+                    error,
+                    retry_after,
+                    queue,
+                }) => (error, retry_after, queue),
             };
             if Instant::now() >= deadline {
                 return Err(self.past_deadline(attempt));
+            }
+            // Refused for too many at once, with no `Retry-After`: the
+            // endpoint's limit came down to the requests still in flight,
+            // and the next slot is the wait (a sleep would leave the
+            // server idle, or send the retries back into the same crowd).
+            if queue && retry_after.is_none() && !delivered {
+                if attempt >= i.retry.max_attempts.max(1) {
+                    return Err(with_attempts(error, attempt));
+                }
+                log::debug!(
+                    "{}: {error}; retrying when a slot frees (attempt {} of {})",
+                    i.label,
+                    attempt + 1,
+                    i.retry.max_attempts
+                );
+                continue;
             }
             // Text already shown cannot be taken back: no retry mid-answer.
             let wait = if delivered {
@@ -555,7 +587,8 @@ impl OpenAi {
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(1));
         let mut req = i
-            .agent
+            .endpoint
+            .agent()
             .post(&i.url)
             .config()
             .timeout_global(Some(left))
@@ -573,12 +606,15 @@ impl OpenAi {
             .map_err(|e| self.transport(&e.to_string(), retryable_error(&e)))?;
         let status = response.status().as_u16();
         // The endpoint's limit learns from the status and the time to it.
-        match status {
-            200..=299 => slot.succeeded(&request.agent),
+        let queue = match status {
+            200..=299 => {
+                slot.succeeded(&request.agent);
+                false
+            }
             429 => slot.congested(LimitReason::RateLimited, &request.agent),
             503 => slot.congested(LimitReason::Overloaded, &request.agent),
-            _ => {}
-        }
+            _ => false,
+        };
         if !(200..300).contains(&status) {
             let retry_after = response
                 .headers()
@@ -595,7 +631,11 @@ impl OpenAi {
             // piece of the key that the mask no longer recognises.
             let error = self.http_error(status, &wire::error_detail(&self.redact(&text)));
             return Err(if retry::retryable_status(status) {
-                Failure::Retry { error, retry_after }
+                Failure::Retry {
+                    error,
+                    retry_after,
+                    queue,
+                }
             } else {
                 Failure::Fatal(error)
             });
@@ -670,6 +710,9 @@ impl OpenAi {
                 }
             }
             if n == 0 || state.done {
+                if n != 0 {
+                    drain(&mut reader);
+                }
                 break;
             }
         }
@@ -727,6 +770,7 @@ impl OpenAi {
             Failure::Retry {
                 error,
                 retry_after: None,
+                queue: false,
             }
         } else {
             Failure::Fatal(error)
@@ -766,6 +810,26 @@ impl OpenAi {
             url: redact_url(&i.url),
             detail,
             attempts: 1,
+        }
+    }
+}
+
+/// The most bytes read past `[DONE]` to reach the end of a body.
+const MAX_DRAIN: usize = 64 * 1024;
+
+/// Reads what is left of a streamed body after `[DONE]` (the end of the
+/// chunked body, usually in the same packet), so that ureq sees the body
+/// end and puts the connection back in the pool: a body dropped before its
+/// end closes the connection, and every call would open a new one (a TCP
+/// and TLS handshake each). Errors and anything past [`MAX_DRAIN`] only
+/// cost the connection.
+fn drain(reader: &mut impl Read) {
+    let mut buf = [0u8; 1024];
+    let mut total = 0;
+    while total <= MAX_DRAIN {
+        match reader.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => total += n,
         }
     }
 }
