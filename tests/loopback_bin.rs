@@ -18,6 +18,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_boardroom-loopback");
 struct Loopback {
     child: Child,
     url: String,
+    /// One client, keeping its connections alive.
+    agent: ureq::Agent,
 }
 
 impl Loopback {
@@ -36,20 +38,18 @@ impl Loopback {
         let url = line.trim().to_string();
         assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
         assert!(url.ends_with("/v1"), "{url:?}");
-        Loopback { child, url }
-    }
-
-    fn agent() -> ureq::Agent {
-        ureq::Agent::config_builder()
+        let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(Duration::from_secs(20)))
             .build()
-            .into()
+            .into();
+        Loopback { child, url, agent }
     }
 
     /// A chat completion: status, content type, body.
     fn chat(&self, body: &Value) -> (u16, String, String) {
-        let mut r = Self::agent()
+        let mut r = self
+            .agent
             .post(&format!("{}/chat/completions", self.url))
             .header("Content-Type", "application/json")
             .send(body.to_string())
@@ -69,7 +69,8 @@ impl Loopback {
 
     fn stats(&self) -> Value {
         let base = self.url.trim_end_matches("/v1");
-        let text = Self::agent()
+        let text = self
+            .agent
             .get(&format!("{base}/stats"))
             .call()
             .unwrap()
@@ -81,7 +82,7 @@ impl Loopback {
 
     fn reset(&self) {
         let base = self.url.trim_end_matches("/v1");
-        Self::agent()
+        self.agent
             .post(&format!("{base}/stats/reset"))
             .send("")
             .unwrap();
@@ -153,6 +154,13 @@ fn it_answers_chat_completions_whole_and_streamed_playing_the_protocol() {
 
     let stats = lb.stats();
     assert_eq!(stats["requests"], 4, "{stats}");
+    assert_eq!(stats["streamed"], 1, "{stats}");
+    let sent: usize = [plan_request(false), plan_request(true), member, review]
+        .iter()
+        .map(|b| b.to_string().len())
+        .sum();
+    assert_eq!(stats["request_bytes"], sent as u64, "{stats}");
+    assert_eq!(stats["connections"], 1, "kept alive: {stats}");
     assert_eq!(stats["rejected"], 0);
     assert_eq!(stats["in_flight"], 0);
     assert!(stats["cpu_ms"].is_u64(), "its own CPU time: {stats}");
@@ -221,8 +229,27 @@ fn the_raw_client_and_a_boardroom_bench_count_their_requests_against_it() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["requests"], 12);
     assert_eq!(v["failed"], 0);
+    assert_eq!(v["stream"], false);
     assert!(v["requests_per_s"].as_f64().unwrap() > 0.0);
     assert_eq!(lb.stats()["requests"], 12);
+    assert!(
+        lb.stats()["connections"].as_u64().unwrap() <= 5,
+        "4 threads, kept alive"
+    );
+
+    // Boardroom's shape: streamed, a body of about 900 bytes.
+    lb.reset();
+    let out = Command::new(BIN)
+        .args(["raw", "--url", &lb.url, "--threads", "2", "--requests", "4"])
+        .args(["--stream", "--body-bytes", "900"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["failed"], 0, "{v}");
+    assert_eq!(v["body_bytes"], 900, "{v}");
+    let stats = lb.stats();
+    assert_eq!(stats["streamed"], 4, "{stats}");
+    assert_eq!(stats["request_bytes"], 4 * 900, "{stats}");
 
     // A whole boardroom run over HTTP: plan, 16 members, review.
     lb.reset();
@@ -252,8 +279,12 @@ fn the_raw_client_and_a_boardroom_bench_count_their_requests_against_it() {
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["rows"][0]["drafts"], 16, "{v}");
-    assert_eq!(lb.stats()["requests"], 18, "plan, 16 drafts, review");
-    assert_eq!(lb.stats()["rejected"], 0);
+    let stats = lb.stats();
+    assert_eq!(stats["requests"], 18, "plan, 16 drafts, review: {stats}");
+    assert_eq!(stats["streamed"], 18, "{stats}");
+    assert_eq!(stats["rejected"], 0);
+    // Boardroom keeps its connections alive: at most one per member.
+    assert!(stats["connections"].as_u64().unwrap() <= 17, "{stats}");
 }
 
 #[test]

@@ -469,7 +469,7 @@ impl ChatModel for OpenAi {
         on_delta: &mut dyn FnMut(&str),
     ) -> Result<ChatResponse, ModelError> {
         let i = &self.inner;
-        let body = wire::request_body(&i.model, request, i.stream).to_string();
+        let body = wire::request_json(&i.model, request, i.stream);
         // The deadline starts once the call holds its first slot: waiting
         // behind other calls is bounded by their own deadlines.
         let mut first_slot = self.slot(None);
