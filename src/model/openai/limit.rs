@@ -195,12 +195,12 @@ static REGISTRY: LazyLock<Mutex<HashMap<EndpointKey, Weak<Endpoint>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
 /// The adaptive limit of one endpoint, shared by every model using it,
-/// and the endpoint's connection pool (one ureq agent: the connections a
-/// round opens are reused by the next, whichever model name sends it).
+/// and the endpoint's connection pool (the connections a round opens are
+/// reused by the next, whichever model name sends it).
 pub(crate) struct Endpoint {
     /// The URL without credentials (events and logs).
     name: String,
-    agent: ureq::Agent,
+    agents: super::agents::Agents,
     state: Mutex<State>,
     freed: Condvar,
     watchers: Mutex<Vec<(u64, LimitWatcher)>>,
@@ -293,7 +293,7 @@ impl Endpoint {
         let ceiling = ceiling.max(1);
         Endpoint {
             name: name.to_string(),
-            agent: super::new_agent(ceiling.max(DEFAULT_CEILING)),
+            agents: super::agents::Agents::new(ceiling.max(DEFAULT_CEILING)),
             state: Mutex::new(State {
                 window: ceiling,
                 ceiling,
@@ -310,11 +310,6 @@ impl Endpoint {
             watchers: Mutex::new(Vec::new()),
             next_watch: std::sync::atomic::AtomicU64::new(0),
         }
-    }
-
-    /// The endpoint's HTTP agent (its connection pool).
-    pub(crate) fn agent(&self) -> &ureq::Agent {
-        &self.agent
     }
 
     /// The current limit.
@@ -403,6 +398,12 @@ impl Endpoint {
 }
 
 impl EndpointPermit<'_> {
+    /// The HTTP agent the calls of the agent named `caller` go out
+    /// through: its shard of the endpoint's connection pool.
+    pub(crate) fn agent(&self, caller: &str) -> &ureq::Agent {
+        self.endpoint.agents.for_caller(caller)
+    }
+
     /// Restarts the latency clock (the request is about to go out).
     pub(crate) fn sending(&mut self) {
         self.sent = Instant::now();

@@ -12,6 +12,7 @@
 //! kept in a wrapper that never prints it, and masked in anything a server
 //! echoes back before that is shortened.
 
+mod agents;
 mod limit;
 mod resolve;
 mod retry;
@@ -316,32 +317,6 @@ impl OpenAi {
     }
 }
 
-/// The size of each of a connection's two buffers.
-const CONNECTION_BUFFER: usize = 16 * 1024;
-
-/// The HTTP agent of an endpoint whose limit may reach `ceiling`.
-///
-/// One idle connection is kept for every slot, so that the next round
-/// reuses them; small buffers (ureq's default is 128 KiB each way, a
-/// quarter MiB a connection): requests are small and answers are read in
-/// pieces (the input buffer grows for a larger header). Timeouts are set
-/// per attempt, from the time left before the call's deadline; the
-/// resolver keeps its answers (see [`resolve`]).
-fn new_agent(ceiling: usize) -> ureq::Agent {
-    let config = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .max_idle_connections(ceiling.max(10))
-        .max_idle_connections_per_host(ceiling.max(3))
-        .input_buffer_size(CONNECTION_BUFFER)
-        .output_buffer_size(CONNECTION_BUFFER)
-        .build();
-    ureq::Agent::with_parts(
-        config,
-        ureq::unversioned::transport::DefaultConnector::default(),
-        resolve::CachingResolver::default(),
-    )
-}
-
 /// Held while a request is in flight: the model's own cap (if any) and the
 /// endpoint's slot.
 struct Slot<'a> {
@@ -586,9 +561,8 @@ impl OpenAi {
         let left = deadline
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(1));
-        let mut req = i
-            .endpoint
-            .agent()
+        let mut req = slot
+            .agent(&request.agent)
             .post(&i.url)
             .config()
             .timeout_global(Some(left))

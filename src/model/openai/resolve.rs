@@ -7,8 +7,10 @@
 //! that is a thousand short threads a second (stack maps, unmaps and TLB
 //! shootdowns: the largest kernel cost of a round over HTTP before this).
 //! This resolver asks ureq's default resolver once per host and keeps the
-//! addresses for [`TTL`]; a failed lookup is not kept.
+//! addresses for [`TTL`]; a failed lookup is not kept. Clones share their
+//! cache (an endpoint's agents use one).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -26,7 +28,18 @@ pub(crate) const TTL: Duration = Duration::from_secs(30);
 pub(crate) struct CachingResolver {
     inner: DefaultResolver,
     /// The `scheme://authority` asked, its addresses, and when.
-    cache: Mutex<Vec<(String, ResolvedSocketAddrs, Instant)>>,
+    cache: Arc<Mutex<Vec<Answer>>>,
+}
+
+type Answer = (String, ResolvedSocketAddrs, Instant);
+
+impl Clone for CachingResolver {
+    fn clone(&self) -> Self {
+        CachingResolver {
+            inner: DefaultResolver::default(),
+            cache: Arc::clone(&self.cache),
+        }
+    }
 }
 
 /// Hosts remembered at once (an agent talks to one endpoint; redirects
