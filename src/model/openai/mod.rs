@@ -622,7 +622,13 @@ impl OpenAi {
             .to_string();
         let is_sse = content_type.contains("text/event-stream");
         if is_sse {
-            return self.read_stream(response.into_body().into_reader(), request, on_delta);
+            let reusable = reusable(response.headers());
+            return self.read_stream(
+                response.into_body().into_reader(),
+                reusable,
+                request,
+                on_delta,
+            );
         }
         let text = response
             .body_mut()
@@ -647,9 +653,12 @@ impl OpenAi {
         Ok(answer)
     }
 
+    /// Reads a streamed answer to `[DONE]`; then, where the connection can
+    /// serve another request (`reusable`), to the end of the body.
     fn read_stream(
         &self,
         mut reader: impl Read,
+        reusable: bool,
         request: &ChatRequest,
         on_delta: &mut dyn FnMut(&str),
     ) -> Result<ChatResponse, Failure> {
@@ -684,7 +693,7 @@ impl OpenAi {
                 }
             }
             if n == 0 || state.done {
-                if n != 0 {
+                if n != 0 && reusable {
                     drain(&mut reader);
                 }
                 break;
@@ -788,11 +797,28 @@ impl OpenAi {
     }
 }
 
+/// Whether a response's connection can serve another request once its body
+/// is read: a body of known length or chunked, and no `Connection: close`.
+/// A body that ends when the server closes the connection is not read past
+/// `[DONE]` (the server may hold it open; the connection is spent anyway).
+fn reusable(headers: &ureq::http::HeaderMap) -> bool {
+    let has = |name: &str, value: &str| {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.to_ascii_lowercase().contains(value))
+    };
+    let framed = headers.contains_key("content-length") || has("transfer-encoding", "chunked");
+    framed && !has("connection", "close")
+}
+
 /// The most bytes read past `[DONE]` to reach the end of a body.
 const MAX_DRAIN: usize = 64 * 1024;
 
 /// Reads what is left of a streamed body after `[DONE]` (the end of the
-/// chunked body, usually in the same packet), so that ureq sees the body
+/// chunked body, usually in the same packet; a server that holds it open
+/// holds the call until its deadline), so that ureq sees the body
 /// end and puts the connection back in the pool: a body dropped before its
 /// end closes the connection, and every call would open a new one (a TCP
 /// and TLS handshake each). Errors and anything past [`MAX_DRAIN`] only
