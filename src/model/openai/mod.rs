@@ -867,6 +867,30 @@ mod tests {
     }
 
     #[test]
+    fn only_a_framed_kept_alive_body_is_read_past_done() {
+        let headers = |pairs: &[(&'static str, &'static str)]| {
+            let mut h = ureq::http::HeaderMap::new();
+            for (k, v) in pairs {
+                h.append(*k, ureq::http::HeaderValue::from_static(v));
+            }
+            h
+        };
+        assert!(reusable(&headers(&[("transfer-encoding", "chunked")])));
+        assert!(reusable(&headers(&[("content-length", "42")])));
+        assert!(!reusable(&headers(&[])), "ends when the server closes");
+        assert!(!reusable(&headers(&[
+            ("content-length", "42"),
+            ("connection", "Close")
+        ])));
+        // A cut body or an error ends the drain; it never reads past its cap.
+        let mut endless = std::io::repeat(b'x');
+        drain(&mut endless);
+        let mut short: &[u8] = b"0\r\n\r\n";
+        drain(&mut short);
+        assert!(short.is_empty());
+    }
+
+    #[test]
     fn key_and_credentials_never_print() {
         let m = OpenAi::builder("http://user:pw@127.0.0.1:9/v1", "m")
             .api_key("sk-secret-123")
