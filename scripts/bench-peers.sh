@@ -5,7 +5,9 @@
 # sync as a new user writes it, and async), and N raw requests sent by a
 # plain ureq loop on N threads with no agent logic. Prints wall/ideal and
 # peak RSS of each, the server's own CPU time, then requests/s at latency 0
-# against the raw loop at the same concurrency.
+# against the raw loop at the same concurrency. The raw loop sends what
+# boardroom sends: streamed answers, bodies of boardroom's average size (the
+# server counts them), on kept-alive connections.
 #
 #   scripts/bench-peers.sh [N ...]      (default: 8 64 256 1024)
 #   LATENCY_MS=100 (default)  SKIP_SYNC=1 (leave out LangGraph sync)
@@ -68,9 +70,12 @@ row() { # N name wall ideal rss cpu
 for n in $SIZES; do
   ideal=$((3 * LAT))
   c0=$(cpu_ms "$URL")
+  curl -s -X POST "${URL%/v1}/stats/reset" >/dev/null
   out=$("$BIN/boardroom" bench --members "$n" --latency "${LAT}ms" --rounds 1 --json --in-process --model "$URL#loopback")
   c1=$(cpu_ms "$URL")
   row "$n" boardroom "$(echo "$out" | field wall_ms)" "$ideal" "$(echo "$out" | field peak_rss_kib)" $((c1 - c0))
+  # Boardroom's average request body, for the raw loop to send the same.
+  BODY=$(curl -s "${URL%/v1}/stats" | .venv-peers/bin/python -c 'import json,sys; d=json.load(sys.stdin); print(d["request_bytes"]//max(1,d["requests"]))')
   for mode in async sync; do
     if [ "$mode" = sync ] && [ -n "${SKIP_SYNC:-}" ]; then continue; fi
     c0=$(cpu_ms "$URL")
@@ -81,23 +86,27 @@ for n in $SIZES; do
     row "$n" "langgraph $mode" "$(echo "$out" | field wall_ms)" "$ideal" "$(echo "$out" | field peak_rss_kib)" $((c1 - c0))
   done
   c0=$(cpu_ms "$URL")
-  out=$("$BIN/boardroom-loopback" raw --url "$URL" --threads "$n" --requests "$n")
+  out=$("$BIN/boardroom-loopback" raw --url "$URL" --threads "$n" --requests "$n" --stream --body-bytes "$BODY")
   c1=$(cpu_ms "$URL")
   row "$n" "raw ureq loop" "$(echo "$out" | field wall_ms)" "$LAT" "$(echo "$out" | field peak_rss_kib)" $((c1 - c0))
 done
 
 # Requests per second at latency 0, same concurrency: a boardroom round of
-# N members (members/s of the round) against N raw threads sending N (one
-# each, the round's shape) and 8 N (sustained).
+# N members (members/s of the round, median of 3 runs on one model, so its
+# connections are kept alive from run to run) against N raw threads sending
+# N (one each, the round's shape) and 8 N (sustained), the raw requests of
+# boardroom's shape (streamed, boardroom's average body).
 URL0=$(start_server 0)
 echo
-echo "latency 0: requests/s, boardroom round of N members vs the raw ureq loop on N threads"
+echo "latency 0: requests/s, boardroom round of N members vs the raw ureq loop on N threads (streamed, same body size)"
 echo
 echo "|     N | boardroom members/s | raw, N requests/s | ratio | raw, 8 N requests/s | ratio |"
 echo "|------:|--------------------:|------------------:|------:|--------------------:|------:|"
 for n in 64 256; do
+  curl -s -X POST "${URL0%/v1}/stats/reset" >/dev/null
   b=$("$BIN/boardroom" bench --members "$n" --latency 0 --rounds 3 --json --in-process --model "$URL0#loopback" | field members_per_s)
-  r1=$("$BIN/boardroom-loopback" raw --url "$URL0" --threads "$n" --requests "$n" | field requests_per_s)
-  r8=$("$BIN/boardroom-loopback" raw --url "$URL0" --threads "$n" --requests $((8 * n)) | field requests_per_s)
+  BODY=$(curl -s "${URL0%/v1}/stats" | .venv-peers/bin/python -c 'import json,sys; d=json.load(sys.stdin); print(d["request_bytes"]//max(1,d["requests"]))')
+  r1=$("$BIN/boardroom-loopback" raw --url "$URL0" --threads "$n" --requests "$n" --stream --body-bytes "$BODY" | field requests_per_s)
+  r8=$("$BIN/boardroom-loopback" raw --url "$URL0" --threads "$n" --requests $((8 * n)) --stream --body-bytes "$BODY" | field requests_per_s)
   .venv-peers/bin/python -c "import sys; n=int(sys.argv[1]); b,r1,r8=map(float,sys.argv[2:]); print(f'| {n:5d} | {b:19.0f} | {r1:17.0f} | {b/r1:5.2f} | {r8:19.0f} | {b/r8:5.2f} |')" "$n" "$b" "$r1" "$r8"
 done

@@ -13,4 +13,6 @@ done
 # catches a library module that reaches for clap, env_logger & co.
 cargo check --no-default-features --lib
 cargo test --all-targets "$@"
+# The benchmarks' loopback server (a bin behind the `loopback` feature).
+cargo test --features loopback --test loopback_bin "$@"
 cargo test --doc

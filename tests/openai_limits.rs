@@ -1,6 +1,7 @@
 //! Limits shared across threads: the per-endpoint in-flight limit under 16
-//! parallel members, a round whose every member is rate limited once, and
-//! the run's token budget.
+//! parallel members, a round whose every member is rate limited once, the
+//! endpoint's one pool of kept-alive connections, and the run's token
+//! budget.
 
 mod support;
 
@@ -9,8 +10,12 @@ use std::time::Duration;
 
 use boardroom::testing::OpenAiProbe;
 use boardroom::testing::{Sim, SimOptions};
-use boardroom::{AgentSpec, EntryKind, OpenAi, RunStatus, Runtime, Team, TeamConfig};
+use boardroom::{
+    AgentSpec, ChatModel, ChatRequest, EntryKind, Message, OpenAi, Phase, RunStatus, Runtime, Team,
+    TeamConfig,
+};
 use parking_lot::Mutex;
+use support::team_server::{self, role};
 use support::{Reply, Request, Server};
 
 const MEMBERS: usize = 16;
@@ -27,36 +32,9 @@ fn team() -> Team {
     Team::new("sixteen", TeamConfig::default(), agents).unwrap()
 }
 
-/// Who is asking, from the prompt: the master's plan, review or final
-/// answer, or a member (by its soul).
-fn role(req: &Request) -> String {
-    let text = req.all_text();
-    if text.contains("Split this task") {
-        "plan".into()
-    } else if text.contains("is over. This is the board") {
-        "review".into()
-    } else if text.contains("The work is over") {
-        "final".into()
-    } else {
-        text.split("You are ")
-            .nth(1)
-            .and_then(|r| r.get(..3))
-            .unwrap_or("unknown")
-            .to_string()
-    }
-}
-
 /// The protocol played straight: ASSIGN everyone, draft, DONE.
 fn brain(req: &Request) -> Reply {
-    let text = match role(req).as_str() {
-        "plan" => (0..MEMBERS)
-            .map(|i| format!("ASSIGN:m{i:02}:write part {i}\n"))
-            .collect(),
-        "review" => "DONE\nThe parts, merged.".to_string(),
-        "final" => "The parts, merged.".to_string(),
-        member => format!("Draft of {member}."),
-    };
-    Reply::answer(req, &text)
+    team_server::brain(req, MEMBERS)
 }
 
 fn drafts(outcome: &boardroom::RunOutcome) -> HashSet<String> {
@@ -117,6 +95,60 @@ fn sixteen_members_each_rate_limited_once_all_draft() {
     );
     assert_eq!(model.retry_waits(), vec![Duration::from_secs(1); MEMBERS]);
     assert_eq!(server.requests(), 1 + 2 * MEMBERS + 1);
+}
+
+#[test]
+fn calls_reuse_the_endpoints_kept_alive_connections_streamed_or_not() {
+    // Issue 14: a streamed answer read to `[DONE]` and no further left its
+    // connection unfinished, so ureq closed it: every call opened a new
+    // one (a TCP, and for real servers a TLS, handshake per call).
+    let server = Server::start(|req| {
+        let text = format!("Draft of {}.", role(req));
+        if req.streaming() {
+            Reply::stream_kept_alive(&[&text])
+        } else {
+            Reply::completion(&text)
+        }
+    });
+    let streamed = OpenAi::builder(server.base_url(), "small").build().unwrap();
+    // Another model name on the same endpoint shares its pool.
+    let whole = OpenAi::builder(server.base_url(), "large")
+        .stream(false)
+        .build()
+        .unwrap();
+    let req = ChatRequest::new(
+        "m00",
+        Phase::Draft,
+        1,
+        vec![Message::system("You are m00."), Message::user("Write.")],
+    );
+    for i in 0..6 {
+        let model = if i % 2 == 0 { &streamed } else { &whole };
+        let answer = model.chat(&req, &mut |_| {}).unwrap();
+        assert_eq!(answer.text, "Draft of m00.");
+    }
+    assert_eq!(server.requests(), 6);
+    assert_eq!(
+        server.connections(),
+        1,
+        "six calls, one after another, one connection"
+    );
+    // Three rounds of 16 at once: never more connections than calls at
+    // once (the first is reused too), not one a call.
+    for _ in 0..3 {
+        std::thread::scope(|s| {
+            for _ in 0..MEMBERS {
+                s.spawn(|| streamed.chat(&req, &mut |_| {}).unwrap());
+            }
+        });
+    }
+    assert_eq!(server.requests(), 6 + 3 * MEMBERS);
+    assert!(
+        server.connections() <= MEMBERS,
+        "{} connections for {} calls, at most {MEMBERS} at once",
+        server.connections(),
+        server.requests()
+    );
 }
 
 #[test]

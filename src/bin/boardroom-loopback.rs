@@ -15,9 +15,16 @@
 //! backlog is raised above std's 128, so a burst of 1024 connections is
 //! accepted at once.
 //!
-//! `boardroom-loopback raw --url URL --threads N [--requests M]` sends M
-//! requests (default N) from N plain threads, each a `ureq` POST with no
-//! agent logic, and prints one JSON line: wall, requests/s, peak RSS.
+//! `boardroom-loopback raw --url URL --threads N [--requests M] [--stream]
+//! [--body-bytes B]` sends M requests (default N) from N plain threads,
+//! each a `ureq` POST with no agent logic (one agent, its pool kept alive
+//! across requests), and prints one JSON line: wall, requests/s, peak RSS.
+//! `--stream` and `--body-bytes` make its requests the shape of
+//! boardroom's (a streamed answer read whole, a body of about B bytes:
+//! `/stats` reports boardroom's average), so the two compare fairly.
+//!
+//! `GET /stats` also counts connections accepted, streamed requests and
+//! request body bytes.
 //!
 //! Built only with `--features loopback` (a development tool).
 
@@ -33,7 +40,7 @@ fn main() {
         Some("raw") => raw(&args[1..]),
         _ => Err(
             "usage: boardroom-loopback serve [--port P] [--latency DUR] [--max-concurrent K] \
-             | raw --url URL --threads N [--requests M] [--stream]"
+             | raw --url URL --threads N [--requests M] [--stream] [--body-bytes B]"
                 .to_string(),
         ),
     };
@@ -82,6 +89,12 @@ fn duration(args: &[String], name: &str) -> Result<Duration, String> {
 #[derive(Default)]
 struct Stats {
     requests: AtomicU64,
+    /// Bytes of request bodies (chat completions only).
+    request_bytes: AtomicU64,
+    /// Requests that asked for a stream.
+    streamed: AtomicU64,
+    /// Connections accepted.
+    connections: AtomicU64,
     rejected: AtomicU64,
     now: AtomicUsize,
     peak: AtomicUsize,
@@ -130,6 +143,7 @@ fn serve(args: &[String]) -> Result<(), String> {
     // thread and nothing else.
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
+        settings.stats.connections.fetch_add(1, Ordering::SeqCst);
         let s = Arc::clone(&settings);
         let _ = std::thread::Builder::new()
             .stack_size(128 * 1024)
@@ -152,8 +166,15 @@ fn connection(stream: std::net::TcpStream, s: &Settings) {
         let arrived = Instant::now();
         let reply = if path.starts_with("/stats") {
             if method == "POST" {
-                s.stats.requests.store(0, Ordering::SeqCst);
-                s.stats.rejected.store(0, Ordering::SeqCst);
+                for counter in [
+                    &s.stats.requests,
+                    &s.stats.rejected,
+                    &s.stats.request_bytes,
+                    &s.stats.streamed,
+                    &s.stats.connections,
+                ] {
+                    counter.store(0, Ordering::SeqCst);
+                }
                 s.stats.peak.store(0, Ordering::SeqCst);
             }
             Reply {
@@ -163,6 +184,9 @@ fn connection(stream: std::net::TcpStream, s: &Settings) {
             }
         } else {
             s.stats.requests.fetch_add(1, Ordering::SeqCst);
+            s.stats
+                .request_bytes
+                .fetch_add(body.len() as u64, Ordering::SeqCst);
             let n = s.stats.now.fetch_add(1, Ordering::SeqCst) + 1;
             let reply = if n > s.cap {
                 s.stats.rejected.fetch_add(1, Ordering::SeqCst);
@@ -174,6 +198,9 @@ fn connection(stream: std::net::TcpStream, s: &Settings) {
             } else {
                 s.stats.peak.fetch_max(n, Ordering::SeqCst);
                 let reply = answer(&body);
+                if reply.content_type == "text/event-stream" {
+                    s.stats.streamed.fetch_add(1, Ordering::SeqCst);
+                }
                 let left = s.latency.saturating_sub(arrived.elapsed());
                 if !left.is_zero() {
                     std::thread::sleep(left);
@@ -235,6 +262,9 @@ fn read_request(r: &mut BufReader<std::net::TcpStream>) -> Option<(String, Strin
 fn stats_json(s: &Stats) -> String {
     serde_json::json!({
         "requests": s.requests.load(Ordering::SeqCst),
+        "request_bytes": s.request_bytes.load(Ordering::SeqCst),
+        "streamed": s.streamed.load(Ordering::SeqCst),
+        "connections": s.connections.load(Ordering::SeqCst),
         "rejected": s.rejected.load(Ordering::SeqCst),
         "in_flight": s.now.load(Ordering::SeqCst),
         "peak_in_flight": s.peak.load(Ordering::SeqCst),
@@ -337,9 +367,23 @@ fn raw(args: &[String]) -> Result<(), String> {
         .max_idle_connections_per_host(threads.max(3))
         .build()
         .into();
-    let body = serde_json::json!({"model": "raw", "stream": stream,
-        "messages": [{"role": "user", "content": "Write your part."}]})
-    .to_string();
+    // The same shape as boardroom's requests where asked: a streamed
+    // answer, a body of about `--body-bytes` (a member's prompt).
+    let body_bytes: usize = parse(args, "--body-bytes", 0)?;
+    let body = |content: &str| {
+        serde_json::json!({"model": "raw", "stream": stream,
+            "messages": [{"role": "user", "content": content}]})
+        .to_string()
+    };
+    let short = body("Write your part.");
+    let body = if body_bytes > short.len() {
+        body(&format!(
+            "Write your part.{}",
+            " ".repeat(body_bytes - short.len())
+        ))
+    } else {
+        short
+    };
     let next = AtomicUsize::new(0);
     let failed = AtomicUsize::new(0);
     let started = Instant::now();
@@ -372,7 +416,8 @@ fn raw(args: &[String]) -> Result<(), String> {
         .unwrap_or(0);
     println!(
         "{}",
-        serde_json::json!({"threads": threads, "requests": requests, "failed": failed.load(Ordering::Relaxed),
+        serde_json::json!({"threads": threads, "requests": requests, "body_bytes": body.len(),
+            "stream": stream, "failed": failed.load(Ordering::Relaxed),
             "wall_ms": wall * 1e3, "requests_per_s": requests as f64 / wall, "peak_rss_kib": rss})
     );
     Ok(())

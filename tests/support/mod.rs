@@ -13,6 +13,7 @@
 #![allow(dead_code)] // each test file uses a different part
 
 pub mod handoff;
+pub mod team_server;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -74,6 +75,10 @@ pub enum Reply {
     Sse(Vec<String>),
     /// As `Sse`, with pieces as raw bytes (cut inside a UTF-8 character).
     SseBytes(Vec<Vec<u8>>),
+    /// As `Sse`, but kept alive as real servers stream: each piece one
+    /// chunk of a chunked body, then the last chunk; the connection stays
+    /// open for the next request.
+    SseChunked(Vec<String>),
     /// Wait, then answer.
     Delayed(Duration, Box<Reply>),
     /// Close the connection without answering.
@@ -198,6 +203,14 @@ impl Reply {
         Reply::answer(req, &reply)
     }
 
+    /// As [`Reply::stream`], kept alive (a chunked body).
+    pub fn stream_kept_alive(pieces: &[&str]) -> Reply {
+        match Reply::stream(pieces) {
+            Reply::Sse(p) => Reply::SseChunked(p),
+            _ => unreachable!("stream() is Sse"),
+        }
+    }
+
     /// A completion in whichever form the request asked for.
     pub fn answer(req: &Request, text: &str) -> Reply {
         if req.streaming() {
@@ -214,6 +227,7 @@ struct Shared {
     handler: Box<Handler>,
     stop: AtomicBool,
     requests: AtomicUsize,
+    connections: AtomicUsize,
     now: AtomicUsize,
     peak: AtomicUsize,
     seen: Mutex<Vec<Request>>,
@@ -235,6 +249,7 @@ impl Server {
             handler: Box::new(handler),
             stop: AtomicBool::new(false),
             requests: AtomicUsize::new(0),
+            connections: AtomicUsize::new(0),
             now: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
             seen: Mutex::new(Vec::new()),
@@ -249,6 +264,7 @@ impl Server {
                         break;
                     }
                     let Ok(stream) = stream else { continue };
+                    s.connections.fetch_add(1, Ordering::SeqCst);
                     let s2 = Arc::clone(&s);
                     let t = std::thread::spawn(move || serve(stream, &s2));
                     s.threads.lock().push(t);
@@ -269,6 +285,11 @@ impl Server {
     /// Requests answered (or dropped) so far.
     pub fn requests(&self) -> usize {
         self.shared.requests.load(Ordering::SeqCst)
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.shared.connections.load(Ordering::SeqCst)
     }
 
     /// The most requests in progress at once.
@@ -468,6 +489,15 @@ fn write_reply(
                 std::thread::sleep(Duration::from_millis(2));
             }
             false
+        }
+        Reply::SseChunked(pieces) => {
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+            let mut all = head.to_string();
+            for p in pieces {
+                all.push_str(&format!("{:x}\r\n{p}\r\n", p.len()));
+            }
+            all.push_str("0\r\n\r\n");
+            out.write_all(all.as_bytes()).is_ok() && out.flush().is_ok()
         }
         Reply::SseThenHang(pieces) => {
             if !sse_head(out) {

@@ -6,12 +6,16 @@
 //! [`Endpoint`] is the adaptive limit of one endpoint (base URL + key),
 //! shared by every model that points at it, in this process: an AIMD
 //! window, as TCP's congestion control and Netflix's concurrency-limits
-//! keep one. It starts generous (at its ceiling: a round goes out whole),
-//! halves on congestion (a 429 or 503, or answers arriving well slower
-//! than their recent floor), at most once per window (the answers to
-//! requests sent before the last decrease do not count again), and grows
-//! by one slot per window of successes. A `Retry-After` pauses every new
-//! request to the endpoint until it ends.
+//! keep one. It starts generous (at its ceiling: a round goes out whole).
+//! A 429 or 503 brings it down to the requests the server took: the others
+//! still in flight when the refusal came back (never below one); no blind
+//! halving, which against a server that refuses above K saws between K/2
+//! and K. Answers arriving well slower than their recent floor (a server
+//! queueing) halve it, at most once per window (the answers to requests
+//! sent before the last decrease do not count again). After a decrease it
+//! holds for one window of successes, then grows by one slot per window of
+//! successes. A `Retry-After` pauses every new request to the endpoint
+//! until it ends.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Weak};
@@ -194,10 +198,13 @@ struct EndpointKey {
 static REGISTRY: LazyLock<Mutex<HashMap<EndpointKey, Weak<Endpoint>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
-/// The adaptive limit of one endpoint, shared by every model using it.
+/// The adaptive limit of one endpoint, shared by every model using it,
+/// and the endpoint's connection pool (the connections a round opens are
+/// reused by the next, whichever model name sends it).
 pub(crate) struct Endpoint {
     /// The URL without credentials (events and logs).
     name: String,
+    agents: super::agents::Agents,
     state: Mutex<State>,
     freed: Condvar,
     watchers: Mutex<Vec<(u64, LimitWatcher)>>,
@@ -217,14 +224,18 @@ impl std::fmt::Debug for Endpoint {
 
 #[derive(Debug)]
 struct State {
-    /// The window, fractional: additive growth adds `1/window` an answer.
-    window: f64,
+    /// The limit, before the ceiling clamps it.
+    window: usize,
     ceiling: usize,
     in_flight: usize,
     peak_in_flight: usize,
     /// When the last decrease happened: answers to requests sent before it
-    /// do not decrease the window again.
+    /// neither grow the window nor halve it again for latency.
     last_decrease: Option<Instant>,
+    /// Successes (of requests sent after the last decrease) since the
+    /// window last changed; the window grows by one when they reach it.
+    /// Starts at minus one window after a decrease: growth holds a window.
+    credit: i64,
     /// No request is sent before this (`Retry-After`).
     paused_until: Option<Instant>,
     /// The lowest recent latency, in seconds.
@@ -236,7 +247,7 @@ struct State {
 
 impl State {
     fn limit(&self) -> usize {
-        (self.window.floor() as usize).clamp(1, self.ceiling)
+        self.window.clamp(1, self.ceiling)
     }
 }
 
@@ -251,7 +262,9 @@ pub(crate) struct EndpointPermit<'a> {
 impl Endpoint {
     /// The endpoint at `url` with the API key `key`, shared with every
     /// other model in this process that uses the same pair; its ceiling
-    /// rises to `ceiling` if that is higher than what it had.
+    /// rises to `ceiling` if that is higher than what it had (its pool of
+    /// idle connections keeps the size it was made with: at least
+    /// [`DEFAULT_CEILING`]).
     pub(crate) fn shared(url: &str, key: Option<&str>, ceiling: usize) -> Arc<Endpoint> {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -266,8 +279,8 @@ impl Endpoint {
             let mut s = e.state.lock();
             if ceiling > s.ceiling {
                 // Still pristine: start at the new ceiling too.
-                if s.last_decrease.is_none() && s.window as usize == s.ceiling {
-                    s.window = ceiling as f64;
+                if s.last_decrease.is_none() && s.window == s.ceiling {
+                    s.window = ceiling;
                 }
                 s.ceiling = ceiling;
             }
@@ -284,12 +297,14 @@ impl Endpoint {
         let ceiling = ceiling.max(1);
         Endpoint {
             name: name.to_string(),
+            agents: super::agents::Agents::new(ceiling.max(DEFAULT_CEILING)),
             state: Mutex::new(State {
-                window: ceiling as f64,
+                window: ceiling,
                 ceiling,
                 in_flight: 0,
                 peak_in_flight: 0,
                 last_decrease: None,
+                credit: 0,
                 paused_until: None,
                 floor: None,
                 average: None,
@@ -387,14 +402,20 @@ impl Endpoint {
 }
 
 impl EndpointPermit<'_> {
+    /// The HTTP agent the calls of the agent named `caller` go out
+    /// through: its shard of the endpoint's connection pool.
+    pub(crate) fn agent(&self, caller: &str) -> &ureq::Agent {
+        self.endpoint.agents.for_caller(caller)
+    }
+
     /// Restarts the latency clock (the request is about to go out).
     pub(crate) fn sending(&mut self) {
         self.sent = Instant::now();
     }
 
     /// The server answered (status 2xx) after `latency` since sending:
-    /// grow by one slot a window, unless the answer was well slower than
-    /// the recent floor.
+    /// grow by one slot a window (after a window's hold following a
+    /// decrease), unless the answer was well slower than the recent floor.
     pub(crate) fn succeeded(&self, agent: &str) {
         let latency = self.sent.elapsed().as_secs_f64();
         let e = self.endpoint;
@@ -408,11 +429,21 @@ impl EndpointPermit<'_> {
             .average
             .map_or(latency, |a| a + (latency - a) * EWMA_WEIGHT);
         s.average = Some(average);
+        if !self.after_last_decrease(&s) {
+            return;
+        }
         let slow = average > floor * LATENCY_FACTOR
             && average - floor > LATENCY_SLACK.as_secs_f64()
             && latency > floor * LATENCY_FACTOR;
-        if slow && self.after_last_decrease(&s) {
-            let change = decrease(&mut s, &e.name, LimitReason::Latency, agent);
+        if slow {
+            let base = s.in_flight.min(s.limit()).max(1);
+            let change = decrease(
+                &mut s,
+                &e.name,
+                (base / 2).max(1),
+                LimitReason::Latency,
+                agent,
+            );
             // The average restarts from the floor: the slower answers
             // already counted once.
             s.average = Some(floor);
@@ -422,38 +453,47 @@ impl EndpointPermit<'_> {
             }
             return;
         }
-        let before = s.limit();
-        if (s.window as usize) < s.ceiling {
-            s.window = (s.window + 1.0 / s.window.max(1.0)).min(s.ceiling as f64);
-        }
-        let after = s.limit();
-        if after != before {
-            s.changes += 1;
-            let change = LimitChange {
-                endpoint: e.name.clone(),
-                from: before,
-                to: after,
-                in_flight: s.in_flight,
-                reason: LimitReason::Growth,
-                agent: agent.to_string(),
-            };
-            drop(s);
-            e.notify(change);
-        }
-    }
-
-    /// The server answered 429 or 503: halve the window (once a window).
-    pub(crate) fn congested(&self, reason: LimitReason, agent: &str) {
-        let e = self.endpoint;
-        let mut s = e.state.lock();
-        if !self.after_last_decrease(&s) {
+        if s.window >= s.ceiling {
             return;
         }
-        let change = decrease(&mut s, &e.name, reason, agent);
+        s.credit += 1;
+        if s.credit < s.window as i64 {
+            return;
+        }
+        let before = s.limit();
+        s.window += 1;
+        s.credit = 0;
+        s.changes += 1;
+        let change = LimitChange {
+            endpoint: e.name.clone(),
+            from: before,
+            to: s.limit(),
+            in_flight: s.in_flight,
+            reason: LimitReason::Growth,
+            agent: agent.to_string(),
+        };
+        drop(s);
+        e.notify(change);
+    }
+
+    /// The server answered 429 or 503: the limit comes down to the other
+    /// requests in flight now (those the server took; at least one).
+    /// Returns whether the retry should wait for one of them to end (a
+    /// slot) rather than sleep a backoff: it should when there are any.
+    pub(crate) fn congested(&self, reason: LimitReason, agent: &str) -> bool {
+        let e = self.endpoint;
+        let mut s = e.state.lock();
+        let others = s.in_flight.saturating_sub(1);
+        let change = if others < s.limit() {
+            decrease(&mut s, &e.name, others.max(1), reason, agent)
+        } else {
+            None
+        };
         drop(s);
         if let Some(change) = change {
             e.notify(change);
         }
+        others > 0
     }
 
     fn after_last_decrease(&self, s: &State) -> bool {
@@ -461,13 +501,19 @@ impl EndpointPermit<'_> {
     }
 }
 
-/// Halves the window to half the requests in flight (as TCP halves to
-/// half its flight size: a window far above what was in use says nothing).
-fn decrease(s: &mut State, name: &str, reason: LimitReason, agent: &str) -> Option<LimitChange> {
+/// Lowers the window to `to` (if that is lower) and holds growth for a
+/// window.
+fn decrease(
+    s: &mut State,
+    name: &str,
+    to: usize,
+    reason: LimitReason,
+    agent: &str,
+) -> Option<LimitChange> {
     let before = s.limit();
-    let base = s.in_flight.min(before).max(1);
-    s.window = ((base / 2).max(1)) as f64;
+    s.window = s.window.min(to).max(1);
     s.last_decrease = Some(Instant::now());
+    s.credit = -(s.window as i64);
     let after = s.limit();
     (after != before).then(|| {
         s.changes += 1;
@@ -535,30 +581,51 @@ mod tests {
     }
 
     #[test]
-    fn congestion_halves_once_a_window_and_successes_grow_it_back() {
+    fn a_refusal_brings_the_limit_to_the_others_in_flight_and_growth_holds_a_window() {
         let e = Endpoint::new("test", 64);
         assert_eq!(e.limit(), 64);
-        let permits: Vec<_> = (0..40).map(|_| e.acquire_until(None).unwrap()).collect();
-        // 40 answers to requests sent before the first decrease: one halving.
-        for p in &permits {
-            p.congested(LimitReason::RateLimited, "a");
-        }
-        assert_eq!(e.limit(), 20);
-        drop(permits);
-        // A request sent after the decrease halves again.
-        let p = e.acquire_until(None).unwrap();
-        p.congested(LimitReason::Overloaded, "a");
-        assert_eq!(
-            e.limit(),
-            1,
-            "half of the one request in flight, at least 1"
+        let mut permits: Vec<_> = (0..40).map(|_| e.acquire_until(None).unwrap()).collect();
+        // A refusal with 39 others in flight: 39, not a blind half.
+        assert!(
+            permits
+                .pop()
+                .unwrap()
+                .congested(LimitReason::RateLimited, "a")
         );
-        drop(p);
-        // Additive growth: one slot for a window of successes.
-        for _ in 0..10 {
+        assert_eq!(e.limit(), 39);
+        // The refusals of one wave come back one by one: each leaves the
+        // limit at the requests the server still holds.
+        while permits.len() > 8 {
+            assert!(
+                permits
+                    .pop()
+                    .unwrap()
+                    .congested(LimitReason::RateLimited, "a")
+            );
+        }
+        assert_eq!(e.limit(), 8);
+        // Answers to requests sent before the decrease do not grow it.
+        for p in permits.drain(..) {
+            p.succeeded("a");
+        }
+        assert_eq!(e.limit(), 8);
+        // Growth holds one window, then adds one slot a window.
+        for _ in 0..15 {
             e.acquire_until(None).unwrap().succeeded("a");
         }
-        assert!((4..=5).contains(&e.limit()), "{}", e.limit());
+        assert_eq!(e.limit(), 8, "held for a window");
+        for _ in 0..8 {
+            e.acquire_until(None).unwrap().succeeded("a");
+        }
+        assert_eq!(e.limit(), 9);
+        for _ in 0..9 {
+            e.acquire_until(None).unwrap().succeeded("a");
+        }
+        assert_eq!(e.limit(), 10);
+        // Alone and refused: the limit is one, and nothing to queue behind.
+        let p = e.acquire_until(None).unwrap();
+        assert!(!p.congested(LimitReason::Overloaded, "a"));
+        assert_eq!(e.limit(), 1);
         assert_eq!(e.peak_in_flight(), 40);
     }
 
@@ -599,8 +666,13 @@ mod tests {
         assert_eq!(changes.lock().len(), 1);
         assert_eq!(changes.lock()[0].to, 1);
         drop(watch);
+        for _ in 0..2 {
+            a.acquire_until(None).unwrap().succeeded("m1");
+        }
+        assert_eq!(a.limit(), 2, "grown again, after a window's hold");
         let p = a.acquire_until(None).unwrap();
         p.congested(LimitReason::RateLimited, "m1");
+        assert_eq!(a.limit(), 1);
         assert_eq!(
             changes.lock().len(),
             1,

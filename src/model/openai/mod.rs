@@ -12,7 +12,9 @@
 //! kept in a wrapper that never prints it, and masked in anything a server
 //! echoes back before that is shortened.
 
+mod agents;
 mod limit;
+mod resolve;
 mod retry;
 mod spec;
 mod sse;
@@ -74,7 +76,6 @@ struct Inner {
     key_env: String,
     stream: bool,
     timeout: Duration,
-    agent: ureq::Agent,
     /// The hard cap an explicit `max_in_flight` sets on this model.
     cap: Option<Limit>,
     /// The endpoint's adaptive limit, shared.
@@ -242,20 +243,7 @@ impl OpenAiBuilder {
                 timeout.describe()
             )));
         }
-        // Timeouts are set per attempt, from the time left before the
-        // call's deadline.
         let ceiling = self.max_in_flight.unwrap_or(limit::DEFAULT_CEILING);
-        // One idle connection kept for every slot, so that the next round
-        // reuses them; small buffers (ureq's default is 128 KiB each way,
-        // a quarter MiB a connection): requests are small and answers are
-        // read in pieces (the input buffer grows for a larger header).
-        let config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_idle_connections(ceiling.max(10))
-            .max_idle_connections_per_host(ceiling.max(3))
-            .input_buffer_size(CONNECTION_BUFFER)
-            .output_buffer_size(CONNECTION_BUFFER)
-            .build();
         let url = format!("{base}/chat/completions");
         Ok(OpenAi {
             inner: Arc::new(Inner {
@@ -270,7 +258,6 @@ impl OpenAiBuilder {
                 key_env: self.key_env,
                 stream: self.stream,
                 timeout: self.timeout,
-                agent: config.into(),
                 retry: self.retry,
                 sleep: self.sleep,
                 waits: Mutex::new(Vec::new()),
@@ -345,9 +332,6 @@ impl OpenAi {
         self.inner.endpoint.changes()
     }
 }
-
-/// The size of each of a connection's two buffers.
-const CONNECTION_BUFFER: usize = 16 * 1024;
 
 /// Held while a request is in flight: the model's own cap (if any) and the
 /// endpoint's slot.
@@ -453,6 +437,9 @@ enum Failure {
     Retry {
         error: ModelError,
         retry_after: Option<Duration>,
+        /// Refused while other requests to the endpoint were in flight:
+        /// the retry waits for a slot (one of them to end), not a backoff.
+        queue: bool,
     },
     /// Not worth another attempt.
     Fatal(ModelError),
@@ -473,7 +460,7 @@ impl ChatModel for OpenAi {
         on_delta: &mut dyn FnMut(&str),
     ) -> Result<ChatResponse, ModelError> {
         let i = &self.inner;
-        let body = wire::request_body(&i.model, request, i.stream).to_string();
+        let body = wire::request_json(&i.model, request, i.stream);
         // The deadline starts once the call holds its first slot: waiting
         // behind other calls is bounded by their own deadlines.
         let mut first_slot = self.slot(None);
@@ -502,16 +489,36 @@ impl ChatModel for OpenAi {
                     on_delta(d);
                 })
             };
-            let (error, retry_after) = match outcome {
+            let (error, retry_after, queue) = match outcome {
                 Ok(mut response) => {
                     response.retries = attempt - 1;
                     return Ok(response);
                 }
                 Err(Failure::Fatal(e)) => return Err(with_attempts(e, attempt)),
-                Err(Failure::Retry { error, retry_after }) => (error, retry_after),
+                Err(Failure::Retry {
+                    error,
+                    retry_after,
+                    queue,
+                }) => (error, retry_after, queue),
             };
             if Instant::now() >= deadline {
                 return Err(self.past_deadline(attempt));
+            }
+            // Refused for too many at once, with no `Retry-After`: the
+            // endpoint's limit came down to the requests still in flight,
+            // and the next slot is the wait (a sleep would leave the
+            // server idle, or send the retries back into the same crowd).
+            if queue && retry_after.is_none() && !delivered {
+                if attempt >= i.retry.max_attempts.max(1) {
+                    return Err(with_attempts(error, attempt));
+                }
+                log::debug!(
+                    "{}: {error}; retrying when a slot frees (attempt {} of {})",
+                    i.label,
+                    attempt + 1,
+                    i.retry.max_attempts
+                );
+                continue;
             }
             // Text already shown cannot be taken back: no retry mid-answer.
             let wait = if delivered {
@@ -576,8 +583,8 @@ impl OpenAi {
         let left = deadline
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(1));
-        let mut req = i
-            .agent
+        let mut req = slot
+            .agent(&request.agent)
             .post(&i.url)
             .config()
             .timeout_global(Some(left))
@@ -596,12 +603,15 @@ impl OpenAi {
         })?;
         let status = response.status().as_u16();
         // The endpoint's limit learns from the status and the time to it.
-        match status {
-            200..=299 => slot.succeeded(&request.agent),
+        let queue = match status {
+            200..=299 => {
+                slot.succeeded(&request.agent);
+                false
+            }
             429 => slot.congested(LimitReason::RateLimited, &request.agent),
             503 => slot.congested(LimitReason::Overloaded, &request.agent),
-            _ => {}
-        }
+            _ => false,
+        };
         if !(200..300).contains(&status) {
             let retry_after = response
                 .headers()
@@ -618,7 +628,11 @@ impl OpenAi {
             // piece of the key that the mask no longer recognises.
             let error = self.http_error(status, &wire::error_detail(&self.redact(&text)));
             return Err(if retry::retryable_status(status) {
-                Failure::Retry { error, retry_after }
+                Failure::Retry {
+                    error,
+                    retry_after,
+                    queue,
+                }
             } else {
                 Failure::Fatal(error)
             });
@@ -631,7 +645,13 @@ impl OpenAi {
             .to_string();
         let is_sse = content_type.contains("text/event-stream");
         if is_sse {
-            return self.read_stream(response.into_body().into_reader(), request, on_delta);
+            let reusable = reusable(response.headers());
+            return self.read_stream(
+                response.into_body().into_reader(),
+                reusable,
+                request,
+                on_delta,
+            );
         }
         let text = response
             .body_mut()
@@ -664,9 +684,12 @@ impl OpenAi {
         Ok(answer)
     }
 
+    /// Reads a streamed answer to `[DONE]`; then, where the connection can
+    /// serve another request (`reusable`), to the end of the body.
     fn read_stream(
         &self,
         mut reader: impl Read,
+        reusable: bool,
         request: &ChatRequest,
         on_delta: &mut dyn FnMut(&str),
     ) -> Result<ChatResponse, Failure> {
@@ -701,6 +724,9 @@ impl OpenAi {
                 }
             }
             if n == 0 || state.done {
+                if n != 0 && reusable {
+                    drain(&mut reader);
+                }
                 break;
             }
         }
@@ -775,6 +801,7 @@ impl OpenAi {
             Failure::Retry {
                 error,
                 retry_after: None,
+                queue: false,
             }
         } else {
             Failure::Fatal(error)
@@ -819,6 +846,43 @@ impl OpenAi {
     }
 }
 
+/// Whether a response's connection can serve another request once its body
+/// is read: a body of known length or chunked, and no `Connection: close`.
+/// A body that ends when the server closes the connection is not read past
+/// `[DONE]` (the server may hold it open; the connection is spent anyway).
+fn reusable(headers: &ureq::http::HeaderMap) -> bool {
+    let has = |name: &str, value: &str| {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.to_ascii_lowercase().contains(value))
+    };
+    let framed = headers.contains_key("content-length") || has("transfer-encoding", "chunked");
+    framed && !has("connection", "close")
+}
+
+/// The most bytes read past `[DONE]` to reach the end of a body.
+const MAX_DRAIN: usize = 64 * 1024;
+
+/// Reads what is left of a streamed body after `[DONE]` (the end of the
+/// chunked body, usually in the same packet; a server that holds it open
+/// holds the call until its deadline), so that ureq sees the body
+/// end and puts the connection back in the pool: a body dropped before its
+/// end closes the connection, and every call would open a new one (a TCP
+/// and TLS handshake each). Errors and anything past [`MAX_DRAIN`] only
+/// cost the connection.
+fn drain(reader: &mut impl Read) {
+    let mut buf = [0u8; 1024];
+    let mut total = 0;
+    while total <= MAX_DRAIN {
+        match reader.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => total += n,
+        }
+    }
+}
+
 /// Connection failures, timeouts and cut connections are worth another
 /// attempt; a bad URL, an unknown host or a TLS failure is not.
 fn retryable_error(e: &ureq::Error) -> bool {
@@ -849,6 +913,30 @@ mod tests {
         );
         assert_eq!(mask_key("é sk-abcdefghijklmnopé", key), "é ***é");
         assert_eq!(mask_key("anything", ""), "anything");
+    }
+
+    #[test]
+    fn only_a_framed_kept_alive_body_is_read_past_done() {
+        let headers = |pairs: &[(&'static str, &'static str)]| {
+            let mut h = ureq::http::HeaderMap::new();
+            for (k, v) in pairs {
+                h.append(*k, ureq::http::HeaderValue::from_static(v));
+            }
+            h
+        };
+        assert!(reusable(&headers(&[("transfer-encoding", "chunked")])));
+        assert!(reusable(&headers(&[("content-length", "42")])));
+        assert!(!reusable(&headers(&[])), "ends when the server closes");
+        assert!(!reusable(&headers(&[
+            ("content-length", "42"),
+            ("connection", "Close")
+        ])));
+        // A cut body or an error ends the drain; it never reads past its cap.
+        let mut endless = std::io::repeat(b'x');
+        drain(&mut endless);
+        let mut short: &[u8] = b"0\r\n\r\n";
+        drain(&mut short);
+        assert!(short.is_empty());
     }
 
     #[test]

@@ -7,72 +7,122 @@ use crate::model::{
     ChatRequest, ChatResponse, FinishReason, Message, Role, ToolCall, Usage, estimate_usage,
 };
 
-/// The request body.
-pub(crate) fn request_body(model: &str, req: &ChatRequest, stream: bool) -> Value {
-    let mut body = json!({
-        "model": model,
-        "messages": req.messages.iter().map(message).collect::<Vec<_>>(),
-        "stream": stream,
-    });
-    let obj = body.as_object_mut().expect("a json object literal");
-    if stream {
-        obj.insert("stream_options".into(), json!({"include_usage": true}));
-    }
-    if let Some(t) = req.temperature {
-        obj.insert("temperature".into(), json!(t));
-    }
-    if let Some(m) = req.max_tokens {
-        obj.insert("max_tokens".into(), json!(m));
-    }
-    if !req.tools.is_empty() {
-        let tools: Vec<Value> = req
-            .tools
-            .iter()
-            .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.parameters}})
-            })
-            .collect();
-        obj.insert("tools".into(), Value::Array(tools));
-    }
-    if let Some(schema) = &req.schema {
-        obj.insert(
-            "response_format".into(),
+/// The request body, serialized straight from the request (the messages
+/// are borrowed, never copied into a JSON tree first: a member's prompt
+/// carries the board, and a round has a thousand of them).
+pub(crate) fn request_json(model: &str, req: &ChatRequest, stream: bool) -> String {
+    let body = Body {
+        model,
+        messages: req.messages.iter().map(OutMessage::of).collect(),
+        stream,
+        stream_options: stream.then_some(StreamOptions {
+            include_usage: true,
+        }),
+        temperature: req.temperature,
+        max_tokens: req.max_tokens,
+        tools: (!req.tools.is_empty()).then(|| {
+            req.tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": t.parameters}})
+                })
+                .collect()
+        }),
+        response_format: req.schema.as_ref().map(|schema| {
             json!({"type": "json_schema", "json_schema": {
-                "name": schema.name, "schema": schema.schema, "strict": true}}),
-        );
-    }
-    body
+                "name": schema.name, "schema": schema.schema, "strict": true}})
+        }),
+    };
+    // Serializing borrowed strings and JSON values cannot fail.
+    serde_json::to_string(&body).unwrap_or_default()
 }
 
-/// One message in OpenAI's shape: assistant tool calls as `tool_calls`
-/// (content `null` when there is no text), tool results with `tool_call_id`.
-pub(crate) fn message(m: &Message) -> Value {
-    let role = match m.role {
+/// The request body as JSON (tests read it back).
+#[cfg(test)]
+pub(crate) fn request_body(model: &str, req: &ChatRequest, stream: bool) -> Value {
+    serde_json::from_str(&request_json(model, req, stream)).expect("our own json")
+}
+
+#[derive(serde::Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Vec<OutMessage<'a>>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Vec<Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<Value>,
+}
+
+#[derive(serde::Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+/// One message in OpenAI's shape, borrowing its text: assistant tool
+/// calls as `tool_calls` (content `null` when there is no text), tool
+/// results with `tool_call_id`.
+#[derive(serde::Serialize)]
+struct OutMessage<'a> {
+    role: &'static str,
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<OutCall<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+}
+
+#[derive(serde::Serialize)]
+struct OutCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: OutFunction<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct OutFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+impl<'a> OutMessage<'a> {
+    fn of(m: &'a Message) -> Self {
+        let tool_calls: Vec<OutCall<'a>> = m
+            .tool_calls
+            .iter()
+            .map(|c| OutCall {
+                id: &c.id,
+                kind: "function",
+                function: OutFunction {
+                    name: &c.name,
+                    arguments: &c.arguments,
+                },
+            })
+            .collect();
+        OutMessage {
+            role: role(m.role),
+            content: (tool_calls.is_empty() || !m.content.is_empty()).then_some(&m.content),
+            tool_calls,
+            tool_call_id: m.tool_call_id.as_deref(),
+        }
+    }
+}
+
+fn role(r: Role) -> &'static str {
+    match r {
         Role::System => "system",
         Role::User => "user",
         Role::Assistant => "assistant",
         Role::Tool => "tool",
-    };
-    let mut v = json!({"role": role, "content": m.content});
-    if !m.tool_calls.is_empty() {
-        let calls: Vec<Value> = m
-            .tool_calls
-            .iter()
-            .map(|c| {
-                json!({"id": c.id, "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments}})
-            })
-            .collect();
-        v["tool_calls"] = Value::Array(calls);
-        if m.content.is_empty() {
-            v["content"] = Value::Null;
-        }
     }
-    if let Some(id) = &m.tool_call_id {
-        v["tool_call_id"] = json!(id);
-    }
-    v
 }
 
 fn finish_reason(v: &Value) -> Option<FinishReason> {
@@ -374,6 +424,17 @@ mod tests {
         );
         assert_eq!(body["messages"][2]["role"], "tool");
         assert_eq!(body["messages"][2]["tool_call_id"], "c1");
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "user", "content": "hi"})
+        );
+        assert!(body.get("temperature").is_none());
+        let plain = request_body("m", &ChatRequest::new("a", Phase::Draft, 1, vec![]), false);
+        assert_eq!(
+            plain,
+            json!({"model": "m", "messages": [], "stream": false}),
+            "nothing unasked for"
+        );
         assert_eq!(body["tools"][0]["type"], "function");
         assert_eq!(body["response_format"]["type"], "json_schema");
         assert_eq!(body["response_format"]["json_schema"]["name"], "s");
