@@ -305,6 +305,18 @@ impl TeamConfig {
                 return Err(at("timeout", format!("timeout: {e}")));
             }
         }
+        for (name, _) in config.context_variables.iter() {
+            if let Err(why) = super::template::check_var_name(name) {
+                let line = outline
+                    .line(&[Step::Key("context_variables"), Step::Key(name)])
+                    .unwrap_or(1);
+                return Err(TeamError::at(
+                    path,
+                    line,
+                    format!("context_variables: {why}"),
+                ));
+            }
+        }
         Ok((config, outline))
     }
 

@@ -119,7 +119,11 @@ pub(super) fn build(
         (Some(_), Some(line)) => TeamError::at(&yaml_path, line, message),
         _ => TeamError::in_file(&yaml_path, message),
     };
-    let top_line = |key: &str| source.as_ref().and_then(|s| s.outline.line(&[Step::Key(key)]));
+    let top_line = |key: &str| {
+        source
+            .as_ref()
+            .and_then(|s| s.outline.line(&[Step::Key(key)]))
+    };
     let known = config.context_variables.names();
     let handoff = config.process == Process::Handoff;
     if !handoff {

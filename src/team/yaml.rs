@@ -9,8 +9,8 @@
 
 use std::path::Path;
 
-use serde::de::{DeserializeOwned, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{DeserializeOwned, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::{Error as YamlError, Location, Spanned};
 
 use super::TeamError;
@@ -393,6 +393,15 @@ fn typed_message(e: &YamlError, scalar: Option<&str>) -> String {
             let ty = what.strip_prefix("invalid ").unwrap_or(&what);
             format!("wrong type: {shown} is not {}", kind_of(ty))
         }
+        YamlError::Unexpected { expected, .. } => {
+            let expected = match *expected {
+                "string scalar" => "a single value, not a list or mapping",
+                "sequence start" => "a list",
+                "mapping start" => "a mapping",
+                other => other,
+            };
+            format!("wrong type: expected {expected}")
+        }
         _ => message(e),
     }
 }
@@ -403,7 +412,7 @@ fn kind_of(ty: &str) -> String {
         "u8" | "u16" | "u32" | "u64" | "usize" => "a whole number of 0 or more".to_string(),
         "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number".to_string(),
         "f32" | "f64" => "a number".to_string(),
-        "bool" => "true or false".to_string(),
+        "bool" | "boolean" => "true or false".to_string(),
         other => format!("a valid {other}"),
     }
 }
@@ -479,8 +488,7 @@ mod tests {
 
     #[test]
     fn syntax_errors_have_their_line() {
-        let e = Outline::parse(Path::new("t.yaml"), "name: t\nmodels:\n  a: [x\n", 1)
-            .unwrap_err();
+        let e = Outline::parse(Path::new("t.yaml"), "name: t\nmodels:\n  a: [x\n", 1).unwrap_err();
         let TeamError::Invalid { line, .. } = &e else {
             panic!("{e}")
         };
