@@ -164,3 +164,7 @@ pub use tools::{
     Elicitation, McpError, McpPool, McpServerConfig, McpToolInfo, Tool, ToolContext, ToolError,
     ToolRegistry,
 };
+
+// Issue 15 (types, not strings): new public types, kept apart from the
+// curated lists above for the lead to place.
+pub use event::ReviewVerdict;

@@ -65,7 +65,7 @@ fn spans_follow_the_call_graph_and_carry_errors() {
             1101,
             EventKind::ReviewDecision {
                 round: 0,
-                decision: "assign".into(),
+                decision: crate::event::ReviewVerdict::Assign,
                 assignments: 1,
                 rejected: vec![],
             },

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use parking_lot::Mutex;
 
 use crate::board::{Entry, EntryKind, NewEntry, SharedBoard};
-use crate::event::{EventKind, RoomStatus, RunStatus};
+use crate::event::{EventKind, ReviewVerdict, RoomStatus, RunStatus};
 use crate::model::{ChatResponse, Message, ModelError, Phase};
 use crate::protocol::{Assignment, Decision, Verdict};
 use crate::runtime::call::{Ask, Attempt, CUT_OFF, EMPTY};
@@ -495,18 +495,18 @@ impl<'a> Blackboard<'a> {
     /// Applies a decision taken after round `round` (0: the plan).
     fn decide(&mut self, round: u32, decision: Option<Decision>) {
         let master = self.team.master().name.clone();
-        let (label, count) = match &decision {
-            Some(Decision::Assign(v)) => ("assign", v.len()),
-            Some(Decision::Done(_)) => ("done", 0),
-            Some(Decision::Ask(_)) => ("ask", 0),
-            None => ("none", 0),
+        let (verdict, count) = match &decision {
+            Some(Decision::Assign(v)) => (ReviewVerdict::Assign, v.len()),
+            Some(Decision::Done(_)) => (ReviewVerdict::Done, 0),
+            Some(Decision::Ask(_)) => (ReviewVerdict::Ask, 0),
+            None => (ReviewVerdict::None, 0),
         };
         self.core.emit(
             &master,
             None,
             EventKind::ReviewDecision {
                 round,
-                decision: label.into(),
+                decision: verdict,
                 assignments: count,
                 rejected: self.state.feedback.clone(),
             },
