@@ -29,7 +29,7 @@ use crate::model::{ChatModel, SharedModel, Usage};
 use crate::team::Team;
 
 pub use budget::parse_timeout;
-pub use error::RunError;
+pub use error::{MasterPhase, RunError, ThreadError};
 pub use handle::{Cancel, RunHandle};
 pub use state::{RunPhase, RunState, UserNote};
 pub use turns::Turn;

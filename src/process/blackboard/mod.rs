@@ -148,7 +148,7 @@ impl<'a> Blackboard<'a> {
         let (decision, problems) =
             self.master_turn(Phase::Plan, 0, messages)
                 .map_err(|source| RunError::Master {
-                    phase: "plan",
+                    phase: crate::runtime::MasterPhase::Plan,
                     source,
                 })?;
         self.state.feedback = problems;
@@ -210,7 +210,7 @@ impl<'a> Blackboard<'a> {
         let results = run_parallel("member", threads, todo.clone(), |a| {
             self.member_turn(round, &a, &board)
         })
-        .map_err(|e| RunError::Pool(format!("cannot start member threads: {}", e.0)))?;
+        .map_err(|e| RunError::Pool(e.into()))?;
         for (a, result) in todo.iter().zip(results) {
             if let Err(panic) = result {
                 self.add_entry(
@@ -287,7 +287,7 @@ impl<'a> Blackboard<'a> {
         let results = run_parallel("challenger", threads, challengers.clone(), |c| {
             self.challenger_turn(round, c, &board)
         })
-        .map_err(|e| RunError::Pool(format!("cannot start member threads: {}", e.0)))?;
+        .map_err(|e| RunError::Pool(e.into()))?;
         for (c, result) in challengers.iter().zip(results) {
             if let Err(panic) = result {
                 self.add_entry(
@@ -415,7 +415,7 @@ impl<'a> Blackboard<'a> {
             Ok(Attempt::Usable(answer)) => self.state.answer = Some(answer),
             Ok(Attempt::Unusable(problems)) => {
                 return Err(RunError::Master {
-                    phase: "final",
+                    phase: crate::runtime::MasterPhase::Final,
                     source: ModelError::BadResponse {
                         model: self.core.model_for(&master.name).name(),
                         detail: problems.join("; "),
@@ -424,7 +424,7 @@ impl<'a> Blackboard<'a> {
             }
             Err(source) => {
                 return Err(RunError::Master {
-                    phase: "final",
+                    phase: crate::runtime::MasterPhase::Final,
                     source,
                 });
             }
