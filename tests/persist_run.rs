@@ -104,7 +104,7 @@ fn a_saved_run_holds_every_file_and_modules_go_through_their_statuses() {
     assert_eq!(plan.tasks.len(), 4);
     for m in &plan.tasks {
         assert_eq!(m.status, ModuleStatus::Completed, "{}", m.task_id);
-        assert_eq!(m.metadata["round"], 2);
+        assert_eq!(m.round, Some(2));
         assert_eq!(m.metadata["previous"].as_array().unwrap().len(), 1);
         // The archive holds both rounds: sent messages, then the answer.
         let roles: Vec<Role> = m.context_archive.iter().map(|x| x.role).collect();
