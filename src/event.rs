@@ -270,13 +270,13 @@ pub enum EventKind {
     /// A model call finished (its Turn record is in `turns.jsonl`).
     TurnCompleted {
         /// The turn's id.
-        turn_id: String,
+        turn_id: crate::runtime::TurnId,
         /// The round.
         round: u32,
         /// What the call was for.
         phase: Phase,
         /// The turns it was based on.
-        parents: Vec<String>,
+        parents: Vec<crate::runtime::TurnId>,
         /// Tokens used.
         usage: Usage,
         /// How long the call took, in milliseconds.

@@ -168,4 +168,4 @@ pub use tools::{
 // Issue 15 (types, not strings): new public types, kept apart from the
 // curated lists above for the lead to place.
 pub use event::ReviewVerdict;
-pub use runtime::{MasterPhase, ThreadError};
+pub use runtime::{MasterPhase, ParseTurnIdError, ThreadError, TurnId};

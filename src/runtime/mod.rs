@@ -32,7 +32,7 @@ pub use budget::parse_timeout;
 pub use error::{MasterPhase, RunError, ThreadError};
 pub use handle::{Cancel, RunHandle};
 pub use state::{RunPhase, RunState, UserNote};
-pub use turns::Turn;
+pub use turns::{ParseTurnIdError, Turn, TurnId};
 
 /// The default round cap.
 pub const DEFAULT_MAX_ROUNDS: u32 = 5;

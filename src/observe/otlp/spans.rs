@@ -75,7 +75,7 @@ pub(crate) struct SpanBuilder {
     latest: HashMap<String, SpanId>,
     tools: HashMap<String, OpenTool>,
     /// Turn records by id, for prompt and answer text (content only).
-    turns: HashMap<String, Turn>,
+    turns: HashMap<crate::runtime::TurnId, Turn>,
     serial: u64,
     done: bool,
 }
@@ -116,7 +116,7 @@ impl SpanBuilder {
     /// Makes a Turn record's messages and answer available to its chat span.
     pub(crate) fn add_turn(&mut self, turn: Turn) {
         if self.content {
-            self.turns.insert(turn.turn_id.clone(), turn);
+            self.turns.insert(turn.turn_id, turn);
         }
     }
 
@@ -179,7 +179,7 @@ impl SpanBuilder {
                         "gen_ai.usage.output_tokens",
                         to_i64(usage.completion_tokens),
                     ),
-                    KeyValue::str("boardroom.turn.id", turn_id.clone()),
+                    KeyValue::str("boardroom.turn.id", turn_id.to_string()),
                     KeyValue::str("boardroom.phase", phase.as_str()),
                     KeyValue::int("boardroom.round", i64::from(*round)),
                     KeyValue::int("boardroom.retries", i64::from(*retries)),

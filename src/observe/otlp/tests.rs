@@ -17,7 +17,7 @@ fn ev(agent: &str, parent: Option<&str>, time_ms: u64, kind: EventKind) -> Event
 
 fn turn(id: &str, round: u32, phase: Phase, error: Option<&str>) -> EventKind {
     EventKind::TurnCompleted {
-        turn_id: id.into(),
+        turn_id: id.parse().unwrap(),
         round,
         phase,
         parents: vec![],
