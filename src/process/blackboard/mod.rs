@@ -143,8 +143,13 @@ impl<'a> Blackboard<'a> {
 
     fn plan(&mut self) -> Result<(), RunError> {
         self.status(RoomStatus::Thinking);
-        let mut messages = prompt::plan(&self.team, &self.core.memory, &self.task_text());
-        prompt::add_seeded_modules(&mut messages, &self.core.plan.lock());
+        let messages = prompt::plan(
+            &self.team,
+            &self.core.memory,
+            &self.task_text(),
+            &self.core.plan.lock(),
+            self.wording(),
+        );
         let (decision, problems) =
             self.master_turn(Phase::Plan, 0, messages)
                 .map_err(|source| RunError::Master {
@@ -306,8 +311,8 @@ impl<'a> Blackboard<'a> {
     }
 
     fn challenger_turn(&self, round: u32, challenger: &AgentSpec, board: &prompt::SharedBoardText) {
-        let mut messages = prompt::challenge(challenger, &self.task_text(), board, round);
-        self.adapt_prompt(Phase::Challenge, &mut messages);
+        let messages =
+            prompt::challenge(challenger, &self.task_text(), board, round, self.wording());
         let outcome = self.call_until(
             challenger,
             Phase::Challenge,
@@ -365,9 +370,9 @@ impl<'a> Blackboard<'a> {
             &self.core.memory,
             &self.task_text(),
             &board,
-            round,
-            self.cap(),
+            (round, self.cap()),
             &self.state.feedback,
+            self.wording(),
         );
         let master = self.team.master().name.clone();
         match self.master_turn(Phase::Review, round, messages) {
@@ -445,11 +450,10 @@ impl<'a> Blackboard<'a> {
         &self,
         phase: Phase,
         round: u32,
-        mut messages: Vec<Message>,
+        messages: Vec<Message>,
     ) -> Result<(Option<Decision>, Vec<String>), ModelError> {
         let master = self.team.master();
         let members: Vec<&str> = self.team.members().map(|m| m.name.as_str()).collect();
-        self.adapt_prompt(phase, &mut messages);
         let outcome = self.call_until(
             master,
             phase,
