@@ -426,14 +426,7 @@ impl Chat {
             .spawn(move || {
                 let _ = tx.send(model.chat(&req, &mut |_| {}));
             })
-            .map_err(|source| {
-                ChatError::Run(crate::runtime::RunError::Pool(
-                    crate::runtime::ThreadError::Spawn {
-                        thread: "a chat thread",
-                        source,
-                    },
-                ))
-            })?;
+            .map_err(chat_thread_error)?;
         loop {
             match rx.recv_timeout(Duration::from_millis(25)) {
                 Ok(r) => {
@@ -688,14 +681,7 @@ impl Chat {
                         }
                     }
                 })
-                .map_err(|source| {
-                    ChatError::Run(crate::runtime::RunError::Pool(
-                        crate::runtime::ThreadError::Spawn {
-                            thread: "a chat thread",
-                            source,
-                        },
-                    ))
-                })?
+                .map_err(chat_thread_error)?
         };
         let cancel = handle.canceller();
         let report = self
@@ -728,14 +714,7 @@ impl Chat {
                 inbox.push(InboxItem::TeamEvent(news));
                 let _ = wake.send(());
             })
-            .map_err(|source| {
-                ChatError::Run(crate::runtime::RunError::Pool(
-                    crate::runtime::ThreadError::Spawn {
-                        thread: "a chat thread",
-                        source,
-                    },
-                ))
-            })?;
+            .map_err(chat_thread_error)?;
         if !self.runs.contains(&run_id) {
             self.runs.push(run_id.clone());
         }
@@ -911,4 +890,14 @@ fn system_prompt(runtime: &Runtime, partner: &AgentSpec) -> String {
          (the user is asked too).",
     );
     s
+}
+
+/// A chat thread the system refused to start.
+fn chat_thread_error(source: std::io::Error) -> ChatError {
+    ChatError::Run(crate::runtime::RunError::Pool(
+        crate::runtime::ThreadError::Spawn {
+            thread: "a chat thread",
+            source,
+        },
+    ))
 }
