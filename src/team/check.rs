@@ -48,7 +48,7 @@ impl Team {
                     .source
                     .clone()
                     .unwrap_or_else(|| PathBuf::from(format!("agent '{}'", agent.name)));
-                let line = agent_model_line(&path).unwrap_or(1);
+                let line = front_matter_line(&path, "model").unwrap_or(1);
                 return Err(TeamError::at(path, line, format!("model: {detail}")));
             }
         }
@@ -74,11 +74,11 @@ fn at_model(team_yaml: Option<&Path>, name: &str, detail: String) -> TeamError {
     }
 }
 
-/// The line of the `model:` key in an agent file's front matter.
-fn agent_model_line(path: &Path) -> Option<usize> {
+/// The file line of top-level `key` in an agent file's front matter.
+pub(super) fn front_matter_line(path: &Path, key: &str) -> Option<usize> {
     let text = super::read_text(path).ok()?;
     let (front, first, _) = super::split_front_matter(path, &text).ok()?;
     yaml::Outline::parse(path, &front, first)
         .ok()?
-        .line(&[Step::Key("model")])
+        .line(&[Step::Key(key)])
 }

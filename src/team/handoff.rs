@@ -125,6 +125,16 @@ pub(super) fn build(
             .and_then(|s| s.outline.line(&[Step::Key(key)]))
     };
     let known = config.context_variables.names();
+    // Read from team.yaml, names were checked at their own line; a team
+    // built in code is checked here.
+    for name in &known {
+        super::template::check_var_name(name).map_err(|why| {
+            at(
+                top_line("context_variables"),
+                format!("context_variables: {why}"),
+            )
+        })?;
+    }
     let handoff = config.process == Process::Handoff;
     if !handoff {
         let used = [

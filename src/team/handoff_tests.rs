@@ -270,6 +270,20 @@ fn variable_names_are_identifiers_declared_once() {
             .to_string()
             .contains("context variable 'audience' is declared twice")
     );
+    // Built in code, the names are checked too.
+    let config = crate::team::TeamConfig {
+        context_variables: super::super::Variables::declare([("my var", serde_json::json!(1))]),
+        ..Default::default()
+    };
+    let agents = vec![
+        crate::team::AgentSpec::master("lead", "You lead."),
+        crate::team::AgentSpec::member("w", "Writes", "You write."),
+    ];
+    let e = Team::new("code", config, agents).unwrap_err().to_string();
+    assert!(
+        e.starts_with("team 'code': context_variables: bad variable name 'my var'"),
+        "{e}"
+    );
     let dir = team_dir("context_variables:\n  _depth: 2\n  audience2: x\n", None);
     assert_eq!(
         Team::load(dir.path()).unwrap().variables().names(),

@@ -479,13 +479,7 @@ fn check_one_partner(
         return Ok(());
     };
     let path = where_(second);
-    let line = std::fs::read_to_string(&path)
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .position(|l| l.trim_start().starts_with("role:"))
-        })
-        .map_or(1, |i| i + 1);
+    let line = check::front_matter_line(&path, "role").unwrap_or(1);
     Err(TeamError::at(
         path,
         line,
