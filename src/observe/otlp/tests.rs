@@ -169,6 +169,12 @@ fn spans_follow_the_call_graph_and_carry_errors() {
         attr(writer, "gen_ai.usage.input_tokens"),
         Some(&Value::Int(10))
     );
+    // Issue 15: the master's span says what it decided, from the type.
+    assert_eq!(
+        attr(master, "boardroom.review.decision"),
+        Some(&Value::String("assign".into()))
+    );
+    assert_eq!(attr(writer, "boardroom.review.decision"), None);
     assert!(
         attr(tool, "gen_ai.tool.call.arguments").is_none(),
         "no content"
