@@ -74,6 +74,16 @@ fn at_model(team_yaml: Option<&Path>, name: &str, detail: String) -> TeamError {
     }
 }
 
+/// The file line of the item `item` in the list under top-level `key` of
+/// an agent file's front matter (the key's line if the item is not there).
+pub(crate) fn front_matter_item_line(path: &Path, key: &str, item: &str) -> Option<usize> {
+    let text = super::read_text(path).ok()?;
+    let (front, first, _) = super::split_front_matter(path, &text).ok()?;
+    yaml::Outline::parse(path, &front, first)
+        .ok()?
+        .item_line(&[Step::Key(key)], item)
+}
+
 /// The file line of top-level `key` in an agent file's front matter.
 pub(super) fn front_matter_line(path: &Path, key: &str) -> Option<usize> {
     let text = super::read_text(path).ok()?;

@@ -253,6 +253,20 @@ impl Outline {
         self.line(&path).or_else(|| self.line(item))
     }
 
+    /// The line of the item written `value` in the list at `list`, else of
+    /// the list's key (a flow list, `[a, b]`, is on its key's line).
+    pub(crate) fn item_line(&self, list: &[Step<'_>], value: &str) -> Option<usize> {
+        let (node, _) = self.find(list)?;
+        let found = match &node.value {
+            Node::Seq(items) => items
+                .iter()
+                .find(|i| matches!(&i.value, Node::Scalar(s) if s == value))
+                .map(|i| self.file_line(&i.referenced)),
+            _ => None,
+        };
+        found.or_else(|| self.line(list))
+    }
+
     /// The path (as steps) to the key or value the parser located at `at`:
     /// the deepest match wins. For a key, the path of the mapping that
     /// holds it (so an unknown key is reported in its parent).
@@ -468,6 +482,23 @@ mod tests {
         assert_eq!(o.line(&[Step::Key("models"), Step::Key("fast")]), Some(3));
         assert_eq!(o.line(&[Step::Key("models"), Step::Key("gpt")]), Some(5));
         assert_eq!(o.line(&[Step::Key("models"), Step::Key("base_url")]), None);
+    }
+
+    #[test]
+    fn the_line_of_a_list_item() {
+        let o = outline(
+            "name: w\nrole: member\ntools:\n  - workspace_read\n  # c\n  - \"plan_reed\"\n",
+            2,
+        );
+        let tools = [Step::Key("tools")];
+        assert_eq!(o.item_line(&tools, "plan_reed"), Some(7));
+        assert_eq!(o.item_line(&tools, "workspace_read"), Some(5));
+        // Not in the list: the key's line.
+        assert_eq!(o.item_line(&tools, "other"), Some(4));
+        let o = outline("name: w\ntools: [a,\n  b]\n", 2);
+        assert_eq!(o.item_line(&tools, "a"), Some(3));
+        assert_eq!(o.item_line(&tools, "b"), Some(4));
+        assert_eq!(o.item_line(&[Step::Key("missing")], "a"), None);
     }
 
     #[test]
