@@ -25,6 +25,41 @@ pub enum RoomStatus {
     Done,
 }
 
+/// What the master decided after reading the board
+/// ([`EventKind::ReviewDecision`]). Serialized as the strings runs have
+/// always written to `events.jsonl`: `assign`, `done`, `ask`, `none`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ReviewVerdict {
+    /// Another round: the master assigned work.
+    Assign,
+    /// The master gave the answer.
+    Done,
+    /// The master has a question for the user.
+    Ask,
+    /// The master's reply held no usable decision.
+    None,
+}
+
+impl ReviewVerdict {
+    /// The name as `events.jsonl` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewVerdict::Assign => "assign",
+            ReviewVerdict::Done => "done",
+            ReviewVerdict::Ask => "ask",
+            ReviewVerdict::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for ReviewVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -221,8 +256,9 @@ pub enum EventKind {
     ReviewDecision {
         /// The round reviewed (0 for the plan).
         round: u32,
-        /// `done` or `assign`.
-        decision: String,
+        /// What the master decided (serialized `assign`, `done`, `ask`
+        /// or `none`).
+        decision: ReviewVerdict,
         /// Assignments for the next round.
         assignments: usize,
         /// Directives that were rejected, fed back to the master.
@@ -238,13 +274,13 @@ pub enum EventKind {
     /// A model call finished (its Turn record is in `turns.jsonl`).
     TurnCompleted {
         /// The turn's id.
-        turn_id: String,
+        turn_id: crate::runtime::TurnId,
         /// The round.
         round: u32,
         /// What the call was for.
         phase: Phase,
         /// The turns it was based on.
-        parents: Vec<String>,
+        parents: Vec<crate::runtime::TurnId>,
         /// Tokens used.
         usage: Usage,
         /// How long the call took, in milliseconds.
@@ -389,5 +425,38 @@ mod tests {
         assert_eq!(json["member"], "writer");
         let back: Event = serde_json::from_value(json).unwrap();
         assert_eq!(back, e);
+    }
+
+    /// Issue 15: the decision is a type now, written as the same strings,
+    /// so a line an older run wrote still reads, and reads back the same.
+    #[test]
+    fn an_old_review_decision_line_still_parses() {
+        for (text, verdict) in [
+            ("assign", ReviewVerdict::Assign),
+            ("done", ReviewVerdict::Done),
+            ("ask", ReviewVerdict::Ask),
+            ("none", ReviewVerdict::None),
+        ] {
+            let line = format!(
+                r#"{{"run_id":"r1","agent":"master","parent":null,"time_ms":1700000000000,"type":"review_decision","round":2,"decision":"{text}","assignments":3,"rejected":["x"]}}"#
+            );
+            let e: Event = serde_json::from_str(&line).unwrap();
+            let EventKind::ReviewDecision {
+                decision, round, ..
+            } = &e.kind
+            else {
+                panic!("{e:?}")
+            };
+            assert_eq!((*decision, *round), (verdict, 2));
+            assert_eq!(decision.to_string(), text);
+            let again = serde_json::to_value(&e).unwrap();
+            assert_eq!(again["decision"], text);
+            assert_eq!(
+                again,
+                serde_json::from_str::<serde_json::Value>(&line).unwrap()
+            );
+        }
+        let bad = r#"{"run_id":"r1","agent":"m","parent":null,"time_ms":1,"type":"review_decision","round":1,"decision":"maybe","assignments":0,"rejected":[]}"#;
+        assert!(serde_json::from_str::<Event>(bad).is_err());
     }
 }

@@ -104,12 +104,14 @@ mod internals_stay_internal {}
 mod readme {}
 
 pub use board::{Entry, EntryKind};
-pub use event::{Event, EventKind, RoomStatus, RunStatus};
+pub use event::{Event, EventKind, ReviewVerdict, RoomStatus, RunStatus};
 pub use model::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelError, ModelSpecError,
     OpenAi, OpenAiBuilder, OutputSchema, Phase, Role, SharedModel, ToolCall, ToolSpec, Usage,
 };
-pub use runtime::{Cancel, RunError, RunHandle, RunOutcome, Runtime, parse_timeout};
+pub use runtime::{
+    Cancel, MasterPhase, RunError, RunHandle, RunOutcome, Runtime, ThreadError, parse_timeout,
+};
 pub use team::{
     AfterWork, AgentRole, AgentSpec, EndpointConfig, HandoffRule, HandoffRuleConfig,
     HandoffSettings, ModelConfig, Process, Team, TeamConfig, TeamError,

@@ -60,6 +60,7 @@ impl fmt::Display for ModuleStatus {
 /// One work module.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
+#[serde(from = "ModuleFile")]
 pub struct WorkModule {
     /// `task_001`, `task_002`, ...
     pub task_id: String,
@@ -70,7 +71,12 @@ pub struct WorkModule {
     /// The member working on it.
     #[serde(default)]
     pub assigned_agent: Option<String>,
-    /// Free-form facts: round, timestamps, who added it.
+    /// The round it is assigned for (1 for the plan's first assignments;
+    /// a module sent back moves to the next round). `None` until a member
+    /// is assigned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
+    /// Free-form facts: timestamps, who added it, earlier descriptions.
     #[serde(default)]
     pub metadata: serde_json::Map<String, serde_json::Value>,
     /// The full transcript of the member's work on it.
@@ -98,6 +104,7 @@ impl Plan {
             description: description.into(),
             status: ModuleStatus::Pending,
             assigned_agent,
+            round: None,
             metadata: serde_json::Map::new(),
             context_archive: Vec::new(),
         });
@@ -116,9 +123,72 @@ impl Plan {
     }
 }
 
+/// A module as `plan.json` holds it. Runs before issue 15 kept the round
+/// in `metadata.round`; it is read from there when the field is absent.
+#[derive(Deserialize)]
+struct ModuleFile {
+    task_id: String,
+    description: String,
+    status: ModuleStatus,
+    #[serde(default)]
+    assigned_agent: Option<String>,
+    #[serde(default)]
+    round: Option<u32>,
+    #[serde(default)]
+    metadata: serde_json::Map<String, serde_json::Value>,
+    #[serde(default)]
+    context_archive: Vec<Message>,
+}
+
+impl From<ModuleFile> for WorkModule {
+    fn from(mut f: ModuleFile) -> Self {
+        let old = f.metadata.remove("round");
+        let round = f.round.or_else(|| {
+            old.as_ref()
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|r| u32::try_from(r).ok())
+        });
+        // A `round` in metadata that is not a round number stays as it was.
+        if let (None, Some(v)) = (round, old) {
+            f.metadata.insert("round".into(), v);
+        }
+        WorkModule {
+            task_id: f.task_id,
+            description: f.description,
+            status: f.status,
+            assigned_agent: f.assigned_agent,
+            round,
+            metadata: f.metadata,
+            context_archive: f.context_archive,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 15: the round is a field; a plan.json written before, with
+    /// the round in `metadata.round`, still loads with its round.
+    #[test]
+    fn an_old_plan_with_metadata_round_still_loads() {
+        let old = r#"{"tasks": [
+            {"task_id": "task_001", "description": "d", "status": "pending_review",
+             "assigned_agent": "writer", "metadata": {"round": 2, "assigned_ms": 5}},
+            {"task_id": "task_002", "description": "e", "status": "pending",
+             "metadata": {"seeded": true}}
+        ]}"#;
+        let plan: Plan = serde_json::from_str(old).unwrap();
+        assert_eq!(plan.tasks[0].round, Some(2));
+        assert_eq!(plan.tasks[0].metadata.get("round"), None);
+        assert_eq!(plan.tasks[0].metadata["assigned_ms"], 5);
+        assert_eq!(plan.tasks[1].round, None);
+        // Written back, the round is a field of its own, and reads again.
+        let json = serde_json::to_value(&plan).unwrap();
+        assert_eq!(json["tasks"][0]["round"], 2);
+        assert!(json["tasks"][1].get("round").is_none());
+        assert_eq!(serde_json::from_value::<Plan>(json).unwrap(), plan);
+    }
 
     #[test]
     fn modules_get_sequential_ids_and_roboco_shape() {

@@ -101,3 +101,33 @@ fn souls_and_task_are_rendered_over_the_variables() {
     assert_eq!(out.status.code(), Some(0));
     assert!(sent(runs.path()).contains("Write for adults."));
 }
+
+/// Issue 15: a variable name that is not an identifier, or one declared
+/// twice, stops `check` and `run` with exit 2 at its file and line.
+#[test]
+fn bad_and_duplicate_variable_names_exit_2_at_their_line() {
+    let cases = [
+        (
+            "name: vars\ncontext_variables:\n  audience: adults\n  reading level: 3\n",
+            "team.yaml:4: context_variables: bad variable name 'reading level': use letters, \
+             digits and '_', starting with a letter or '_' (at most 64), so that a template \
+             can name it",
+        ),
+        (
+            "name: vars\ncontext_variables:\n  audience: adults\n  audience: children\n",
+            "team.yaml:4: context_variables: duplicate key 'audience' (first at line 3)",
+        ),
+    ];
+    for (yaml, want) in cases {
+        let dir = team();
+        let runs = dir.path().join("runs");
+        std::fs::write(dir.path().join("team.yaml"), yaml).unwrap();
+        for args in [&["check"][..], &["run", "a task", "--model", "sim"][..]] {
+            let out = boardroom(args, dir.path(), &runs);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            assert!(stderr.contains(want), "{args:?}: {stderr}");
+        }
+        assert!(!runs.exists());
+    }
+}

@@ -203,7 +203,7 @@ fn phoenix_receives_a_runs_spans_with_genai_names_parents_and_tokens() {
     for turn in &turns {
         let chat = chats
             .iter()
-            .find(|c| attr(c, "boardroom.turn.id") == turn.turn_id.as_str())
+            .find(|c| *attr(c, "boardroom.turn.id") == turn.turn_id.to_string().as_str())
             .unwrap_or_else(|| panic!("no chat span for {}", turn.turn_id));
         assert_eq!(attr(chat, "gen_ai.operation.name"), "chat");
         assert_eq!(attr(chat, "gen_ai.request.model"), "sim");

@@ -71,7 +71,7 @@ fn a_saved_run_holds_every_file_and_modules_go_through_their_statuses() {
     assert_eq!(events.items.last(), received.last());
     let turns = read_turns(&dir).unwrap().items;
     assert_eq!(turns.len(), stats.calls());
-    let ids: Vec<&str> = turns.iter().map(|t| t.turn_id.as_str()).collect();
+    let ids: Vec<String> = turns.iter().map(|t| t.turn_id.to_string()).collect();
     assert_eq!(ids[0], "t0001");
     assert!(
         turns
@@ -92,7 +92,7 @@ fn a_saved_run_holds_every_file_and_modules_go_through_their_statuses() {
         .unwrap();
     for t in turns.iter().filter(|t| t.phase == Phase::Draft) {
         let want = if t.round == 1 { plan_turn } else { review1 };
-        assert_eq!(t.parents, vec![want.turn_id.clone()], "{}", t.turn_id);
+        assert_eq!(t.parents, vec![want.turn_id], "{}", t.turn_id);
     }
 
     // The sim challenges round 1, so the master sends every member back:
@@ -101,7 +101,7 @@ fn a_saved_run_holds_every_file_and_modules_go_through_their_statuses() {
     assert_eq!(plan.tasks.len(), 4);
     for m in &plan.tasks {
         assert_eq!(m.status, ModuleStatus::Completed, "{}", m.task_id);
-        assert_eq!(m.metadata["round"], 2);
+        assert_eq!(m.round, Some(2));
         assert_eq!(m.metadata["previous"].as_array().unwrap().len(), 1);
         // The archive holds both rounds: sent messages, then the answer.
         let roles: Vec<Role> = m.context_archive.iter().map(|x| x.role).collect();

@@ -265,7 +265,7 @@ fn a_run_killed_twice_loses_nothing_and_resume_reuses_the_saved_model() {
         .unwrap()
         .items
         .into_iter()
-        .map(|t| t.turn_id)
+        .map(|t| t.turn_id.to_string())
         .collect();
     let mut unique = ids.clone();
     unique.sort();

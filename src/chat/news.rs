@@ -134,7 +134,7 @@ mod tests {
         }
         let review = ev(EventKind::ReviewDecision {
             round: 1,
-            decision: "done".into(),
+            decision: crate::event::ReviewVerdict::Done,
             assignments: 0,
             rejected: Vec::new(),
         });

@@ -431,7 +431,7 @@ impl Chat {
             .spawn(move || {
                 let _ = tx.send(model.chat(&req, &mut |_| {}));
             })
-            .map_err(|e| ChatError::Run(crate::runtime::RunError::Pool(e.to_string())))?;
+            .map_err(chat_thread_error)?;
         loop {
             match rx.recv_timeout(Duration::from_millis(25)) {
                 Ok(r) => {
@@ -439,9 +439,15 @@ impl Chat {
                     return r.map(Some).map_err(ChatError::Model);
                 }
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                    let _ = worker.join();
+                    let message = match worker.join() {
+                        Err(panic) => crate::runtime::tool_loop::panic_text(panic.as_ref()),
+                        Ok(()) => "no answer".to_string(),
+                    };
                     return Err(ChatError::Run(crate::runtime::RunError::Pool(
-                        "the partner's model call panicked".into(),
+                        crate::runtime::ThreadError::Panicked {
+                            thread: "the partner's model call",
+                            message,
+                        },
                     )));
                 }
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) if cancel.is_cancelled() => {
@@ -601,7 +607,7 @@ impl Chat {
     /// cannot be started.
     pub fn resume_run(&mut self, run_id: &str, io: &mut dyn ChatIo) -> Result<(), ChatError> {
         if let Some(id) = self.running() {
-            return Err(ChatError::Run(crate::runtime::RunError::Pool(format!(
+            return Err(ChatError::Run(crate::runtime::RunError::Process(format!(
                 "run {id} is still under way"
             ))));
         }
@@ -680,7 +686,7 @@ impl Chat {
                         }
                     }
                 })
-                .map_err(|e| ChatError::Run(crate::runtime::RunError::Pool(e.to_string())))?
+                .map_err(chat_thread_error)?
         };
         let cancel = handle.canceller();
         let report = self
@@ -713,7 +719,7 @@ impl Chat {
                 inbox.push(InboxItem::TeamEvent(news));
                 let _ = wake.send(());
             })
-            .map_err(|e| ChatError::Run(crate::runtime::RunError::Pool(e.to_string())))?;
+            .map_err(chat_thread_error)?;
         if !self.runs.contains(&run_id) {
             self.runs.push(run_id.clone());
         }
@@ -889,4 +895,14 @@ fn system_prompt(runtime: &Runtime, partner: &AgentSpec) -> String {
          (the user is asked too).",
     );
     s
+}
+
+/// A chat thread the system refused to start.
+fn chat_thread_error(source: std::io::Error) -> ChatError {
+    ChatError::Run(crate::runtime::RunError::Pool(
+        crate::runtime::ThreadError::Spawn {
+            thread: "a chat thread",
+            source,
+        },
+    ))
 }

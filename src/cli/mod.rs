@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use boardroom::{RunError, RunHandle, RunStatus, Runtime, SharedModel, Team};
+use boardroom::{RunError, RunHandle, RunStatus, Runtime, SharedModel, Team, ThreadError};
 use clap::Parser;
 
 use args::{Cli, Command, RunArgs};
@@ -368,11 +368,14 @@ fn wait_watching_ctrl_c(
             .spawn_scoped(s, move || {
                 let _ = done_tx.send(handle.wait());
             });
-        if waiter.is_err() {
-            return Err(RunError::Pool("cannot start a thread".into()));
+        if let Err(source) = waiter {
+            return Err(RunError::Pool(ThreadError::Spawn {
+                thread: "a thread",
+                source,
+            }));
         }
         crossbeam_channel::select! {
-            recv(done) -> r => return r.unwrap_or_else(|_| Err(RunError::Pool("the run thread ended".into()))),
+            recv(done) -> r => return r.unwrap_or(Err(RunError::Pool(ThreadError::Ended { thread: "the run thread" }))),
             recv(presses) -> _ => {}
         }
         cancel.cancel();
@@ -381,7 +384,7 @@ fn wait_watching_ctrl_c(
             STOP_GRACE.as_secs()
         ));
         let how = crossbeam_channel::select! {
-            recv(done) -> r => return r.unwrap_or_else(|_| Err(RunError::Pool("the run thread ended".into()))),
+            recv(done) -> r => return r.unwrap_or(Err(RunError::Pool(ThreadError::Ended { thread: "the run thread" }))),
             recv(presses) -> _ => "stopped at once",
             default(STOP_GRACE) => "stopped; calls in flight abandoned",
         };

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::one_line;
-use boardroom::{EntryKind, Event, EventKind, Phase, RunStatus};
+use boardroom::{EntryKind, Event, EventKind, Phase, ReviewVerdict, RunStatus};
 use crossbeam_channel::Receiver;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -286,15 +286,15 @@ impl Human {
                 for r in rejected {
                     self.line(format!("  ! {agent}: rejected directive: {r}"));
                 }
-                let what = match (round, decision.as_str()) {
-                    (0, "assign") => {
+                let what = match (round, decision) {
+                    (0, ReviewVerdict::Assign) => {
                         format!("{agent} split the task into {assignments} assignments")
                     }
-                    (_, "assign") => format!(
+                    (_, ReviewVerdict::Assign) => format!(
                         "{agent} reviewed round {round}: {assignments} assignments for another round"
                     ),
-                    (_, "done") => format!("{agent} reviewed round {round}: DONE"),
-                    (_, "ask") => format!("{agent} has a question for you"),
+                    (_, ReviewVerdict::Done) => format!("{agent} reviewed round {round}: DONE"),
+                    (_, ReviewVerdict::Ask) => format!("{agent} has a question for you"),
                     _ => format!("{agent}: no usable decision"),
                 };
                 self.line(what);

@@ -27,6 +27,7 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
+use super::sim::unescape;
 use super::{ChatRequest, ChatResponse, FinishReason, Role, SimOptions, ToolCall, estimate_usage};
 use crate::protocol::handoff::{HANDOFF_TOOL, RULE_CHOICE_SCHEMA};
 
@@ -137,14 +138,6 @@ fn stream(req: &ChatRequest, text: String, on_delta: &mut dyn FnMut(&str)) -> Ch
 struct Step {
     agent: String,
     text: String,
-}
-
-fn unescape(s: &str) -> String {
-    s.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&apos;", "'")
-        .replace("&amp;", "&")
 }
 
 /// The text between the first `<name ...>` (or `<name>`) and its close.

@@ -337,3 +337,19 @@ fn blackboard_prompts_are_not_taken() {
     let text = Sim::new().chat(&req, &mut |_| {}).unwrap().text;
     assert!(!text.contains("HANDOFF"), "{text}");
 }
+
+/// Issue 15: the sims read prompts back with one unescape, the inverse of
+/// the board's escape_xml, whatever the text holds.
+#[test]
+fn unescape_inverts_the_boards_escape() {
+    for text in [
+        "a < b && c > d",
+        "\"quoted\" and 'single'",
+        "already &lt;escaped&gt; &amp;amp;",
+        "&",
+        "",
+    ] {
+        let escaped = crate::board::escape_xml(text);
+        assert_eq!(super::unescape(&escaped), text, "{escaped}");
+    }
+}

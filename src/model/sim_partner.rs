@@ -319,12 +319,7 @@ fn relay(text: &str) -> String {
         .split_once('>')
         .map(|(_, b)| b.trim_end_matches("</team_event>").trim())
         .unwrap_or("");
-    let body = body
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&apos;", "'")
-        .replace("&amp;", "&");
+    let body = super::sim::unescape(body);
     match kind {
         "module_completed" => format!("Progress: {body}."),
         "run_finished" if body.contains("has been shown") => {
@@ -362,13 +357,7 @@ pub(crate) fn plan_with_modules(prompt: &str, roster: &[String]) -> Option<Strin
     let modules: Vec<String> = prompt[start..end]
         .lines()
         .filter_map(|l| l.trim().strip_prefix("- "))
-        .map(|m| {
-            m.replace("&lt;", "<")
-                .replace("&gt;", ">")
-                .replace("&quot;", "\"")
-                .replace("&apos;", "'")
-                .replace("&amp;", "&")
-        })
+        .map(super::sim::unescape)
         .collect();
     if modules.is_empty() || roster.is_empty() {
         return None;

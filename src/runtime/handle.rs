@@ -7,7 +7,7 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::Receiver;
 
-use super::{RunError, RunOutcome, Runtime, id};
+use super::{RunError, RunOutcome, Runtime, ThreadError, id};
 use crate::event::Event;
 
 /// A stop flag for one run. Cheap to clone; every clone stops the same run.
@@ -110,10 +110,10 @@ impl RunHandle {
     /// [`RunError::Pool`].
     pub fn wait(self) -> Result<RunOutcome, RunError> {
         self.thread.join().unwrap_or_else(|panic| {
-            Err(RunError::Pool(format!(
-                "the run thread panicked: {}",
-                super::tool_loop::panic_text(panic.as_ref())
-            )))
+            Err(RunError::Pool(ThreadError::Panicked {
+                thread: "the run thread",
+                message: super::tool_loop::panic_text(panic.as_ref()),
+            }))
         })
     }
 }
@@ -200,7 +200,12 @@ impl Runtime {
         let thread = std::thread::Builder::new()
             .name("boardroom-run".into())
             .spawn(move || go(&rt))
-            .map_err(|e| RunError::Pool(format!("cannot start the run thread: {e}")))?;
+            .map_err(|source| {
+                RunError::Pool(ThreadError::Spawn {
+                    thread: "the run thread",
+                    source,
+                })
+            })?;
         Ok(RunHandle {
             run_id,
             cancel,

@@ -31,10 +31,10 @@ use crate::model::{ChatModel, SharedModel, Usage};
 use crate::team::Team;
 
 pub use budget::parse_timeout;
-pub use error::RunError;
+pub use error::{MasterPhase, RunError, ThreadError};
 pub use handle::{Cancel, RunHandle};
 pub use state::{RunPhase, RunState, UserNote};
-pub use turns::Turn;
+pub use turns::{ParseTurnIdError, Turn, TurnId};
 
 /// The default round cap.
 pub(crate) const DEFAULT_MAX_ROUNDS: u32 = 5;

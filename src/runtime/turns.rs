@@ -7,6 +7,8 @@
 //! round's drafts, a review on the round's drafts and challenges, a
 //! retry on the attempt before it.
 
+use std::fmt;
+use std::str::FromStr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -17,12 +19,85 @@ use crate::team::{AgentRole, AgentSpec};
 
 use super::core::Core;
 
+/// A turn's id: `t0001`, `t0002`, ... in the order a run's calls
+/// finished. Written and read as that string (in `turns.jsonl`, in events).
+///
+/// # Examples
+///
+/// ```
+/// let id: boardroom::TurnId = "t0042".parse().unwrap();
+/// assert_eq!(id.number(), 42);
+/// assert_eq!(id.to_string(), "t0042");
+/// assert!("42".parse::<boardroom::TurnId>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TurnId(u32);
+
+impl TurnId {
+    /// The id of the `n`th call of a run (counted from 1).
+    pub fn new(n: u32) -> Self {
+        TurnId(n)
+    }
+
+    /// Its number: 42 for `t0042`.
+    pub fn number(self) -> u32 {
+        self.0
+    }
+}
+
+impl fmt::Display for TurnId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "t{:04}", self.0)
+    }
+}
+
+/// A string that is not a turn id (`t` and a number).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseTurnIdError(String);
+
+impl fmt::Display for ParseTurnIdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "turn id '{}': expected 't' and a number, like t0001",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for ParseTurnIdError {}
+
+impl FromStr for TurnId {
+    type Err = ParseTurnIdError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        s.strip_prefix('t')
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| n.parse().ok())
+            .map(TurnId)
+            .ok_or_else(|| ParseTurnIdError(s.to_string()))
+    }
+}
+
+impl Serialize for TurnId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for TurnId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// One model call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Turn {
     /// `t0001`, `t0002`, ... in the order calls finished.
-    pub turn_id: String,
+    pub turn_id: TurnId,
     /// The run.
     pub run_id: String,
     /// The agent that was called.
@@ -35,7 +110,7 @@ pub struct Turn {
     pub phase: Phase,
     /// The turns this one was based on.
     #[serde(default)]
-    pub parents: Vec<String>,
+    pub parents: Vec<TurnId>,
     /// When it finished, milliseconds since the Unix epoch.
     pub time_ms: u64,
     /// The messages sent.
@@ -63,15 +138,15 @@ pub struct Turn {
 /// on resume.
 #[derive(Debug, Default)]
 pub(crate) struct TurnTracker {
-    count: usize,
+    count: u32,
     /// The master's latest turn.
-    last_master: Option<String>,
+    last_master: Option<TurnId>,
     /// (round, phase, agent, turn id) of members' turns.
-    member_turns: Vec<(u32, Phase, String, String)>,
+    member_turns: Vec<(u32, Phase, String, TurnId)>,
     /// Each member's latest turn of a round and phase: the parent of its
     /// next attempt, found without a scan of every member's turns (a
     /// round of N members was O(N²) under the tracker's lock).
-    latest: std::collections::HashMap<(u32, Phase, String), String>,
+    latest: std::collections::HashMap<(u32, Phase, String), TurnId>,
 }
 
 impl TurnTracker {
@@ -83,19 +158,19 @@ impl TurnTracker {
         t
     }
 
-    fn next_id(&mut self) -> String {
+    fn next_id(&mut self) -> TurnId {
         self.count += 1;
-        format!("t{:04}", self.count)
+        TurnId(self.count)
     }
 
-    fn parents(&self, agent: &str, phase: Phase, round: u32) -> Vec<String> {
+    fn parents(&self, agent: &str, phase: Phase, round: u32) -> Vec<TurnId> {
         let of = |p: Phase| {
             self.member_turns
                 .iter()
                 .filter(move |(r, ph, _, _)| *r == round && *ph == p)
-                .map(|(_, _, _, id)| id.clone())
+                .map(|(_, _, _, id)| *id)
         };
-        let mut parents: Vec<String> = match phase {
+        let mut parents: Vec<TurnId> = match phase {
             Phase::Draft => self.last_master.iter().cloned().collect(),
             Phase::Challenge => of(Phase::Draft).collect(),
             Phase::Review | Phase::Final => of(Phase::Draft).chain(of(Phase::Challenge)).collect(),
@@ -103,9 +178,9 @@ impl TurnTracker {
         };
         // A retry (or a second call of the same kind) builds on the last one.
         let previous = if matches!(phase, Phase::Draft | Phase::Challenge) {
-            self.latest.get(&(round, phase, agent.to_string())).cloned()
+            self.latest.get(&(round, phase, agent.to_string())).copied()
         } else {
-            self.last_master.clone()
+            self.last_master
         };
         if let Some(p) = previous {
             if !parents.contains(&p) {
@@ -116,25 +191,14 @@ impl TurnTracker {
     }
 
     fn observe(&mut self, turn: &Turn) {
-        self.count = self.count.max(
-            turn.turn_id
-                .trim_start_matches('t')
-                .parse()
-                .unwrap_or(self.count + 1),
-        );
+        self.count = self.count.max(turn.turn_id.number());
         if turn.role == AgentRole::Master {
-            self.last_master = Some(turn.turn_id.clone());
+            self.last_master = Some(turn.turn_id);
         } else {
-            self.member_turns.push((
-                turn.round,
-                turn.phase,
-                turn.agent.clone(),
-                turn.turn_id.clone(),
-            ));
-            self.latest.insert(
-                (turn.round, turn.phase, turn.agent.clone()),
-                turn.turn_id.clone(),
-            );
+            self.member_turns
+                .push((turn.round, turn.phase, turn.agent.clone(), turn.turn_id));
+            self.latest
+                .insert((turn.round, turn.phase, turn.agent.clone()), turn.turn_id);
         }
     }
 }
@@ -190,7 +254,7 @@ impl Core<'_> {
             &agent.name,
             self.parent_of(agent),
             EventKind::TurnCompleted {
-                turn_id: turn.turn_id.clone(),
+                turn_id: turn.turn_id,
                 round: turn.round,
                 phase: turn.phase,
                 parents: turn.parents.clone(),
@@ -212,7 +276,7 @@ mod tests {
 
     fn turn(id: &str, agent: &str, role: AgentRole, round: u32, phase: Phase) -> Turn {
         Turn {
-            turn_id: id.into(),
+            turn_id: id.parse().unwrap(),
             run_id: "r".into(),
             agent: agent.into(),
             role,
@@ -239,15 +303,42 @@ mod tests {
             turn("t0004", "critic", AgentRole::Member, 1, Phase::Challenge),
         ];
         let mut t = TurnTracker::from_turns(&turns);
-        assert_eq!(t.parents("analyst", Phase::Draft, 1), vec!["t0001"]);
+        let ids = |v: Vec<TurnId>| v.iter().map(ToString::to_string).collect::<Vec<_>>();
+        assert_eq!(ids(t.parents("analyst", Phase::Draft, 1)), vec!["t0001"]);
         assert_eq!(
-            t.parents("critic", Phase::Challenge, 1),
+            ids(t.parents("critic", Phase::Challenge, 1)),
             vec!["t0002", "t0003", "t0004"]
         );
         assert_eq!(
-            t.parents("master", Phase::Review, 1),
+            ids(t.parents("master", Phase::Review, 1)),
             vec!["t0002", "t0003", "t0004", "t0001"]
         );
-        assert_eq!(t.next_id(), "t0005");
+        assert_eq!(t.next_id().to_string(), "t0005");
+    }
+
+    /// Issue 15: turn ids are a type, written as the same strings.
+    #[test]
+    fn turn_ids_read_and_write_as_before() {
+        let id: TurnId = "t0042".parse().unwrap();
+        assert_eq!((id.number(), id.to_string()), (42, "t0042".to_string()));
+        assert_eq!(TurnId::new(12345).to_string(), "t12345");
+        assert_eq!("t12345".parse::<TurnId>().unwrap().number(), 12345);
+        for bad in ["", "t", "42", "t-1", "t1x", "T0001", "tt01", "t+1"] {
+            assert!(bad.parse::<TurnId>().is_err(), "{bad}");
+        }
+        assert_eq!(
+            "x7".parse::<TurnId>().unwrap_err().to_string(),
+            "turn id 'x7': expected 't' and a number, like t0001"
+        );
+        // A turns.jsonl line of an older run reads, and writes back the same.
+        let mut old =
+            serde_json::to_value(turn("t0003", "w", AgentRole::Member, 1, Phase::Draft)).unwrap();
+        old["parents"] = serde_json::json!(["t0001", "t0002"]);
+        let back: Turn = serde_json::from_value(old.clone()).unwrap();
+        assert_eq!(back.turn_id.number(), 3);
+        assert_eq!(back.parents, vec![TurnId::new(1), TurnId::new(2)]);
+        assert_eq!(serde_json::to_value(&back).unwrap(), old);
+        // Ordered by number, not text: t10000 comes after t9999.
+        assert!(TurnId::new(10000) > "t9999".parse().unwrap());
     }
 }

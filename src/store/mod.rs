@@ -31,7 +31,7 @@ pub use record::{RUN_FORMAT_VERSION, RunRecord, RunSettings, TeamSnapshot};
 
 pub use crate::memory::{DEFAULT_MEMORY_CHARS, MasterMemory};
 pub use crate::process::handoff::{HandoffState, HandoffStep};
-pub use crate::runtime::{RunPhase, RunState, Turn, UserNote};
+pub use crate::runtime::{ParseTurnIdError, RunPhase, RunState, Turn, TurnId, UserNote};
 
 pub(crate) use lock::RunLock;
 pub(crate) use read::{MAX_SEQ, read_journal};

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{ModelConfig, Team, TeamError, yaml};
+use super::yaml::{self, Step};
+use super::{ModelConfig, Team, TeamError};
 
 impl Team {
     /// Builds every model in `team.yaml`'s `models` and every model an
@@ -47,7 +48,7 @@ impl Team {
                     .source
                     .clone()
                     .unwrap_or_else(|| PathBuf::from(format!("agent '{}'", agent.name)));
-                let line = agent_model_line(&path).unwrap_or(1);
+                let line = front_matter_line(&path, "model").unwrap_or(1);
                 return Err(TeamError::at(path, line, format!("model: {detail}")));
             }
         }
@@ -60,9 +61,10 @@ fn at_model(team_yaml: Option<&Path>, name: &str, detail: String) -> TeamError {
     let message = format!("models.{name}: {detail}");
     match team_yaml {
         Some(path) => {
-            let line = std::fs::read_to_string(path)
+            let line = super::read_text(path)
                 .ok()
-                .and_then(|text| nested_key_line(&text, "models", name));
+                .and_then(|text| yaml::Outline::parse(path, &text, 1).ok())
+                .and_then(|o| o.line(&[Step::Key("models"), Step::Key(name)]));
             match line {
                 Some(line) => TeamError::at(path, line, message),
                 None => TeamError::in_file(path, message),
@@ -72,48 +74,21 @@ fn at_model(team_yaml: Option<&Path>, name: &str, detail: String) -> TeamError {
     }
 }
 
-/// The line of the `model:` key in an agent file's front matter.
-fn agent_model_line(path: &Path) -> Option<usize> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    let mut lines = text.lines();
-    if lines.next()?.trim_end() != "---" {
-        return None;
-    }
-    let front: Vec<&str> = lines.take_while(|l| l.trim_end() != "---").collect();
-    yaml::key_line(&front.join("\n"), 2, "model")
+/// The file line of the item `item` in the list under top-level `key` of
+/// an agent file's front matter (the key's line if the item is not there).
+pub(crate) fn front_matter_item_line(path: &Path, key: &str, item: &str) -> Option<usize> {
+    let text = super::read_text(path).ok()?;
+    let (front, first, _) = super::split_front_matter(path, &text).ok()?;
+    yaml::Outline::parse(path, &front, first)
+        .ok()?
+        .item_line(&[Step::Key(key)], item)
 }
 
-/// The 1-based line of `child:` directly under top-level `parent:`.
-pub(crate) fn nested_key_line(text: &str, parent: &str, child: &str) -> Option<usize> {
-    let parent_line = yaml::key_line(text, 1, parent)?;
-    let mut indent = None;
-    for (i, line) in text.lines().enumerate().skip(parent_line) {
-        if line.trim().is_empty() || line.trim_start().starts_with('#') {
-            continue;
-        }
-        let this = line.len() - line.trim_start().len();
-        if this == 0 {
-            return None; // the next top-level key
-        }
-        if *indent.get_or_insert(this) != this {
-            continue;
-        }
-        let key = line.trim_start().split(':').next()?.trim();
-        if key.trim_matches(['"', '\'']) == child {
-            return Some(i + 1);
-        }
-    }
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn nested_lines() {
-        let y = "name: x\nmodels:\n  fast: sim\n  # c\n  'gpt':\n    base_url: ftp://x\nmax_rounds: 2\n";
-        assert_eq!(super::nested_key_line(y, "models", "fast"), Some(3));
-        assert_eq!(super::nested_key_line(y, "models", "gpt"), Some(5));
-        assert_eq!(super::nested_key_line(y, "models", "base_url"), None);
-    }
+/// The file line of top-level `key` in an agent file's front matter.
+pub(super) fn front_matter_line(path: &Path, key: &str) -> Option<usize> {
+    let text = super::read_text(path).ok()?;
+    let (front, first, _) = super::split_front_matter(path, &text).ok()?;
+    yaml::Outline::parse(path, &front, first)
+        .ok()?
+        .line(&[Step::Key(key)])
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::TeamError;
-use super::yaml::read_checked;
+use super::yaml::{Outline, Step, read_checked};
 
 /// Keys `team.yaml` may hold.
 const TEAM_KEYS: &[&str] = &[
@@ -262,17 +262,16 @@ pub struct HandoffRuleConfig {
     /// Higher first (default 1); kept as written until it is checked to be
     /// a whole number.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub priority: Option<serde_yaml::Value>,
+    pub priority: Option<serde_json::Value>,
 }
 
 /// `timeout: 600` and `timeout: 10m` both read as text.
 fn duration_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let v = Option::<serde_yaml::Value>::deserialize(d)?;
+    let v = Option::<serde_json::Value>::deserialize(d)?;
     Ok(match v {
-        None | Some(serde_yaml::Value::Null) => None,
-        Some(serde_yaml::Value::String(s)) => Some(s),
-        Some(serde_yaml::Value::Number(n)) => Some(n.to_string()),
-        Some(other) => Some(format!("{other:?}")),
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(s)) => Some(s),
+        Some(other) => Some(other.to_string()),
     })
 }
 
@@ -284,38 +283,43 @@ impl TeamConfig {
     /// A [`TeamError`] naming the file and line of an unknown key or a bad
     /// value.
     pub fn load(path: &Path) -> Result<Self, TeamError> {
+        Self::load_outlined(path).map(|(config, _)| config)
+    }
+
+    /// Reads `team.yaml` and keeps its outline (the line of every key).
+    pub(crate) fn load_outlined(path: &Path) -> Result<(Self, Outline), TeamError> {
         let text = super::read_text(path).map_err(|why| TeamError::in_file(path, why))?;
-        let config: TeamConfig = read_checked(path, &text, 1, TEAM_KEYS)?;
-        if config.max_rounds == Some(0) {
-            let line = super::yaml::key_line(&text, 1, "max_rounds").unwrap_or(1);
-            return Err(TeamError::at(path, line, "max_rounds must be at least 1"));
-        }
-        if config.max_parallel == Some(0) {
-            let line = super::yaml::key_line(&text, 1, "max_parallel").unwrap_or(1);
-            return Err(TeamError::at(path, line, "max_parallel must be at least 1"));
-        }
-        for key in ["max_handoffs", "max_turns"] {
-            let value = if key == "max_handoffs" {
-                config.max_handoffs
-            } else {
-                config.max_turns
-            };
-            if value == Some(0) {
-                let line = super::yaml::key_line(&text, 1, key).unwrap_or(1);
-                return Err(TeamError::at(
-                    path,
-                    line,
-                    format!("{key} must be at least 1"),
-                ));
-            }
+        let (config, outline): (TeamConfig, Outline) = read_checked(path, &text, 1, TEAM_KEYS)?;
+        let at = |key: &str, message: String| {
+            TeamError::at(path, outline.line(&[Step::Key(key)]).unwrap_or(1), message)
+        };
+        let zero = [
+            ("max_rounds", config.max_rounds == Some(0)),
+            ("max_parallel", config.max_parallel == Some(0)),
+            ("max_handoffs", config.max_handoffs == Some(0)),
+            ("max_turns", config.max_turns == Some(0)),
+        ];
+        if let Some((key, _)) = zero.iter().find(|(_, zero)| *zero) {
+            return Err(at(key, format!("{key} must be at least 1")));
         }
         if let Some(t) = &config.timeout {
             if let Err(e) = crate::runtime::parse_timeout(t) {
-                let line = super::yaml::key_line(&text, 1, "timeout").unwrap_or(1);
-                return Err(TeamError::at(path, line, format!("timeout: {e}")));
+                return Err(at("timeout", format!("timeout: {e}")));
             }
         }
-        Ok(config)
+        for (name, _) in config.context_variables.iter() {
+            if let Err(why) = super::template::check_var_name(name) {
+                let line = outline
+                    .line(&[Step::Key("context_variables"), Step::Key(name)])
+                    .unwrap_or(1);
+                return Err(TeamError::at(
+                    path,
+                    line,
+                    format!("context_variables: {why}"),
+                ));
+            }
+        }
+        Ok((config, outline))
     }
 
     /// The run's wall-clock limit, from `timeout`.

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::template::check_template;
-use super::{AgentSpec, Process, TeamConfig, TeamError, yaml};
+use super::yaml::{Outline, Step};
+use super::{AgentSpec, Process, TeamConfig, TeamError};
 use crate::protocol::closest;
 
 /// Handoffs a run may make unless `max_handoffs` says otherwise.
@@ -93,7 +94,7 @@ impl HandoffSettings {
 /// Where team.yaml is, to name lines in errors.
 pub(super) struct Source<'a> {
     pub(super) path: &'a Path,
-    pub(super) text: &'a str,
+    pub(super) outline: &'a Outline,
 }
 
 /// Keys only a handoff team may use.
@@ -122,8 +123,22 @@ pub(super) fn build(
         (Some(_), Some(line)) => TeamError::at(&yaml_path, line, message),
         _ => TeamError::in_file(&yaml_path, message),
     };
-    let top_line = |key: &str| source.as_ref().and_then(|s| yaml::key_line(s.text, 1, key));
+    let top_line = |key: &str| {
+        source
+            .as_ref()
+            .and_then(|s| s.outline.line(&[Step::Key(key)]))
+    };
     let known = config.context_variables.names();
+    // Read from team.yaml, names were checked at their own line; a team
+    // built in code is checked here.
+    for name in &known {
+        super::template::check_var_name(name).map_err(|why| {
+            at(
+                top_line("context_variables"),
+                format!("context_variables: {why}"),
+            )
+        })?;
+    }
     let handoff = config.process == Process::Handoff;
     if !handoff {
         let used = [
@@ -177,17 +192,10 @@ pub(super) fn build(
             .map(|a| a.name.clone())
             .unwrap_or_default(),
     };
-    let items = source
-        .as_ref()
-        .map(|s| yaml::list_item_keys(s.text, 1, "handoffs"))
-        .unwrap_or_default();
     let mut rules = Vec::new();
     for (i, raw) in config.handoffs.iter().enumerate() {
-        let item = items.get(i);
-        let line_of = |key: &str| {
-            item.and_then(|(_, keys)| keys.iter().find(|(k, _)| k == key).map(|(_, l)| *l))
-                .or(item.map(|(l, _)| *l))
-        };
+        let item = [Step::Key("handoffs"), Step::Item(i)];
+        let line_of = |key: &str| source.as_ref().and_then(|s| s.outline.line_in(&item, key));
         let label = format!("handoffs[{}]", i + 1);
         let from = match raw.from_agent.as_deref().map(str::trim) {
             None | Some("") => {
@@ -232,12 +240,12 @@ pub(super) fn build(
         }
         let priority = match &raw.priority {
             None => 1,
-            Some(serde_yaml::Value::Number(n)) if n.as_i64().is_some() => n.as_i64().unwrap_or(1),
+            Some(serde_json::Value::Number(n)) if n.as_i64().is_some() => n.as_i64().unwrap_or(1),
             Some(other) => {
                 let shown = match other {
-                    serde_yaml::Value::String(s) => format!("'{s}'"),
-                    serde_yaml::Value::Number(n) => n.to_string(),
-                    serde_yaml::Value::Bool(b) => b.to_string(),
+                    serde_json::Value::String(s) => format!("'{s}'"),
+                    serde_json::Value::Number(n) => n.to_string(),
+                    serde_json::Value::Bool(b) => b.to_string(),
                     _ => "this value".to_string(),
                 };
                 return Err(at(

@@ -214,3 +214,79 @@ fn souls_may_use_conditional_segments() {
     assert!(e.starts_with("souls/writer.md:"), "{e}");
     assert!(e.contains("template:"), "{e}");
 }
+
+/// Issue 15: the parser's errors about rules count them from 1, as ours do.
+#[test]
+fn parser_errors_number_rules_from_one() {
+    assert_eq!(
+        err(
+            "process: handoff\nhandoffs:\n  - from_agent: writer\n    to_agent: reviewer\n  - from_agent: reviewer\n    to_agnet: writer\n"
+        ),
+        "team.yaml:6: handoffs[2]: unknown field 'to_agnet' (did you mean 'to_agent'?), expected one of 'from_agent', 'to_agent', 'condition', 'priority'"
+    );
+    assert_eq!(
+        err("process: handoff\nhandoffs:\n  - from_agent: writer\n    to_agent: [reviewer]\n"),
+        "team.yaml:4: handoffs[1].to_agent: wrong type: expected a single value, not a list or mapping"
+    );
+}
+
+/// Issue 15: an error inside a nested value is at the nested key's line,
+/// with its path.
+#[test]
+fn a_parser_error_in_a_nested_value_is_at_the_nested_line() {
+    assert_eq!(
+        err(
+            "name: t\nmodels:\n  fast: sim\n  gpt:\n    base_url: http://127.0.0.1:1/v1\n    stream: sometimes\n"
+        ),
+        "team.yaml:6: models.gpt.stream: wrong type: 'sometimes' is not true or false"
+    );
+    assert_eq!(
+        err("mcpServers:\n  fs:\n    command: cat\n\n    args: x\n"),
+        "team.yaml:5: mcpServers.fs.args: wrong type: expected a list"
+    );
+    assert_eq!(
+        err("name: t\nmodels:\n  gpt:\n    model: a\n    timeout: 30\n    model: b\n"),
+        "team.yaml:6: models.gpt: duplicate key 'model' (first at line 4)"
+    );
+}
+
+/// Issue 15: variable names are identifiers, and one name is declared once.
+#[test]
+fn variable_names_are_identifiers_declared_once() {
+    assert_eq!(
+        err("process: handoff\ncontext_variables:\n  audience: all\n  max-words: 300\n"),
+        "team.yaml:4: context_variables: bad variable name 'max-words': use letters, digits and '_', starting with a letter or '_' (at most 64), so that a template can name it"
+    );
+    assert_eq!(
+        err("context_variables:\n  audience: all\n  depth: 2\n  audience: experts\n"),
+        "team.yaml:4: context_variables: duplicate key 'audience' (first at line 2)"
+    );
+    // Read from JSON (a saved run), a second declaration is an error too.
+    let twice: Result<super::super::Variables, _> =
+        serde_json::from_str(r#"{"audience": "all", "audience": "experts"}"#);
+    assert!(
+        twice
+            .unwrap_err()
+            .to_string()
+            .contains("context variable 'audience' is declared twice")
+    );
+    // Built in code, the names are checked too.
+    let config = crate::team::TeamConfig {
+        context_variables: super::super::Variables::declare([("my var", serde_json::json!(1))]),
+        ..Default::default()
+    };
+    let agents = vec![
+        crate::team::AgentSpec::master("lead", "You lead."),
+        crate::team::AgentSpec::member("w", "Writes", "You write."),
+    ];
+    let e = Team::new("code", config, agents).unwrap_err().to_string();
+    assert!(
+        e.starts_with("team 'code': context_variables: bad variable name 'my var'"),
+        "{e}"
+    );
+    let dir = team_dir("context_variables:\n  _depth: 2\n  audience2: x\n", None);
+    assert_eq!(
+        Team::load(dir.path()).unwrap().variables().names(),
+        vec!["_depth".to_string(), "audience2".to_string()]
+    );
+}

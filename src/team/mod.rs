@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) use check::front_matter_item_line;
 pub(crate) use config::MAX_IN_FLIGHT;
 pub use config::{EndpointConfig, HandoffRuleConfig, ModelConfig, Process, TeamConfig};
 pub use error::TeamError;
@@ -235,10 +236,10 @@ impl Team {
             .collect();
         files.sort();
         let config_path = dir.join("team.yaml");
-        let mut config_text = None;
+        let mut outline = None;
         let mut config = if config_path.exists() {
-            let config = TeamConfig::load(&config_path)?;
-            config_text = read_text(&config_path).ok();
+            let (config, o) = TeamConfig::load_outlined(&config_path)?;
+            outline = Some(o);
             config
         } else {
             TeamConfig::default()
@@ -254,9 +255,9 @@ impl Team {
                 .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
                 .unwrap_or_else(|| "team".into())
         });
-        let source = config_text.as_deref().map(|text| handoff::Source {
+        let source = outline.as_ref().map(|outline| handoff::Source {
             path: &config_path,
-            text,
+            outline,
         });
         Team::validate_with(name, Some(dir.to_path_buf()), config, agents, source)
     }
@@ -491,13 +492,7 @@ fn check_one_partner(
         return Ok(());
     };
     let path = where_(second);
-    let line = std::fs::read_to_string(&path)
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .position(|l| l.trim_start().starts_with("role:"))
-        })
-        .map_or(1, |i| i + 1);
+    let line = check::front_matter_line(&path, "role").unwrap_or(1);
     Err(TeamError::at(
         path,
         line,
@@ -603,8 +598,8 @@ fn parse_agent(
     soul: impl FnOnce(&str) -> Result<String, String>,
 ) -> Result<AgentSpec, TeamError> {
     let (yaml_text, first, notes) = split_front_matter(path, text)?;
-    let fm: FrontMatter = yaml::read_checked(path, &yaml_text, first, AGENT_KEYS)?;
-    let line_of = |key: &str| yaml::key_line(&yaml_text, first, key).unwrap_or(1);
+    let (fm, outline): (FrontMatter, _) = yaml::read_checked(path, &yaml_text, first, AGENT_KEYS)?;
+    let line_of = |key: &str| outline.line(&[yaml::Step::Key(key)]).unwrap_or(1);
     let Some(name) = fm.name else {
         return Err(TeamError::at(path, 1, "missing key 'name'"));
     };

@@ -243,6 +243,25 @@ fn to_template_value(v: &serde_json::Value) -> minijinja::Value {
     }
 }
 
+/// A variable's name is an identifier a template can use: an ASCII letter
+/// or `_` first, then letters, digits and `_` (at most 64).
+pub(crate) fn check_var_name(name: &str) -> Result<(), String> {
+    let mut chars = name.chars();
+    let ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && name.len() <= 64;
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "bad variable name '{name}': use letters, digits and '_', starting with a letter \
+             or '_' (at most 64), so that a template can name it"
+        ))
+    }
+}
+
 /// Saved as a JSON object in declaration order.
 impl Serialize for Variables {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -277,7 +296,11 @@ impl<'de> Deserialize<'de> for Variables {
                             "context variable '{name}' must be text, a number or a boolean"
                         )));
                     }
-                    vars.retain(|(n, _)| *n != name);
+                    if vars.iter().any(|(n, _)| *n == name) {
+                        return Err(serde::de::Error::custom(format!(
+                            "context variable '{name}' is declared twice"
+                        )));
+                    }
                     vars.push((name, value));
                 }
                 Ok(Variables { vars })

@@ -236,3 +236,34 @@ fn bad_model_settings_name_the_value_file_and_line() {
         assert_eq!(rel(dir.path(), &err_text(dir.path())), want, "{yaml}");
     }
 }
+
+/// Issue 15: in an agent file, lines count from the top of the file (the
+/// front matter starts after `---`), for nested values and duplicates too.
+#[test]
+fn front_matter_errors_are_at_their_file_line() {
+    let cases = [
+        (
+            "---\nname: writer\nrole: member\ntools:\n  - plan_read\n  - [x]\n---\n",
+            "agents/writer.md:6: tools[2]: wrong type: expected a single value, not a list or mapping",
+        ),
+        (
+            "---\nname: writer\nrole: member\ndescription: a\ndescription: b\n---\n",
+            "agents/writer.md:5: duplicate key 'description' (first at line 4)",
+        ),
+        (
+            "---\nname: writer\nrole: member\n\nmax_tokens: lots\n---\n",
+            "agents/writer.md:5: max_tokens: wrong type: 'lots' is not a whole number of 0 or more",
+        ),
+        (
+            "---\nname: writer\nrole: editor\n---\n",
+            "agents/writer.md:3: role: unknown variant 'editor', expected one of 'master', 'member', 'partner'",
+        ),
+    ];
+    for (writer, want) in cases {
+        let dir = team_dir(
+            &[("master", MASTER, Some("s")), ("writer", writer, Some("s"))],
+            None,
+        );
+        assert_eq!(rel(dir.path(), &err_text(dir.path())), want, "{writer}");
+    }
+}

@@ -1,191 +1,528 @@
-//! YAML with line numbers: top-level keys are checked against the keys a
-//! file may have before serde reads the values, so that a typo is reported
-//! at its own line with a suggestion.
+//! YAML with line numbers, from the parser's own locations.
+//!
+//! A file is read twice by serde-saphyr: once into an [`Outline`] (every
+//! key and item with its line), to refuse unknown and duplicate keys at
+//! their own line with a suggestion, and once into the typed value. An
+//! error of the typed read carries the parser's location; the outline turns
+//! it into the path of the value (`models.gpt.timeout`, `handoffs[2]`,
+//! items counted from 1) so that every message reads `FILE:LINE: path: what`.
 
 use std::path::Path;
 
-use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde::de::{DeserializeOwned, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_saphyr::{Error as YamlError, Location, Spanned};
 
 use super::TeamError;
 use crate::protocol::closest;
 
-/// Top-level keys of a YAML block mapping, with their 1-based line numbers
-/// counted from `first_line`.
-pub(crate) fn top_level_keys(yaml: &str, first_line: usize) -> Vec<(String, usize)> {
-    let mut keys = Vec::new();
-    for (i, line) in yaml.lines().enumerate() {
-        if line.starts_with([' ', '\t', '#', '-']) || line.trim().is_empty() {
-            continue;
+/// One node of a YAML document: what it holds, where it starts.
+#[derive(Debug)]
+enum Node {
+    /// A scalar, as text (a number as written by the parser).
+    Scalar(String),
+    /// A list.
+    Seq(Vec<Spanned<Node>>),
+    /// A mapping, its entries in file order (duplicates kept, to report).
+    Map(Vec<(Spanned<String>, Spanned<Node>)>),
+}
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NodeVisitor)
+    }
+}
+
+struct NodeVisitor;
+
+impl<'de> Visitor<'de> for NodeVisitor {
+    type Value = Node;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any YAML value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Node, E> {
+        Ok(Node::Scalar(v.to_string()))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Node, E> {
+        Ok(Node::Scalar(v.to_string()))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Node, E> {
+        Ok(Node::Scalar(v.to_string()))
+    }
+    fn visit_i128<E>(self, v: i128) -> Result<Node, E> {
+        Ok(Node::Scalar(v.to_string()))
+    }
+    fn visit_u128<E>(self, v: u128) -> Result<Node, E> {
+        Ok(Node::Scalar(v.to_string()))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Node, E> {
+        Ok(Node::Scalar(v.to_string()))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Node, E> {
+        Ok(Node::Scalar(v.to_string()))
+    }
+    fn visit_bytes<E>(self, v: &[u8]) -> Result<Node, E> {
+        Ok(Node::Scalar(String::from_utf8_lossy(v).into_owned()))
+    }
+    fn visit_unit<E>(self) -> Result<Node, E> {
+        Ok(Node::Scalar(String::new()))
+    }
+    fn visit_none<E>(self) -> Result<Node, E> {
+        Ok(Node::Scalar(String::new()))
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
         }
-        if let Some((key, _)) = line.split_once(':') {
-            let key = key.trim().trim_matches(['"', '\'']);
-            if !key.is_empty() {
-                keys.push((key.to_string(), first_line + i));
+        Ok(Node::Seq(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key::<Spanned<Node>>()? {
+            let text = match key.value {
+                Node::Scalar(s) => s,
+                // A list or mapping as a key: never a key we know.
+                Node::Seq(_) | Node::Map(_) => "?".to_string(),
+            };
+            let key = Spanned::new(text, key.referenced, key.defined);
+            entries.push((key, map.next_value()?));
+        }
+        Ok(Node::Map(entries))
+    }
+}
+
+/// One step of a path into a document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step<'a> {
+    /// The value of a mapping's key.
+    Key(&'a str),
+    /// A list's item, counted from 0.
+    Item(usize),
+}
+
+/// Every key and item of a YAML document with its line: what the typed
+/// read does not keep.
+#[derive(Debug)]
+pub(crate) struct Outline {
+    root: Spanned<Node>,
+    /// The file line of the document's first line.
+    first_line: usize,
+}
+
+/// The parser's settings: no source snippet in messages (we print our own
+/// `FILE:LINE:`). For the outline, mapping keys are passed on as written
+/// so that it sees both lines of a duplicate key, and `.nan` is kept as
+/// text for the typed read to judge.
+fn options(outline: bool) -> serde_saphyr::Options {
+    let mut o = serde_saphyr::Options::default();
+    o.with_snippet = false;
+    if outline {
+        o.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::PassThrough;
+        o.non_finite_float_policy = serde_saphyr::NonFiniteFloatPolicy::AsString;
+    }
+    o
+}
+
+impl Outline {
+    /// Parses `yaml`, whose first line is line `first_line` of `path`.
+    ///
+    /// # Errors
+    ///
+    /// A YAML syntax error, or a key written twice in one mapping, at its
+    /// file line.
+    pub(crate) fn parse(path: &Path, yaml: &str, first_line: usize) -> Result<Self, TeamError> {
+        let root = if yaml.trim().is_empty() {
+            Spanned::new(
+                Node::Scalar(String::new()),
+                Location::UNKNOWN,
+                Location::UNKNOWN,
+            )
+        } else {
+            serde_saphyr::from_str_with_options::<Spanned<Node>>(yaml, options(true)).map_err(
+                |e| {
+                    let line = e.location().map(|l| l.line() as usize + first_line - 1);
+                    TeamError::Invalid {
+                        path: path.to_path_buf(),
+                        line,
+                        message: message(&e),
+                    }
+                },
+            )?
+        };
+        let outline = Outline { root, first_line };
+        outline.check_duplicates(path, &outline.root, &mut Vec::new())?;
+        Ok(outline)
+    }
+
+    /// The file line of a parser location.
+    fn file_line(&self, at: &Location) -> usize {
+        at.line() as usize + self.first_line - 1
+    }
+
+    /// A key written twice in one mapping, anywhere in the document.
+    fn check_duplicates<'a>(
+        &'a self,
+        path: &Path,
+        node: &'a Spanned<Node>,
+        trail: &mut Vec<Step<'a>>,
+    ) -> Result<(), TeamError> {
+        match &node.value {
+            Node::Scalar(_) => Ok(()),
+            Node::Seq(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    trail.push(Step::Item(i));
+                    self.check_duplicates(path, item, trail)?;
+                    trail.pop();
+                }
+                Ok(())
+            }
+            Node::Map(entries) => {
+                for (i, (key, value)) in entries.iter().enumerate() {
+                    if let Some((first, _)) =
+                        entries[..i].iter().find(|(k, _)| k.value == key.value)
+                    {
+                        return Err(TeamError::at(
+                            path,
+                            self.file_line(&key.referenced),
+                            format!(
+                                "{}duplicate key '{}' (first at line {})",
+                                prefix(trail),
+                                key.value,
+                                self.file_line(&first.referenced)
+                            ),
+                        ));
+                    }
+                    trail.push(Step::Key(&key.value));
+                    self.check_duplicates(path, value, trail)?;
+                    trail.pop();
+                }
+                Ok(())
             }
         }
     }
-    keys
+
+    /// The top-level keys with their file lines (none unless the document
+    /// is a mapping).
+    pub(crate) fn top_level_keys(&self) -> Vec<(&str, usize)> {
+        match &self.root.value {
+            Node::Map(entries) => entries
+                .iter()
+                .map(|(k, _)| (k.value.as_str(), self.file_line(&k.referenced)))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The node at `path`, and the location to name for it: a key's own
+    /// line for a mapping entry, the item's line for a list item.
+    fn find(&self, path: &[Step<'_>]) -> Option<(&Spanned<Node>, Location)> {
+        let mut node = &self.root;
+        let mut at = self.root.referenced;
+        for step in path {
+            match (step, &node.value) {
+                (Step::Key(want), Node::Map(entries)) => {
+                    let (k, v) = entries.iter().find(|(k, _)| k.value == *want)?;
+                    at = k.referenced;
+                    node = v;
+                }
+                (Step::Item(i), Node::Seq(items)) => {
+                    node = items.get(*i)?;
+                    at = node.referenced;
+                }
+                _ => return None,
+            }
+        }
+        Some((node, at))
+    }
+
+    /// The file line of the key or item at `path`.
+    pub(crate) fn line(&self, path: &[Step<'_>]) -> Option<usize> {
+        let (_, at) = self.find(path)?;
+        (at != Location::UNKNOWN).then(|| self.file_line(&at))
+    }
+
+    /// The line of `key` in the item at `path`, or else of the item itself.
+    pub(crate) fn line_in(&self, item: &[Step<'_>], key: &str) -> Option<usize> {
+        let mut path = item.to_vec();
+        path.push(Step::Key(key));
+        self.line(&path).or_else(|| self.line(item))
+    }
+
+    /// The line of the item written `value` in the list at `list`, else of
+    /// the list's key (a flow list, `[a, b]`, is on its key's line).
+    pub(crate) fn item_line(&self, list: &[Step<'_>], value: &str) -> Option<usize> {
+        let (node, _) = self.find(list)?;
+        let found = match &node.value {
+            Node::Seq(items) => items
+                .iter()
+                .find(|i| matches!(&i.value, Node::Scalar(s) if s == value))
+                .map(|i| self.file_line(&i.referenced)),
+            _ => None,
+        };
+        found.or_else(|| self.line(list))
+    }
+
+    /// The path (as steps) to the key or value the parser located at `at`:
+    /// the deepest match wins. For a key, the path of the mapping that
+    /// holds it (so an unknown key is reported in its parent).
+    fn path_at(&self, at: &Location) -> Vec<Step<'_>> {
+        fn walk<'a>(node: &'a Spanned<Node>, at: &Location, trail: &mut Vec<Step<'a>>) -> bool {
+            match &node.value {
+                Node::Scalar(_) => node.referenced == *at,
+                Node::Seq(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        trail.push(Step::Item(i));
+                        if walk(item, at, trail) {
+                            return true;
+                        }
+                        trail.pop();
+                    }
+                    node.referenced == *at
+                }
+                Node::Map(entries) => {
+                    for (k, v) in entries {
+                        if k.referenced == *at {
+                            return true;
+                        }
+                        trail.push(Step::Key(&k.value));
+                        if walk(v, at, trail) {
+                            return true;
+                        }
+                        trail.pop();
+                    }
+                    node.referenced == *at
+                }
+            }
+        }
+        let mut trail = Vec::new();
+        if walk(&self.root, at, &mut trail) {
+            trail
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The scalar written at `at`, if one is.
+    fn scalar_at(&self, at: &Location) -> Option<&str> {
+        let path = self.path_at(at);
+        let (node, _) = self.find(&path)?;
+        match &node.value {
+            Node::Scalar(s) if node.referenced == *at => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// `models.gpt.timeout: ` for a path; items counted from 1.
+pub(crate) fn prefix(path: &[Step<'_>]) -> String {
+    let mut out = String::new();
+    for step in path {
+        match step {
+            Step::Key(k) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(k);
+            }
+            Step::Item(i) => out.push_str(&format!("[{}]", i + 1)),
+        }
+    }
+    if out.is_empty() { out } else { out + ": " }
 }
 
 /// Checks keys against `allowed` (no unknown, no duplicate) and reads the
-/// YAML into `T`. Errors name `path` and the line.
+/// YAML into `T`. Errors name `path` and the line; the outline is returned
+/// for the checks that follow (a value out of range at its line).
 pub(crate) fn read_checked<T: DeserializeOwned>(
     path: &Path,
     yaml: &str,
     first_line: usize,
     allowed: &[&str],
-) -> Result<T, TeamError> {
-    let keys = top_level_keys(yaml, first_line);
-    for (i, (key, line)) in keys.iter().enumerate() {
-        if !allowed.contains(&key.as_str()) {
+) -> Result<(T, Outline), TeamError> {
+    let outline = Outline::parse(path, yaml, first_line)?;
+    for (key, line) in outline.top_level_keys() {
+        if !allowed.contains(&key) {
             let mut msg = format!("unknown key '{key}'");
             if let Some(s) = closest(key, allowed) {
                 msg.push_str(&format!(" (did you mean '{s}'?)"));
             }
-            return Err(TeamError::at(path, *line, msg));
-        }
-        if let Some((_, first)) = keys[..i].iter().find(|(k, _)| k == key) {
-            return Err(TeamError::at(
-                path,
-                *line,
-                format!("duplicate key '{key}' (first at line {first})"),
-            ));
+            return Err(TeamError::at(path, line, msg));
         }
     }
-    if yaml.trim().is_empty() {
-        return serde_yaml::from_str("{}").map_err(|e| TeamError::in_file(path, e.to_string()));
-    }
-    serde_yaml::from_str(yaml).map_err(|e| {
-        let line = e.location().map(|l| l.line() + first_line - 1);
-        let message = clean_serde_message(&e.to_string());
+    let yaml = if yaml.trim().is_empty() { "{}" } else { yaml };
+    let value = serde_saphyr::from_str_with_options(yaml, options(false)).map_err(|e| {
+        let at = e.location().filter(|l| *l != Location::UNKNOWN);
+        let line = at.map(|l| outline.file_line(&l));
+        let steps = at.map(|l| outline.path_at(&l)).unwrap_or_default();
+        let scalar = at.and_then(|l| outline.scalar_at(&l));
         TeamError::Invalid {
             path: path.to_path_buf(),
             line,
-            message,
+            message: format!("{}{}", prefix(&steps), typed_message(&e, scalar)),
         }
-    })
+    })?;
+    Ok((value, outline))
 }
 
-/// serde_yaml appends " at line L column C"; we print our own line.
-fn clean_serde_message(msg: &str) -> String {
-    let msg = match msg.find(" at line ") {
-        Some(pos) => &msg[..pos],
-        None => msg,
-    };
-    let msg = msg
-        .strip_prefix("invalid type: ")
-        .map_or(msg.to_string(), |m| format!("wrong type: {m}"));
-    msg.replace('`', "'")
-}
-
-/// The line (1-based, from `first_line`) where top-level `key` is written.
-pub(crate) fn key_line(yaml: &str, first_line: usize, key: &str) -> Option<usize> {
-    top_level_keys(yaml, first_line)
-        .into_iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, l)| l)
-}
-
-/// The items of the block list under top-level `parent:`: for each item,
-/// the 1-based line of its `-` and the keys written in it with their lines.
-/// Flow-style items (`- {a: 1}`) have their dash line only.
-pub(crate) fn list_item_keys(
-    yaml: &str,
-    first_line: usize,
-    parent: &str,
-) -> Vec<(usize, Vec<(String, usize)>)> {
-    let Some(parent_line) = key_line(yaml, first_line, parent) else {
-        return Vec::new();
-    };
-    let mut items: Vec<(usize, Vec<(String, usize)>)> = Vec::new();
-    let mut dash_indent = None;
-    let mut key_indent = None;
-    for (i, line) in yaml.lines().enumerate().skip(parent_line + 1 - first_line) {
-        let trimmed = line.trim_start();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let indent = line.len() - trimmed.len();
-        if indent == 0 && !trimmed.starts_with('-') {
-            break; // the next top-level key
-        }
-        let line_no = first_line + i;
-        let is_dash = trimmed == "-" || trimmed.starts_with("- ");
-        if is_dash && *dash_indent.get_or_insert(indent) == indent {
-            let rest = trimmed[1..].trim_start();
-            // A bare "-" has its keys on the lines below, at their indent.
-            key_indent = (!rest.is_empty()).then_some(indent + (trimmed.len() - rest.len()));
-            let mut keys = Vec::new();
-            if let Some(k) = key_of(rest) {
-                keys.push((k, line_no));
-            }
-            items.push((line_no, keys));
-            continue;
-        }
-        if key_indent.is_none() && dash_indent.is_some_and(|d| indent > d) {
-            key_indent = Some(indent);
-        }
-        if Some(indent) == key_indent {
-            if let (Some(k), Some(item)) = (key_of(trimmed), items.last_mut()) {
-                item.1.push((k, line_no));
-            }
-        }
+/// `'a'`, `'a' or 'b'`, `one of 'a', 'b', 'c'`.
+fn one_of(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
+    match quoted.as_slice() {
+        [] => "nothing".to_string(),
+        [one] => one.clone(),
+        [a, b] => format!("{a} or {b}"),
+        _ => format!("one of {}", quoted.join(", ")),
     }
-    items
 }
 
-/// The key of a `key: value` line, unquoted.
-fn key_of(text: &str) -> Option<String> {
-    if text.starts_with(['{', '[', '-']) {
-        return None;
+/// The message of a typed read's error, in our words where we have them.
+/// `scalar` is the value written where the parser stopped.
+fn typed_message(e: &YamlError, scalar: Option<&str>) -> String {
+    match e.without_snippet() {
+        YamlError::SerdeUnknownField {
+            field, expected, ..
+        } => {
+            let mut m = format!("unknown field '{field}'");
+            if let Some(s) = closest(field, expected) {
+                m.push_str(&format!(" (did you mean '{s}'?)"));
+            }
+            format!("{m}, expected {}", one_of(expected))
+        }
+        YamlError::SerdeUnknownVariant {
+            variant, expected, ..
+        } => format!("unknown variant '{variant}', expected {}", one_of(expected)),
+        YamlError::SerdeInvalidType {
+            unexpected,
+            expected,
+            ..
+        } => format!("wrong type: {unexpected}, expected {expected}").replace('`', "'"),
+        YamlError::InvalidScalar { .. } => {
+            let shown = scalar.map_or_else(|| "this value".to_string(), |s| format!("'{s}'"));
+            let what = message(e);
+            let ty = what.strip_prefix("invalid ").unwrap_or(&what);
+            format!("wrong type: {shown} is not {}", kind_of(ty))
+        }
+        YamlError::Unexpected { expected, .. } => {
+            let expected = match *expected {
+                "string scalar" => "a single value, not a list or mapping",
+                "sequence start" => "a list",
+                "mapping start" => "a mapping",
+                other => other,
+            };
+            format!("wrong type: expected {expected}")
+        }
+        _ => message(e),
     }
-    let (key, _) = text.split_once(':')?;
-    let key = key.trim().trim_matches(['"', '\'']);
-    (!key.is_empty() && !key.contains(' ')).then(|| key.to_string())
+}
+
+/// What a Rust type is, in words.
+fn kind_of(ty: &str) -> String {
+    match ty {
+        "u8" | "u16" | "u32" | "u64" | "usize" => "a whole number of 0 or more".to_string(),
+        "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number".to_string(),
+        "f32" | "f64" => "a number".to_string(),
+        "bool" | "boolean" => "true or false".to_string(),
+        other => format!("a valid {other}"),
+    }
+}
+
+/// The parser's message without its location (we print our own line),
+/// with serde's backquotes as our single quotes.
+fn message(e: &YamlError) -> String {
+    use serde_saphyr::MessageFormatter;
+    serde_saphyr::DefaultMessageFormatter
+        .format_message(e.without_snippet())
+        .replace('`', "'")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn outline(y: &str, first: usize) -> Outline {
+        Outline::parse(Path::new("t.yaml"), y, first).unwrap()
+    }
+
     #[test]
     fn list_items_and_their_key_lines() {
         let y = "name: t\nhandoffs:\n  # rules\n  - from_agent: a\n    to_agent: b\n\n    priority: 2\n  - {from_agent: b, to_agent: a}\n  -\n    to_agent: c\nmax_turns: 3\n";
-        let items = list_item_keys(y, 1, "handoffs");
-        assert_eq!(items.len(), 3);
-        assert_eq!(
-            items[0],
-            (
-                4,
-                vec![
-                    ("from_agent".to_string(), 4),
-                    ("to_agent".to_string(), 5),
-                    ("priority".to_string(), 7)
-                ]
-            )
-        );
-        assert_eq!(items[1], (8, vec![]));
-        assert_eq!(items[2], (9, vec![("to_agent".to_string(), 10)]));
+        let o = outline(y, 1);
+        let item = |i| [Step::Key("handoffs"), Step::Item(i)];
+        assert_eq!(o.line(&item(0)), Some(4));
+        assert_eq!(o.line_in(&item(0), "to_agent"), Some(5));
+        assert_eq!(o.line_in(&item(0), "priority"), Some(7));
+        assert_eq!(o.line(&item(1)), Some(8));
+        assert_eq!(o.line_in(&item(2), "to_agent"), Some(10));
+        // A key the item lacks: the item's own line.
+        assert_eq!(o.line_in(&item(2), "priority"), Some(10));
+        assert_eq!(o.line(&item(3)), None);
         // A list written at column 0 under its key.
-        let y = "handoffs:\n- from_agent: a\n  to_agent: b\nentry: a\n";
-        let items = list_item_keys(y, 1, "handoffs");
-        assert_eq!(items.len(), 1);
-        assert_eq!(items[0].1[1], ("to_agent".to_string(), 3));
-        assert!(list_item_keys(y, 1, "missing").is_empty());
+        let o = outline("handoffs:\n- from_agent: a\n  to_agent: b\nentry: a\n", 1);
+        assert_eq!(
+            o.line_in(&[Step::Key("handoffs"), Step::Item(0)], "to_agent"),
+            Some(3)
+        );
+        assert_eq!(o.line(&[Step::Key("missing")]), None);
     }
 
     #[test]
     fn keys_and_lines() {
         let y = "name: a\nrole: member\ntools:\n  - x\n# c\ndescription: d\n";
-        let keys = top_level_keys(y, 2);
         assert_eq!(
-            keys,
-            vec![
-                ("name".to_string(), 2),
-                ("role".to_string(), 3),
-                ("tools".to_string(), 4),
-                ("description".to_string(), 7)
-            ]
+            outline(y, 2).top_level_keys(),
+            vec![("name", 2), ("role", 3), ("tools", 4), ("description", 7)]
         );
+        let y = "name: x\nmodels:\n  fast: sim\n  # c\n  'gpt':\n    base_url: ftp://x\nmax_rounds: 2\n";
+        let o = outline(y, 1);
+        assert_eq!(o.line(&[Step::Key("models"), Step::Key("fast")]), Some(3));
+        assert_eq!(o.line(&[Step::Key("models"), Step::Key("gpt")]), Some(5));
+        assert_eq!(o.line(&[Step::Key("models"), Step::Key("base_url")]), None);
+    }
+
+    #[test]
+    fn the_line_of_a_list_item() {
+        let o = outline(
+            "name: w\nrole: member\ntools:\n  - workspace_read\n  # c\n  - \"plan_reed\"\n",
+            2,
+        );
+        let tools = [Step::Key("tools")];
+        assert_eq!(o.item_line(&tools, "plan_reed"), Some(7));
+        assert_eq!(o.item_line(&tools, "workspace_read"), Some(5));
+        // Not in the list: the key's line.
+        assert_eq!(o.item_line(&tools, "other"), Some(4));
+        let o = outline("name: w\ntools: [a,\n  b]\n", 2);
+        assert_eq!(o.item_line(&tools, "a"), Some(3));
+        assert_eq!(o.item_line(&tools, "b"), Some(4));
+        assert_eq!(o.item_line(&[Step::Key("missing")], "a"), None);
+    }
+
+    #[test]
+    fn duplicates_name_both_lines_at_any_depth() {
+        let e = Outline::parse(Path::new("t.yaml"), "name: a\nrole: b\nname: c\n", 2)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "t.yaml:4: duplicate key 'name' (first at line 2)");
+        let y = "models:\n  gpt:\n    model: a\n    timeout: 3\n    model: b\n";
+        let e = Outline::parse(Path::new("t.yaml"), y, 1)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "t.yaml:5: models.gpt: duplicate key 'model' (first at line 3)"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_have_their_line() {
+        let e = Outline::parse(Path::new("t.yaml"), "name: t\nmodels:\n  a: [x\n", 1).unwrap_err();
+        let TeamError::Invalid { line, .. } = &e else {
+            panic!("{e}")
+        };
+        assert!(line.is_some_and(|l| l >= 3), "{e}");
     }
 }

@@ -62,6 +62,7 @@ impl Tool for PlanRead {
                         "status": t.status,
                         "assigned_agent": t.assigned_agent,
                         "description": t.description,
+                        "round": t.round,
                         "metadata": t.metadata,
                     })
                 })

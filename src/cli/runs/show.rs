@@ -287,7 +287,8 @@ fn turn_line(t: &Turn, parents: bool) -> String {
         let _ = write!(s, " · {} retries", t.retries);
     }
     if parents && !t.parents.is_empty() {
-        let _ = write!(s, " · based on {}", t.parents.join(" "));
+        let parents: Vec<String> = t.parents.iter().map(ToString::to_string).collect();
+        let _ = write!(s, " · based on {}", parents.join(" "));
     }
     if let Some(e) = &t.error {
         let _ = write!(s, " · error: {}", one_line(e, 80));
@@ -316,7 +317,7 @@ fn tree(master: &str, turns: &[Turn]) -> String {
     }
     let mut out = String::new();
     for (round, mut ts) in rounds {
-        ts.sort_by_key(|t| (phase_order(t.phase), t.turn_id.clone()));
+        ts.sort_by_key(|t| (phase_order(t.phase), t.turn_id));
         let _ = writeln!(out, "round {round}");
         let mut members_header = false;
         let mut challengers_header = false;

@@ -43,6 +43,8 @@ struct AgentTurn {
     input_tokens: u64,
     output_tokens: u64,
     error: Option<String>,
+    /// The master's decision after this turn, if it took one.
+    decision: Option<crate::event::ReviewVerdict>,
 }
 
 #[derive(Debug)]
@@ -75,7 +77,7 @@ pub(crate) struct SpanBuilder {
     latest: HashMap<String, SpanId>,
     tools: HashMap<String, OpenTool>,
     /// Turn records by id, for prompt and answer text (content only).
-    turns: HashMap<String, Turn>,
+    turns: HashMap<crate::runtime::TurnId, Turn>,
     serial: u64,
     done: bool,
 }
@@ -116,7 +118,7 @@ impl SpanBuilder {
     /// Makes a Turn record's messages and answer available to its chat span.
     pub(crate) fn add_turn(&mut self, turn: Turn) {
         if self.content {
-            self.turns.insert(turn.turn_id.clone(), turn);
+            self.turns.insert(turn.turn_id, turn);
         }
     }
 
@@ -179,7 +181,7 @@ impl SpanBuilder {
                         "gen_ai.usage.output_tokens",
                         to_i64(usage.completion_tokens),
                     ),
-                    KeyValue::str("boardroom.turn.id", turn_id.clone()),
+                    KeyValue::str("boardroom.turn.id", turn_id.to_string()),
                     KeyValue::str("boardroom.phase", phase.as_str()),
                     KeyValue::int("boardroom.round", i64::from(*round)),
                     KeyValue::int("boardroom.retries", i64::from(*retries)),
@@ -268,10 +270,14 @@ impl SpanBuilder {
                     t.error = Some(message.clone());
                 }
             }
-            EventKind::ReviewDecision { .. } => {
+            EventKind::ReviewDecision { decision, .. } => {
                 // The master read the board: the round's members are done.
-                let (members, keep): (Vec<_>, Vec<_>) =
+                let (members, mut keep): (Vec<_>, Vec<_>) =
                     self.open.drain(..).partition(|t| e.agent != t.agent);
+                // The master's own turn carries what it decided.
+                for t in &mut keep {
+                    t.decision = Some(*decision);
+                }
                 self.open = keep;
                 for t in members {
                     out.push(self.agent_span(t));
@@ -389,12 +395,13 @@ impl SpanBuilder {
             input_tokens: 0,
             output_tokens: 0,
             error: None,
+            decision: None,
         });
         self.open.len() - 1
     }
 
     fn agent_span(&self, t: AgentTurn) -> Span {
-        let attrs = vec![
+        let mut attrs = vec![
             KeyValue::str("gen_ai.operation.name", "invoke_agent"),
             KeyValue::str("gen_ai.agent.name", t.agent.clone()),
             KeyValue::str("boardroom.phase", t.phase.as_str()),
@@ -402,6 +409,12 @@ impl SpanBuilder {
             KeyValue::int("gen_ai.usage.input_tokens", to_i64(t.input_tokens)),
             KeyValue::int("gen_ai.usage.output_tokens", to_i64(t.output_tokens)),
         ];
+        if let Some(decision) = t.decision {
+            attrs.push(KeyValue::str(
+                "boardroom.review.decision",
+                decision.as_str(),
+            ));
+        }
         self.span(
             t.id,
             t.parent,

@@ -17,7 +17,7 @@ fn ev(agent: &str, parent: Option<&str>, time_ms: u64, kind: EventKind) -> Event
 
 fn turn(id: &str, round: u32, phase: Phase, error: Option<&str>) -> EventKind {
     EventKind::TurnCompleted {
-        turn_id: id.into(),
+        turn_id: id.parse().unwrap(),
         round,
         phase,
         parents: vec![],
@@ -65,7 +65,7 @@ fn spans_follow_the_call_graph_and_carry_errors() {
             1101,
             EventKind::ReviewDecision {
                 round: 0,
-                decision: "assign".into(),
+                decision: crate::event::ReviewVerdict::Assign,
                 assignments: 1,
                 rejected: vec![],
             },
@@ -169,6 +169,12 @@ fn spans_follow_the_call_graph_and_carry_errors() {
         attr(writer, "gen_ai.usage.input_tokens"),
         Some(&Value::Int(10))
     );
+    // Issue 15: the master's span says what it decided, from the type.
+    assert_eq!(
+        attr(master, "boardroom.review.decision"),
+        Some(&Value::String("assign".into()))
+    );
+    assert_eq!(attr(writer, "boardroom.review.decision"), None);
     assert!(
         attr(tool, "gen_ai.tool.call.arguments").is_none(),
         "no content"

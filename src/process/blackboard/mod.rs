@@ -23,7 +23,7 @@ use std::ops::Deref;
 use parking_lot::Mutex;
 
 use crate::board::{Entry, EntryKind, NewEntry, SharedBoard};
-use crate::event::{EventKind, RoomStatus, RunStatus};
+use crate::event::{EventKind, ReviewVerdict, RoomStatus, RunStatus};
 use crate::model::{ChatResponse, Message, ModelError, Phase};
 use crate::protocol::{Assignment, Decision, Verdict};
 use crate::runtime::call::{Ask, Attempt, CUT_OFF, EMPTY};
@@ -205,12 +205,17 @@ impl<'d> Blackboard<'d> {
 
     fn plan(&mut self) -> Result<(), RunError> {
         self.status(RoomStatus::Thinking);
-        let mut messages = prompt::plan(&self.team, &self.core.memory, &self.task_text());
-        prompt::add_seeded_modules(&mut messages, &self.core.plan.lock());
+        let messages = prompt::plan(
+            &self.team,
+            &self.core.memory,
+            &self.task_text(),
+            &self.core.plan.lock(),
+            self.wording(),
+        );
         let (decision, problems) =
             self.master_turn(Phase::Plan, 0, messages)
                 .map_err(|source| RunError::Master {
-                    phase: "plan",
+                    phase: crate::runtime::MasterPhase::Plan,
                     source,
                 })?;
         self.state.feedback = problems;
@@ -278,7 +283,7 @@ impl<'d> Blackboard<'d> {
         let room = self.room;
         let results = pool
             .run(threads, todo.clone(), move |a| room.member_turn(&ctx, &a))
-            .map_err(|e| RunError::Pool(format!("cannot start member threads: {}", e.0)))?;
+            .map_err(|e| RunError::Pool(e.into()))?;
         for (a, result) in todo.iter().zip(results) {
             if let Err(panic) = result {
                 self.add_entry(
@@ -323,7 +328,7 @@ impl<'d> Blackboard<'d> {
             .run(threads, challengers.clone(), move |c| {
                 room.challenger_turn(&ctx, c)
             })
-            .map_err(|e| RunError::Pool(format!("cannot start member threads: {}", e.0)))?;
+            .map_err(|e| RunError::Pool(e.into()))?;
         for (c, result) in challengers.iter().zip(results) {
             if let Err(panic) = result {
                 self.add_entry(
@@ -387,8 +392,7 @@ impl<'a> Room<'a> {
 
     fn challenger_turn(&self, ctx: &PhaseCtx, challenger: &AgentSpec) {
         let round = ctx.round;
-        let mut messages = prompt::challenge(challenger, &ctx.task, &ctx.board, round);
-        self.adapt_prompt(Phase::Challenge, &mut messages);
+        let messages = prompt::challenge(challenger, &ctx.task, &ctx.board, round, self.wording());
         let outcome = self.call_until(
             challenger,
             Phase::Challenge,
@@ -450,9 +454,9 @@ impl<'d> Blackboard<'d> {
             &self.core.memory,
             &self.task_text(),
             &board,
-            round,
-            self.cap(),
+            (round, self.cap()),
             &self.state.feedback,
+            self.wording(),
         );
         let master = self.team.master().name.clone();
         match self.master_turn(Phase::Review, round, messages) {
@@ -500,7 +504,7 @@ impl<'d> Blackboard<'d> {
             Ok(Attempt::Usable(answer)) => self.state.answer = Some(answer),
             Ok(Attempt::Unusable(problems)) => {
                 return Err(RunError::Master {
-                    phase: "final",
+                    phase: crate::runtime::MasterPhase::Final,
                     source: ModelError::BadResponse {
                         model: self.core.model_for(&master.name).name(),
                         detail: problems.join("; "),
@@ -510,7 +514,7 @@ impl<'d> Blackboard<'d> {
             }
             Err(source) => {
                 return Err(RunError::Master {
-                    phase: "final",
+                    phase: crate::runtime::MasterPhase::Final,
                     source,
                 });
             }
@@ -531,11 +535,10 @@ impl<'d> Blackboard<'d> {
         &self,
         phase: Phase,
         round: u32,
-        mut messages: Vec<Message>,
+        messages: Vec<Message>,
     ) -> Result<(Option<Decision>, Vec<String>), ModelError> {
         let master = self.team.master();
         let members: Vec<&str> = self.team.members().map(|m| m.name.as_str()).collect();
-        self.adapt_prompt(phase, &mut messages);
         let outcome = self.call_until(
             master,
             phase,
@@ -581,18 +584,18 @@ impl<'d> Blackboard<'d> {
     /// Applies a decision taken after round `round` (0: the plan).
     fn decide(&mut self, round: u32, decision: Option<Decision>) {
         let master = self.team.master().name.clone();
-        let (label, count) = match &decision {
-            Some(Decision::Assign(v)) => ("assign", v.len()),
-            Some(Decision::Done(_)) => ("done", 0),
-            Some(Decision::Ask(_)) => ("ask", 0),
-            None => ("none", 0),
+        let (verdict, count) = match &decision {
+            Some(Decision::Assign(v)) => (ReviewVerdict::Assign, v.len()),
+            Some(Decision::Done(_)) => (ReviewVerdict::Done, 0),
+            Some(Decision::Ask(_)) => (ReviewVerdict::Ask, 0),
+            None => (ReviewVerdict::None, 0),
         };
         self.core.emit(
             &master,
             None,
             EventKind::ReviewDecision {
                 round,
-                decision: label.into(),
+                decision: verdict,
                 assignments: count,
                 rejected: self.state.feedback.clone(),
             },

@@ -18,10 +18,6 @@ use crate::protocol::{Assignment, Decision};
 use crate::runtime::{RunPhase, Turn};
 use crate::store::JournalRecord;
 
-fn round_of(m: &WorkModule) -> Option<u64> {
-    m.metadata.get("round").and_then(Value::as_u64)
-}
-
 /// Where each member's first module of a round is in the plan: a hint
 /// that `find` checks before it trusts it (tools may change the plan).
 pub(crate) type ModuleHints = HashMap<(u32, String), usize>;
@@ -40,7 +36,7 @@ fn find<'p>(
 ) -> Option<&'p mut WorkModule> {
     let matches = |m: &WorkModule| {
         m.assigned_agent.as_deref() == Some(member)
-            && round_of(m) == Some(u64::from(round))
+            && m.round == Some(round)
             && task.is_none_or(|t| m.description == t)
             && status.contains(&m.status)
     };
@@ -49,10 +45,8 @@ fn find<'p>(
         // Unknown (a new round, or a changed plan): index it all, once.
         hints.clear();
         for (i, m) in plan.tasks.iter().enumerate() {
-            if let (Some(agent), Some(r)) = (m.assigned_agent.as_deref(), round_of(m)) {
-                if let Ok(r) = u32::try_from(r) {
-                    hints.entry((r, agent.to_string())).or_insert(i);
-                }
+            if let (Some(agent), Some(r)) = (m.assigned_agent.as_deref(), m.round) {
+                hints.entry((r, agent.to_string())).or_insert(i);
             }
         }
     }
@@ -106,7 +100,7 @@ impl Blackboard<'_> {
                         Some(m) if m.assigned_agent.is_none() => {
                             m.assigned_agent = Some(a.member.clone());
                             m.description = a.task.clone();
-                            m.metadata.insert("round".into(), Value::from(next));
+                            m.round = Some(next);
                             stamp(m, "assigned_ms");
                         }
                         Some(m) => {
@@ -120,7 +114,7 @@ impl Blackboard<'_> {
                             if let Value::Array(v) = history {
                                 v.push(Value::from(previous));
                             }
-                            m.metadata.insert("round".into(), Value::from(next));
+                            m.round = Some(next);
                             stamp(m, "reassigned_ms");
                         }
                         None => {
@@ -128,7 +122,7 @@ impl Blackboard<'_> {
                             // The one just added (not looked up by id: a
                             // scan a member).
                             if let Some(m) = plan.tasks.last_mut() {
-                                m.metadata.insert("round".into(), Value::from(next));
+                                m.round = Some(next);
                                 m.metadata.insert("added_by".into(), Value::from("master"));
                                 stamp(m, "assigned_ms");
                             }

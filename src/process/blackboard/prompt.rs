@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use super::structured::Wording;
 use crate::board::{Entry, escape_xml, render_context};
 use crate::model::Message;
 use crate::team::{AgentSpec, Team};
@@ -126,8 +127,8 @@ pub(crate) fn roster(team: &Team) -> String {
     out
 }
 
-/// The master's system prompt: soul, memory, roster, rules.
-pub(crate) fn master_system(team: &Team, memory: &str) -> Message {
+/// The master's system prompt: soul, memory, roster, `rules`.
+pub(crate) fn master_system(team: &Team, memory: &str, rules: &str) -> Message {
     let master = team.master();
     let mut s = soul_block(master);
     if !memory.trim().is_empty() {
@@ -137,7 +138,7 @@ pub(crate) fn master_system(team: &Team, memory: &str) -> Message {
             escape_xml(memory.trim())
         );
     }
-    let _ = write!(s, "\n\n## Your team\n\n{}\n\n{MASTER_RULES}", roster(team));
+    let _ = write!(s, "\n\n## Your team\n\n{}\n\n{rules}", roster(team));
     Message::system(s)
 }
 
@@ -150,31 +151,46 @@ fn task_block(task: &str) -> String {
 pub(crate) const PLAN_DONE: &str = "the plan finished the work before any member drafted: a plan must give at least one \
      member a task (finish only after the team has drafted)";
 
-/// The master's first turn.
-pub(crate) fn plan(team: &Team, memory: &str, task: &str) -> Vec<Message> {
+/// The last message of a master's or challenger's turn: the ask, then how
+/// to format the reply where the protocol says so.
+fn ask_message(mut ask: String, w: &Wording) -> Message {
+    if let Some(format) = w.reply_format {
+        ask.push_str("\n\n");
+        ask.push_str(format);
+    }
+    Message::user(ask)
+}
+
+/// The master's first turn, with the work modules the run was seeded with.
+pub(crate) fn plan(
+    team: &Team,
+    memory: &str,
+    task: &str,
+    seeded: &crate::plan::Plan,
+    w: &Wording,
+) -> Vec<Message> {
+    let mut ask = format!(
+        "{}\n\nSplit this task among the members of your roster. {}; give at least one member \
+         a task: nobody has worked yet, so the plan cannot finish the work.",
+        task_block(task),
+        w.plan_ask
+    );
+    add_seeded_modules(&mut ask, seeded, w);
     vec![
-        master_system(team, memory),
-        Message::user(format!(
-            "{}\n\nSplit this task among the members of your roster. Reply with ASSIGN lines; \
-             give at least one member a task: nobody has worked yet, so the plan cannot finish \
-             the work.",
-            task_block(task)
-        )),
+        master_system(team, memory, w.master_rules),
+        ask_message(ask, w),
     ]
 }
 
 /// Shows the master the work modules a run was seeded with (drafted by the
 /// partner with the user) in its plan turn: each open one is to be
 /// assigned.
-pub(crate) fn add_seeded_modules(messages: &mut [Message], plan: &crate::plan::Plan) {
+fn add_seeded_modules(ask: &mut String, plan: &crate::plan::Plan, w: &Wording) {
     let open: Vec<&crate::plan::WorkModule> = plan
         .tasks
         .iter()
         .filter(|m| m.status == crate::plan::ModuleStatus::Pending && m.assigned_agent.is_none())
         .collect();
-    let Some(last) = messages.last_mut() else {
-        return;
-    };
     if open.is_empty() {
         return;
     }
@@ -189,22 +205,25 @@ pub(crate) fn add_seeded_modules(messages: &mut [Message], plan: &crate::plan::P
             escape_xml(m.description.trim())
         );
     }
-    block.push_str(
+    let _ = write!(
+        block,
         "</modules>\nAssign every module to the member who fits it best: start each task with \
-         the module's id (ASSIGN:<member>:task_001: ...).",
+         the module's id ({}).",
+        w.seeded_example
     );
-    last.content.push_str(&block);
+    ask.push_str(&block);
 }
 
-/// The master reviewing round `round`, with problems from its last reply.
+/// The master reviewing round `round` (of at most `max_rounds`), with
+/// problems from its last reply.
 pub(crate) fn review(
     team: &Team,
     memory: &str,
     task: &str,
     board: &[Entry],
-    round: u32,
-    max_rounds: u32,
+    (round, max_rounds): (u32, u32),
     feedback: &[String],
+    w: &Wording,
 ) -> Vec<Message> {
     let mut ask = format!(
         "{}\n\nRound {round} of at most {max_rounds} is over. This is the board:\n\n{}\n\n",
@@ -213,21 +232,32 @@ pub(crate) fn review(
     );
     push_feedback(&mut ask, feedback);
     if round >= max_rounds {
-        ask.push_str("This was the last round. Reply with DONE and the complete final answer.");
+        let _ = write!(
+            ask,
+            "This was the last round. {} the complete final answer.",
+            w.last_round_ask
+        );
     } else {
-        ask.push_str(
-            "If the drafts answer the task and no challenge stands, reply DONE and write the \
-             complete final answer, merging the drafts. Otherwise reply with ASSIGN lines for the \
-             next round, saying exactly what to fix.",
+        let _ = write!(
+            ask,
+            "If the drafts answer the task and no challenge stands, {} write the complete final \
+             answer, merging the drafts. Otherwise {} for the next round, saying exactly what to \
+             fix.",
+            w.done_ask, w.assign_ask
         );
     }
-    vec![master_system(team, memory), Message::user(ask)]
+    vec![
+        master_system(team, memory, w.master_rules),
+        ask_message(ask, w),
+    ]
 }
 
 /// The master asked for its final answer (the round cap, or an empty DONE).
 pub(crate) fn final_answer(team: &Team, memory: &str, task: &str, board: &[Entry]) -> Vec<Message> {
+    // The final answer is plain text in every protocol; the master's rules
+    // stay those of the line protocol, as they always were here.
     vec![
-        master_system(team, memory),
+        master_system(team, memory, MASTER_RULES),
         Message::user(format!(
             "{}\n\nThe work is over. This is the board:\n\n{}\n\nWrite the complete final answer for \
              the user now, from the best of the board. Write only the answer, with no directives.",
@@ -279,14 +309,19 @@ pub(crate) fn challenge(
     task: &str,
     board: &SharedBoardText,
     round: u32,
+    w: &Wording,
 ) -> Vec<Message> {
     vec![
-        Message::system(format!("{}\n\n{CHALLENGE_RULES}", soul_block(member))),
-        Message::user(format!(
-            "{}\n\nThe board after round {round}:\n\n{}\n\nReply CHALLENGE:<...> or AGREE.",
-            task_block(task),
-            board.1
-        )),
+        Message::system(format!("{}\n\n{}", soul_block(member), w.challenge_rules)),
+        ask_message(
+            format!(
+                "{}\n\nThe board after round {round}:\n\n{}\n\n{}",
+                task_block(task),
+                board.1,
+                w.challenge_ask
+            ),
+            w,
+        ),
     ]
 }
 

@@ -445,7 +445,7 @@ impl<'a> Handoff<'a> {
             }
             Err(source) => {
                 return Err(RunError::Master {
-                    phase: "handoff step",
+                    phase: crate::runtime::MasterPhase::HandoffStep,
                     source,
                 });
             }
