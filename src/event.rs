@@ -44,6 +44,7 @@ pub enum ReviewVerdict {
 
 impl ReviewVerdict {
     /// The name as `events.jsonl` spells it.
+    #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             ReviewVerdict::Assign => "assign",

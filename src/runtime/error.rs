@@ -86,6 +86,7 @@ pub enum MasterPhase {
 
 impl MasterPhase {
     /// The phase as messages name it: `plan`, `final`, `handoff step`.
+    #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             MasterPhase::Plan => "plan",

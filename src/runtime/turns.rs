@@ -35,11 +35,13 @@ pub struct TurnId(u32);
 
 impl TurnId {
     /// The id of the `n`th call of a run (counted from 1).
+    #[must_use]
     pub fn new(n: u32) -> Self {
         TurnId(n)
     }
 
     /// Its number: 42 for `t0042`.
+    #[must_use]
     pub fn number(self) -> u32 {
         self.0
     }
