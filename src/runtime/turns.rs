@@ -25,10 +25,10 @@ use super::core::Core;
 /// # Examples
 ///
 /// ```
-/// let id: boardroom::TurnId = "t0042".parse().unwrap();
+/// let id: boardroom::store::TurnId = "t0042".parse().unwrap();
 /// assert_eq!(id.number(), 42);
 /// assert_eq!(id.to_string(), "t0042");
-/// assert!("42".parse::<boardroom::TurnId>().is_err());
+/// assert!("42".parse::<boardroom::store::TurnId>().is_err());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TurnId(u32);
