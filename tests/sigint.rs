@@ -8,17 +8,13 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_boardroom");
+mod support;
 
+use support::cli::BIN;
+
+/// `boardroom ARGS --runs-dir RUNS`.
 fn boardroom(runs: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .arg("--runs-dir")
-        .arg(runs)
-        .env_remove("BOARDROOM_MODEL")
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .unwrap()
+    support::cli::with_runs_dir(args, runs)
 }
 
 /// Starts `boardroom run` with a slow sim and returns once round 1 is under

@@ -3,7 +3,7 @@
 //! agent in one phase, and the binary run with a runs directory.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use boardroom::testing::Scripted;
 use boardroom::{ChatRequest, Phase, Team};
@@ -70,14 +70,7 @@ pub fn calls(model: &Scripted, agent: &str, phase: Phase) -> Vec<ChatRequest> {
 /// The boardroom binary run with `args` and `--runs-dir RUNS`, with no
 /// model taken from the environment.
 pub fn boardroom(args: &[&str], runs: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args(args)
-        .arg("--runs-dir")
-        .arg(runs)
-        .env_remove("BOARDROOM_MODEL")
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .unwrap()
+    super::cli::with_runs_dir(args, runs)
 }
 
 /// Stdout then stderr.
