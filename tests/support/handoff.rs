@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use boardroom::protocol::Protocol;
 use boardroom::testing::Scripted;
-use boardroom::{ChatRequest, Phase, Team};
+use boardroom::{ChatRequest, Phase, RunOutcome, Runtime, Team};
 
 /// `researcher` (the master), `writer` and `reviewer`.
 pub const TRIO: [(&str, &str); 3] = [
@@ -56,6 +57,14 @@ pub fn chain(extra: &str) -> (tempfile::TempDir, Team) {
     );
     let team = Team::load(tmp.path()).unwrap();
     (tmp, team)
+}
+
+/// "Explain tea" run by `team` on `model` with the line protocol.
+pub fn run_line(team: Team, model: &Scripted) -> RunOutcome {
+    Runtime::new(team, model.clone())
+        .protocol(Protocol::Line)
+        .run("Explain tea")
+        .unwrap()
 }
 
 /// The requests `agent` made in `phase`.
