@@ -4,6 +4,7 @@
 
 #![cfg(feature = "view")]
 
+mod support;
 mod view_support;
 
 use std::io::{BufRead, BufReader};
@@ -13,23 +14,15 @@ use std::time::{Duration, Instant};
 
 use boardroom::testing::Scripted;
 use boardroom::view::ViewServer;
-use boardroom::{AgentSpec, Runtime, Team, TeamConfig};
+use boardroom::{Runtime, Team};
 use view_support::Browser;
 
 const XSS: &str = "Menu: <script>document.body.setAttribute('data-pwned','script')</script>\
 <img src=x onerror=\"document.body.setAttribute('data-pwned','img')\"> and </pre><b>bold</b>";
 
+/// The `owls`: master, writer and the challenger critic.
 fn team() -> Team {
-    Team::new(
-        "owls",
-        TeamConfig::default(),
-        vec![
-            AgentSpec::master("master", "You lead."),
-            AgentSpec::member("writer", "Writes", "You write."),
-            AgentSpec::member("critic", "Checks", "You check.").challenger(),
-        ],
-    )
-    .unwrap()
+    support::teams::trio("owls")
 }
 
 /// A finished run, saved under `dir`: the writer's draft is an XSS attempt.

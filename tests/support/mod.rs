@@ -15,6 +15,7 @@
 pub mod cli;
 pub mod handoff;
 pub mod team_server;
+pub mod teams;
 pub mod tmux;
 
 use std::io::{BufRead, BufReader, Read, Write};
