@@ -27,11 +27,7 @@ struct Outage {
 
 impl Outage {
     fn new(arm_after_plan: bool) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = support::free_port();
         let dead = OpenAi::builder(format!("http://127.0.0.1:{port}/v1"), "m")
             .sleep_with(|_| {})
             .build()

@@ -224,6 +224,15 @@ impl Reply {
     }
 }
 
+/// A loopback port nobody listens on (bound, then closed again).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 type Handler = dyn Fn(&Request) -> Reply + Send + Sync;
 
 struct Shared {

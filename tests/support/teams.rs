@@ -4,29 +4,22 @@
 
 use boardroom::{AgentSpec, Team, TeamConfig};
 
+/// `master` and `writer`.
+fn master_and_writer() -> Vec<AgentSpec> {
+    vec![
+        AgentSpec::master("master", "You lead."),
+        AgentSpec::member("writer", "Writes", "You write."),
+    ]
+}
+
 /// Team `name`: `master` and `writer`.
 pub fn duo(name: &str) -> Team {
-    Team::new(
-        name,
-        TeamConfig::default(),
-        vec![
-            AgentSpec::master("master", "You lead."),
-            AgentSpec::member("writer", "Writes", "You write."),
-        ],
-    )
-    .unwrap()
+    Team::new(name, TeamConfig::default(), master_and_writer()).unwrap()
 }
 
 /// Team `name`: `master`, `writer` and the challenger `critic`.
 pub fn trio(name: &str) -> Team {
-    Team::new(
-        name,
-        TeamConfig::default(),
-        vec![
-            AgentSpec::master("master", "You lead."),
-            AgentSpec::member("writer", "Writes", "You write."),
-            AgentSpec::member("critic", "Checks", "You check.").challenger(),
-        ],
-    )
-    .unwrap()
+    let mut agents = master_and_writer();
+    agents.push(AgentSpec::member("critic", "Checks", "You check.").challenger());
+    Team::new(name, TeamConfig::default(), agents).unwrap()
 }
