@@ -14,6 +14,7 @@
 
 pub mod cli;
 pub mod handoff;
+pub mod models;
 pub mod team_server;
 pub mod teams;
 pub mod tmux;
@@ -222,6 +223,17 @@ impl Reply {
             Reply::completion(text)
         }
     }
+}
+
+/// The first entry read from `runs`: the run's folder where one run is all
+/// that is saved there.
+pub fn only_run_dir(runs: &std::path::Path) -> std::path::PathBuf {
+    std::fs::read_dir(runs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
 }
 
 /// A loopback port nobody listens on (bound, then closed again).
