@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 mod support;
 
-use support::cli::BIN;
+use support::cli::{BIN, ctrl_c as sigint};
 
 /// `boardroom ARGS --runs-dir RUNS`.
 fn boardroom(runs: &Path, args: &[&str]) -> Output {
@@ -54,15 +54,6 @@ fn start_run(runs: &Path, latency: &str) -> (Child, crossbeam_channel::Receiver<
             }
         }
     }
-}
-
-fn sigint(child: &Child) {
-    let ok = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
 }
 
 /// Waits at most 30 s for the process; the rest of its stderr.

@@ -3,7 +3,8 @@
 //! where the test says or in a fresh place of its own.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Child, Command, ExitStatus, Output};
+use std::time::{Duration, Instant};
 
 /// The binary cargo built for these tests.
 pub const BIN: &str = env!("CARGO_BIN_EXE_boardroom");
@@ -44,4 +45,29 @@ pub fn repo() -> &'static Path {
 /// Bytes of stdout or stderr as text.
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
+}
+
+/// Ctrl-C for `child`: SIGINT through `kill -INT PID`, which must succeed.
+pub fn ctrl_c(child: &Child) {
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+}
+
+/// How `child` exited, within `limit`; past it, the child is killed and
+/// the test fails with `what`.
+pub fn exit_within(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

@@ -225,6 +225,15 @@ impl Reply {
     }
 }
 
+/// The tool results a request sent back, in order.
+pub fn tool_results(req: &boardroom::ChatRequest) -> Vec<&str> {
+    req.messages
+        .iter()
+        .filter(|m| m.role == boardroom::Role::Tool)
+        .map(|m| m.content.as_str())
+        .collect()
+}
+
 /// The first entry read from `runs`: the run's folder where one run is all
 /// that is saved there.
 pub fn only_run_dir(runs: &std::path::Path) -> std::path::PathBuf {
