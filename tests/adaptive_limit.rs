@@ -5,39 +5,19 @@
 
 mod support;
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use boardroom::openai::LimitChange;
 use boardroom::{
-    AgentSpec, ChatModel, EndpointConfig, EntryKind, ModelConfig, OpenAi, RunStatus, Runtime, Team,
-    TeamConfig,
+    ChatModel, EndpointConfig, ModelConfig, OpenAi, RunStatus, Runtime, Team, TeamConfig,
 };
 use parking_lot::Mutex;
-use support::team_server::Capped;
+use support::team_server::{Capped, drafts};
 
+/// The `capped` team of `members` members, member `i` on `model_of(i)`.
 fn team(members: usize, config: TeamConfig, model_of: impl Fn(usize) -> Option<String>) -> Team {
-    let mut agents = vec![AgentSpec::master("lead", "You lead the team.")];
-    for i in 0..members {
-        let mut a = AgentSpec::member(
-            format!("m{i:02}"),
-            "Writes one part",
-            format!("You are m{i:02}."),
-        );
-        a.model = model_of(i);
-        agents.push(a);
-    }
-    Team::new("capped", config, agents).unwrap()
-}
-
-fn drafts(outcome: &boardroom::RunOutcome) -> HashSet<String> {
-    outcome
-        .board
-        .iter()
-        .filter(|e| e.kind == EntryKind::Draft)
-        .map(|e| e.author.clone())
-        .collect()
+    support::team_server::team("capped", members, config, model_of)
 }
 
 #[test]

@@ -3,6 +3,8 @@
 //! the consent prompt decides, never the model's word; the inbox feeds
 //! tool results back before the next call.
 
+mod support;
+
 use boardroom::chat::{Chat, ChatEvent, ChatIo, TurnEnd};
 use boardroom::testing::{Scripted, Sim};
 use boardroom::{Cancel, ChatResponse, FinishReason, Role, Runtime, Team, ToolCall, Usage};
@@ -128,12 +130,7 @@ fn the_users_no_launches_nothing_even_when_the_model_insists() {
     // The three results came back through the inbox, in call order, before
     // the next call.
     let second = &model.requests()[1];
-    let results: Vec<&str> = second
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.content.as_str())
-        .collect();
+    let results = support::tool_results(second);
     assert_eq!(
         results,
         vec![

@@ -8,6 +8,8 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod support;
+
 fn chat(dir: &Path, args: &[&str], input: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
         .arg("chat")
@@ -416,11 +418,7 @@ fn ctrl_c_during_a_partner_turn_cancels_that_turn_and_the_chat_goes_on() {
     };
     while next(&mut seen) != "you: Plan a team offsite" {}
     // The partner is thinking (3 s a call): Ctrl-C.
-    let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    support::cli::ctrl_c(&child);
     assert_eq!(
         next(&mut seen),
         "[boardroom] the partner's turn was cancelled",
@@ -566,11 +564,7 @@ fn ctrl_c_after_the_input_has_ended_stops_the_team_and_the_run_stays_resumable()
     let stopping = format!("[boardroom] stopping run {run_id}");
     'stop: loop {
         assert!(Instant::now() < deadline, "{}", seen.join("\n"));
-        let kill = Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(kill.success());
+        support::cli::ctrl_c(&child);
         let pressed = Instant::now();
         while let Ok(line) =
             rx.recv_timeout(Duration::from_secs(1).saturating_sub(pressed.elapsed()))

@@ -11,54 +11,10 @@
 //! unread until the next key.
 
 use std::process::Command;
-use std::time::{Duration, Instant};
 
-fn tmux(args: &[&str]) -> std::process::Output {
-    Command::new("tmux")
-        .args(args)
-        .output()
-        .expect("tmux is not installed: run scripts/setup-tmux.sh")
-}
+mod support;
 
-struct Session(String);
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        let _ = tmux(&["kill-session", "-t", &self.0]);
-    }
-}
-
-impl Session {
-    fn screen(&self) -> String {
-        let out = tmux(&["capture-pane", "-p", "-S", "-200", "-t", &self.0]);
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Waits until the screen shows `what` (at most 60 s).
-    fn wait_for(&self, what: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let screen = self.screen();
-            if screen.contains(what) {
-                return screen;
-            }
-            assert!(Instant::now() < deadline, "no {what:?} on:\n{screen}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn type_line(&self, text: &str) {
-        for c in text.chars() {
-            tmux(&["send-keys", "-t", &self.0, "-l", &c.to_string()]);
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        tmux(&["send-keys", "-t", &self.0, "Enter"]);
-    }
-
-    fn key(&self, key: &str) {
-        tmux(&["send-keys", "-t", &self.0, key]);
-    }
-}
+use support::tmux::Session;
 
 #[test]
 fn ctrl_c_during_a_run_asks_then_stops_the_team_and_the_run_stays_resumable() {
@@ -73,21 +29,7 @@ fn ctrl_c_during_a_run_asks_then_stops_the_team_and_the_run_stays_resumable() {
         bin = env!("CARGO_BIN_EXE_boardroom"),
         go = go.display(),
     );
-    let started = tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &name,
-        "-x",
-        "200",
-        "-y",
-        "50",
-        "bash",
-        "-c",
-        &script,
-    ]);
-    assert!(started.status.success(), "{started:?}");
-    let s = Session(name);
+    let s = Session::start(&name, "200", &script);
     s.wait_for("you>");
     s.type_line("Plan a team offsite for about 20 people over two days");
     s.wait_for("Launch the team on these 4 modules? [y/N]");
@@ -169,21 +111,7 @@ fn boardroom_run_on_a_terminal_asks_the_masters_question_inline() {
         dir = tmp.path().display(),
         bin = env!("CARGO_BIN_EXE_boardroom"),
     );
-    let started = tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &name,
-        "-x",
-        "200",
-        "-y",
-        "50",
-        "bash",
-        "-c",
-        &script,
-    ]);
-    assert!(started.status.success(), "{started:?}");
-    let s = Session(name);
+    let s = Session::start(&name, "200", &script);
     s.wait_for("master asks you: Which city?");
     s.wait_for("your answer (empty: answer later with resume --message)>");
     s.type_line("Lisbon");

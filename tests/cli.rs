@@ -3,32 +3,11 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 mod support;
 
-fn boardroom(args: &[&str], dir: &Path) -> Output {
-    // Each call saves its run (and the master's memory) in a fresh place, so
-    // tests never see each other's runs.
-    let runs = tempfile::tempdir().unwrap();
-    Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args(args)
-        .current_dir(dir)
-        .env("BOARDROOM_RUNS_DIR", runs.path())
-        .env_remove("BOARDROOM_MODEL")
-        .env_remove("RUST_LOG")
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .expect("the binary runs")
-}
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use support::cli::{boardroom, repo, text};
 
 #[test]
 fn run_prints_progress_on_stderr_and_the_answer_on_stdout() {

@@ -2,36 +2,19 @@
 //! event the caller gets on every way a run ends, not only on success.
 
 use boardroom::store::{load_run, read_events};
-use boardroom::testing::Scripted;
-use boardroom::{
-    ChatModel, ChatRequest, ChatResponse, EventKind, ModelError, RunStatus, Runtime, Team,
-};
+use boardroom::testing::{Scripted, Sim};
+use boardroom::{ChatModel, EventKind, RunStatus, Runtime, Team};
+
+mod support;
+
+use support::models::Hooked;
 
 /// A model whose master call panics after streaming a delta.
-struct Panics;
-
-impl ChatModel for Panics {
-    fn name(&self) -> String {
-        "panics".into()
-    }
-
-    fn chat(
-        &self,
-        _req: &ChatRequest,
-        on_delta: &mut dyn FnMut(&str),
-    ) -> Result<ChatResponse, ModelError> {
+fn panics() -> impl ChatModel {
+    Hooked::new("panics", Sim::new(), |_, on_delta| {
         on_delta("about to");
         panic!("the model panicked");
-    }
-}
-
-fn only_dir(runs: &std::path::Path) -> std::path::PathBuf {
-    std::fs::read_dir(runs)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path()
+    })
 }
 
 #[test]
@@ -46,7 +29,7 @@ fn a_failed_run_saves_every_event_the_caller_saw() {
         .unwrap_err();
     assert!(err.to_string().contains("the server is down"), "{err}");
     let caller: Vec<_> = rx.try_iter().collect();
-    let dir = only_dir(runs.path());
+    let dir = support::only_run_dir(runs.path());
     let saved = read_events(&dir).unwrap();
     assert!(caller.len() > 2, "{caller:?}");
     assert_eq!(saved.items, caller);
@@ -57,7 +40,7 @@ fn a_failed_run_saves_every_event_the_caller_saw() {
 fn a_run_whose_master_model_panics_saves_every_event_and_is_marked_failed() {
     let runs = tempfile::tempdir().unwrap();
     let (tx, rx) = boardroom::channel::unbounded();
-    let handle = Runtime::new(Team::builtin().unwrap(), Panics)
+    let handle = Runtime::new(Team::builtin().unwrap(), panics())
         .runs_dir(runs.path())
         .events(tx)
         .start("Plan a picnic")

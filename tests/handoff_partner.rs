@@ -4,24 +4,11 @@
 //! router.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn boardroom(args: &[&str], dir: &Path) -> Output {
-    let runs = tempfile::tempdir().unwrap();
-    Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args(args)
-        .current_dir(dir)
-        .env("BOARDROOM_RUNS_DIR", runs.path())
-        .env_remove("BOARDROOM_MODEL")
-        .env_remove("RUST_LOG")
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .expect("the binary runs")
-}
+mod support;
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use support::cli::{boardroom, text};
 
 /// The sequential example team plus a partner agent named `pal`, with
 /// `team.yaml` edited by `edit`.

@@ -7,7 +7,7 @@ use boardroom::protocol::Protocol;
 use boardroom::store::load_run;
 use boardroom::testing::Scripted;
 use boardroom::{ChatRequest, Phase, RunStatus, Runtime, Team};
-use support::handoff::{calls, chain as team};
+use support::handoff::{calls, chain as team, run_line};
 
 fn prompt(r: &ChatRequest) -> String {
     r.messages
@@ -32,10 +32,7 @@ fn a_rule_without_a_condition_is_taken_when_the_ones_above_it_do_not_hold() {
         .reply("writer", "the article")
         .reply("writer", "NONE")
         .reply("writer", "NONE");
-    let run = Runtime::new(team, model.clone())
-        .protocol(Protocol::Line)
-        .run("Explain tea")
-        .unwrap();
+    let run = run_line(team, &model);
     assert_eq!(run.steps[0].handoff_target.as_deref(), Some("writer"));
     assert_eq!(run.steps[0].how.as_deref(), Some("rule 2"));
     let routing = calls(&model, "researcher", Phase::Route);
@@ -56,10 +53,7 @@ fn rules_below_one_that_always_holds_are_not_put_to_the_router() {
         .reply("reviewer", "checked")
         .reply("reviewer", "NONE")
         .reply("reviewer", "NONE");
-    let run = Runtime::new(team, model.clone())
-        .protocol(Protocol::Line)
-        .run("Explain tea")
-        .unwrap();
+    let run = run_line(team, &model);
     assert_eq!(run.steps[0].how.as_deref(), Some("rule 1"));
     let routing = calls(&model, "researcher", Phase::Route);
     assert!(
@@ -80,10 +74,7 @@ fn a_bad_handoff_note_is_not_shown_to_the_next_agent() {
         .otherwise("researcher", "notes\nHANDOFF: editor: polish it")
         .reply("writer", "the article")
         .reply("writer", "NONE");
-    let run = Runtime::new(team, model.clone())
-        .protocol(Protocol::Line)
-        .run("Explain tea")
-        .unwrap();
+    let run = run_line(team, &model);
     assert_eq!(calls(&model, "researcher", Phase::Converse).len(), 3);
     assert_eq!(run.steps[0].handoff_target.as_deref(), Some("writer"));
     let writer = calls(&model, "writer", Phase::Converse);

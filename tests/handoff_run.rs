@@ -9,7 +9,7 @@ use boardroom::testing::Scripted;
 use boardroom::{
     ChatRequest, ChatResponse, Event, EventKind, FinishReason, Phase, RunStatus, Runtime, ToolCall,
 };
-use support::handoff::{calls, chain as team};
+use support::handoff::{calls, chain as team, run_line};
 
 fn handoff_call(to: &str, reason: &str) -> ChatResponse {
     ChatResponse {
@@ -110,10 +110,7 @@ fn a_handoff_line_is_read_when_the_run_uses_the_line_protocol() {
         .reply("researcher", "notes\n- **HANDOFF:** writer: draft it")
         .reply("writer", "the article")
         .reply("writer", "NONE");
-    let run = Runtime::new(team, model.clone())
-        .protocol(Protocol::Line)
-        .run("Explain tea")
-        .unwrap();
+    let run = run_line(team, &model);
     assert_eq!(run.steps[0].how.as_deref(), Some("line"));
     assert_eq!(run.steps[0].handoff_target.as_deref(), Some("writer"));
     assert_eq!(run.steps[0].reason.as_deref(), Some("draft it"));
@@ -137,10 +134,7 @@ fn an_unknown_destination_goes_back_to_the_agent_with_the_roster() {
         .reply("researcher", "notes\nHANDOFF: reviewer: check it")
         .reply("reviewer", "checked")
         .reply("reviewer", "NONE");
-    let run = Runtime::new(team, model.clone())
-        .protocol(Protocol::Line)
-        .run("Explain tea")
-        .unwrap();
+    let run = run_line(team, &model);
     let researcher = calls(&model, "researcher", Phase::Converse);
     assert_eq!(researcher.len(), 2, "one corrective retry");
     let note = last_user(&researcher[1]);
@@ -164,10 +158,7 @@ fn rules_are_tried_highest_priority_first_in_one_routing_call() {
         .reply("researcher", "RULE: 2")
         .reply("writer", "the article")
         .reply("writer", "NONE");
-    let run = Runtime::new(team, model.clone())
-        .protocol(Protocol::Line)
-        .run("Explain tea")
-        .unwrap();
+    let run = run_line(team, &model);
     let routing = calls(&model, "researcher", Phase::Route);
     assert_eq!(routing.len(), 1, "one routing call");
     let prompt = last_user(&routing[0]);
@@ -191,10 +182,7 @@ fn the_router_picks_from_the_roster_when_no_rule_holds() {
         .reply("reviewer", "reviewed")
         .reply("reviewer", "NONE")
         .reply("reviewer", "NONE");
-    let run = Runtime::new(team, model.clone())
-        .protocol(Protocol::Line)
-        .run("Explain tea")
-        .unwrap();
+    let run = run_line(team, &model);
     assert_eq!(run.steps[0].handoff_target.as_deref(), Some("reviewer"));
     assert_eq!(run.steps[0].how.as_deref(), Some("router"));
     let routing = calls(&model, "researcher", Phase::Route);
@@ -284,10 +272,7 @@ fn max_handoffs_stops_a_ping_pong_with_an_answer() {
     let model = Scripted::new()
         .otherwise("researcher", "ping\nHANDOFF: writer: your turn")
         .otherwise("writer", "pong\nHANDOFF: researcher: your turn");
-    let run = Runtime::new(team, model.clone())
-        .protocol(Protocol::Line)
-        .run("Explain tea")
-        .unwrap();
+    let run = run_line(team, &model);
     assert_eq!(run.status, RunStatus::HandoffLimit);
     assert_eq!(
         run.steps.len(),

@@ -4,28 +4,10 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn boardroom(args: &[&str], dir: &Path) -> Output {
-    let runs = tempfile::tempdir().unwrap();
-    Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args(args)
-        .current_dir(dir)
-        .env("BOARDROOM_RUNS_DIR", runs.path())
-        .env_remove("BOARDROOM_MODEL")
-        .env_remove("RUST_LOG")
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .expect("the binary runs")
-}
+mod support;
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use support::cli::{boardroom, repo, text};
 
 /// A copy of examples/teams/iterative in a temp dir, with team.yaml and,
 /// optionally, one soul replaced. With a team.yaml of its own, the souls

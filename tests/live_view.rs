@@ -4,27 +4,13 @@
 //! prints whole above the live lines (never through them), and nothing is
 //! left spinning when the run ends. Needs tmux (`scripts/setup-tmux.sh`).
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod support;
 
+use support::tmux::{Session, tmux};
+
 const SPINNER: &[char] = &['⠁', '⠂', '⠄', '⡀', '⢀', '⠠', '⠐', '⠈'];
-
-fn tmux(args: &[&str]) -> std::process::Output {
-    Command::new("tmux")
-        .args(args)
-        .output()
-        .expect("tmux is not installed: run scripts/setup-tmux.sh")
-}
-
-struct Session(String);
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        let _ = tmux(&["kill-session", "-t", &self.0]);
-    }
-}
 
 #[test]
 fn every_phase_shows_a_live_line_and_log_lines_never_tear_it() {
@@ -40,21 +26,7 @@ fn every_phase_shows_a_live_line_and_log_lines_never_tear_it() {
         bin = env!("CARGO_BIN_EXE_boardroom"),
         runs = runs.display()
     );
-    let started = tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &name,
-        "-x",
-        "160",
-        "-y",
-        "50",
-        "bash",
-        "-c",
-        &script,
-    ]);
-    assert!(started.status.success(), "{started:?}");
-    let _session = Session(name.clone());
+    let _session = Session::start(&name, "160", &script);
 
     let mut screens: Vec<String> = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(90);
@@ -140,21 +112,7 @@ fn a_log_line_with_escape_sequences_is_shown_escaped() {
         url = server.base_url(),
         runs = tmp.path().join("runs").display()
     );
-    let started = tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &name,
-        "-x",
-        "400",
-        "-y",
-        "50",
-        "bash",
-        "-c",
-        &script,
-    ]);
-    assert!(started.status.success(), "{started:?}");
-    let _session = Session(name.clone());
+    let _session = Session::start(&name, "400", &script);
     let deadline = Instant::now() + Duration::from_secs(60);
     let screen = loop {
         let out = tmux(&["capture-pane", "-p", "-J", "-S", "-", "-t", &name]);

@@ -165,11 +165,7 @@ fn set_env(var: &str, value: &str) {
 #[test]
 fn an_unreachable_url_is_named() {
     // A port nothing listens on: bind, take the port, close.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = support::free_port();
     let err = pool(McpServerConfig::http(format!(
         "http://127.0.0.1:{port}/mcp"
     )))

@@ -11,39 +11,22 @@ use std::time::Duration;
 use boardroom::testing::OpenAiProbe;
 use boardroom::testing::{Sim, SimOptions};
 use boardroom::{
-    AgentSpec, ChatModel, ChatRequest, EntryKind, Message, OpenAi, Phase, RunStatus, Runtime, Team,
-    TeamConfig,
+    ChatModel, ChatRequest, Message, OpenAi, Phase, RunStatus, Runtime, Team, TeamConfig,
 };
 use parking_lot::Mutex;
-use support::team_server::{self, role};
+use support::team_server::{self, drafts, role};
 use support::{Reply, Request, Server};
 
 const MEMBERS: usize = 16;
 
+/// The `sixteen` team: `lead` and members `m00` to `m15`.
 fn team() -> Team {
-    let mut agents = vec![AgentSpec::master("lead", "You lead the team.")];
-    for i in 0..MEMBERS {
-        agents.push(AgentSpec::member(
-            format!("m{i:02}"),
-            "Writes one part",
-            format!("You are m{i:02}."),
-        ));
-    }
-    Team::new("sixteen", TeamConfig::default(), agents).unwrap()
+    team_server::team("sixteen", MEMBERS, TeamConfig::default(), |_| None)
 }
 
 /// The protocol played straight: ASSIGN everyone, draft, DONE.
 fn brain(req: &Request) -> Reply {
     team_server::brain(req, MEMBERS)
-}
-
-fn drafts(outcome: &boardroom::RunOutcome) -> HashSet<String> {
-    outcome
-        .board
-        .iter()
-        .filter(|e| e.kind == EntryKind::Draft)
-        .map(|e| e.author.clone())
-        .collect()
 }
 
 #[test]

@@ -176,15 +176,7 @@ fn cut(text: &str) -> ChatResponse {
 
 #[test]
 fn a_cut_final_answer_is_asked_again_once_then_kept() {
-    let team = Team::new(
-        "pair",
-        TeamConfig::default(),
-        vec![
-            AgentSpec::master("master", "You lead."),
-            AgentSpec::member("writer", "Writes", "You write."),
-        ],
-    )
-    .unwrap();
+    let team = support::teams::duo("pair");
     let model = Scripted::new()
         .reply("master", "ASSIGN:writer:write")
         .reply("master", "DONE")
@@ -246,15 +238,7 @@ fn an_agents_own_max_tokens_is_never_passed() {
 /// words and cap, not an overflow panic in the run's thread.
 #[test]
 fn an_absurd_token_count_on_a_cut_answer_does_not_panic() {
-    let team = Team::new(
-        "pair",
-        TeamConfig::default(),
-        vec![
-            AgentSpec::master("master", "You lead."),
-            AgentSpec::member("writer", "Writes", "You write."),
-        ],
-    )
-    .unwrap();
+    let team = support::teams::duo("pair");
     let absurd = Usage {
         prompt_tokens: 1,
         completion_tokens: u64::MAX,

@@ -212,11 +212,7 @@ fn a_slow_attempt_ends_at_the_call_deadline() {
 #[test]
 fn unreachable_server_is_a_transport_error_after_retries() {
     // Bind then drop a listener: nothing listens on that port now.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = support::free_port();
     let m = OpenAi::builder(format!("http://127.0.0.1:{port}/v1"), "m")
         .label("default")
         .retry(RetryPolicy {

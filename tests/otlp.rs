@@ -5,6 +5,8 @@
 
 #![cfg(feature = "otlp")]
 
+mod support;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;
@@ -450,25 +452,12 @@ fn a_resumed_run_is_traced_and_viewed_like_a_new_one() {
             .any(|l| l.starts_with("view: http://127.0.0.1:")),
         "{said:?}"
     );
-    let pid = resumed.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-INT", &pid])
-            .status()
-            .unwrap()
-            .success()
+    support::cli::ctrl_c(&resumed);
+    let status = support::cli::exit_within(
+        &mut resumed,
+        Duration::from_secs(10),
+        "Ctrl-C did not end the resumed run's view",
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(s) = resumed.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = resumed.kill();
-            panic!("Ctrl-C did not end the resumed run's view");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
     assert_eq!(status.code(), Some(0), "{said:?}");
     drain.join().unwrap();
 

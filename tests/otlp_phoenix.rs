@@ -6,8 +6,9 @@
 
 #![cfg(feature = "otlp")]
 
+mod support;
+
 use std::collections::HashMap;
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -17,19 +18,12 @@ use boardroom::store::read_turns;
 use boardroom::testing::{Sim, SimOptions, SimToolCall};
 use boardroom::{AgentSpec, Runtime, Team, TeamConfig};
 use serde_json::Value;
+use support::free_port;
 
 struct Phoenix {
     child: Child,
     base: String,
     dir: tempfile::TempDir,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 impl Phoenix {

@@ -3,28 +3,19 @@
 //! with `boardroom run --team examples/teams/NAME "..."`: the blackboard
 //! ones as rounds on a board, the handoff ones as chains of handoffs.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod support;
+
+use support::cli::{repo, text};
 
 const PATTERNS: &[&str] = &["sequential", "iterative", "parallel", "consensus"];
 
 const TASK: &str = "Write a short guide to brewing green tea: water temperature, steeping time, and two common mistakes.";
 
+/// `boardroom ARGS` in the checkout.
 fn boardroom(args: &[&str]) -> Output {
-    let runs = tempfile::tempdir().unwrap();
-    Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args(args)
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
-        .env("BOARDROOM_RUNS_DIR", runs.path())
-        .env_remove("BOARDROOM_MODEL")
-        .env_remove("RUST_LOG")
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .expect("the binary runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    support::cli::boardroom(args, repo())
 }
 
 /// `boardroom run --team examples/teams/PATTERN FLAGS... TASK`, which must

@@ -3,25 +3,18 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use boardroom::Phase;
 use boardroom::store::read_turns;
 
-const BIN: &str = env!("CARGO_BIN_EXE_boardroom");
+mod support;
 
+use support::cli::text;
+
+/// `boardroom ARGS --runs-dir RUNS`.
 fn boardroom(runs: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .arg("--runs-dir")
-        .arg(runs)
-        .env_remove("BOARDROOM_MODEL")
-        .output()
-        .unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    support::cli::with_runs_dir(args, runs)
 }
 
 /// Runs the built-in team with the sim; returns the run directory.

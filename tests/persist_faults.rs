@@ -15,6 +15,8 @@ use serde_json::{Value, json};
 
 mod support;
 
+use support::models::Hooked;
+
 /// The sim, except that once `outage` is armed, every call after the
 /// master's plan goes to a real OpenAI-compatible client aimed at a
 /// loopback port nobody listens on: a real transport error.
@@ -27,11 +29,7 @@ struct Outage {
 
 impl Outage {
     fn new(arm_after_plan: bool) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = support::free_port();
         let dead = OpenAi::builder(format!("http://127.0.0.1:{port}/v1"), "m")
             .sleep_with(|_| {})
             .build()
@@ -77,12 +75,7 @@ fn a_run_failed_by_a_server_outage_reruns_the_failed_assignments_on_resume() {
         failed.is_err(),
         "the master cannot answer either: {failed:?}"
     );
-    let dir = std::fs::read_dir(&runs)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let dir = support::only_run_dir(&runs);
     let saved = load_run(&dir).unwrap();
     assert_eq!(saved.state.status(), RunStatus::Failed);
     let member_errors: Vec<_> = saved
@@ -152,23 +145,12 @@ fn a_run_failed_by_a_server_outage_reruns_the_failed_assignments_on_resume() {
 }
 
 /// The sim, with a master whose review panics.
-struct PanickyReview(Sim);
-
-impl ChatModel for PanickyReview {
-    fn name(&self) -> String {
-        "panicky".into()
-    }
-
-    fn chat(
-        &self,
-        req: &ChatRequest,
-        on_delta: &mut dyn FnMut(&str),
-    ) -> Result<ChatResponse, ModelError> {
+fn panicky_review() -> impl ChatModel {
+    Hooked::new("panicky", Sim::new(), |req, _| {
         if req.phase == Phase::Review {
             panic!("review bug");
         }
-        self.0.chat(req, on_delta)
-    }
+    })
 }
 
 #[test]
@@ -176,17 +158,12 @@ fn a_panic_in_a_master_call_is_an_error_and_run_json_never_says_running() {
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path().join("runs");
     let result = std::panic::catch_unwind(|| {
-        Runtime::new(Team::builtin().unwrap(), PanickyReview(Sim::new()))
+        Runtime::new(Team::builtin().unwrap(), panicky_review())
             .runs_dir(&runs)
             .run("Plan a picnic")
     });
     let outcome = result.expect("the panic does not escape Runtime::run");
-    let dir = std::fs::read_dir(&runs)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let dir = support::only_run_dir(&runs);
     let saved = load_run(&dir).unwrap();
     assert_ne!(saved.state.status(), RunStatus::Running);
     // The review's failure goes on the board, and the master's final answer
@@ -206,16 +183,8 @@ fn a_panic_in_a_master_call_is_an_error_and_run_json_never_says_running() {
 }
 
 /// The sim, with a master that panics on every call.
-struct PanickyMaster;
-
-impl ChatModel for PanickyMaster {
-    fn name(&self) -> String {
-        "panicky".into()
-    }
-
-    fn chat(&self, _: &ChatRequest, _: &mut dyn FnMut(&str)) -> Result<ChatResponse, ModelError> {
-        panic!("plan bug");
-    }
+fn panicky_master() -> impl ChatModel {
+    Hooked::new("panicky", Sim::new(), |_, _| panic!("plan bug"))
 }
 
 #[test]
@@ -223,7 +192,7 @@ fn a_panic_in_the_masters_plan_fails_the_run_cleanly() {
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path().join("runs");
     let result = std::panic::catch_unwind(|| {
-        Runtime::new(Team::builtin().unwrap(), PanickyMaster)
+        Runtime::new(Team::builtin().unwrap(), panicky_master())
             .runs_dir(&runs)
             .run("Plan a picnic")
     });
@@ -234,12 +203,7 @@ fn a_panic_in_the_masters_plan_fails_the_run_cleanly() {
         err.to_string().contains("the call panicked: plan bug"),
         "{err}"
     );
-    let dir = std::fs::read_dir(&runs)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let dir = support::only_run_dir(&runs);
     let saved = load_run(&dir).unwrap();
     assert_eq!(saved.state.status(), RunStatus::Failed);
     assert!(
@@ -310,45 +274,24 @@ fn a_panic_in_a_single_tool_call_is_its_result() {
 }
 
 /// The sim, except that the first member's call stops the run (it waits
-/// for the test to hand it the run's stop flag): the members called after
-/// it are cancelled before they are sent.
-struct CancelOnFirstDraft {
-    sim: Sim,
-    flag: std::sync::Mutex<Option<boardroom::Cancel>>,
-    fired: AtomicBool,
-}
-
-impl ChatModel for CancelOnFirstDraft {
-    fn name(&self) -> String {
-        "cancel-on-first-draft".into()
-    }
-
-    fn chat(
-        &self,
-        req: &ChatRequest,
-        on_delta: &mut dyn FnMut(&str),
-    ) -> Result<ChatResponse, ModelError> {
-        if req.phase == Phase::Draft && !self.fired.swap(true, Ordering::SeqCst) {
+/// for the test to hand it the run's stop flag through `flag`): the members
+/// called after it are cancelled before they are sent.
+fn cancel_on_first_draft(
+    flag: std::sync::Arc<std::sync::Mutex<Option<boardroom::Cancel>>>,
+) -> impl ChatModel {
+    let fired = AtomicBool::new(false);
+    Hooked::new("cancel-on-first-draft", Sim::new(), move |req, _| {
+        if req.phase == Phase::Draft && !fired.swap(true, Ordering::SeqCst) {
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
             while std::time::Instant::now() < deadline {
-                if let Some(flag) = self.flag.lock().unwrap().take() {
+                if let Some(flag) = flag.lock().unwrap().take() {
                     flag.cancel();
                     break;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
         }
-        self.sim.chat(req, on_delta)
-    }
-}
-
-fn only_run_dir(runs: &std::path::Path) -> std::path::PathBuf {
-    std::fs::read_dir(runs)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path()
+    })
 }
 
 /// run.json's totals equal the sum over turns.jsonl.
@@ -375,16 +318,13 @@ fn round_one_drafts(board: &[boardroom::Entry]) -> Vec<String> {
 fn members_cancelled_before_their_call_run_on_resume() {
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path().join("runs");
-    let model = std::sync::Arc::new(CancelOnFirstDraft {
-        sim: Sim::new(),
-        flag: std::sync::Mutex::new(None),
-        fired: AtomicBool::new(false),
-    });
-    let rt = Runtime::new(Team::builtin().unwrap(), model.clone())
+    let flag = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let model = cancel_on_first_draft(std::sync::Arc::clone(&flag));
+    let rt = Runtime::new(Team::builtin().unwrap(), model)
         .runs_dir(&runs)
         .max_parallel(1);
     let handle = rt.start("Plan a garden party").unwrap();
-    *model.flag.lock().unwrap() = Some(handle.canceller());
+    *flag.lock().unwrap() = Some(handle.canceller());
     let cancelled = handle.wait().unwrap();
     assert_eq!(cancelled.status, RunStatus::Cancelled);
     assert_eq!(
@@ -392,7 +332,7 @@ fn members_cancelled_before_their_call_run_on_resume() {
         1,
         "one member ran"
     );
-    let dir = only_run_dir(&runs);
+    let dir = support::only_run_dir(&runs);
 
     let saved = load_run(&dir).unwrap();
     let resumed = Runtime::new(saved.team.to_team().unwrap(), Sim::new())
@@ -427,7 +367,7 @@ fn every_member_failed_then_resume_drafts(
     runs: &std::path::Path,
     check: impl Fn(&boardroom::Entry),
 ) {
-    let dir = only_run_dir(runs);
+    let dir = support::only_run_dir(runs);
     let saved = load_run(&dir).unwrap();
     let member_errors: Vec<_> = saved
         .state

@@ -4,18 +4,13 @@
 use boardroom::plan::ModuleStatus;
 use boardroom::store::{MasterMemory, RunPhase, load_run, read_events, read_turns};
 use boardroom::testing::{Scripted, Sim, SimOptions};
-use boardroom::{AgentSpec, EventKind, Phase, Role, RunStatus, Runtime, Team, TeamConfig};
+use boardroom::{EventKind, Phase, Role, RunStatus, Runtime, Team};
 
+mod support;
+
+/// The `owls`: master and writer.
 fn small_team() -> Team {
-    Team::new(
-        "owls",
-        TeamConfig::default(),
-        vec![
-            AgentSpec::master("master", "You lead."),
-            AgentSpec::member("writer", "Writes", "You write."),
-        ],
-    )
-    .unwrap()
+    support::teams::duo("owls")
 }
 
 #[test]

@@ -8,6 +8,13 @@ use boardroom::{
     AgentSpec, ChatModel, EntryKind, Event, EventKind, Phase, RunStatus, Runtime, Team, TeamConfig,
 };
 
+mod support;
+
+/// The `small` team: master, writer and the challenger critic.
+fn small_team() -> Team {
+    support::teams::trio("small")
+}
+
 fn team(members: usize, challengers: usize) -> Team {
     let mut agents = vec![AgentSpec::master("master", "You lead the team.")];
     for i in 0..members {
@@ -22,19 +29,6 @@ fn team(members: usize, challengers: usize) -> Team {
         agents.push(m);
     }
     Team::new("test", TeamConfig::default(), agents).unwrap()
-}
-
-fn small_team() -> Team {
-    Team::new(
-        "small",
-        TeamConfig::default(),
-        vec![
-            AgentSpec::master("master", "You lead."),
-            AgentSpec::member("writer", "Writes", "You write."),
-            AgentSpec::member("critic", "Checks", "You check.").challenger(),
-        ],
-    )
-    .unwrap()
 }
 
 fn sim(o: SimOptions) -> Sim {

@@ -8,17 +8,13 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_boardroom");
+mod support;
 
+use support::cli::{BIN, ctrl_c as sigint};
+
+/// `boardroom ARGS --runs-dir RUNS`.
 fn boardroom(runs: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .arg("--runs-dir")
-        .arg(runs)
-        .env_remove("BOARDROOM_MODEL")
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .unwrap()
+    support::cli::with_runs_dir(args, runs)
 }
 
 /// Starts `boardroom run` with a slow sim and returns once round 1 is under
@@ -58,15 +54,6 @@ fn start_run(runs: &Path, latency: &str) -> (Child, crossbeam_channel::Receiver<
             }
         }
     }
-}
-
-fn sigint(child: &Child) {
-    let ok = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
 }
 
 /// Waits at most 30 s for the process; the rest of its stderr.

@@ -2,6 +2,7 @@
 //! for calls, the runtime runs them and feeds the results back (issue 5).
 
 mod mcp_support;
+mod support;
 
 use boardroom::testing::{Scripted, Sim, SimOptions, SimToolCall};
 use boardroom::{
@@ -353,12 +354,7 @@ fn a_programs_own_tool_runs_and_several_calls_run_at_once() {
         .into_iter()
         .rfind(|r| r.agent == "writer")
         .unwrap();
-    let results: Vec<&str> = last
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.content.as_str())
-        .collect();
+    let results = support::tool_results(&last);
     assert_eq!(
         results,
         ["writer met ann", "writer met bob", "writer met cy"]

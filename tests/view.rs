@@ -4,6 +4,7 @@
 
 #![cfg(feature = "view")]
 
+mod support;
 mod view_support;
 
 use std::io::{BufRead, BufReader};
@@ -13,23 +14,15 @@ use std::time::{Duration, Instant};
 
 use boardroom::testing::Scripted;
 use boardroom::view::ViewServer;
-use boardroom::{AgentSpec, Runtime, Team, TeamConfig};
+use boardroom::{Runtime, Team};
 use view_support::Browser;
 
 const XSS: &str = "Menu: <script>document.body.setAttribute('data-pwned','script')</script>\
 <img src=x onerror=\"document.body.setAttribute('data-pwned','img')\"> and </pre><b>bold</b>";
 
+/// The `owls`: master, writer and the challenger critic.
 fn team() -> Team {
-    Team::new(
-        "owls",
-        TeamConfig::default(),
-        vec![
-            AgentSpec::master("master", "You lead."),
-            AgentSpec::member("writer", "Writes", "You write."),
-            AgentSpec::member("critic", "Checks", "You check.").challenger(),
-        ],
-    )
-    .unwrap()
+    support::teams::trio("owls")
 }
 
 /// A finished run, saved under `dir`: the writer's draft is an XSS attempt.
@@ -393,22 +386,12 @@ fn ctrl_c_after_run_view_exits_with_the_runs_code() {
         assert_eq!(get(page).0, 200, "{serving}");
         let drain = std::thread::spawn(move || lines.map_while(Result::ok).count());
 
-        let pid = child.0.id().to_string();
-        assert!(
-            Command::new("kill")
-                .args(["-INT", &pid])
-                .status()
-                .unwrap()
-                .success()
+        support::cli::ctrl_c(&child.0);
+        let status = support::cli::exit_within(
+            &mut child.0,
+            Duration::from_secs(10),
+            "Ctrl-C did not stop the view",
         );
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let status = loop {
-            if let Some(s) = child.0.try_wait().unwrap() {
-                break s;
-            }
-            assert!(Instant::now() < deadline, "Ctrl-C did not stop the view");
-            std::thread::sleep(Duration::from_millis(50));
-        };
         assert_eq!(status.code(), Some(code), "{model}: {status:?}");
         drain.join().unwrap();
     }

@@ -3,10 +3,11 @@
 //! agent in one phase, and the binary run with a runs directory.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
+use boardroom::protocol::Protocol;
 use boardroom::testing::Scripted;
-use boardroom::{ChatRequest, Phase, Team};
+use boardroom::{ChatRequest, Phase, RunOutcome, Runtime, Team};
 
 /// `researcher` (the master), `writer` and `reviewer`.
 pub const TRIO: [(&str, &str); 3] = [
@@ -58,6 +59,14 @@ pub fn chain(extra: &str) -> (tempfile::TempDir, Team) {
     (tmp, team)
 }
 
+/// "Explain tea" run by `team` on `model` with the line protocol.
+pub fn run_line(team: Team, model: &Scripted) -> RunOutcome {
+    Runtime::new(team, model.clone())
+        .protocol(Protocol::Line)
+        .run("Explain tea")
+        .unwrap()
+}
+
 /// The requests `agent` made in `phase`.
 pub fn calls(model: &Scripted, agent: &str, phase: Phase) -> Vec<ChatRequest> {
     model
@@ -70,14 +79,7 @@ pub fn calls(model: &Scripted, agent: &str, phase: Phase) -> Vec<ChatRequest> {
 /// The boardroom binary run with `args` and `--runs-dir RUNS`, with no
 /// model taken from the environment.
 pub fn boardroom(args: &[&str], runs: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args(args)
-        .arg("--runs-dir")
-        .arg(runs)
-        .env_remove("BOARDROOM_MODEL")
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .unwrap()
+    super::cli::with_runs_dir(args, runs)
 }
 
 /// Stdout then stderr.

@@ -12,8 +12,12 @@
 
 #![allow(dead_code)] // each test file uses a different part
 
+pub mod cli;
 pub mod handoff;
+pub mod models;
 pub mod team_server;
+pub mod teams;
+pub mod tmux;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -219,6 +223,35 @@ impl Reply {
             Reply::completion(text)
         }
     }
+}
+
+/// The tool results a request sent back, in order.
+pub fn tool_results(req: &boardroom::ChatRequest) -> Vec<&str> {
+    req.messages
+        .iter()
+        .filter(|m| m.role == boardroom::Role::Tool)
+        .map(|m| m.content.as_str())
+        .collect()
+}
+
+/// The first entry read from `runs`: the run's folder where one run is all
+/// that is saved there.
+pub fn only_run_dir(runs: &std::path::Path) -> std::path::PathBuf {
+    std::fs::read_dir(runs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
+/// A loopback port nobody listens on (bound, then closed again).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 type Handler = dyn Fn(&Request) -> Reply + Send + Sync;

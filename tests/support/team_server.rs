@@ -1,13 +1,48 @@
 //! The blackboard protocol played straight by a loopback server, for the
 //! tests of in-flight limits (tests/adaptive_limit.rs, tests/openai_limits.rs):
-//! who is asking, the answer a team of `mNN` members expects, and a server
-//! that takes at most K requests at once and answers 429 above that.
+//! the team of `mNN` members, who is asking, the answer such a team
+//! expects, a server that takes at most K requests at once and answers 429
+//! above that, and who drafted.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use boardroom::{AgentSpec, EntryKind, RunOutcome, Team, TeamConfig};
+
 use super::{Reply, Request, Server};
+
+/// Team `name`: the master `lead` and `members` members `m00`, `m01`, ...
+/// (soul `You are mNN.`), member `i` on model `model_of(i)`.
+pub fn team(
+    name: &str,
+    members: usize,
+    config: TeamConfig,
+    model_of: impl Fn(usize) -> Option<String>,
+) -> Team {
+    let mut agents = vec![AgentSpec::master("lead", "You lead the team.")];
+    for i in 0..members {
+        let mut a = AgentSpec::member(
+            format!("m{i:02}"),
+            "Writes one part",
+            format!("You are m{i:02}."),
+        );
+        a.model = model_of(i);
+        agents.push(a);
+    }
+    Team::new(name, config, agents).unwrap()
+}
+
+/// The members who drafted.
+pub fn drafts(outcome: &RunOutcome) -> HashSet<String> {
+    outcome
+        .board
+        .iter()
+        .filter(|e| e.kind == EntryKind::Draft)
+        .map(|e| e.author.clone())
+        .collect()
+}
 
 /// Who is asking, from the prompt: `plan`, `review` or `final` for the
 /// master, else the member by its soul (`You are mNN.`).

@@ -5,11 +5,12 @@
 
 #![allow(dead_code)] // each test file uses a different part
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+use crate::support::free_port;
 
 pub struct Browser {
     driver: Child,
@@ -17,14 +18,6 @@ pub struct Browser {
     session: String,
     agent: ureq::Agent,
     _profile: tempfile::TempDir,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 impl Browser {
