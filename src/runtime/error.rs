@@ -66,7 +66,9 @@ impl std::error::Error for RunError {
             RunError::Master { source, .. } => Some(source),
             RunError::Store(source) => Some(source),
             RunError::Tools(e) => Some(e),
-            RunError::Pool(e) => Some(e),
+            // Displayed as its own text: its cause comes next, not itself
+            // again.
+            RunError::Pool(e) => e.source(),
             _ => None,
         }
     }
