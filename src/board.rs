@@ -1,9 +1,15 @@
 //! The shared blackboard: every draft, challenge, review and error of a run,
 //! in order, behind one read-write lock.
+//!
+//! A program reads the board of a run through [`Entry`] (one draft,
+//! challenge, review or error) and its [`EntryKind`]; [`RoomStatus`] is
+//! the room's status light, as the `RoomStatus` event carries it.
 
 use std::fmt::Write as _;
 
 use parking_lot::RwLock;
+
+pub use crate::event::RoomStatus;
 use serde::{Deserialize, Serialize};
 
 /// What an entry on the board is.

@@ -37,7 +37,7 @@
 #![warn(clippy::must_use_candidate, clippy::return_self_not_must_use)]
 
 pub mod bench;
-mod board;
+pub mod board;
 pub mod chat;
 #[cfg(test)]
 mod error_chains;
@@ -52,16 +52,17 @@ pub mod protocol;
 mod runtime;
 pub mod store;
 mod team;
-mod tools;
 
 pub mod openai;
 pub mod template;
 pub mod testing;
+pub mod tools;
 
 /// The channels events travel on: `crossbeam-channel`, re-exported so a
 /// program can follow the examples without adding it.
 pub use crossbeam_channel as channel;
 
+/// The MCP clients (also at [`tools::mcp`]).
 pub use tools::mcp;
 
 #[cfg(feature = "otlp")]
@@ -103,17 +104,21 @@ mod internals_stay_internal {}
 #[doc = include_str!("../README.md")]
 mod readme {}
 
-pub use board::{Entry, EntryKind};
-pub use event::{Event, EventKind, ReviewVerdict, RoomStatus, RunStatus};
+pub use event::{Event, EventKind, ReviewVerdict, RunStatus};
 pub use model::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelError, ModelSpecError,
     OpenAi, OpenAiBuilder, OutputSchema, Phase, Role, SharedModel, ToolCall, ToolSpec, Usage,
 };
-pub use runtime::{
-    Cancel, MasterPhase, RunError, RunHandle, RunOutcome, Runtime, ThreadError, parse_timeout,
-};
-pub use team::{
-    AfterWork, AgentRole, AgentSpec, EndpointConfig, HandoffRule, HandoffRuleConfig,
-    HandoffSettings, ModelConfig, Process, Team, TeamConfig, TeamError,
-};
-pub use tools::{Tool, ToolContext, ToolError, ToolRegistry};
+pub use runtime::{Cancel, MasterPhase, RunError, RunHandle, RunOutcome, Runtime, ThreadError};
+pub use team::{AgentRole, AgentSpec, Process, Team, TeamConfig, TeamError};
+pub use tools::{Tool, ToolContext, ToolError};
+
+/// The parts of a team file (`team.yaml`) below [`TeamConfig`]: models and
+/// endpoints, handoff rules and settings, and the duration syntax of
+/// `timeout:` and `--timeout`.
+pub mod config {
+    pub use crate::runtime::{TimeoutError, parse_timeout};
+    pub use crate::team::{
+        AfterWork, EndpointConfig, HandoffRule, HandoffRuleConfig, HandoffSettings, ModelConfig,
+    };
+}

@@ -10,10 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use boardroom::openai::LimitChange;
-use boardroom::{
-    AgentSpec, ChatModel, EndpointConfig, EntryKind, ModelConfig, OpenAi, RunStatus, Runtime, Team,
-    TeamConfig,
-};
+use boardroom::{AgentSpec, ChatModel, OpenAi, RunStatus, Runtime, Team, TeamConfig};
+use boardroom::board::EntryKind;
+use boardroom::config::{EndpointConfig, ModelConfig};
 use parking_lot::Mutex;
 use support::team_server::Capped;
 

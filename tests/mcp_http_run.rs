@@ -13,7 +13,8 @@ use std::process::{Command, Output};
 
 use boardroom::mcp::McpServerConfig;
 use boardroom::testing::{Sim, SimOptions, SimToolCall};
-use boardroom::{AgentSpec, EntryKind, OpenAi, RunStatus, Runtime, Team, TeamConfig};
+use boardroom::{AgentSpec, OpenAi, RunStatus, Runtime, Team, TeamConfig};
+use boardroom::board::EntryKind;
 use mcp_support::HttpEverything;
 use serde_json::json;
 use support::{Reply, Request, Server};

@@ -6,7 +6,8 @@ mod support;
 
 use boardroom::protocol::Protocol;
 use boardroom::testing::{Sim, SimOptions};
-use boardroom::{AgentSpec, EntryKind, OpenAi, RunStatus, Runtime, Team, TeamConfig};
+use boardroom::{AgentSpec, OpenAi, RunStatus, Runtime, Team, TeamConfig};
+use boardroom::board::EntryKind;
 use serde_json::json;
 use support::{Reply, Request, Server};
 

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use boardroom::openai::RetryPolicy;
 use boardroom::testing::OpenAiProbe;
-use boardroom::{EntryKind, OpenAi, RunStatus, Runtime, Team};
+use boardroom::{OpenAi, RunStatus, Runtime, Team};
+use boardroom::board::EntryKind;
 
 struct Katan {
     child: Child,

@@ -10,10 +10,8 @@ use std::time::Duration;
 
 use boardroom::testing::OpenAiProbe;
 use boardroom::testing::{Sim, SimOptions};
-use boardroom::{
-    AgentSpec, ChatModel, ChatRequest, EntryKind, Message, OpenAi, Phase, RunStatus, Runtime, Team,
-    TeamConfig,
-};
+use boardroom::{AgentSpec, ChatModel, ChatRequest, Message, OpenAi, Phase, RunStatus, Runtime, Team, TeamConfig};
+use boardroom::board::EntryKind;
 use parking_lot::Mutex;
 use support::team_server::{self, role};
 use support::{Reply, Request, Server};

@@ -8,10 +8,8 @@ use std::sync::Arc;
 use std::thread::ThreadId;
 
 use boardroom::testing::{Sim, SimOptions};
-use boardroom::{
-    AgentSpec, ChatModel, ChatRequest, ChatResponse, EntryKind, ModelError, Phase, RunStatus,
-    Runtime, Team, TeamConfig,
-};
+use boardroom::{AgentSpec, ChatModel, ChatRequest, ChatResponse, ModelError, Phase, RunStatus, Runtime, Team, TeamConfig};
+use boardroom::board::EntryKind;
 use parking_lot::Mutex;
 
 /// The sim, noting which thread made each member call.

@@ -4,9 +4,8 @@
 use std::time::Duration;
 
 use boardroom::testing::{Scripted, Sim, SimOptions};
-use boardroom::{
-    AgentSpec, ChatModel, EntryKind, Event, EventKind, Phase, RunStatus, Runtime, Team, TeamConfig,
-};
+use boardroom::{AgentSpec, ChatModel, Event, EventKind, Phase, RunStatus, Runtime, Team, TeamConfig};
+use boardroom::board::EntryKind;
 
 fn team(members: usize, challengers: usize) -> Team {
     let mut agents = vec![AgentSpec::master("master", "You lead the team.")];
@@ -41,7 +40,7 @@ fn sim(o: SimOptions) -> Sim {
     Sim::with_options(o)
 }
 
-fn drafts(board: &[boardroom::Entry], round: u32) -> usize {
+fn drafts(board: &[boardroom::board::Entry], round: u32) -> usize {
     board
         .iter()
         .filter(|e| e.round == round && e.kind == EntryKind::Draft)

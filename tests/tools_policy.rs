@@ -8,7 +8,8 @@ use std::path::Path;
 use std::process::Command;
 
 use boardroom::testing::McpProbe;
-use boardroom::{Team, ToolRegistry};
+use boardroom::Team;
+use boardroom::tools::ToolRegistry;
 
 fn write(dir: &Path, rel: &str, text: &str) {
     let path = dir.join(rel);
