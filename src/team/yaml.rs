@@ -199,7 +199,8 @@ impl Outline {
                             };
                             at + first_line - 1
                         });
-                    let text = own_words(&e, path, first_line).unwrap_or_else(|| message(&e));
+                    let text = own_words(&e, path, yaml, first_line).unwrap_or_else(|| message(&e));
+                    let line = error_line(&e, yaml, first_line, line);
                     TeamError::Invalid {
                         path: path.to_path_buf(),
                         line,
@@ -424,9 +425,10 @@ pub(crate) fn read_checked<T: DeserializeOwned>(
         let line = at.map(|l| outline.file_line(&l));
         let steps = at.map(|l| outline.path_at(&l)).unwrap_or_default();
         let scalar = at.and_then(|l| outline.scalar_at(&l));
-        let text = own_words(&e, path, first_line).unwrap_or_else(|| {
+        let text = own_words(&e, path, yaml, first_line).unwrap_or_else(|| {
             format!("{}{}", prefix(&steps), typed_message(&e, scalar))
         });
+        let line = error_line(&e, yaml, first_line, line);
         TeamError::Invalid {
             path: path.to_path_buf(),
             line,
@@ -490,18 +492,22 @@ fn typed_message(e: &YamlError, scalar: Option<&str>) -> String {
 
 /// A team author's words for the parser's errors that read as its API:
 /// a second document, aliases that expand too far.
-fn own_words(e: &YamlError, path: &Path, first_line: usize) -> Option<String> {
+fn own_words(e: &YamlError, path: &Path, yaml: &str, first_line: usize) -> Option<String> {
     use serde_saphyr::budget::BudgetBreach;
-    match e.without_snippet() {
+    let mut e = e;
+    while let YamlError::AliasError { error, .. } | YamlError::WithSnippet { error, .. } = e {
+        e = error;
+    }
+    match e {
         YamlError::MultipleDocuments { location, .. } => {
             let name = path
                 .file_name()
                 .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-            let at = if *location == Location::UNKNOWN {
-                String::new()
-            } else {
-                format!(" (a second '---' at line {})", location.line() as usize + first_line - 1)
-            };
+            // The parser names where the second document's content starts;
+            // its '---' is on that line or above it.
+            let at = second_document(yaml, location).map_or_else(String::new, |l| {
+                format!(" (a second '---' at line {})", l + first_line - 1)
+            });
             Some(format!("{name} holds more than one YAML document{at}"))
         }
         YamlError::Budget {
@@ -512,6 +518,32 @@ fn own_words(e: &YamlError, path: &Path, first_line: usize) -> Option<String> {
             serde_saphyr::Budget::default().max_nodes
         )),
         _ => None,
+    }
+}
+
+/// The line (1-based, in `yaml`) of the '---' that starts a second
+/// document: the parser names where its content starts, on that line or
+/// below it.
+fn second_document(yaml: &str, at: &Location) -> Option<usize> {
+    if *at == Location::UNKNOWN {
+        return None;
+    }
+    yaml.lines()
+        .take(at.line() as usize)
+        .enumerate()
+        .skip(1)
+        .filter(|(_, l)| l.starts_with("---"))
+        .last()
+        .map(|(i, _)| i + 1)
+}
+
+/// The line to name for a parser error: a second document's '---'.
+fn error_line(e: &YamlError, yaml: &str, first_line: usize, line: Option<usize>) -> Option<usize> {
+    match e.without_snippet() {
+        YamlError::MultipleDocuments { location, .. } => second_document(yaml, location)
+            .map(|l| l + first_line - 1)
+            .or(line),
+        _ => line,
     }
 }
 
