@@ -230,4 +230,3 @@ fn a_yaml_error_keeps_the_parsers_error() {
         "{source:?}"
     );
 }
-

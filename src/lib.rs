@@ -33,7 +33,12 @@
 //! master's and reviewers' reply parsers, [`bench`](mod@bench) the round benchmark.
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs, missing_debug_implementations, unreachable_pub, unnameable_types)]
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    unnameable_types
+)]
 #![warn(clippy::must_use_candidate, clippy::return_self_not_must_use)]
 
 pub mod bench;

@@ -9,10 +9,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use boardroom::openai::LimitChange;
-use boardroom::{AgentSpec, ChatModel, OpenAi, RunStatus, Runtime, Team, TeamConfig};
 use boardroom::board::EntryKind;
 use boardroom::config::{EndpointConfig, ModelConfig};
+use boardroom::openai::LimitChange;
+use boardroom::{AgentSpec, ChatModel, OpenAi, RunStatus, Runtime, Team, TeamConfig};
 use parking_lot::Mutex;
 use support::team_server::Capped;
 

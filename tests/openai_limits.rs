@@ -8,10 +8,12 @@ mod support;
 use std::collections::HashSet;
 use std::time::Duration;
 
+use boardroom::board::EntryKind;
 use boardroom::testing::OpenAiProbe;
 use boardroom::testing::{Sim, SimOptions};
-use boardroom::{AgentSpec, ChatModel, ChatRequest, Message, OpenAi, Phase, RunStatus, Runtime, Team, TeamConfig};
-use boardroom::board::EntryKind;
+use boardroom::{
+    AgentSpec, ChatModel, ChatRequest, Message, OpenAi, Phase, RunStatus, Runtime, Team, TeamConfig,
+};
 use parking_lot::Mutex;
 use support::team_server::{self, role};
 use support::{Reply, Request, Server};

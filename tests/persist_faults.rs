@@ -5,10 +5,13 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use boardroom::board::EntryKind;
 use boardroom::store::{load_run, read_events, read_turns};
 use boardroom::testing::{Scripted, Sim};
-use boardroom::{AgentSpec, ChatModel, ChatRequest, ChatResponse, ModelError, OpenAi, Phase, RunStatus, Runtime, Team, TeamConfig, Tool, ToolCall, ToolContext, ToolError};
-use boardroom::board::EntryKind;
+use boardroom::{
+    AgentSpec, ChatModel, ChatRequest, ChatResponse, ModelError, OpenAi, Phase, RunStatus, Runtime,
+    Team, TeamConfig, Tool, ToolCall, ToolContext, ToolError,
+};
 use serde_json::{Value, json};
 
 mod support;

@@ -7,9 +7,12 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::thread::ThreadId;
 
-use boardroom::testing::{Sim, SimOptions};
-use boardroom::{AgentSpec, ChatModel, ChatRequest, ChatResponse, ModelError, Phase, RunStatus, Runtime, Team, TeamConfig};
 use boardroom::board::EntryKind;
+use boardroom::testing::{Sim, SimOptions};
+use boardroom::{
+    AgentSpec, ChatModel, ChatRequest, ChatResponse, ModelError, Phase, RunStatus, Runtime, Team,
+    TeamConfig,
+};
 use parking_lot::Mutex;
 
 /// The sim, noting which thread made each member call.

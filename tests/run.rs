@@ -3,9 +3,11 @@
 
 use std::time::Duration;
 
-use boardroom::testing::{Scripted, Sim, SimOptions};
-use boardroom::{AgentSpec, ChatModel, Event, EventKind, Phase, RunStatus, Runtime, Team, TeamConfig};
 use boardroom::board::EntryKind;
+use boardroom::testing::{Scripted, Sim, SimOptions};
+use boardroom::{
+    AgentSpec, ChatModel, Event, EventKind, Phase, RunStatus, Runtime, Team, TeamConfig,
+};
 
 fn team(members: usize, challengers: usize) -> Team {
     let mut agents = vec![AgentSpec::master("master", "You lead the team.")];

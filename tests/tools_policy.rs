@@ -7,8 +7,8 @@ mod mcp_support;
 use std::path::Path;
 use std::process::Command;
 
-use boardroom::testing::McpProbe;
 use boardroom::Team;
+use boardroom::testing::McpProbe;
 use boardroom::tools::ToolRegistry;
 
 fn write(dir: &Path, rel: &str, text: &str) {

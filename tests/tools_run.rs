@@ -3,9 +3,12 @@
 
 mod mcp_support;
 
-use boardroom::testing::{Scripted, Sim, SimOptions, SimToolCall};
-use boardroom::{AgentSpec, ChatResponse, Event, EventKind, FinishReason, Role, RunError, Runtime, Team, TeamConfig, ToolCall};
 use boardroom::board::EntryKind;
+use boardroom::testing::{Scripted, Sim, SimOptions, SimToolCall};
+use boardroom::{
+    AgentSpec, ChatResponse, Event, EventKind, FinishReason, Role, RunError, Runtime, Team,
+    TeamConfig, ToolCall,
+};
 use serde_json::json;
 
 fn team(tools: &[&str], config: TeamConfig) -> Team {

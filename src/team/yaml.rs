@@ -185,20 +185,17 @@ impl Outline {
         } else {
             serde_saphyr::from_str_with_options::<Spanned<Node>>(yaml, options(true)).map_err(
                 |e| {
-                    let line = e
-                        .location()
-                        .filter(|l| *l != Location::UNKNOWN)
-                        .map(|l| {
-                            let at = l.line() as usize;
-                            // The scanner names the line where its token
-                            // began, often the one before the tab.
-                            let at = if message(&e).contains("tab") {
-                                first_tab_line(yaml, at).unwrap_or(at)
-                            } else {
-                                at
-                            };
-                            at + first_line - 1
-                        });
+                    let line = e.location().filter(|l| *l != Location::UNKNOWN).map(|l| {
+                        let at = l.line() as usize;
+                        // The scanner names the line where its token
+                        // began, often the one before the tab.
+                        let at = if message(&e).contains("tab") {
+                            first_tab_line(yaml, at).unwrap_or(at)
+                        } else {
+                            at
+                        };
+                        at + first_line - 1
+                    });
                     let text = own_words(&e, path, yaml, first_line).unwrap_or_else(|| message(&e));
                     let line = error_line(&e, yaml, first_line, line);
                     TeamError::Invalid {
@@ -425,9 +422,8 @@ pub(crate) fn read_checked<T: DeserializeOwned>(
         let line = at.map(|l| outline.file_line(&l));
         let steps = at.map(|l| outline.path_at(&l)).unwrap_or_default();
         let scalar = at.and_then(|l| outline.scalar_at(&l));
-        let text = own_words(&e, path, yaml, first_line).unwrap_or_else(|| {
-            format!("{}{}", prefix(&steps), typed_message(&e, scalar))
-        });
+        let text = own_words(&e, path, yaml, first_line)
+            .unwrap_or_else(|| format!("{}{}", prefix(&steps), typed_message(&e, scalar)));
         let line = error_line(&e, yaml, first_line, line);
         TeamError::Invalid {
             path: path.to_path_buf(),
@@ -500,9 +496,10 @@ fn own_words(e: &YamlError, path: &Path, yaml: &str, first_line: usize) -> Optio
     }
     match e {
         YamlError::MultipleDocuments { location, .. } => {
-            let name = path
-                .file_name()
-                .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+            let name = path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
             // The parser names where the second document's content starts;
             // its '---' is on that line or above it.
             let at = second_document(yaml, location).map_or_else(String::new, |l| {
@@ -662,7 +659,10 @@ mod tests {
             .to_string();
         assert_eq!(
             e,
-            format!("t.yaml:{}: context_variables: duplicate key 'v0' (first at line 2)", n + 2)
+            format!(
+                "t.yaml:{}: context_variables: duplicate key 'v0' (first at line 2)",
+                n + 2
+            )
         );
         let probes = probes::take();
         assert!(probes <= 2 * (n + 2), "{probes} look-ups for {n} keys");
@@ -680,9 +680,13 @@ mod tests {
 
     #[test]
     fn a_tab_is_reported_at_its_own_line() {
-        let e = Outline::parse(Path::new("t.yaml"), "name: d\nmax_rounds: 3\n\tdescription: x\n", 1)
-            .unwrap_err()
-            .to_string();
+        let e = Outline::parse(
+            Path::new("t.yaml"),
+            "name: d\nmax_rounds: 3\n\tdescription: x\n",
+            1,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.starts_with("t.yaml:3: "), "{e}");
         // In front matter that starts at line 2 of its file.
         let e = Outline::parse(Path::new("a.md"), "name: d\nrole: x\n\tmodel: y\n", 2)
