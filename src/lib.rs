@@ -111,8 +111,8 @@ mod readme {}
 
 pub use event::{Event, EventKind, ReviewVerdict, RunStatus};
 pub use model::{
-    ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelError, ModelSpecError,
-    OpenAi, OpenAiBuilder, OutputSchema, Phase, Role, SharedModel, ToolCall, ToolSpec, Usage,
+    ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelError, OpenAi, OutputSchema,
+    Phase, Role, SharedModel, ToolCall, ToolSpec, Usage,
 };
 pub use runtime::{Cancel, MasterPhase, RunError, RunHandle, RunOutcome, Runtime, ThreadError};
 pub use team::{AgentRole, AgentSpec, Process, Team, TeamConfig, TeamError};

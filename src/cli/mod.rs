@@ -143,7 +143,7 @@ fn openai_env_check(team: &Team, spec: &str) -> Result<(), String> {
 fn default_model_of(
     team: &Team,
     spec: Option<&str>,
-) -> Result<SharedModel, boardroom::ModelSpecError> {
+) -> Result<SharedModel, boardroom::openai::ModelSpecError> {
     match spec {
         Some(spec) => team.model(spec),
         None if team.config().models.contains_key("default") => team.model("default"),
