@@ -8,9 +8,9 @@
 use std::fmt::Write as _;
 
 use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
 
 pub use crate::event::RoomStatus;
-use serde::{Deserialize, Serialize};
 
 /// What an entry on the board is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

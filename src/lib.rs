@@ -26,7 +26,9 @@
 //! At the root: the team and its configuration ([`Team`], [`AgentSpec`],
 //! [`TeamConfig`]), the run ([`Runtime`], [`RunHandle`], [`RunOutcome`],
 //! [`Event`]), the model ([`ChatModel`], [`OpenAi`]) and tools ([`Tool`]).
-//! The rest lives in modules: [`store`] reads saved runs, [`testing`] has
+//! The rest lives in modules: [`config`] the parts of `team.yaml` below
+//! [`TeamConfig`], [`board`] a run's board ([`board::Entry`]), [`tools`]
+//! the [`tools::ToolRegistry`], [`store`] reads saved runs, [`testing`] has
 //! the offline models, [`mcp`] the MCP clients, [`chat`] the partner,
 //! [`openai`] the OpenAI-compatible model's options, [`template`] the
 //! templates and variables, [`plan`] the work modules, [`protocol`] the
