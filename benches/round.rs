@@ -12,10 +12,9 @@
 
 use std::time::{Duration, Instant};
 
+use boardroom::board::EntryKind;
 use boardroom::testing::{Sim, SimOptions};
-use boardroom::{
-    AgentSpec, ChatModel, ChatRequest, EntryKind, Message, Phase, Runtime, Team, TeamConfig,
-};
+use boardroom::{AgentSpec, ChatModel, ChatRequest, Message, Phase, Runtime, Team, TeamConfig};
 use rayon::prelude::*;
 
 /// Sizes above this are measured without the two baselines.

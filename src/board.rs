@@ -1,10 +1,16 @@
 //! The shared blackboard: every draft, challenge, review and error of a run,
 //! in order, behind one read-write lock.
+//!
+//! A program reads the board of a run through [`Entry`] (one draft,
+//! challenge, review or error) and its [`EntryKind`]; [`RoomStatus`] is
+//! the room's status light, as the `RoomStatus` event carries it.
 
 use std::fmt::Write as _;
 
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
+
+pub use crate::event::RoomStatus;
 
 /// What an entry on the board is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

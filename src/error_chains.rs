@@ -192,3 +192,41 @@ fn otlp_errors_keep_the_store_error() {
     assert!(c.len() >= 2, "otlp -> store (-> io): {c:?}");
     assert!(err.source().unwrap().downcast_ref::<StoreError>().is_some());
 }
+
+/// A wrapper that prints its inner error's line as its own passes on the
+/// inner error's cause: no line of a walked chain is the one above it
+/// (issue 15).
+#[test]
+fn no_line_of_a_chain_repeats_the_one_above() {
+    let pool = RunError::Pool(crate::runtime::ThreadError::Spawn {
+        thread: "a thread",
+        source: io::Error::other("no more threads"),
+    });
+    let team = TeamError::Io {
+        path: PathBuf::from("team.yaml"),
+        source: io::Error::other("no such file"),
+    };
+    let policy = ToolError::Policy(team);
+    for err in [&pool as &(dyn Error + 'static), &policy] {
+        let c = chain(err);
+        assert!(c.windows(2).all(|w| w[0] != w[1]), "{c:?}");
+    }
+    assert_eq!(
+        chain(&policy),
+        ["team.yaml: no such file", "no such file"],
+        "policy -> io, the team error's line once"
+    );
+}
+
+/// A team file the parser refuses keeps the parser's error as its source.
+#[test]
+fn a_yaml_error_keeps_the_parsers_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("team.yaml"), "name: t\nmodels: [x\n").unwrap();
+    let err = crate::TeamConfig::load(&dir.path().join("team.yaml")).unwrap_err();
+    let source = err.source().expect("the parser's error");
+    assert!(
+        source.downcast_ref::<serde_saphyr::Error>().is_some(),
+        "{source:?}"
+    );
+}

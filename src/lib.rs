@@ -26,18 +26,25 @@
 //! At the root: the team and its configuration ([`Team`], [`AgentSpec`],
 //! [`TeamConfig`]), the run ([`Runtime`], [`RunHandle`], [`RunOutcome`],
 //! [`Event`]), the model ([`ChatModel`], [`OpenAi`]) and tools ([`Tool`]).
-//! The rest lives in modules: [`store`] reads saved runs, [`testing`] has
+//! The rest lives in modules: [`config`] the parts of `team.yaml` below
+//! [`TeamConfig`], [`board`] a run's board ([`board::Entry`]), [`tools`]
+//! the [`tools::ToolRegistry`], [`store`] reads saved runs, [`testing`] has
 //! the offline models, [`mcp`] the MCP clients, [`chat`] the partner,
 //! [`openai`] the OpenAI-compatible model's options, [`template`] the
 //! templates and variables, [`plan`] the work modules, [`protocol`] the
 //! master's and reviewers' reply parsers, [`bench`](mod@bench) the round benchmark.
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    unnameable_types
+)]
 #![warn(clippy::must_use_candidate, clippy::return_self_not_must_use)]
 
 pub mod bench;
-mod board;
+pub mod board;
 pub mod chat;
 #[cfg(test)]
 mod error_chains;
@@ -52,16 +59,17 @@ pub mod protocol;
 mod runtime;
 pub mod store;
 mod team;
-mod tools;
 
 pub mod openai;
 pub mod template;
 pub mod testing;
+pub mod tools;
 
 /// The channels events travel on: `crossbeam-channel`, re-exported so a
 /// program can follow the examples without adding it.
 pub use crossbeam_channel as channel;
 
+/// The MCP clients (also at [`tools::mcp`]).
 pub use tools::mcp;
 
 #[cfg(feature = "otlp")]
@@ -103,17 +111,21 @@ mod internals_stay_internal {}
 #[doc = include_str!("../README.md")]
 mod readme {}
 
-pub use board::{Entry, EntryKind};
-pub use event::{Event, EventKind, ReviewVerdict, RoomStatus, RunStatus};
+pub use event::{Event, EventKind, ReviewVerdict, RunStatus};
 pub use model::{
-    ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelError, ModelSpecError,
-    OpenAi, OpenAiBuilder, OutputSchema, Phase, Role, SharedModel, ToolCall, ToolSpec, Usage,
+    ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelError, OpenAi, OutputSchema,
+    Phase, Role, SharedModel, ToolCall, ToolSpec, Usage,
 };
-pub use runtime::{
-    Cancel, MasterPhase, RunError, RunHandle, RunOutcome, Runtime, ThreadError, parse_timeout,
-};
-pub use team::{
-    AfterWork, AgentRole, AgentSpec, EndpointConfig, HandoffRule, HandoffRuleConfig,
-    HandoffSettings, ModelConfig, Process, Team, TeamConfig, TeamError,
-};
-pub use tools::{Tool, ToolContext, ToolError, ToolRegistry};
+pub use runtime::{Cancel, MasterPhase, RunError, RunHandle, RunOutcome, Runtime, ThreadError};
+pub use team::{AgentRole, AgentSpec, Process, Team, TeamConfig, TeamError};
+pub use tools::{Tool, ToolContext, ToolError};
+
+/// The parts of a team file (`team.yaml`) below [`TeamConfig`]: models and
+/// endpoints, handoff rules and settings, and the duration syntax of
+/// `timeout:` and `--timeout`.
+pub mod config {
+    pub use crate::runtime::{TimeoutError, parse_timeout};
+    pub use crate::team::{
+        AfterWork, EndpointConfig, HandoffRule, HandoffRuleConfig, HandoffSettings, ModelConfig,
+    };
+}

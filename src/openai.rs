@@ -2,9 +2,11 @@
 //! limit's watch, the default base URL and resolving a model spec
 //! (`sim`, `openai:gpt-4o-mini`, ...) to a model.
 //!
-//! [`OpenAi`](crate::OpenAi) and its builder live at the crate root.
+//! [`OpenAi`](crate::OpenAi) lives at the crate root; its builder
+//! ([`OpenAiBuilder`], from `OpenAi::builder`) and the error of a bad
+//! model spec ([`ModelSpecError`]) live here.
 
 pub use crate::model::{
     LimitChange, LimitReason, LimitWatch, LimitWatcher, ModelSpecError, OPENAI_DEFAULT_BASE_URL,
-    RetryPolicy, resolve_model,
+    OpenAiBuilder, RetryPolicy, resolve_model,
 };

@@ -8,10 +8,9 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use boardroom::config::{EndpointConfig, ModelConfig};
 use boardroom::openai::LimitChange;
-use boardroom::{
-    ChatModel, EndpointConfig, ModelConfig, OpenAi, RunStatus, Runtime, Team, TeamConfig,
-};
+use boardroom::{ChatModel, OpenAi, RunStatus, Runtime, Team, TeamConfig};
 use parking_lot::Mutex;
 use support::team_server::{Capped, drafts};
 

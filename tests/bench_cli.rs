@@ -185,7 +185,7 @@ fn a_round_of_1024_members_is_all_in_flight_at_once_with_an_explicit_pool_size()
     let drafts = outcome
         .board
         .iter()
-        .filter(|e| e.kind == boardroom::EntryKind::Draft)
+        .filter(|e| e.kind == boardroom::board::EntryKind::Draft)
         .count();
     assert_eq!(drafts, N);
 }

@@ -11,9 +11,10 @@ mod support;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use boardroom::board::EntryKind;
 use boardroom::mcp::McpServerConfig;
 use boardroom::testing::{Sim, SimOptions, SimToolCall};
-use boardroom::{AgentSpec, EntryKind, OpenAi, RunStatus, Runtime, Team, TeamConfig};
+use boardroom::{AgentSpec, OpenAi, RunStatus, Runtime, Team, TeamConfig};
 use mcp_support::HttpEverything;
 use serde_json::json;
 use support::{Reply, Request, Server};

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use boardroom::mcp::{McpPool, McpServerConfig};
-use boardroom::{AgentSpec, ToolContext, ToolRegistry};
+use boardroom::tools::ToolRegistry;
+use boardroom::{AgentSpec, ToolContext};
 use serde_json::{Value, json};
 use support::{Reply, Request, Server};
 

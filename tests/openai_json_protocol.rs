@@ -4,9 +4,10 @@
 
 mod support;
 
+use boardroom::board::EntryKind;
 use boardroom::protocol::Protocol;
 use boardroom::testing::{Sim, SimOptions};
-use boardroom::{AgentSpec, EntryKind, OpenAi, RunStatus, Runtime, Team, TeamConfig};
+use boardroom::{AgentSpec, OpenAi, RunStatus, Runtime, Team, TeamConfig};
 use serde_json::json;
 use support::{Reply, Request, Server};
 

@@ -14,9 +14,10 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use boardroom::board::EntryKind;
 use boardroom::openai::RetryPolicy;
 use boardroom::testing::OpenAiProbe;
-use boardroom::{EntryKind, OpenAi, RunStatus, Runtime, Team};
+use boardroom::{OpenAi, RunStatus, Runtime, Team};
 
 struct Katan {
     child: Child,

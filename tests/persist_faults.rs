@@ -5,11 +5,12 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use boardroom::board::EntryKind;
 use boardroom::store::{load_run, read_events, read_turns};
 use boardroom::testing::{Scripted, Sim};
 use boardroom::{
-    AgentSpec, ChatModel, ChatRequest, ChatResponse, EntryKind, ModelError, OpenAi, Phase,
-    RunStatus, Runtime, Team, TeamConfig, Tool, ToolCall, ToolContext, ToolError,
+    AgentSpec, ChatModel, ChatRequest, ChatResponse, ModelError, OpenAi, Phase, RunStatus, Runtime,
+    Team, TeamConfig, Tool, ToolCall, ToolContext, ToolError,
 };
 use serde_json::{Value, json};
 
@@ -301,7 +302,7 @@ fn totals_match_turns(dir: &std::path::Path) {
     assert_eq!(load_run(dir).unwrap().state.usage().total(), sum);
 }
 
-fn round_one_drafts(board: &[boardroom::Entry]) -> Vec<String> {
+fn round_one_drafts(board: &[boardroom::board::Entry]) -> Vec<String> {
     let mut drafts: Vec<String> = board
         .iter()
         .filter(|e| e.round == 1 && e.kind == EntryKind::Draft)
@@ -365,7 +366,7 @@ fn members_cancelled_before_their_call_run_on_resume() {
 /// gives every member its draft, and the totals still match the turns.
 fn every_member_failed_then_resume_drafts(
     runs: &std::path::Path,
-    check: impl Fn(&boardroom::Entry),
+    check: impl Fn(&boardroom::board::Entry),
 ) {
     let dir = support::only_run_dir(runs);
     let saved = load_run(&dir).unwrap();

@@ -120,7 +120,7 @@ fn a_run_killed_mid_round_resumes_without_running_a_finished_member_again() {
         .state
         .board()
         .iter()
-        .filter(|e| e.round == 1 && e.kind == boardroom::EntryKind::Draft)
+        .filter(|e| e.round == 1 && e.kind == boardroom::board::EntryKind::Draft)
         .map(|e| e.author.as_str())
         .collect();
     assert_eq!(drafts_r1.len(), MEMBERS.len(), "{drafts_r1:?}");

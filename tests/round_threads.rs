@@ -7,10 +7,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::thread::ThreadId;
 
+use boardroom::board::EntryKind;
 use boardroom::testing::{Sim, SimOptions};
 use boardroom::{
-    AgentSpec, ChatModel, ChatRequest, ChatResponse, EntryKind, ModelError, Phase, RunStatus,
-    Runtime, Team, TeamConfig,
+    AgentSpec, ChatModel, ChatRequest, ChatResponse, ModelError, Phase, RunStatus, Runtime, Team,
+    TeamConfig,
 };
 use parking_lot::Mutex;
 

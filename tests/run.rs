@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
+use boardroom::board::EntryKind;
 use boardroom::testing::{Scripted, Sim, SimOptions};
 use boardroom::{
-    AgentSpec, ChatModel, EntryKind, Event, EventKind, Phase, RunStatus, Runtime, Team, TeamConfig,
+    AgentSpec, ChatModel, Event, EventKind, Phase, RunStatus, Runtime, Team, TeamConfig,
 };
 
 mod support;
@@ -35,7 +36,7 @@ fn sim(o: SimOptions) -> Sim {
     Sim::with_options(o)
 }
 
-fn drafts(board: &[boardroom::Entry], round: u32) -> usize {
+fn drafts(board: &[boardroom::board::Entry], round: u32) -> usize {
     board
         .iter()
         .filter(|e| e.round == round && e.kind == EntryKind::Draft)

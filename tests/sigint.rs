@@ -115,7 +115,7 @@ fn the_first_sigint_stops_gracefully_and_resume_finishes_the_run() {
             .state
             .board()
             .iter()
-            .filter(|e| e.round == 1 && e.kind == boardroom::EntryKind::Draft)
+            .filter(|e| e.round == 1 && e.kind == boardroom::board::EntryKind::Draft)
             .count()
     };
     let draft_turns_of_round_1 = || {

@@ -7,8 +7,9 @@ mod mcp_support;
 use std::path::Path;
 use std::process::Command;
 
+use boardroom::Team;
 use boardroom::testing::McpProbe;
-use boardroom::{Team, ToolRegistry};
+use boardroom::tools::ToolRegistry;
 
 fn write(dir: &Path, rel: &str, text: &str) {
     let path = dir.join(rel);

@@ -4,10 +4,11 @@
 mod mcp_support;
 mod support;
 
+use boardroom::board::EntryKind;
 use boardroom::testing::{Scripted, Sim, SimOptions, SimToolCall};
 use boardroom::{
-    AgentSpec, ChatResponse, EntryKind, Event, EventKind, FinishReason, Role, RunError, Runtime,
-    Team, TeamConfig, ToolCall,
+    AgentSpec, ChatResponse, Event, EventKind, FinishReason, Role, RunError, Runtime, Team,
+    TeamConfig, ToolCall,
 };
 use serde_json::json;
 
@@ -391,7 +392,7 @@ fn every_step_of_a_tool_loop_counts_toward_usage_even_when_a_later_step_fails() 
     assert!(
         run.board
             .iter()
-            .any(|e| e.author == "writer" && e.kind == boardroom::EntryKind::Error),
+            .any(|e| e.author == "writer" && e.kind == boardroom::board::EntryKind::Error),
         "the failed turn is an error entry"
     );
     let writer = run.usage_by_agent["writer"];

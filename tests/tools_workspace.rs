@@ -3,7 +3,8 @@
 
 use std::sync::Mutex;
 
-use boardroom::{ToolContext, ToolRegistry};
+use boardroom::ToolContext;
+use boardroom::tools::ToolRegistry;
 use serde_json::{Value, json};
 
 fn call(tool: &str, args: Value, ctx: &ToolContext<'_>) -> Result<String, String> {

@@ -71,7 +71,7 @@ pub(crate) struct RunArgs {
     pub(crate) token_budget: Option<u64>,
     /// End the run with the best answer so far after this much wall-clock
     /// time: 90s, 10m, 1h (default: team.yaml's `timeout`, else none).
-    #[arg(long, value_name = "DUR", value_parser = boardroom::parse_timeout)]
+    #[arg(long, value_name = "DUR", value_parser = boardroom::config::parse_timeout)]
     pub(crate) timeout: Option<std::time::Duration>,
     /// How the master and challengers write decisions: `line` (default) or `json`.
     #[arg(long, value_name = "line|json")]

@@ -118,7 +118,7 @@ fn default_model(team: &Team, spec: Option<&str>) -> Result<SharedModel, String>
 /// five times on a machine with no network).
 fn openai_env_check(team: &Team, spec: &str) -> Result<(), String> {
     let resolved = match team.config().models.get(spec) {
-        Some(boardroom::ModelConfig::Spec(s)) => s.as_str(),
+        Some(boardroom::config::ModelConfig::Spec(s)) => s.as_str(),
         // An endpoint (or any other kind of model config) names its own server.
         Some(_) => return Ok(()),
         None => spec,
@@ -143,7 +143,7 @@ fn openai_env_check(team: &Team, spec: &str) -> Result<(), String> {
 fn default_model_of(
     team: &Team,
     spec: Option<&str>,
-) -> Result<SharedModel, boardroom::ModelSpecError> {
+) -> Result<SharedModel, boardroom::openai::ModelSpecError> {
     match spec {
         Some(spec) => team.model(spec),
         None if team.config().models.contains_key("default") => team.model("default"),
@@ -526,7 +526,7 @@ fn check(dir: Option<&Path>) -> u8 {
     }
     // Starts the MCP servers the agents use, to list their tools; they end
     // when `tools` drops at the end of this function.
-    let tools = match boardroom::ToolRegistry::for_team(&team) {
+    let tools = match boardroom::tools::ToolRegistry::for_team(&team) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{e}");

@@ -10,7 +10,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::one_line;
-use boardroom::{EntryKind, Event, EventKind, Phase, ReviewVerdict, RunStatus};
+use boardroom::board::EntryKind;
+use boardroom::{Event, EventKind, Phase, ReviewVerdict, RunStatus};
 use crossbeam_channel::Receiver;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 

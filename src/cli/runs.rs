@@ -61,7 +61,7 @@ pub(crate) struct ResumeArgs {
     parallel: Option<usize>,
     /// End the resumed run with the best answer so far after this much
     /// wall-clock time: 90s, 10m, 1h (default: team.yaml's `timeout`).
-    #[arg(long, value_name = "DUR", value_parser = boardroom::parse_timeout)]
+    #[arg(long, value_name = "DUR", value_parser = boardroom::config::parse_timeout)]
     timeout: Option<std::time::Duration>,
     /// Print events as JSON lines on stdout instead of the live view.
     #[arg(long)]

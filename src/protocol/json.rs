@@ -55,8 +55,8 @@ Reply with exactly one JSON object and nothing else:
 {\"decision\": \"done\", \"assignments\": [], \"answer\": \"<the complete final answer>\"}
   Ends the work. The answer goes to the user as it stands.
 {\"decision\": \"ask_user\", \"assignments\": [], \"answer\": \"<one question for the user>\"}
-  Only when the work cannot go on without the user's answer: the run waits for
-  it, and you see the answer in your next turn.
+  Only when the work cannot go on without the user's answer (a choice only the
+  user can make): the run waits for it, and you see the answer in your next turn.
 
 Members work in parallel, so split the task into parts that can be done at the
 same time. After every round you see the board (drafts, challenges, errors) and
@@ -73,7 +73,8 @@ would mislead the user. Then reply with exactly one JSON object and nothing else
 {\"verdict\": \"challenge\", \"reason\": \"<what is wrong, where (name the member), and why>\"}
 {\"verdict\": \"agree\", \"reason\": \"\"}
 
-Challenge only what you can justify; do not challenge style.";
+Challenge only what you can justify; do not challenge style. If nothing matters
+enough, reply {\"verdict\": \"agree\", \"reason\": \"\"}.";
 
 /// The note that ends a JSON-mode request.
 pub(crate) const REPLY_JSON: &str = "Reply with the JSON object only.";
@@ -292,6 +293,25 @@ mod tests {
     use super::*;
 
     const MEMBERS: &[&str] = &["researcher", "writer"];
+
+    /// The JSON rules say what the line rules say (issue 15: two sentences
+    /// were lost in translation).
+    #[test]
+    fn json_rules_keep_the_line_rules_sentences() {
+        let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        let master = flat(MASTER_RULES_JSON);
+        assert!(
+            master.contains("without the user's answer (a choice only the user can make)"),
+            "{master}"
+        );
+        let challenge = flat(CHALLENGE_RULES_JSON);
+        assert!(
+            challenge.contains(
+                "If nothing matters enough, reply {\"verdict\": \"agree\", \"reason\": \"\"}."
+            ),
+            "{challenge}"
+        );
+    }
 
     #[test]
     fn master_json_maps_to_the_same_decisions() {

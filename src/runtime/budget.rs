@@ -98,12 +98,33 @@ impl Core<'_> {
 ///
 /// ```
 /// use std::time::Duration;
-/// assert_eq!(boardroom::parse_timeout("10m"), Ok(Duration::from_secs(600)));
-/// assert!(boardroom::parse_timeout("0s").is_err());
+/// use boardroom::config::parse_timeout;
+/// assert_eq!(parse_timeout("10m"), Ok(Duration::from_secs(600)));
+/// let e: Box<dyn std::error::Error> = parse_timeout("0s").unwrap_err().into();
+/// assert!(!e.to_string().is_empty());
 /// ```
-pub fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
-    crate::model::duration::RUN_TIMEOUT.parse("", text)
+///
+/// # Errors
+///
+/// A [`TimeoutError`] that names the value and what is allowed.
+pub fn parse_timeout(text: &str) -> Result<std::time::Duration, TimeoutError> {
+    crate::model::duration::RUN_TIMEOUT
+        .parse("", text)
+        .map_err(TimeoutError)
 }
+
+/// Why a duration could not be read ([`parse_timeout`]): its message names
+/// the value and what is allowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimeoutError(String);
+
+impl std::fmt::Display for TimeoutError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TimeoutError {}
 
 pub(crate) fn capitalized(s: &str) -> String {
     let mut c = s.chars();

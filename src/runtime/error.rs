@@ -66,7 +66,9 @@ impl std::error::Error for RunError {
             RunError::Master { source, .. } => Some(source),
             RunError::Store(source) => Some(source),
             RunError::Tools(e) => Some(e),
-            RunError::Pool(e) => Some(e),
+            // Displayed as its own text: its cause comes next, not itself
+            // again.
+            RunError::Pool(e) => e.source(),
             _ => None,
         }
     }
@@ -175,8 +177,11 @@ mod tests {
             e.to_string(),
             "cannot start the run thread: no more threads"
         );
-        let cause = e.source().expect("the thread error");
-        let io = cause.source().expect("the io error");
+        // RunError::Pool prints the thread error's own line, so its source
+        // is the thread error's cause (issue 15: the same line twice when
+        // a caller walked the chain).
+        let io = e.source().expect("the io error");
+        assert_ne!(io.to_string(), e.to_string());
         assert_eq!(
             io.downcast_ref::<io::Error>().map(io::Error::kind),
             Some(io::ErrorKind::WouldBlock)
@@ -192,10 +197,8 @@ mod tests {
             message: "boom".into(),
         });
         assert_eq!(e.to_string(), "the run thread panicked: boom");
-        assert!(matches!(
-            e.source().and_then(|s| s.downcast_ref::<ThreadError>()),
-            Some(ThreadError::Panicked { .. })
-        ));
+        assert!(e.source().is_none(), "a panic has no cause under it");
+        assert!(matches!(e, RunError::Pool(ThreadError::Panicked { .. })));
     }
 
     #[test]

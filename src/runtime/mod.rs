@@ -30,7 +30,7 @@ use crate::event::{Event, RunStatus};
 use crate::model::{ChatModel, SharedModel, Usage};
 use crate::team::Team;
 
-pub use budget::parse_timeout;
+pub use budget::{TimeoutError, parse_timeout};
 pub use error::{MasterPhase, RunError, ThreadError};
 pub use handle::{Cancel, RunHandle};
 pub use state::{RunPhase, RunState, UserNote};

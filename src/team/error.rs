@@ -21,6 +21,9 @@ pub enum TeamError {
         line: Option<usize>,
         /// What is wrong, lowercase.
         message: String,
+        /// The parser's own error, where a YAML or JSON parser found it
+        /// (its text is `message`'s source, in our words).
+        source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
     },
 }
 
@@ -30,6 +33,7 @@ impl TeamError {
             path: path.into(),
             line: Some(line),
             message: message.into(),
+            source: None,
         }
     }
 
@@ -38,6 +42,7 @@ impl TeamError {
             path: path.into(),
             line: None,
             message: message.into(),
+            source: None,
         }
     }
 }
@@ -50,11 +55,13 @@ impl fmt::Display for TeamError {
                 path,
                 line: Some(line),
                 message,
+                ..
             } => write!(f, "{}:{line}: {message}", path.display()),
             TeamError::Invalid {
                 path,
                 line: None,
                 message,
+                ..
             } => write!(f, "{}: {message}", path.display()),
         }
     }
@@ -64,7 +71,9 @@ impl std::error::Error for TeamError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             TeamError::Io { source, .. } => Some(source),
-            TeamError::Invalid { .. } => None,
+            TeamError::Invalid { source, .. } => source
+                .as_deref()
+                .map(|e| e as &(dyn std::error::Error + 'static)),
         }
     }
 }

@@ -90,14 +90,17 @@ pub struct AgentSpec {
     pub source: Option<PathBuf>,
     /// A model given in code ([`AgentSpec::with_chat_model`]); it wins over
     /// `model`. Not saved with a run: a resumed run uses `model` or the
-    /// default.
+    /// default. Read it with [`AgentSpec::chat_model`]. Being private, it
+    /// also keeps a struct literal of `AgentSpec` out of other crates: they
+    /// build one with [`AgentSpec::member`] or [`AgentSpec::master`], so a
+    /// new field is not a breaking change (no `#[non_exhaustive]` needed).
     #[serde(skip)]
-    pub chat_model: Option<AgentModel>,
+    pub(crate) chat_model: Option<AgentModel>,
 }
 
 /// A model instance given to one agent in code. Compares by identity.
 #[derive(Clone)]
-pub struct AgentModel(pub crate::model::SharedModel);
+pub(crate) struct AgentModel(pub(crate) crate::model::SharedModel);
 
 impl std::fmt::Debug for AgentModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -112,6 +115,12 @@ impl PartialEq for AgentModel {
 }
 
 impl AgentSpec {
+    /// The model given in code with [`AgentSpec::with_chat_model`], if any.
+    #[must_use]
+    pub fn chat_model(&self) -> Option<&crate::model::SharedModel> {
+        self.chat_model.as_ref().map(|m| &m.0)
+    }
+
     /// A member with the given name, description and soul.
     pub fn member(
         name: impl Into<String>,

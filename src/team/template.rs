@@ -290,13 +290,14 @@ impl<'de> Deserialize<'de> for Variables {
                 mut map: A,
             ) -> Result<Variables, A::Error> {
                 let mut vars: Vec<(String, serde_json::Value)> = Vec::new();
+                let mut seen = std::collections::HashSet::new();
                 while let Some((name, value)) = map.next_entry::<String, serde_json::Value>()? {
                     if value.is_array() || value.is_object() {
                         return Err(serde::de::Error::custom(format!(
                             "context variable '{name}' must be text, a number or a boolean"
                         )));
                     }
-                    if vars.iter().any(|(n, _)| *n == name) {
+                    if !seen.insert(name.clone()) {
                         return Err(serde::de::Error::custom(format!(
                             "context variable '{name}' is declared twice"
                         )));

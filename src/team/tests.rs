@@ -267,3 +267,18 @@ fn front_matter_errors_are_at_their_file_line() {
         assert_eq!(rel(dir.path(), &err_text(dir.path())), want, "{writer}");
     }
 }
+
+/// A model given in code is read through the getter (issue 15: the field's
+/// type could not be named outside the crate).
+#[test]
+fn a_model_given_in_code_is_read_through_its_getter() {
+    let plain = AgentSpec::member("writer", "Writes", "You write.");
+    assert!(plain.chat_model().is_none());
+    let own = plain.with_chat_model(crate::testing::Sim::new());
+    let model = own.chat_model().expect("the model given");
+    assert!(std::sync::Arc::ptr_eq(
+        model,
+        &own.chat_model.as_ref().expect("kept").0
+    ));
+    assert!(!model.name().is_empty());
+}

@@ -7,6 +7,7 @@
 //! it into the path of the value (`models.gpt.timeout`, `handoffs[2]`,
 //! items counted from 1) so that every message reads `FILE:LINE: path: what`.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -24,7 +25,46 @@ enum Node {
     /// A list.
     Seq(Vec<Spanned<Node>>),
     /// A mapping, its entries in file order (duplicates kept, to report).
-    Map(Vec<(Spanned<String>, Spanned<Node>)>),
+    Map(Mapping),
+}
+
+/// A mapping's entries in file order, with an index from each key to its
+/// first entry: a key is found, and a duplicate told, in one look-up
+/// (issue 15: a linear search per key made a 40,000-key file take 21 s).
+#[derive(Debug, Default)]
+struct Mapping {
+    entries: Vec<(Spanned<String>, Spanned<Node>)>,
+    first: HashMap<String, usize>,
+}
+
+impl Mapping {
+    fn push(&mut self, key: Spanned<String>, value: Spanned<Node>) {
+        self.first
+            .entry(key.value.clone())
+            .or_insert(self.entries.len());
+        self.entries.push((key, value));
+    }
+
+    /// The first entry written `key`.
+    fn get(&self, key: &str) -> Option<&(Spanned<String>, Spanned<Node>)> {
+        #[cfg(test)]
+        probes::count();
+        self.first.get(key).map(|&i| &self.entries[i])
+    }
+}
+
+/// How many key look-ups the outline made on this thread: a test counts
+/// them to show that checking a file costs one per key, not one per pair.
+#[cfg(test)]
+mod probes {
+    use std::cell::Cell;
+    thread_local!(static PROBES: Cell<usize> = const { Cell::new(0) });
+    pub(super) fn count() {
+        PROBES.with(|p| p.set(p.get() + 1));
+    }
+    pub(super) fn take() -> usize {
+        PROBES.with(|p| p.replace(0))
+    }
 }
 
 impl<'de> Deserialize<'de> for Node {
@@ -82,7 +122,7 @@ impl<'de> Visitor<'de> for NodeVisitor {
         Ok(Node::Seq(items))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
-        let mut entries = Vec::new();
+        let mut entries = Mapping::default();
         while let Some(key) = map.next_key::<Spanned<Node>>()? {
             let text = match key.value {
                 Node::Scalar(s) => s,
@@ -90,7 +130,7 @@ impl<'de> Visitor<'de> for NodeVisitor {
                 Node::Seq(_) | Node::Map(_) => "?".to_string(),
             };
             let key = Spanned::new(text, key.referenced, key.defined);
-            entries.push((key, map.next_value()?));
+            entries.push(key, map.next_value()?);
         }
         Ok(Node::Map(entries))
     }
@@ -145,11 +185,24 @@ impl Outline {
         } else {
             serde_saphyr::from_str_with_options::<Spanned<Node>>(yaml, options(true)).map_err(
                 |e| {
-                    let line = e.location().map(|l| l.line() as usize + first_line - 1);
+                    let line = e.location().filter(|l| *l != Location::UNKNOWN).map(|l| {
+                        let at = l.line() as usize;
+                        // The scanner names the line where its token
+                        // began, often the one before the tab.
+                        let at = if message(&e).contains("tab") {
+                            first_tab_line(yaml, at).unwrap_or(at)
+                        } else {
+                            at
+                        };
+                        at + first_line - 1
+                    });
+                    let text = own_words(&e, path, yaml, first_line).unwrap_or_else(|| message(&e));
+                    let line = error_line(&e, yaml, first_line, line);
                     TeamError::Invalid {
                         path: path.to_path_buf(),
                         line,
-                        message: message(&e),
+                        message: text,
+                        source: Some(std::sync::Arc::new(e)),
                     }
                 },
             )?
@@ -181,11 +234,10 @@ impl Outline {
                 }
                 Ok(())
             }
-            Node::Map(entries) => {
-                for (i, (key, value)) in entries.iter().enumerate() {
-                    if let Some((first, _)) =
-                        entries[..i].iter().find(|(k, _)| k.value == key.value)
-                    {
+            Node::Map(map) => {
+                for (key, value) in &map.entries {
+                    let first = map.get(&key.value).map(|(k, _)| k);
+                    if let Some(first) = first.filter(|f| !std::ptr::eq(*f, key)) {
                         return Err(TeamError::at(
                             path,
                             self.file_line(&key.referenced),
@@ -210,7 +262,8 @@ impl Outline {
     /// is a mapping).
     pub(crate) fn top_level_keys(&self) -> Vec<(&str, usize)> {
         match &self.root.value {
-            Node::Map(entries) => entries
+            Node::Map(map) => map
+                .entries
                 .iter()
                 .map(|(k, _)| (k.value.as_str(), self.file_line(&k.referenced)))
                 .collect(),
@@ -225,8 +278,8 @@ impl Outline {
         let mut at = self.root.referenced;
         for step in path {
             match (step, &node.value) {
-                (Step::Key(want), Node::Map(entries)) => {
-                    let (k, v) = entries.iter().find(|(k, _)| k.value == *want)?;
+                (Step::Key(want), Node::Map(map)) => {
+                    let (k, v) = map.get(want)?;
                     at = k.referenced;
                     node = v;
                 }
@@ -284,8 +337,8 @@ impl Outline {
                     }
                     node.referenced == *at
                 }
-                Node::Map(entries) => {
-                    for (k, v) in entries {
+                Node::Map(map) => {
+                    for (k, v) in &map.entries {
                         if k.referenced == *at {
                             return true;
                         }
@@ -316,6 +369,15 @@ impl Outline {
             _ => None,
         }
     }
+}
+
+/// The 1-based line of the first tab on or after line `from`.
+fn first_tab_line(yaml: &str, from: usize) -> Option<usize> {
+    yaml.lines()
+        .enumerate()
+        .skip(from.saturating_sub(1))
+        .find(|(_, l)| l.contains('\t'))
+        .map(|(i, _)| i + 1)
 }
 
 /// `models.gpt.timeout: ` for a path; items counted from 1.
@@ -360,10 +422,14 @@ pub(crate) fn read_checked<T: DeserializeOwned>(
         let line = at.map(|l| outline.file_line(&l));
         let steps = at.map(|l| outline.path_at(&l)).unwrap_or_default();
         let scalar = at.and_then(|l| outline.scalar_at(&l));
+        let text = own_words(&e, path, yaml, first_line)
+            .unwrap_or_else(|| format!("{}{}", prefix(&steps), typed_message(&e, scalar)));
+        let line = error_line(&e, yaml, first_line, line);
         TeamError::Invalid {
             path: path.to_path_buf(),
             line,
-            message: format!("{}{}", prefix(&steps), typed_message(&e, scalar)),
+            message: text,
+            source: Some(std::sync::Arc::new(e)),
         }
     })?;
     Ok((value, outline))
@@ -420,12 +486,71 @@ fn typed_message(e: &YamlError, scalar: Option<&str>) -> String {
     }
 }
 
+/// A team author's words for the parser's errors that read as its API:
+/// a second document, aliases that expand too far.
+fn own_words(e: &YamlError, path: &Path, yaml: &str, first_line: usize) -> Option<String> {
+    use serde_saphyr::budget::BudgetBreach;
+    let mut e = e;
+    while let YamlError::AliasError { error, .. } | YamlError::WithSnippet { error, .. } = e {
+        e = error;
+    }
+    match e {
+        YamlError::MultipleDocuments { location, .. } => {
+            let name = path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+            // The parser names where the second document's content starts;
+            // its '---' is on that line or above it.
+            let at = second_document(yaml, location).map_or_else(String::new, |l| {
+                format!(" (a second '---' at line {})", l + first_line - 1)
+            });
+            Some(format!("{name} holds more than one YAML document{at}"))
+        }
+        YamlError::Budget {
+            breach: BudgetBreach::Nodes { .. },
+            ..
+        } => Some(format!(
+            "too many nodes (aliases expand to more than {} values)",
+            serde_saphyr::Budget::default().max_nodes
+        )),
+        _ => None,
+    }
+}
+
+/// The line (1-based, in `yaml`) of the '---' that starts a second
+/// document: the parser names where its content starts, on that line or
+/// below it.
+fn second_document(yaml: &str, at: &Location) -> Option<usize> {
+    if *at == Location::UNKNOWN {
+        return None;
+    }
+    yaml.lines()
+        .take(at.line() as usize)
+        .enumerate()
+        .skip(1)
+        .filter(|(_, l)| l.starts_with("---"))
+        .last()
+        .map(|(i, _)| i + 1)
+}
+
+/// The line to name for a parser error: a second document's '---'.
+fn error_line(e: &YamlError, yaml: &str, first_line: usize, line: Option<usize>) -> Option<usize> {
+    match e.without_snippet() {
+        YamlError::MultipleDocuments { location, .. } => second_document(yaml, location)
+            .map(|l| l + first_line - 1)
+            .or(line),
+        _ => line,
+    }
+}
+
 /// What a Rust type is, in words.
 fn kind_of(ty: &str) -> String {
     match ty {
         "u8" | "u16" | "u32" | "u64" | "usize" => "a whole number of 0 or more".to_string(),
         "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number".to_string(),
-        "f32" | "f64" => "a number".to_string(),
+        "f32" | "f64" | "floating point" | "float" => "a number".to_string(),
+        "integer" => "a whole number".to_string(),
         "bool" | "boolean" => "true or false".to_string(),
         other => format!("a valid {other}"),
     }
@@ -514,6 +639,94 @@ mod tests {
         assert_eq!(
             e,
             "t.yaml:5: models.gpt: duplicate key 'model' (first at line 3)"
+        );
+    }
+
+    #[test]
+    fn a_wide_mapping_costs_one_lookup_per_key() {
+        // 50,000 keys under one mapping, the last a duplicate of the first:
+        // found, at its line, with one look-up per key (a search of the
+        // keys before each one would make 1.25e9 comparisons).
+        let n = 50_000;
+        let mut y = String::from("context_variables:\n");
+        for i in 0..n {
+            y.push_str(&format!("  v{i}: {i}\n"));
+        }
+        y.push_str("  v0: again\n");
+        probes::take();
+        let e = Outline::parse(Path::new("t.yaml"), &y, 1)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            format!(
+                "t.yaml:{}: context_variables: duplicate key 'v0' (first at line 2)",
+                n + 2
+            )
+        );
+        let probes = probes::take();
+        assert!(probes <= 2 * (n + 2), "{probes} look-ups for {n} keys");
+        // And a line is found by the index too.
+        y.truncate(y.len() - "  v0: again\n".len());
+        let o = Outline::parse(Path::new("t.yaml"), &y, 1).unwrap();
+        let last = format!("v{}", n - 1);
+        probes::take();
+        assert_eq!(
+            o.line(&[Step::Key("context_variables"), Step::Key(&last)]),
+            Some(n + 1)
+        );
+        assert_eq!(probes::take(), 2);
+    }
+
+    #[test]
+    fn a_tab_is_reported_at_its_own_line() {
+        let e = Outline::parse(
+            Path::new("t.yaml"),
+            "name: d\nmax_rounds: 3\n\tdescription: x\n",
+            1,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("t.yaml:3: "), "{e}");
+        // In front matter that starts at line 2 of its file.
+        let e = Outline::parse(Path::new("a.md"), "name: d\nrole: x\n\tmodel: y\n", 2)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("a.md:4: "), "{e}");
+    }
+
+    #[test]
+    fn parser_errors_in_a_team_authors_words() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct T {
+            temperature: Option<f64>,
+        }
+        let read = |y: &str| {
+            read_checked::<T>(Path::new("dir/team.yaml"), y, 1, &["temperature"])
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            read("temperature: hot\n"),
+            "dir/team.yaml:1: temperature: wrong type: 'hot' is not a number"
+        );
+        assert_eq!(
+            read("temperature: 1\n---\ntemperature: 2\n"),
+            "dir/team.yaml:2: team.yaml holds more than one YAML document (a second '---' at line 2)"
+        );
+        // A billion laughs: 10 aliases of 10 aliases ... of one value.
+        let mut y = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..7 {
+            let p = i - 1;
+            y.push_str(&format!(
+                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+            ));
+        }
+        let e = read(&y);
+        assert!(
+            e.ends_with(": too many nodes (aliases expand to more than 250000 values)"),
+            "{e}"
         );
     }
 

@@ -89,7 +89,8 @@ impl std::error::Error for ToolError {
         match self {
             ToolError::Io { source, .. } => Some(source),
             ToolError::Mcp { source, .. } => Some(source),
-            ToolError::Policy(e) => Some(e),
+            // Displayed as the team error's own text: pass its cause on.
+            ToolError::Policy(e) => e.source(),
             _ => None,
         }
     }

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use boardroom::{AgentSpec, EntryKind, RunOutcome, Team, TeamConfig};
+use boardroom::board::EntryKind;
+use boardroom::{AgentSpec, RunOutcome, Team, TeamConfig};
 
 use super::{Reply, Request, Server};
 

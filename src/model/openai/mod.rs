@@ -204,11 +204,11 @@ impl OpenAiBuilder {
     ///
     /// # Errors
     ///
-    /// A [`ModelSpecError`](crate::ModelSpecError) when the base URL is not
+    /// A [`ModelSpecError`](crate::openai::ModelSpecError) when the base URL is not
     /// an `http://` or `https://` URL, the model name is empty, or the
     /// timeout is out of range (1 ms to 24 h).
-    pub fn build(self) -> Result<OpenAi, crate::ModelSpecError> {
-        let err = |detail: String| crate::ModelSpecError {
+    pub fn build(self) -> Result<OpenAi, crate::openai::ModelSpecError> {
+        let err = |detail: String| crate::openai::ModelSpecError {
             spec: redact_url(&self.base_url),
             detail,
         };
@@ -292,8 +292,8 @@ impl OpenAi {
     ///
     /// # Errors
     ///
-    /// A [`ModelSpecError`](crate::ModelSpecError) for a bad base URL.
-    pub fn from_env() -> Result<OpenAi, crate::ModelSpecError> {
+    /// A [`ModelSpecError`](crate::openai::ModelSpecError) for a bad base URL.
+    pub fn from_env() -> Result<OpenAi, crate::openai::ModelSpecError> {
         OpenAi::builder(env_base_url(), env_model()).build()
     }
 

@@ -169,6 +169,7 @@ pub(crate) fn load_mcp_json(path: &Path) -> Result<BTreeMap<String, McpServerCon
         path: path.to_path_buf(),
         line: Some(e.line()),
         message: strip_position(&e.to_string()),
+        source: Some(std::sync::Arc::new(e)),
     })?;
     Ok(parsed.mcp_servers)
 }
