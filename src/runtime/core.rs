@@ -74,6 +74,10 @@ pub(crate) struct Core<'a> {
         crossbeam_channel::Receiver<crate::model::LimitChange>,
         Vec<crate::model::LimitWatch>,
     ),
+    /// Held while changes are taken off `limits` and put on the bus: two
+    /// member threads that each took one would otherwise race to the bus
+    /// and could send them out of the order they happened.
+    limits_out: Mutex<()>,
 }
 
 impl<'a> Core<'a> {
@@ -119,6 +123,7 @@ impl<'a> Core<'a> {
             position: Mutex::new((state.round, state.phase)),
             bus,
             limits,
+            limits_out: Mutex::new(()),
         })
     }
 
@@ -216,6 +221,11 @@ impl<'a> Core<'a> {
 
     /// Emits the limit changes seen since the last event, before it.
     fn emit_limit_changes(&self) {
+        // Most events see no change: no lock for them.
+        if self.limits.0.is_empty() {
+            return;
+        }
+        let _in_order = self.limits_out.lock();
         while let Ok(c) = self.limits.0.try_recv() {
             let parent = self.team.agent(&c.agent).and_then(|a| self.parent_of(a));
             let kind = EventKind::LimitChanged {
