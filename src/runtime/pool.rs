@@ -278,17 +278,17 @@ impl Starter<'_, '_> {
                 Err(std::io::Error::other("refused by the test"))
             } else {
                 std::thread::Builder::new()
-                .name(format!("boardroom-{}-{i}", self.label))
-                .stack_size(STACK)
-                .spawn_scoped(self.scope, move || {
-                    queue
-                        .begun
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    // Ends when the pool is dropped.
-                    while let Some(job) = queue.next() {
-                        job();
-                    }
-                })
+                    .name(format!("boardroom-{}-{i}", self.label))
+                    .stack_size(STACK)
+                    .spawn_scoped(self.scope, move || {
+                        queue
+                            .begun
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        // Ends when the pool is dropped.
+                        while let Some(job) = queue.next() {
+                            job();
+                        }
+                    })
             };
             match spawned {
                 Ok(_) => s.threads += 1,
