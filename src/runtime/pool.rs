@@ -1,8 +1,9 @@
 //! Running one phase's agents in parallel on threads sized for blocking I/O.
 //!
-//! Model calls block on the network, so a round needs one thread per member
-//! (capped by `max_parallel`), not one per core: on rayon's global pool a
-//! 2-core machine would run two members at once.
+//! Model calls block on the network, so a round needs one thread per
+//! assignment (a member may have several; capped by `max_parallel`), not
+//! one per core: on rayon's global pool a 2-core machine would run two
+//! members at once.
 //!
 //! A [`Pool`] belongs to one run: it lives in a `std::thread::scope` that
 //! spans the run's phases, so its threads are started once and parked
