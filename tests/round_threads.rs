@@ -6,14 +6,15 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::thread::ThreadId;
+use std::time::{Duration, Instant};
 
 use boardroom::board::EntryKind;
 use boardroom::testing::{Sim, SimOptions};
 use boardroom::{
-    AgentSpec, ChatModel, ChatRequest, ChatResponse, ModelError, Phase, RunStatus, Runtime, Team,
-    TeamConfig,
+    AgentSpec, ChatModel, ChatRequest, ChatResponse, EventKind, ModelError, Phase, RunStatus,
+    Runtime, Team, TeamConfig, Usage,
 };
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 /// The sim, noting which thread made each member call.
 struct Noting {
@@ -53,8 +54,13 @@ fn two_rounds_of_drafts_and_challenges_run_on_the_threads_the_run_started_once()
     let threads = Arc::new(Mutex::new(Vec::new()));
     let model = Noting {
         // Challenged in round 1: the master sends everyone back for round 2.
+        // Each draft and challenge blocks a little, as a server would: one
+        // thread cannot drain a phase before the others wake (with no
+        // latency one thread could, and fewer than 4 ids were seen).
         sim: Sim::with_options(SimOptions {
             challenge_round: Some(1),
+            latency: Duration::from_millis(50),
+            latency_phases: vec![Phase::Draft, Phase::Challenge],
             ..SimOptions::default()
         }),
         threads: Arc::clone(&threads),
@@ -83,4 +89,168 @@ fn two_rounds_of_drafts_and_challenges_run_on_the_threads_the_run_started_once()
         calls.iter().all(|c| c.2.starts_with("boardroom-member-")),
         "named pool threads: {calls:?}"
     );
+}
+
+/// A master that hands out `plan` (member, task) at once and says DONE at
+/// its review; drafts that wait (at most `WAIT`) until `all` of them are in
+/// flight at once, counting the most in flight. (The second round of a
+/// gathering never comes: `max_rounds(1)`.)
+struct Gathering {
+    plan: Vec<(&'static str, &'static str)>,
+    all: usize,
+    /// Drafts in flight now, and arrived in all.
+    in_flight: Mutex<(usize, usize)>,
+    arrived: Condvar,
+    peak: Mutex<usize>,
+}
+
+/// How long a draft waits for the others: a bound, not a measurement (on
+/// the fixed code every draft is in flight long before).
+const WAIT: Duration = Duration::from_secs(2);
+
+/// The model a run owns, sharing its counts with the test.
+struct Gather(Arc<Gathering>);
+
+impl ChatModel for Gather {
+    fn name(&self) -> String {
+        "gathering".into()
+    }
+
+    fn chat(
+        &self,
+        req: &ChatRequest,
+        _on_delta: &mut dyn FnMut(&str),
+    ) -> Result<ChatResponse, ModelError> {
+        let text = match req.phase {
+            Phase::Plan => self
+                .0
+                .plan
+                .iter()
+                .map(|(m, t)| format!("ASSIGN:{m}:{t}\n"))
+                .collect(),
+            Phase::Draft => {
+                let asked = req.messages.last().map(|m| m.content.clone());
+                let task = self
+                    .0
+                    .plan
+                    .iter()
+                    .map(|(_, t)| *t)
+                    .find(|t| asked.as_deref().is_some_and(|a| a.contains(t)))
+                    .unwrap_or("?");
+                // (in flight now, arrived in all)
+                let mut n = self.0.in_flight.lock();
+                n.0 += 1;
+                n.1 += 1;
+                {
+                    let mut peak = self.0.peak.lock();
+                    *peak = (*peak).max(n.0);
+                }
+                self.0.arrived.notify_all();
+                let until = Instant::now() + WAIT;
+                while n.1 < self.0.all && !self.0.arrived.wait_until(&mut n, until).timed_out() {}
+                n.0 -= 1;
+                format!("the draft of {task}")
+            }
+            _ => "DONE\nThe parts, merged.".to_string(),
+        };
+        Ok(ChatResponse::text(text, Usage::default()))
+    }
+}
+
+fn gathering(plan: Vec<(&'static str, &'static str)>) -> Arc<Gathering> {
+    Arc::new(Gathering {
+        all: plan.len(),
+        plan,
+        in_flight: Mutex::new((0, 0)),
+        arrived: Condvar::new(),
+        peak: Mutex::new(0),
+    })
+}
+
+fn two_members() -> Team {
+    let agents = vec![
+        AgentSpec::master("lead", "You lead."),
+        AgentSpec::member("m0", "a part", "You work."),
+        AgentSpec::member("m1", "a part", "You work."),
+    ];
+    Team::new("pairs", TeamConfig::default(), agents).unwrap()
+}
+
+/// Issue 14 (review, item 1): a round runs as many assignments at once as
+/// it has, not as many as the team has members: 8 ASSIGN lines for 2
+/// members are 8 drafts in flight, and the round says 8 threads.
+#[test]
+fn a_round_runs_more_assignments_at_once_than_the_team_has_members() {
+    const PARTS: [&str; 8] = [
+        "part A", "part B", "part C", "part D", "part E", "part F", "part G", "part H",
+    ];
+    let plan = PARTS
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (if i % 2 == 0 { "m0" } else { "m1" }, *p))
+        .collect();
+    let model = gathering(plan);
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let run = Runtime::new(two_members(), Gather(Arc::clone(&model)))
+        .events(tx)
+        .max_rounds(1)
+        .run("Write eight parts")
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Done);
+    let drafts = run.board.iter().filter(|e| e.kind == EntryKind::Draft);
+    assert_eq!(drafts.count(), 8);
+    assert_eq!(*model.peak.lock(), 8, "all 8 drafts in flight at once");
+    let threads: Vec<usize> = rx
+        .try_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::RoundStarted { threads, .. } => Some(threads),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(threads, vec![8]);
+}
+
+/// Issue 14 (review, item 3): a member with several modules in one round
+/// keeps each draft in its own module's context archive.
+#[test]
+fn each_module_of_a_member_archives_its_own_draft() {
+    let plan = vec![
+        ("m0", "part A"),
+        ("m0", "part B"),
+        ("m0", "part C"),
+        ("m0", "part D"),
+        ("m1", "part E"),
+    ];
+    let model = gathering(plan.clone());
+    let run = Runtime::new(two_members(), Gather(model))
+        .max_rounds(1)
+        .run("Write five parts")
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Done);
+    for (member, task) in plan {
+        let module = run
+            .plan
+            .tasks
+            .iter()
+            .find(|m| m.description == task)
+            .unwrap_or_else(|| panic!("no module for {task}: {:?}", run.plan.tasks));
+        assert_eq!(module.assigned_agent.as_deref(), Some(member));
+        let last = module.context_archive.last().map(|m| m.content.as_str());
+        assert_eq!(
+            last,
+            Some(format!("the draft of {task}").as_str()),
+            "{task}'s archive: {:?}",
+            module.context_archive
+        );
+        assert!(
+            module
+                .context_archive
+                .iter()
+                .filter(|m| m.content.starts_with("the draft of"))
+                .count()
+                == 1,
+            "{task}'s archive holds one draft: {:?}",
+            module.context_archive
+        );
+    }
 }

@@ -70,10 +70,30 @@ pub(crate) struct Core<'a> {
     bus: Bus,
     /// Changes of the in-flight limits of the run's endpoints, emitted as
     /// events by the next `emit` (the watches end with the run).
-    limits: (
-        crossbeam_channel::Receiver<crate::model::LimitChange>,
-        Vec<crate::model::LimitWatch>,
-    ),
+    limits: (LimitQueue, Vec<crate::model::LimitWatch>),
+}
+
+/// The limit changes not yet emitted.
+struct LimitQueue {
+    changes: crossbeam_channel::Receiver<crate::model::LimitChange>,
+    /// Held while changes are taken off the queue and sent: two member
+    /// threads that each took one would otherwise race to the bus and
+    /// could send them out of the order they happened (issue 14).
+    out: Mutex<()>,
+}
+
+impl LimitQueue {
+    /// Sends every waiting change, in the order they happened.
+    fn drain(&self, mut send: impl FnMut(crate::model::LimitChange)) {
+        // Most events see no change: no lock for them.
+        if self.changes.is_empty() {
+            return;
+        }
+        let _in_order = self.out.lock();
+        while let Ok(c) = self.changes.try_recv() {
+            send(c);
+        }
+    }
 }
 
 impl<'a> Core<'a> {
@@ -118,7 +138,13 @@ impl<'a> Core<'a> {
             memory,
             position: Mutex::new((state.round, state.phase)),
             bus,
-            limits,
+            limits: (
+                LimitQueue {
+                    changes: limits.0,
+                    out: Mutex::new(()),
+                },
+                limits.1,
+            ),
         })
     }
 
@@ -216,7 +242,7 @@ impl<'a> Core<'a> {
 
     /// Emits the limit changes seen since the last event, before it.
     fn emit_limit_changes(&self) {
-        while let Ok(c) = self.limits.0.try_recv() {
+        self.limits.0.drain(|c| {
             let parent = self.team.agent(&c.agent).and_then(|a| self.parent_of(a));
             let kind = EventKind::LimitChanged {
                 endpoint: c.endpoint,
@@ -227,7 +253,7 @@ impl<'a> Core<'a> {
             };
             self.bus
                 .event(Event::now(&self.run_id, &c.agent, parent, kind));
-        }
+        });
     }
 
     /// Announces the user's message a resumed run took, if it took one:
@@ -295,4 +321,65 @@ fn watch_limits(
         }
     }
     (rx, watches)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{LimitChange, LimitReason};
+    use parking_lot::Condvar;
+
+    /// Issue 14: two threads that drain limit changes at once send them in
+    /// the order they happened. The first sender holds its change until
+    /// the other thread has sent one (or 500 ms pass): unlocked, the other
+    /// thread takes the second change and sends it first.
+    #[test]
+    fn limit_changes_are_sent_in_the_order_they_happened() {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        for to in 1..=4 {
+            tx.send(LimitChange {
+                endpoint: "http://127.0.0.1:1".into(),
+                from: to - 1,
+                to,
+                in_flight: 0,
+                reason: LimitReason::Growth,
+                agent: "m".into(),
+            })
+            .unwrap();
+        }
+        let queue = LimitQueue {
+            changes: rx,
+            out: Mutex::new(()),
+        };
+        let sent = Mutex::new(Vec::new());
+        let other_sent = (Mutex::new(false), Condvar::new());
+        let first = std::sync::atomic::AtomicBool::new(true);
+        let (a_took, a_took_cv) = (&Mutex::new(false), &Condvar::new());
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                queue.drain(|c| {
+                    if first.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                        *a_took.lock() = true;
+                        a_took_cv.notify_all();
+                        let mut done = other_sent.0.lock();
+                        let until = Instant::now() + Duration::from_millis(500);
+                        while !*done && !other_sent.1.wait_until(&mut done, until).timed_out() {}
+                    }
+                    sent.lock().push(c.to);
+                });
+            });
+            scope.spawn(|| {
+                let mut took = a_took.lock();
+                let until = Instant::now() + Duration::from_millis(500);
+                while !*took && !a_took_cv.wait_until(&mut took, until).timed_out() {}
+                drop(took);
+                queue.drain(|c| {
+                    sent.lock().push(c.to);
+                    *other_sent.0.lock() = true;
+                    other_sent.1.notify_all();
+                });
+            });
+        });
+        assert_eq!(sent.into_inner(), vec![1, 2, 3, 4]);
+    }
 }

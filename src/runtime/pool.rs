@@ -1,8 +1,9 @@
 //! Running one phase's agents in parallel on threads sized for blocking I/O.
 //!
-//! Model calls block on the network, so a round needs one thread per member
-//! (capped by `max_parallel`), not one per core: on rayon's global pool a
-//! 2-core machine would run two members at once.
+//! Model calls block on the network, so a round needs one thread per
+//! assignment (a member may have several; capped by `max_parallel`), not
+//! one per core: on rayon's global pool a 2-core machine would run two
+//! members at once.
 //!
 //! A [`Pool`] belongs to one run: it lives in a `std::thread::scope` that
 //! spans the run's phases, so its threads are started once and parked
@@ -97,12 +98,16 @@ struct Starter<'scope, 'env> {
     queue: Arc<Queue<'env>>,
     /// Threads started; the lock also keeps two starters from racing.
     started: Mutex<Started>,
+    /// The next this many starts fail (a test's out-of-threads system).
+    #[cfg(test)]
+    refuse: std::sync::atomic::AtomicUsize,
 }
 
 #[derive(Default)]
 struct Started {
     threads: usize,
-    /// A start failed (the system is out of threads): no more attempts.
+    /// A start failed (the system is out of threads): no more attempts
+    /// until the next phase (`Pool::run` resets it).
     exhausted: bool,
 }
 
@@ -126,6 +131,8 @@ impl<'scope, 'env> Pool<'scope, 'env> {
                 cap: cap.max(1),
                 queue,
                 started: Mutex::new(Started::default()),
+                #[cfg(test)]
+                refuse: std::sync::atomic::AtomicUsize::new(0),
             }),
         }
     }
@@ -188,6 +195,9 @@ impl<'scope, 'env> Pool<'scope, 'env> {
         if n == 0 {
             return Ok(Vec::new());
         }
+        // A start that failed in an earlier phase (the system was out of
+        // threads then) is tried again: threads may have ended since.
+        self.starter.started.lock().exhausted = false;
         if self.grow(threads.clamp(1, n)) == 0 {
             return Err(PoolError(format!(
                 "{}: no thread could be started",
@@ -234,6 +244,24 @@ impl Drop for Pool<'_, '_> {
 }
 
 impl Starter<'_, '_> {
+    /// Whether a test made this start fail (as if the system were out of
+    /// threads).
+    #[cfg(test)]
+    fn refused(&self) -> bool {
+        self.refuse
+            .fetch_update(
+                std::sync::atomic::Ordering::SeqCst,
+                std::sync::atomic::Ordering::SeqCst,
+                |n| n.checked_sub(1),
+            )
+            .is_ok()
+    }
+
+    #[cfg(not(test))]
+    fn refused(&self) -> bool {
+        false
+    }
+
     fn grow(&self, n: usize) -> usize {
         let want = n.min(self.cap);
         loop {
@@ -247,18 +275,22 @@ impl Starter<'_, '_> {
             }
             let i = s.threads;
             let queue = Arc::clone(&self.queue);
-            let spawned = std::thread::Builder::new()
-                .name(format!("boardroom-{}-{i}", self.label))
-                .stack_size(STACK)
-                .spawn_scoped(self.scope, move || {
-                    queue
-                        .begun
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    // Ends when the pool is dropped.
-                    while let Some(job) = queue.next() {
-                        job();
-                    }
-                });
+            let spawned = if self.refused() {
+                Err(std::io::Error::other("refused by the test"))
+            } else {
+                std::thread::Builder::new()
+                    .name(format!("boardroom-{}-{i}", self.label))
+                    .stack_size(STACK)
+                    .spawn_scoped(self.scope, move || {
+                        queue
+                            .begun
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        // Ends when the pool is dropped.
+                        while let Some(job) = queue.next() {
+                            job();
+                        }
+                    })
+            };
             match spawned {
                 Ok(_) => s.threads += 1,
                 Err(e) => {
@@ -405,6 +437,47 @@ mod tests {
         });
         assert_eq!(threads, 3);
         assert_eq!(max.load(Ordering::SeqCst), 3);
+    }
+
+    /// Issue 14: a start that failed in one phase (out of threads then)
+    /// is tried again in the next, not given up for the whole run.
+    #[test]
+    fn a_failed_start_is_retried_by_the_next_phase() {
+        let threads = std::thread::scope(|scope| {
+            let pool = Pool::new(scope, "t", 4);
+            pool.starter.refuse.store(1, Ordering::SeqCst);
+            assert!(
+                pool.run(4, vec![1, 2], |x: usize| x).is_err(),
+                "no thread: the phase fails"
+            );
+            assert_eq!(pool.threads(), 0);
+            let out = pool.run(4, (0..4).collect(), |x: usize| x).unwrap();
+            assert_eq!(out, (0..4).map(Ok).collect::<Vec<_>>());
+            pool.threads()
+        });
+        assert_eq!(threads, 4, "the second phase started its threads");
+    }
+
+    /// Issue 14: with no cap the pool grows to each phase's size, past
+    /// whatever it was started with ahead of time.
+    #[test]
+    fn an_uncapped_pool_grows_past_its_prestart_to_the_phase() {
+        let max = AtomicUsize::new(0);
+        let now = AtomicUsize::new(0);
+        let threads = std::thread::scope(|scope| {
+            let pool = Pool::new(scope, "t", usize::MAX);
+            pool.grow(2);
+            pool.run(8, (0..8).collect(), |_: usize| {
+                let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                max.fetch_max(n, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(100));
+                now.fetch_sub(1, Ordering::SeqCst);
+            })
+            .unwrap();
+            pool.threads()
+        });
+        assert_eq!(threads, 8);
+        assert_eq!(max.load(Ordering::SeqCst), 8);
     }
 
     #[test]

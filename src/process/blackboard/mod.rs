@@ -89,6 +89,12 @@ struct PhaseCtx {
     board: prompt::SharedBoardText,
 }
 
+/// The most member threads started ahead of the first member phase (see
+/// `Blackboard::drive`): enough for every team the examples and benchmarks
+/// run at once, few enough (256 MiB of stack reserved, far less resident)
+/// that a plan giving a 1000-member team one task does not start 1000.
+const PRESTART: usize = 256;
+
 impl<'a> BlackboardRun<'a> {
     pub(crate) fn start(
         rt: &'a Runtime,
@@ -123,7 +129,11 @@ impl<'a> BlackboardRun<'a> {
     /// that lives as long as the run (joined before this returns).
     pub(crate) fn drive(self) -> Result<RunOutcome, RunError> {
         let BlackboardRun { room, state } = self;
-        let cap = threads_for(room.team.members().count(), room.core.rt.parallel_cap());
+        // Capped by `max_parallel` only, not by the team's size: a master
+        // may give one member several assignments in a round, and each is
+        // a call in flight of its own (issue 14). No cap: the pool grows
+        // to each phase's size.
+        let cap = room.core.rt.parallel_cap().unwrap_or(usize::MAX);
         std::thread::scope(|scope| {
             let pool = Pool::new(scope, "member", cap);
             Blackboard { room: &room, state }.drive(&pool)
@@ -134,9 +144,15 @@ impl<'a> BlackboardRun<'a> {
 impl<'d> Blackboard<'d> {
     /// Runs phases until the run is finished.
     fn drive(mut self, pool: &Pool<'_, 'd>) -> Result<RunOutcome, RunError> {
-        if !matches!(self.state.phase, RunPhase::Final | RunPhase::Finished) {
-            // The members' threads start while the master plans.
-            pool.prestart(self.team.members().count());
+        if matches!(self.state.phase, RunPhase::Plan | RunPhase::Members) {
+            // The members' threads start while the master plans (a hint: a
+            // phase grows the pool to its own size). Only when a member
+            // phase is next: a run that ends at the plan or resumes at the
+            // review may never need them. At most PRESTART of them: a plan
+            // may give a huge team one task, and each thread costs a
+            // mapped stack and its start-up on a machine the master's call
+            // shares; a bigger round starts the rest when it begins.
+            pool.prestart(self.team.members().count().min(PRESTART));
         }
         let master = self.team.master().name.clone();
         self.core.emit(
@@ -844,7 +860,9 @@ impl Room<'_> {
         expected: &str,
         accept: impl Fn(&ChatResponse) -> Result<T, Vec<String>>,
     ) -> Result<Attempt<T>, ModelError> {
-        let archive = |turn: &Turn| self.archive_turn(turn);
+        // The assignment's own module: a member with several in a round
+        // keeps each draft in its own archive.
+        let archive = |turn: &Turn| self.archive_turn(turn, task);
         let ask = Ask {
             task,
             schema: self.schema_for(phase),

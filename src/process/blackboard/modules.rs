@@ -193,8 +193,9 @@ impl Room<'_> {
     }
 
     /// Keeps a member's draft call in its module's context archive: what
-    /// this round's last call was sent, then its answer.
-    pub(crate) fn archive_turn(&self, turn: &Turn) {
+    /// this round's last call was sent, then its answer. `task` is the
+    /// assignment the call is for (a member may have several a round).
+    pub(crate) fn archive_turn(&self, turn: &Turn, task: Option<&str>) {
         if turn.phase != Phase::Draft {
             return;
         }
@@ -205,7 +206,7 @@ impl Room<'_> {
             hints,
             &turn.agent,
             turn.round,
-            None,
+            task,
             &[ModuleStatus::Ongoing],
         ) else {
             return;
