@@ -90,10 +90,14 @@ struct PhaseCtx {
 }
 
 /// The most member threads started ahead of the first member phase (see
-/// `Blackboard::drive`): enough for every team the examples and benchmarks
-/// run at once, few enough (256 MiB of stack reserved, far less resident)
-/// that a plan giving a 1000-member team one task does not start 1000.
-const PRESTART: usize = 256;
+/// `Blackboard::drive`). A plan usually gives every member work, so the
+/// team's size is the right guess up to here: `boardroom bench` at 1024 and
+/// 2048 sim members measured round/L 1.38 and 1.75 with every thread started
+/// during the plan against 1.74 and 1.99 with 256 started then and the rest
+/// when the round began. Past it, a huge team that a plan gives one task
+/// does not start a thread per member (2 GiB of stack reserved at most, far
+/// less resident).
+const PRESTART: usize = 2048;
 
 impl<'a> BlackboardRun<'a> {
     pub(crate) fn start(
@@ -150,8 +154,8 @@ impl<'d> Blackboard<'d> {
             // phase is next: a run that ends at the plan or resumes at the
             // review may never need them. At most PRESTART of them: a plan
             // may give a huge team one task, and each thread costs a
-            // mapped stack and its start-up on a machine the master's call
-            // shares; a bigger round starts the rest when it begins.
+            // mapped stack and its start-up; a bigger round starts the
+            // rest when it begins.
             pool.prestart(self.team.members().count().min(PRESTART));
         }
         let master = self.team.master().name.clone();
