@@ -130,8 +130,28 @@ fn a_model_bad_response_keeps_the_json_error() {
     let addr = listener.local_addr().unwrap();
     let server = std::thread::spawn(move || {
         let (mut conn, _) = listener.accept().unwrap();
+        // The whole request, headers and body: a socket closed with unread
+        // bytes is reset, and the client would see a reset, not the body.
+        let mut got = Vec::new();
         let mut buf = [0u8; 4096];
-        let _ = conn.read(&mut buf);
+        loop {
+            let Ok(n) = conn.read(&mut buf) else { break };
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&got).to_ascii_lowercase();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length: usize = text[..end]
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0);
+                if got.len() >= end + 4 + length {
+                    break;
+                }
+            }
+        }
         let body = "this is not json";
         let _ = write!(
             conn,
