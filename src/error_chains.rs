@@ -134,11 +134,7 @@ fn a_model_bad_response_keeps_the_json_error() {
         // bytes is reset, and the client would see a reset, not the body.
         let mut got = Vec::new();
         let mut buf = [0u8; 4096];
-        loop {
-            let Ok(n) = conn.read(&mut buf) else { break };
-            if n == 0 {
-                break;
-            }
+        while let Ok(n @ 1..) = conn.read(&mut buf) {
             got.extend_from_slice(&buf[..n]);
             let text = String::from_utf8_lossy(&got).to_ascii_lowercase();
             if let Some(end) = text.find("\r\n\r\n") {
