@@ -205,16 +205,21 @@ impl<'scope, 'env> Pool<'scope, 'env> {
             )));
         }
         let f = Arc::new(f);
-        let (done, results) = crossbeam_channel::bounded::<(usize, Result<R, String>)>(n);
+        let done = Arc::new(Phase::new(n));
         {
             let mut q = self.queue.jobs.lock();
             for (k, item) in items.into_iter().enumerate() {
                 let f = Arc::clone(&f);
-                let done = done.clone();
+                // Counts the job done when it drops: after it ran, or
+                // unrun (then its slot stays empty).
+                let finished = Finished {
+                    phase: Arc::clone(&done),
+                    k,
+                };
                 q.waiting.push_back(Box::new(move || {
                     let result = catch_unwind(AssertUnwindSafe(|| f(item)))
                         .map_err(|p| super::tool_loop::panic_text(p.as_ref()));
-                    let _ = done.send((k, result));
+                    *finished.phase.slots[finished.k].lock() = Some(result);
                 }));
             }
         }
@@ -223,15 +228,65 @@ impl<'scope, 'env> Pool<'scope, 'env> {
         for _ in 0..n {
             self.queue.ready.notify_one();
         }
-        drop(done);
-        let mut slots: Vec<Option<Result<R, String>>> = (0..n).map(|_| None).collect();
-        for (k, result) in results.iter().take(n) {
-            slots[k] = Some(result);
-        }
-        Ok(slots
-            .into_iter()
-            .map(|s| s.unwrap_or_else(|| Err("the job did not run".into())))
+        done.wait();
+        Ok(done
+            .slots
+            .iter()
+            .map(|s| {
+                s.lock()
+                    .take()
+                    .unwrap_or_else(|| Err("the job did not run".into()))
+            })
             .collect())
+    }
+}
+
+/// One phase's results, and how many of its jobs are still to finish.
+/// The driver sleeps until the last job is done and is woken once, not
+/// once a job: with a result channel it woke for each of a round's
+/// members (2048 context switches at 2048 members, on the cores the
+/// members need).
+struct Phase<R> {
+    slots: Vec<Mutex<Option<Result<R, String>>>>,
+    left: std::sync::atomic::AtomicUsize,
+    lock: Mutex<()>,
+    all_done: Condvar,
+}
+
+impl<R> Phase<R> {
+    fn new(n: usize) -> Self {
+        Phase {
+            slots: (0..n).map(|_| Mutex::new(None)).collect(),
+            left: std::sync::atomic::AtomicUsize::new(n),
+            lock: Mutex::new(()),
+            all_done: Condvar::new(),
+        }
+    }
+
+    /// Waits until every job has finished (run or dropped).
+    fn wait(&self) {
+        let mut guard = self.lock.lock();
+        while self.left.load(std::sync::atomic::Ordering::Acquire) > 0 {
+            self.all_done.wait(&mut guard);
+        }
+    }
+}
+
+/// A job's share of its phase: counts the job finished when dropped.
+struct Finished<R> {
+    phase: Arc<Phase<R>>,
+    k: usize,
+}
+
+impl<R> Drop for Finished<R> {
+    fn drop(&mut self) {
+        let p = &self.phase;
+        if p.left.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {
+            // Under the lock: the driver is either before its check (and
+            // sees zero) or already waiting (and is woken).
+            let _guard = p.lock.lock();
+            p.all_done.notify_all();
+        }
     }
 }
 

@@ -487,7 +487,28 @@ impl Team {
     /// The agent with this name (exact spelling).
     #[must_use]
     pub fn agent(&self, name: &str) -> Option<&AgentSpec> {
-        self.inner.agents.iter().find(|a| a.name == name)
+        // The master first, then the members in name order, then at most
+        // one partner (see `new`): the members are found by a binary
+        // search. Every member's turn looks agents up a few times, and a
+        // scan made a round of 2048 members O(N²) (issue 14).
+        let agents = &self.inner.agents;
+        let (master, rest) = agents.split_first()?;
+        if master.name == name {
+            return Some(master);
+        }
+        let members = match rest.split_last() {
+            Some((last, members)) if last.role == AgentRole::Partner => {
+                if last.name == name {
+                    return Some(last);
+                }
+                members
+            }
+            _ => rest,
+        };
+        members
+            .binary_search_by(|a| a.name.as_str().cmp(name))
+            .ok()
+            .map(|i| &members[i])
     }
 }
 

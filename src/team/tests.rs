@@ -282,3 +282,31 @@ fn a_model_given_in_code_is_read_through_its_getter() {
     ));
     assert!(!model.name().is_empty());
 }
+
+#[test]
+fn every_agent_is_found_by_name_and_no_other() {
+    // Built out of order: the team sorts them (master, members by name,
+    // partner) and the lookup relies on that order.
+    let mut agents = vec![AgentSpec {
+        role: AgentRole::Partner,
+        ..AgentSpec::member("zed", "the partner", "Talks with the user.")
+    }];
+    for i in (0..40).rev() {
+        agents.push(AgentSpec::member(
+            format!("m{i:02}"),
+            "a member",
+            "You work.",
+        ));
+    }
+    agents.push(AgentSpec::master("boss", "You lead."));
+    agents.push(AgentSpec::member("aardvark", "first by name", "You work."));
+    let team = Team::new("t", TeamConfig::default(), agents).unwrap();
+    for a in team.members().chain([team.master()]).chain(team.partner()) {
+        assert_eq!(team.agent(&a.name).map(|f| &f.name), Some(&a.name));
+    }
+    assert_eq!(team.agent("zed").unwrap().role, AgentRole::Partner);
+    assert_eq!(team.agent("boss").unwrap().role, AgentRole::Master);
+    for missing in ["", "m40", "m0", "zz", "a", "Boss"] {
+        assert!(team.agent(missing).is_none(), "{missing:?}");
+    }
+}
