@@ -1,44 +1,34 @@
-//! Round wall time for N members whose model calls each block for L.
+//! The round of N members whose model calls each block for L.
 //!
 //! Model calls block on I/O, so a round of N members should take about L,
-//! whatever the number of cores. Three baselines are measured in the same
-//! run: members called one after another, members on rayon's global pool
-//! (one thread per core), and the floor of a run that starts its threads:
-//! N bare threads started, each sleeping L, and joined, with no agent
-//! logic at all. Prints a table of ratios; asserts nothing.
+//! whatever the number of cores. Each size runs whole runs of a generated
+//! team (the master's plan, one round of N drafts, the master's review;
+//! every sim call waits L, as a real model's would) through
+//! [`boardroom::bench::bench`], which times the round from the run's own
+//! events: the first member call sent to the last one answered. Three
+//! baselines are measured in the same run: N bare threads (started, each
+//! sleeping L, joined: no agent logic at all, what starting a thread per
+//! member costs on this machine in this minute), members called one after
+//! another, and members on rayon's global pool (one thread per core).
+//! Prints a table of ratios; asserts nothing.
 //!
 //! Run with `cargo bench`. `BENCH_SIZES=1,8,64` and `BENCH_LATENCY_MS=50`
-//! change the sizes and the latency.
+//! change the sizes and the latency (100 ms by default).
 
 use std::time::{Duration, Instant};
 
-use boardroom::board::EntryKind;
+use boardroom::bench::{BenchOptions, bench};
 use boardroom::testing::{Sim, SimOptions};
-use boardroom::{AgentSpec, ChatModel, ChatRequest, Message, Phase, Runtime, Team, TeamConfig};
+use boardroom::{ChatModel, ChatRequest, Message, Phase};
 use rayon::prelude::*;
 
-/// Sizes above this are measured without the two baselines.
+/// Sizes above this are measured without the sequential and global-pool
+/// baselines (they take N·L and N·L/cores).
 const MAX_BASELINE: usize = 256;
-
-fn team(n: usize) -> Team {
-    let mut agents = vec![AgentSpec::master("master", "You lead.")];
-    agents.extend((0..n).map(|i| AgentSpec::member(format!("m{i:03}"), "a member", "You work.")));
-    Team::new("bench", TeamConfig::default(), agents).expect("a valid team")
-}
-
-fn sim(latency: Duration) -> Sim {
-    // Only drafts wait: the table measures the round of members, not the
-    // master's turns around it.
-    Sim::with_options(SimOptions {
-        latency,
-        latency_phases: vec![Phase::Draft],
-        ..SimOptions::default()
-    })
-}
 
 fn draft_request(i: usize) -> ChatRequest {
     ChatRequest::new(
-        format!("m{i:03}"),
+        format!("m{i:04}"),
         Phase::Draft,
         1,
         vec![
@@ -84,7 +74,7 @@ fn main() {
         Err(_) if smoke => vec![1, 8],
         Err(_) => vec![1, 8, 64, 256, 512, 2048],
     };
-    let default_ms = if smoke { 5 } else { 50 };
+    let default_ms = if smoke { 5 } else { 100 };
     let latency = Duration::from_millis(
         std::env::var("BENCH_LATENCY_MS")
             .ok()
@@ -93,46 +83,36 @@ fn main() {
     );
     let l = latency.as_secs_f64();
     println!(
-        "round of N members, sim latency {} ms, {} cores, rayon global pool {} threads",
+        "round of N members, sim latency {} ms on every call, {} cores, rayon global pool {} threads",
         latency.as_millis(),
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         rayon::current_num_threads()
     );
     println!();
     println!(
-        "|    N | boardroom wall | wall/L | bare threads/L | sequential/L | global pool/L | sequential÷ours | global÷ours |"
+        "|    N | round/L | run wall/ideal | bare threads/L | sequential/L | global pool/L | sequential÷round | global÷round |"
     );
     println!(
-        "|-----:|---------------:|-------:|---------------:|-------------:|--------------:|----------------:|------------:|"
+        "|-----:|--------:|---------------:|---------------:|-------------:|--------------:|-----------------:|-------------:|"
     );
     for n in sizes {
-        let team = team(n);
-        // Ours: a whole run (plan, the round, review) with waits only in the round.
         let reps = if n <= 64 { 5 } else { 3 };
-        let ours = median(
-            (0..reps)
-                .map(|_| {
-                    let runtime = Runtime::new(team.clone(), sim(latency));
-                    time(|| {
-                        let run = runtime.run("bench").expect("the run finishes");
-                        let drafts = run
-                            .board
-                            .iter()
-                            .filter(|e| e.kind == EntryKind::Draft)
-                            .count();
-                        assert_eq!(drafts, n, "every member drafted");
-                    })
-                })
-                .collect(),
-        );
-        let o = ours.as_secs_f64();
+        let row = bench(&BenchOptions {
+            members: n,
+            latency,
+            model: None,
+            rounds: reps,
+        })
+        .expect("the bench runs");
+        assert_eq!(row.drafts, n * reps, "every member drafted");
+        let round = row.round_ms / 1e3;
+        let wall_ideal = row.wall_over_ideal.unwrap_or(0.0);
         let bare = median((0..reps).map(|_| bare_threads(n, latency)).collect()).as_secs_f64();
-        // The baselines take N·L and N·L/cores: measured up to 256 only.
         if n > MAX_BASELINE {
             println!(
-                "| {n:>4} | {:>11.1} ms | {:>6.2} | {:>14.2} | {:>12} | {:>13} | {:>15} | {:>11} |",
-                o * 1e3,
-                o / l,
+                "| {n:>4} | {:>7.2} | {:>14.2} | {:>14.2} | {:>12} | {:>13} | {:>16} | {:>12} |",
+                round / l,
+                wall_ideal,
                 bare / l,
                 "-",
                 "-",
@@ -142,7 +122,10 @@ fn main() {
             continue;
         }
         // Baseline 1: one member after another.
-        let model = sim(latency);
+        let model = Sim::with_options(SimOptions {
+            latency,
+            ..SimOptions::default()
+        });
         let sequential = time(|| {
             for i in 0..n {
                 model
@@ -160,14 +143,14 @@ fn main() {
         });
         let (s, g) = (sequential.as_secs_f64(), global.as_secs_f64());
         println!(
-            "| {n:>4} | {:>11.1} ms | {:>6.2} | {:>14.2} | {:>12.2} | {:>13.2} | {:>14.1}x | {:>10.1}x |",
-            o * 1e3,
-            o / l,
+            "| {n:>4} | {:>7.2} | {:>14.2} | {:>14.2} | {:>12.2} | {:>13.2} | {:>15.1}x | {:>11.1}x |",
+            round / l,
+            wall_ideal,
             bare / l,
             s / l,
             g / l,
-            s / o,
-            g / o
+            s / round.max(f64::EPSILON),
+            g / round.max(f64::EPSILON)
         );
     }
 }

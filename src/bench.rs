@@ -66,14 +66,15 @@ pub struct BenchRow {
     pub ideal_ms: f64,
     /// `wall_ms / ideal_ms` (`None` for a latency of zero).
     pub wall_over_ideal: Option<f64>,
-    /// The median run's round (first member call sent to last answered),
-    /// in milliseconds.
+    /// The median run's round (first member call sent to last answered,
+    /// by the events' own millisecond stamps), in milliseconds.
     pub round_ms: f64,
     /// `round_ms` over one latency (`None` for a latency of zero).
     pub round_over_latency: Option<f64>,
     /// Member calls answered per second of round.
     pub members_per_s: f64,
-    /// Median member call latency, in milliseconds (all runs).
+    /// Median member call latency, in milliseconds (all runs; from the
+    /// events' stamps, so to the millisecond).
     pub p50_ms: f64,
     /// 99th percentile member call latency, in milliseconds (all runs).
     pub p99_ms: f64,
@@ -223,18 +224,49 @@ struct Seen {
     latencies: Vec<Duration>,
     drafts: usize,
     limit_changes: usize,
+    /// Member calls in flight: their start stamps (ms).
+    started: HashMap<u64, u64>,
+    now_in_flight: usize,
+    /// The first member call's start and the last one's end (ms).
+    first: Option<u64>,
+    last: Option<u64>,
 }
 
+/// Reads a run's events as they come, timing each from its own stamp (when
+/// the run's thread emitted it), not from when this reader got it: on two
+/// busy cores the reader lags, and a round timed by its lag looked longer
+/// than it was. The reader drains what is queued and then sleeps a
+/// millisecond instead of waiting on the channel: a waiting reader is woken
+/// for every event (thousands a round), and those wake-ups take the cores
+/// the members need.
 fn collect(rx: &crossbeam_channel::Receiver<Event>) -> Seen {
     let mut seen = Seen::default();
-    let mut started: HashMap<u64, Instant> = HashMap::new();
-    let mut first: Option<Instant> = None;
-    let mut last: Option<Instant> = None;
-    let mut now_in_flight = 0usize;
-    for event in rx {
-        let at = Instant::now();
+    loop {
+        let mut got = false;
+        loop {
+            match rx.try_recv() {
+                Ok(event) => {
+                    got = true;
+                    seen.observe(&event);
+                }
+                Err(crossbeam_channel::TryRecvError::Empty) => break,
+                Err(crossbeam_channel::TryRecvError::Disconnected) => {
+                    seen.settle();
+                    return seen;
+                }
+            }
+        }
+        if !got {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+impl Seen {
+    fn observe(&mut self, event: &Event) {
+        let at = event.time_ms;
         match event.kind {
-            EventKind::RoundStarted { .. } => seen.steps += 1,
+            EventKind::RoundStarted { .. } => self.steps += 1,
             EventKind::CallStarted {
                 phase,
                 call,
@@ -242,12 +274,12 @@ fn collect(rx: &crossbeam_channel::Receiver<Event>) -> Seen {
                 ..
             } => {
                 if phase == Phase::Draft {
-                    started.insert(call, at);
-                    first.get_or_insert(at);
-                    now_in_flight += 1;
-                    seen.peak = seen.peak.max(now_in_flight);
+                    self.started.insert(call, at);
+                    self.first = Some(self.first.map_or(at, |f| f.min(at)));
+                    self.now_in_flight += 1;
+                    self.peak = self.peak.max(self.now_in_flight);
                 } else if attempt == 0 {
-                    seen.steps += 1;
+                    self.steps += 1;
                 }
             }
             EventKind::CallEnded {
@@ -255,21 +287,25 @@ fn collect(rx: &crossbeam_channel::Receiver<Event>) -> Seen {
                 phase: Phase::Draft,
                 ..
             } => {
-                if let Some(t) = started.remove(&call) {
-                    seen.latencies.push(at - t);
-                    seen.answered += 1;
-                    now_in_flight = now_in_flight.saturating_sub(1);
-                    last = Some(at);
+                if let Some(t) = self.started.remove(&call) {
+                    self.latencies
+                        .push(Duration::from_millis(at.saturating_sub(t)));
+                    self.answered += 1;
+                    self.now_in_flight = self.now_in_flight.saturating_sub(1);
+                    self.last = Some(self.last.map_or(at, |l| l.max(at)));
                 }
             }
-            EventKind::LimitChanged { .. } => seen.limit_changes += 1,
+            EventKind::LimitChanged { .. } => self.limit_changes += 1,
             _ => {}
         }
     }
-    if let (Some(a), Some(b)) = (first, last) {
-        seen.round = b - a;
+
+    /// The round: the first member call sent to the last answered.
+    fn settle(&mut self) {
+        if let (Some(a), Some(b)) = (self.first, self.last) {
+            self.round = Duration::from_millis(b.saturating_sub(a));
+        }
     }
-    seen
 }
 
 /// `VmHWM` (peak resident memory) and `Threads` of this process, from
