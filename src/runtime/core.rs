@@ -282,6 +282,12 @@ impl<'a> Core<'a> {
     /// Saves the run: `state` (whose usage and plan the core fills in)
     /// to `run.json`, the plan to `workspace/plan.json`, and at the end the
     /// answer to `workspace/report.md`.
+    /// Whether [`Core::save`] has anywhere to save to (a run directory or
+    /// a workspace).
+    pub(crate) fn saves(&self) -> bool {
+        self.persist.dir.is_some() || self.rt.workspace.is_some()
+    }
+
     pub(crate) fn save(&self, mut state: RunState) {
         let workspace = self.workspace_dir();
         if self.persist.dir.is_none() && workspace.is_none() {

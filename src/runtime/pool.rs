@@ -198,7 +198,11 @@ impl<'scope, 'env> Pool<'scope, 'env> {
         // A start that failed in an earlier phase (the system was out of
         // threads then) is tried again: threads may have ended since.
         self.starter.started.lock().exhausted = false;
-        if self.grow(threads.clamp(1, n)) == 0 {
+        // One thread first (a phase needs one to run at all), the jobs
+        // queued for the threads there are, and only then the rest of the
+        // threads: the jobs start while the threads a prestart has not
+        // started yet are started (each takes the next job as it begins).
+        if self.grow(1) == 0 {
             return Err(PoolError(format!(
                 "{}: no thread could be started",
                 self.starter.label
@@ -228,6 +232,8 @@ impl<'scope, 'env> Pool<'scope, 'env> {
         for _ in 0..n {
             self.queue.ready.notify_one();
         }
+        // A failed start here leaves the jobs to the threads there are.
+        self.grow(threads.clamp(1, n));
         done.wait();
         Ok(done
             .slots
@@ -533,6 +539,44 @@ mod tests {
         });
         assert_eq!(threads, 8);
         assert_eq!(max.load(Ordering::SeqCst), 8);
+    }
+
+    /// This thread's voluntary context switches (Linux).
+    fn switches() -> usize {
+        std::fs::read_to_string("/proc/thread-self/status")
+            .expect("/proc/thread-self/status")
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("voluntary_ctxt_switches")
+    }
+
+    /// Issue 14: the driver of a phase sleeps until the phase is done and
+    /// is woken once, not once a job (a result channel woke it for each:
+    /// thousands of context switches on the cores a big round needs).
+    /// Jobs end one by one, 2 ms apart, so a wake-up a job would show.
+    #[test]
+    fn the_driver_of_a_phase_is_woken_once_not_once_a_job() {
+        let jobs = 64;
+        let woken = std::thread::scope(|scope| {
+            let pool = Pool::new(scope, "t", jobs);
+            pool.grow(jobs);
+            let before = switches();
+            let out = pool
+                .run(jobs, (0..jobs).collect(), |i: usize| {
+                    std::thread::sleep(Duration::from_millis(2 * i as u64 + 1));
+                    i
+                })
+                .unwrap();
+            let woken = switches() - before;
+            assert_eq!(out, (0..jobs).map(Ok).collect::<Vec<_>>());
+            woken
+        });
+        // A few for locks and the wake-ups of the job threads themselves.
+        assert!(
+            woken < 16,
+            "the driver was woken {woken} times for {jobs} jobs"
+        );
     }
 
     #[test]

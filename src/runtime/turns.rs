@@ -193,14 +193,18 @@ impl TurnTracker {
     }
 
     fn observe(&mut self, turn: &Turn) {
-        self.count = self.count.max(turn.turn_id.number());
-        if turn.role == AgentRole::Master {
-            self.last_master = Some(turn.turn_id);
+        self.note(turn.role, turn.round, turn.phase, &turn.agent, turn.turn_id);
+    }
+
+    /// Takes note of turn `id` by `agent`.
+    fn note(&mut self, role: AgentRole, round: u32, phase: Phase, agent: &str, id: TurnId) {
+        self.count = self.count.max(id.number());
+        if role == AgentRole::Master {
+            self.last_master = Some(id);
         } else {
             self.member_turns
-                .push((turn.round, turn.phase, turn.agent.clone(), turn.turn_id));
-            self.latest
-                .insert((turn.round, turn.phase, turn.agent.clone()), turn.turn_id);
+                .push((round, phase, agent.to_string(), id));
+            self.latest.insert((round, phase, agent.to_string()), id);
         }
     }
 }
@@ -215,38 +219,42 @@ impl Core<'_> {
         result: &Result<ChatResponse, ModelError>,
         latency: Duration,
     ) -> Turn {
-        let turn = {
+        // The copies are made outside the tracker's lock: every member of
+        // a round takes it once its call returns.
+        let (answer, tool_calls, usage, retries, error) = match result {
+            Ok(r) => (
+                Some(r.text.clone()),
+                r.tool_calls.clone(),
+                r.usage,
+                r.retries,
+                None,
+            ),
+            Err(e) => (None, Vec::new(), Usage::default(), 0, Some(e.to_string())),
+        };
+        let messages = request.messages.clone();
+        let (turn_id, parents) = {
             let mut tracker = self.tracker.lock();
             let parents = tracker.parents(&agent.name, request.phase, request.round);
-            let (answer, tool_calls, usage, retries, error) = match result {
-                Ok(r) => (
-                    Some(r.text.clone()),
-                    r.tool_calls.clone(),
-                    r.usage,
-                    r.retries,
-                    None,
-                ),
-                Err(e) => (None, Vec::new(), Usage::default(), 0, Some(e.to_string())),
-            };
-            let turn = Turn {
-                turn_id: tracker.next_id(),
-                run_id: self.run_id.clone(),
-                agent: agent.name.clone(),
-                role: agent.role,
-                round: request.round,
-                phase: request.phase,
-                parents,
-                time_ms: now_ms(),
-                messages: request.messages.clone(),
-                answer,
-                tool_calls,
-                usage,
-                latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
-                retries,
-                error,
-            };
-            tracker.observe(&turn);
-            turn
+            let id = tracker.next_id();
+            tracker.note(agent.role, request.round, request.phase, &agent.name, id);
+            (id, parents)
+        };
+        let turn = Turn {
+            turn_id,
+            run_id: self.run_id.clone(),
+            agent: agent.name.clone(),
+            role: agent.role,
+            round: request.round,
+            phase: request.phase,
+            parents,
+            time_ms: now_ms(),
+            messages,
+            answer,
+            tool_calls,
+            usage,
+            latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
+            retries,
+            error,
         };
         self.file_turn(&turn);
         if !self.listened() {

@@ -260,7 +260,10 @@ impl<'d> Blackboard<'d> {
         let round = self.state.round;
         // On resume, members whose drafts for this round are on the board
         // are not called again; those that failed on the transport are.
-        let (todo, again) = resume::still_to_do(&self.state, &self.board.snapshot());
+        // The board as it stood when the round started, resumed or not: no
+        // member sees a draft of its own round.
+        let mut snapshot = self.board.snapshot();
+        let (todo, again) = resume::still_to_do(&self.state, &snapshot);
         if !again.is_empty() {
             self.core.emit(
                 &self.team.master().name,
@@ -287,9 +290,6 @@ impl<'d> Blackboard<'d> {
                 threads,
             },
         );
-        // The board as it stood when the round started, resumed or not: no
-        // member sees a draft of its own round.
-        let mut snapshot = self.board.snapshot();
         snapshot.retain(|e| e.round < round);
         // Rendered once for the whole round, not once a member; so is the
         // task.
@@ -726,6 +726,11 @@ impl<'d> Blackboard<'d> {
             )
         {
             self.complete_reviewed_modules();
+        }
+        // Nothing to save to (no run directory, no workspace): no copy of
+        // the state and the board either.
+        if !self.core.saves() {
+            return;
         }
         let mut state = self.state.clone();
         state.board = self.board.snapshot();

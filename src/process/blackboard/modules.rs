@@ -199,6 +199,16 @@ impl Room<'_> {
         if turn.phase != Phase::Draft {
             return;
         }
+        // Copied before the plan's lock is taken: every member of a round
+        // takes it once its call returns.
+        let answer = match (&turn.answer, &turn.error) {
+            (Some(a), _) => a.clone(),
+            (None, Some(e)) => format!("(the call failed: {e})"),
+            (None, None) => String::new(),
+        };
+        let mut archived = Vec::with_capacity(turn.messages.len() + 1);
+        archived.extend(turn.messages.iter().cloned());
+        archived.push(Message::assistant(answer));
         let mut plan = self.core.plan.lock();
         let hints = &mut self.module_hints.lock();
         let Some(m) = find(
@@ -218,13 +228,7 @@ impl Room<'_> {
             .copied()
             .unwrap_or(0);
         m.context_archive.truncate(from);
-        m.context_archive.extend(turn.messages.iter().cloned());
-        let answer = match (&turn.answer, &turn.error) {
-            (Some(a), _) => a.clone(),
-            (None, Some(e)) => format!("(the call failed: {e})"),
-            (None, None) => String::new(),
-        };
-        m.context_archive.push(Message::assistant(answer));
+        m.context_archive.append(&mut archived);
     }
 }
 

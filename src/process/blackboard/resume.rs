@@ -211,15 +211,22 @@ pub(crate) fn still_to_do(
     let round = state.round;
     let mut todo = Vec::new();
     let mut again = Vec::new();
+    // This round's entries by (author, task), indexed once: a scan of the
+    // board per assignment made a round after a big one O(N²).
+    let mut by_assignment: std::collections::HashMap<(&str, &str), Vec<&Entry>> =
+        std::collections::HashMap::new();
+    for e in board.iter().filter(|e| e.round == round) {
+        if let Some(task) = e.task.as_deref() {
+            by_assignment
+                .entry((e.author.as_str(), task))
+                .or_default()
+                .push(e);
+        }
+    }
     for a in &state.assignments {
-        let of: Vec<&Entry> = board
-            .iter()
-            .filter(|e| {
-                e.round == round
-                    && e.author == a.member
-                    && e.task.as_deref() == Some(a.task.as_str())
-            })
-            .collect();
+        let of: &[&Entry] = by_assignment
+            .get(&(a.member.as_str(), a.task.as_str()))
+            .map_or(&[], Vec::as_slice);
         let final_error =
             |e: &&Entry| e.kind == EntryKind::Error && !e.transport && !state.rerun_errors;
         let done = of
