@@ -58,6 +58,10 @@ fn all_32_members_of_a_round_are_in_flight_at_once() {
         .unwrap();
     assert_eq!(drafts(&run.board, 1), 32);
     assert_eq!(stats.calls_for(Phase::Draft), 32);
+    for e in run.board.iter().filter(|e| e.kind == EntryKind::Draft) {
+        assert_eq!(stats.calls_by(&e.author), 1, "{}", e.author);
+    }
+    assert_eq!(stats.calls_by("nobody"), 0);
     assert_eq!(
         stats.max_in_flight(),
         32,

@@ -78,8 +78,27 @@ pub struct SimStats {
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
     calls: AtomicUsize,
-    by_agent: Mutex<HashMap<String, usize>>,
-    by_phase: Mutex<HashMap<Phase, usize>>,
+    /// Calls by agent and by phase, in shards picked by the agent's name:
+    /// one lock for every member of a 2048-member round made them queue
+    /// for it (a thread preempted while holding it held up the rest).
+    shards: [Mutex<Counts>; SHARDS],
+}
+
+/// The counter shards of [`SimStats`].
+const SHARDS: usize = 16;
+
+#[derive(Debug, Default)]
+struct Counts {
+    by_agent: HashMap<String, usize>,
+    by_phase: HashMap<Phase, usize>,
+}
+
+/// The shard of an agent's counters (FNV-1a of its name).
+fn shard(agent: &str) -> usize {
+    let h = agent.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    (h % SHARDS as u64) as usize
 }
 
 impl SimStats {
@@ -95,12 +114,33 @@ impl SimStats {
 
     /// Calls made by one agent.
     pub fn calls_by(&self, agent: &str) -> usize {
-        self.by_agent.lock().get(agent).copied().unwrap_or(0)
+        self.shards[shard(agent)]
+            .lock()
+            .by_agent
+            .get(agent)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Calls made for one phase.
     pub fn calls_for(&self, phase: Phase) -> usize {
-        self.by_phase.lock().get(&phase).copied().unwrap_or(0)
+        self.shards
+            .iter()
+            .map(|s| s.lock().by_phase.get(&phase).copied().unwrap_or(0))
+            .sum()
+    }
+
+    /// Counts a call by `agent` for `phase`.
+    fn count(&self, agent: &str, phase: Phase) {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let mut counts = self.shards[shard(agent)].lock();
+        match counts.by_agent.get_mut(agent) {
+            Some(n) => *n += 1,
+            None => {
+                counts.by_agent.insert(agent.to_string(), 1);
+            }
+        }
+        *counts.by_phase.entry(phase).or_default() += 1;
     }
 }
 
@@ -250,17 +290,7 @@ impl ChatModel for Sim {
         on_delta: &mut dyn FnMut(&str),
     ) -> Result<ChatResponse, ModelError> {
         let _guard = InFlight::enter(&self.stats);
-        self.stats.calls.fetch_add(1, Ordering::SeqCst);
-        {
-            let mut by_agent = self.stats.by_agent.lock();
-            match by_agent.get_mut(&req.agent) {
-                Some(n) => *n += 1,
-                None => {
-                    by_agent.insert(req.agent.clone(), 1);
-                }
-            }
-        }
-        *self.stats.by_phase.lock().entry(req.phase).or_default() += 1;
+        self.stats.count(&req.agent, req.phase);
         let o = &self.options;
         if let (Some(file), Phase::Draft) = (&o.hold, req.phase) {
             let until = std::time::Instant::now() + HOLD_LIMIT;
