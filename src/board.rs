@@ -110,9 +110,8 @@ impl SharedBoard {
 
     /// Adds an entry, marked as a transport failure when `transport`.
     pub(crate) fn add_marked(&self, new: NewEntry, transport: bool) -> Entry {
-        let mut entries = self.entries.write();
-        let entry = Entry {
-            seq: entries.last().map_or(1, |e| e.seq + 1),
+        let mut entry = Entry {
+            seq: 0,
             round: new.round,
             author: new.author,
             kind: new.kind,
@@ -120,13 +119,25 @@ impl SharedBoard {
             text: new.text,
             transport,
         };
-        entries.push(entry.clone());
+        // Copied before the lock is taken: every member of a round writes
+        // here as its call returns.
+        let mut kept = entry.clone();
+        let mut entries = self.entries.write();
+        entry.seq = entries.last().map_or(1, |e| e.seq + 1);
+        kept.seq = entry.seq;
+        entries.push(kept);
         entry
     }
 
     /// A copy of every entry.
     pub(crate) fn snapshot(&self) -> Vec<Entry> {
         self.entries.read().clone()
+    }
+
+    /// Every entry, leaving the board empty: for the end of a run, where
+    /// the outcome takes the board and nothing reads it after.
+    pub(crate) fn take(&self) -> Vec<Entry> {
+        std::mem::take(&mut *self.entries.write())
     }
 
     /// The board as XML for a prompt, with every author, task and text

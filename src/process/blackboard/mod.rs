@@ -758,10 +758,12 @@ impl<'d> Blackboard<'d> {
             answer,
             status: self.state.status,
             rounds: self.state.round,
-            board: self.board.snapshot(),
+            // The run is over (saved, its memory written): the outcome
+            // takes the board and the plan instead of copies.
+            board: self.board.take(),
             usage,
             usage_by_agent,
-            plan: self.core.plan.lock().clone(),
+            plan: std::mem::take(&mut *self.core.plan.lock()),
             steps: Vec::new(),
         }
     }
