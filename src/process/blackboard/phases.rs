@@ -1,0 +1,237 @@
+//! The parallel phases: every member's draft for its assignment, then
+//! the challengers' verdicts, each phase on the run's pool.
+
+use crate::board::{EntryKind, NewEntry};
+use crate::event::{EventKind, RoomStatus};
+use crate::model::{ModelError, Phase};
+use crate::protocol::{Assignment, Verdict};
+use crate::runtime::call::Attempt;
+use crate::runtime::pool::{Pool, threads_for};
+use crate::runtime::{RunError, RunPhase};
+use crate::team::AgentSpec;
+
+use super::{Blackboard, Room, prompt, resume};
+
+/// What the members of one parallel phase are given, once for the phase.
+struct PhaseCtx {
+    round: u32,
+    /// Where the driver is: what the phase's journal records are filed
+    /// under.
+    at: (u32, RunPhase),
+    /// The task as every agent sees it.
+    task: String,
+    /// The board, rendered once for the phase.
+    board: prompt::SharedBoardText,
+}
+
+impl<'d> Blackboard<'d> {
+    pub(super) fn members(&mut self, pool: &Pool<'_, 'd>) -> Result<(), RunError> {
+        let round = self.state.round;
+        // On resume, members whose drafts for this round are on the board
+        // are not called again; those that failed on the transport are.
+        // The board as it stood when the round started, resumed or not: no
+        // member sees a draft of its own round.
+        let mut snapshot = self.board.snapshot();
+        let (todo, again) = resume::still_to_do(&self.state, &snapshot);
+        if !again.is_empty() {
+            self.core.emit(
+                &self.team.master().name,
+                None,
+                EventKind::Rerun {
+                    round,
+                    members: again.iter().map(|a| a.member.clone()).collect(),
+                    reason: if self.state.rerun_errors {
+                        "the run failed; their last attempt ended in an error".into()
+                    } else {
+                        "their last call got no answer".into()
+                    },
+                },
+            );
+        }
+        let threads = threads_for(todo.len(), self.core.rt.parallel_cap());
+        self.status(RoomStatus::Working);
+        self.core.emit(
+            &self.team.master().name,
+            None,
+            EventKind::RoundStarted {
+                round,
+                assignments: todo.len(),
+                threads,
+            },
+        );
+        snapshot.retain(|e| e.round < round);
+        self.on_pool(
+            pool,
+            snapshot,
+            todo,
+            |room, ctx, a| room.member_turn(ctx, a),
+            |a| (a.member.as_str(), Some(a.task.as_str())),
+        )?;
+        if self.core.stop_reason().is_some() {
+            // Stopped mid-round: the phase stays, a resume finishes it.
+            return Ok(());
+        }
+        self.no_draft_check()?;
+        let has_challengers = self.team.members().any(|m| m.can_challenge);
+        self.state.phase = if has_challengers {
+            RunPhase::Challenge
+        } else {
+            RunPhase::Review
+        };
+        Ok(())
+    }
+
+    pub(super) fn challenge(&mut self, pool: &Pool<'_, 'd>) -> Result<(), RunError> {
+        let room = self.room;
+        let challengers: Vec<&AgentSpec> =
+            room.team.members().filter(|m| m.can_challenge).collect();
+        self.status(RoomStatus::Working);
+        let snapshot = self.board.snapshot();
+        self.on_pool(
+            pool,
+            snapshot,
+            challengers,
+            |room, ctx, c| room.challenger_turn(ctx, c),
+            |c| (c.name.as_str(), None),
+        )?;
+        if self.core.stop_reason().is_none() {
+            self.state.phase = RunPhase::Review;
+        }
+        Ok(())
+    }
+
+    /// Runs `turn` for every item of a parallel phase on the run's pool,
+    /// every turn given the same [`PhaseCtx`] (`board` and the task,
+    /// rendered once for the phase), and files a turn
+    /// that panicked as an error entry by `who(item)`: (author, task).
+    fn on_pool<T>(
+        &mut self,
+        pool: &Pool<'_, 'd>,
+        board: Vec<crate::board::Entry>,
+        items: Vec<T>,
+        turn: fn(&Room<'d>, &PhaseCtx, &T),
+        who: impl Fn(&T) -> (&str, Option<&str>),
+    ) -> Result<(), RunError>
+    where
+        T: Clone + Send + 'd,
+    {
+        let round = self.state.round;
+        let threads = threads_for(items.len(), self.core.rt.parallel_cap());
+        let ctx = PhaseCtx {
+            round,
+            at: (self.state.round, self.state.phase),
+            task: self.task_text(),
+            board: prompt::SharedBoardText::new(&board),
+        };
+        drop(board);
+        let room = self.room;
+        let results = pool
+            .run(threads, items.clone(), move |item| turn(room, &ctx, &item))
+            .map_err(|e| RunError::Pool(e.into()))?;
+        for (item, result) in items.iter().zip(results) {
+            if let Err(panic) = result {
+                let (author, task) = who(item);
+                let text = format!("{author} panicked: {panic}");
+                self.add_entry(round, author, EntryKind::Error, task, text);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'a> Room<'a> {
+    fn member_turn(&self, ctx: &PhaseCtx, a: &Assignment) {
+        let round = ctx.round;
+        let Some(member) = self.team.agent(&a.member) else {
+            return;
+        };
+        self.module_started(round, a);
+        let messages = prompt::draft(member, &ctx.task, &ctx.board, &a.task);
+        let outcome = self.call_until_on(
+            member,
+            Phase::Draft,
+            round,
+            Some(&a.task),
+            messages,
+            "a complete draft for your assignment",
+            |r| Ok(r.text.trim().to_string()),
+        );
+        match outcome {
+            Ok(Attempt::Usable(text)) => {
+                let kind = EntryKind::Draft;
+                self.add_entry_at(ctx.at, round, &a.member, kind, Some(&a.task), text);
+            }
+            Ok(Attempt::Unusable(problems)) => {
+                let msg = format!("{} gave no usable draft: {}", a.member, problems.join("; "));
+                let kind = EntryKind::Error;
+                self.add_entry_at(ctx.at, round, &a.member, kind, Some(&a.task), msg);
+            }
+            // Stopped before it was sent: nothing to put on the board.
+            Err(ModelError::Cancelled) => {}
+            Err(e) => {
+                let text = format!("{} failed: {e}", a.member);
+                let new = NewEntry {
+                    round,
+                    author: a.member.clone(),
+                    kind: EntryKind::Error,
+                    task: Some(a.task.clone()),
+                    text,
+                };
+                self.add_new_entry(ctx.at, new, resume::is_transport(&e));
+            }
+        }
+    }
+
+    fn challenger_turn(&self, ctx: &PhaseCtx, challenger: &AgentSpec) {
+        let round = ctx.round;
+        let messages = prompt::challenge(challenger, &ctx.task, &ctx.board, round, self.wording());
+        let outcome = self.call_until(
+            challenger,
+            Phase::Challenge,
+            round,
+            messages,
+            self.verdict_expected(),
+            |r| self.read_verdict(&r.text).map_err(|e| vec![e.to_string()]),
+        );
+        let parent = self.core.parent_of(challenger);
+        match outcome {
+            Ok(Attempt::Usable(Verdict::Challenge(text))) => {
+                self.add_entry_at(
+                    ctx.at,
+                    round,
+                    &challenger.name,
+                    EntryKind::Challenge,
+                    None,
+                    text.clone(),
+                );
+                self.core.emit(
+                    &challenger.name,
+                    parent,
+                    EventKind::Challenge { round, text },
+                );
+            }
+            Ok(Attempt::Usable(Verdict::Agree)) => {
+                self.core
+                    .emit(&challenger.name, parent, EventKind::Agree { round })
+            }
+            Ok(Attempt::Unusable(problems)) => {
+                log::warn!(
+                    "{} gave no verdict in round {round}: {}",
+                    challenger.name,
+                    problems.join("; ")
+                );
+            }
+            Err(ModelError::Cancelled) => {}
+            Err(e) => {
+                self.add_entry_at(
+                    ctx.at,
+                    round,
+                    &challenger.name,
+                    EntryKind::Error,
+                    None,
+                    format!("{} failed: {e}", challenger.name),
+                );
+            }
+        }
+    }
+}

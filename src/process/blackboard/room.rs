@@ -1,0 +1,124 @@
+//! The room's own work for every thread of a run: an agent's call through
+//! the core, and an entry on the board with what it changes (the journal,
+//! the entry's module, its events).
+
+use crate::board::{Entry, EntryKind, NewEntry};
+use crate::event::EventKind;
+use crate::model::{ChatResponse, Message, ModelError, Phase};
+use crate::runtime::RunPhase;
+use crate::runtime::Turn;
+use crate::runtime::call::{Ask, Attempt};
+use crate::store::JournalRecord;
+use crate::team::AgentSpec;
+
+use super::Room;
+
+impl Room<'_> {
+    /// An agent's turn through the core, asked again while its answer is
+    /// unusable (see [`Core::call_until`]), with this run's schema for the
+    /// phase and the member's transcript kept in its work module.
+    pub(super) fn call_until<T>(
+        &self,
+        agent: &AgentSpec,
+        phase: Phase,
+        round: u32,
+        messages: Vec<Message>,
+        expected: &str,
+        accept: impl Fn(&ChatResponse) -> Result<T, Vec<String>>,
+    ) -> Result<Attempt<T>, ModelError> {
+        self.call_until_on(agent, phase, round, None, messages, expected, accept)
+    }
+
+    /// [`Room::call_until`] for a call that works on one assignment.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn call_until_on<T>(
+        &self,
+        agent: &AgentSpec,
+        phase: Phase,
+        round: u32,
+        task: Option<&str>,
+        messages: Vec<Message>,
+        expected: &str,
+        accept: impl Fn(&ChatResponse) -> Result<T, Vec<String>>,
+    ) -> Result<Attempt<T>, ModelError> {
+        // The assignment's own module: a member with several in a round
+        // keeps each draft in its own archive.
+        let archive = |turn: &Turn| self.archive_turn(turn, task);
+        let ask = Ask {
+            task,
+            schema: self.schema_for(phase),
+            on_turn: &archive,
+            ..Ask::new(phase, round, expected)
+        };
+        self.core.call_until(agent, &ask, messages, accept)
+    }
+
+    /// Adds an entry and files it under `at` (where the driver is).
+    pub(crate) fn add_entry_at(
+        &self,
+        at: (u32, RunPhase),
+        round: u32,
+        author: &str,
+        kind: EntryKind,
+        task: Option<&str>,
+        text: String,
+    ) -> Entry {
+        self.add_new_entry(
+            at,
+            NewEntry {
+                round,
+                author: author.to_string(),
+                kind,
+                task: task.map(str::to_string),
+                text,
+            },
+            false,
+        )
+    }
+
+    /// Adds an entry (marked as a transport failure when `transport`),
+    /// saves it (filed under `at`) and announces it.
+    pub(super) fn add_new_entry(
+        &self,
+        at: (u32, RunPhase),
+        new: NewEntry,
+        transport: bool,
+    ) -> Entry {
+        let (round, kind, author) = (new.round, new.kind, new.author.clone());
+        let author = author.as_str();
+        let entry = self.board.add_marked(new, transport);
+        // To the journal at once (a resume keeps it); a member's draft
+        // moves its module to `pending_review`.
+        if self.core.journaling() {
+            self.core.journal(&JournalRecord::Entry {
+                round: at.0,
+                phase: at.1,
+                entry: entry.clone(),
+            });
+        }
+        if let (EntryKind::Draft | EntryKind::Error, Some(task)) = (entry.kind, &entry.task) {
+            self.module_drafted(at, &entry, task);
+        }
+        let parent = self.team.agent(author).and_then(|a| self.core.parent_of(a));
+        self.core.emit(
+            author,
+            parent,
+            EventKind::BoardEntry {
+                seq: entry.seq,
+                round,
+                kind,
+            },
+        );
+        if kind == EntryKind::Error {
+            self.core.emit(
+                author,
+                parent,
+                EventKind::Error {
+                    round,
+                    message: entry.text.clone(),
+                },
+            );
+        }
+        entry
+    }
+}
