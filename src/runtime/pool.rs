@@ -300,7 +300,11 @@ impl Drop for Pool<'_, '_> {
     /// Closes the queue: the threads end, and the scope joins them.
     fn drop(&mut self) {
         self.queue.jobs.lock().closed = true;
-        self.queue.ready.notify_all();
+        // Each parked thread woken on its own: `notify_all` moves them all
+        // onto the queue's lock and wakes them one after another, each
+        // when the one before lets go (2048 wake-ups in a row at the end
+        // of a 2048-member run, tens of milliseconds of it).
+        while self.queue.ready.notify_one() {}
     }
 }
 
@@ -395,6 +399,58 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
+    /// Jobs that wait for each other: each counts itself in, then waits
+    /// (at most 5 s) until `want` of them are in at once or every job
+    /// left is in, and counts itself out. `max` is the most that were in
+    /// at once. No job finishes before the others have started, so the
+    /// count does not depend on how fast the machine starts threads.
+    #[derive(Default)]
+    struct Meet {
+        now: AtomicUsize,
+        max: AtomicUsize,
+        done: AtomicUsize,
+        want: AtomicUsize,
+        total: AtomicUsize,
+        /// How long a job waits for the others, in ms (0: 5 s).
+        patience_ms: AtomicUsize,
+    }
+
+    impl Meet {
+        fn expect(&self, want: usize, total: usize) {
+            self.want.store(want, Ordering::SeqCst);
+            self.total.store(total, Ordering::SeqCst);
+            self.done.store(0, Ordering::SeqCst);
+            self.max.store(0, Ordering::SeqCst);
+        }
+
+        fn meet(&self) {
+            let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+            self.max.fetch_max(n, Ordering::SeqCst);
+            let patience = match self.patience_ms.load(Ordering::SeqCst) {
+                0 => 5000,
+                ms => ms,
+            };
+            let until = std::time::Instant::now() + Duration::from_millis(patience as u64);
+            loop {
+                let now = self.now.load(Ordering::SeqCst);
+                let left = self.total.load(Ordering::SeqCst) - self.done.load(Ordering::SeqCst);
+                if now >= self.want.load(Ordering::SeqCst)
+                    || now >= left
+                    || std::time::Instant::now() > until
+                {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            self.now.fetch_sub(1, Ordering::SeqCst);
+            self.done.fetch_add(1, Ordering::SeqCst);
+        }
+
+        fn max(&self) -> usize {
+            self.max.load(Ordering::SeqCst)
+        }
+    }
+
     #[test]
     fn results_keep_input_order_and_panics_stay_contained() {
         let out = run_parallel("t", 4, vec![1, 2, 3, 4], |x| {
@@ -409,16 +465,10 @@ mod tests {
 
     #[test]
     fn all_jobs_are_in_flight_at_once() {
-        let now = AtomicUsize::new(0);
-        let max = AtomicUsize::new(0);
-        run_parallel("t", 24, (0..24).collect(), |_| {
-            let n = now.fetch_add(1, Ordering::SeqCst) + 1;
-            max.fetch_max(n, Ordering::SeqCst);
-            std::thread::sleep(Duration::from_millis(200));
-            now.fetch_sub(1, Ordering::SeqCst);
-        })
-        .unwrap();
-        assert_eq!(max.load(Ordering::SeqCst), 24);
+        let meet = Meet::default();
+        meet.expect(24, 24);
+        run_parallel("t", 24, (0..24).collect(), |_| meet.meet()).unwrap();
+        assert_eq!(meet.max(), 24);
     }
 
     /// The threads of a run's pool are started once and serve every phase:
@@ -428,16 +478,12 @@ mod tests {
     #[test]
     fn a_pool_serves_every_phase_on_the_threads_it_started_once() {
         let names = Mutex::new(std::collections::BTreeSet::new());
-        let max = AtomicUsize::new(0);
-        let now = AtomicUsize::new(0);
+        let meet = Meet::default();
         let job = |x: usize| {
-            let n = now.fetch_add(1, Ordering::SeqCst) + 1;
-            max.fetch_max(n, Ordering::SeqCst);
             names
                 .lock()
                 .insert(std::thread::current().name().unwrap_or("").to_string());
-            std::thread::sleep(Duration::from_millis(100));
-            now.fetch_sub(1, Ordering::SeqCst);
+            meet.meet();
             if x == 99 {
                 panic!("ninety-nine");
             }
@@ -448,18 +494,17 @@ mod tests {
             let pool = Pool::new(scope, "t", 8);
             queue = Some(pool.begun());
             pool.prestart(8);
+            meet.expect(8, 8);
             let a = pool.run(8, (0..8).collect(), job).unwrap();
             assert_eq!(a, (1..=8).map(Ok).collect::<Vec<_>>());
-            assert_eq!(max.swap(0, Ordering::SeqCst), 8, "the whole phase at once");
+            assert_eq!(meet.max(), 8, "the whole phase at once");
+            meet.expect(3, 3);
             let b = pool.run(3, vec![1, 99, 2], job).unwrap();
             assert_eq!(b, vec![Ok(2), Err("ninety-nine".into()), Ok(3)]);
+            meet.expect(8, 8);
             let c = pool.run(8, (10..18).collect(), job).unwrap();
             assert_eq!(c.len(), 8);
-            assert_eq!(
-                max.load(Ordering::SeqCst),
-                8,
-                "still 8 threads after a panic"
-            );
+            assert_eq!(meet.max(), 8, "still 8 threads after a panic");
             pool.threads()
         });
         assert_eq!(threads, 8, "started once, not per phase");
@@ -479,17 +524,16 @@ mod tests {
 
     #[test]
     fn a_pool_never_passes_its_cap() {
-        let max = AtomicUsize::new(0);
-        let now = AtomicUsize::new(0);
+        // Four are never in at once: each job waits 50 ms for a fourth.
+        let meet = Meet::default();
+        meet.expect(4, 9);
+        meet.patience_ms.store(50, Ordering::SeqCst);
         let threads = std::thread::scope(|scope| {
             let pool = Pool::new(scope, "t", 3);
             pool.prestart(100);
             let out = pool
                 .run(100, (0..9).collect(), |x: usize| {
-                    let n = now.fetch_add(1, Ordering::SeqCst) + 1;
-                    max.fetch_max(n, Ordering::SeqCst);
-                    std::thread::sleep(Duration::from_millis(20));
-                    now.fetch_sub(1, Ordering::SeqCst);
+                    meet.meet();
                     x
                 })
                 .unwrap();
@@ -497,7 +541,7 @@ mod tests {
             pool.threads()
         });
         assert_eq!(threads, 3);
-        assert_eq!(max.load(Ordering::SeqCst), 3);
+        assert_eq!(meet.max(), 3);
     }
 
     /// Issue 14: a start that failed in one phase (out of threads then)
@@ -505,7 +549,7 @@ mod tests {
     #[test]
     fn a_failed_start_is_retried_by_the_next_phase() {
         let threads = std::thread::scope(|scope| {
-            let pool = Pool::new(scope, "t", 4);
+            let pool = Pool::new(scope, "t", 3);
             pool.starter.refuse.store(1, Ordering::SeqCst);
             assert!(
                 pool.run(4, vec![1, 2], |x: usize| x).is_err(),
@@ -523,25 +567,21 @@ mod tests {
     /// whatever it was started with ahead of time.
     #[test]
     fn an_uncapped_pool_grows_past_its_prestart_to_the_phase() {
-        let max = AtomicUsize::new(0);
-        let now = AtomicUsize::new(0);
+        let meet = Meet::default();
+        meet.expect(8, 8);
         let threads = std::thread::scope(|scope| {
             let pool = Pool::new(scope, "t", usize::MAX);
             pool.grow(2);
-            pool.run(8, (0..8).collect(), |_: usize| {
-                let n = now.fetch_add(1, Ordering::SeqCst) + 1;
-                max.fetch_max(n, Ordering::SeqCst);
-                std::thread::sleep(Duration::from_millis(100));
-                now.fetch_sub(1, Ordering::SeqCst);
-            })
-            .unwrap();
+            pool.run(8, (0..8).collect(), |_: usize| meet.meet())
+                .unwrap();
             pool.threads()
         });
         assert_eq!(threads, 8);
-        assert_eq!(max.load(Ordering::SeqCst), 8);
+        assert_eq!(meet.max(), 8);
     }
 
     /// This thread's voluntary context switches (Linux).
+    #[cfg(target_os = "linux")]
     fn switches() -> usize {
         std::fs::read_to_string("/proc/thread-self/status")
             .expect("/proc/thread-self/status")
@@ -556,6 +596,7 @@ mod tests {
     /// thousands of context switches on the cores a big round needs).
     /// Jobs end one by one, 2 ms apart, so a wake-up a job would show.
     #[test]
+    #[cfg(target_os = "linux")]
     fn the_driver_of_a_phase_is_woken_once_not_once_a_job() {
         let jobs = 64;
         let woken = std::thread::scope(|scope| {
