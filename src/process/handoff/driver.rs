@@ -172,20 +172,10 @@ impl<'a> Handoff<'a> {
             agent_tools: false,
             ..Ask::new(Phase::Memory, self.state.round, "a few short bullet points")
         };
-        match self
+        let asked = self
             .core
-            .call_until(master, &ask, messages, |r| Ok(r.text.trim().to_string()))
-        {
-            Ok(Attempt::Usable(note)) => {
-                if let Err(e) = memory.remember(&self.core.run_id, &note) {
-                    log::warn!("master memory not saved: {e}");
-                }
-            }
-            Ok(Attempt::Unusable(problems)) => {
-                log::warn!("the master gave no memory note: {}", problems.join("; "));
-            }
-            Err(e) => log::warn!("the master gave no memory note: {e}"),
-        }
+            .call_until(master, &ask, messages, |r| Ok(r.text.trim().to_string()));
+        crate::process::memory_note::keep(memory, &self.core.run_id, asked);
     }
 
     /// Agent turns since the user last spoke (against `max_turns`).
