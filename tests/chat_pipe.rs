@@ -453,3 +453,66 @@ fn ctrl_c_after_the_input_has_ended_stops_the_team_and_the_run_stays_resumable()
     assert_eq!(run["status"], "cancelled", "stopped, resumable");
     assert_ne!(run["phase"], "finished");
 }
+
+/// A chat is one process's at a time: a second `chat --resume` of a chat
+/// another process has open is refused (exit 2, as for a run in use),
+/// naming the chat and the process that holds it, and nothing is appended
+/// to the chat; once the first one ends, the chat opens again.
+#[test]
+fn a_chat_resumed_twice_at_once_is_refused_in_the_second_process() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = chat(tmp.path(), &["--model", "sim"], "Plan a team offsite\n");
+    assert!(first.status.success(), "{}", first.stderr);
+    let chat_id = only_dir(&tmp.path().join("chats"));
+    let transcript = tmp
+        .path()
+        .join("chats")
+        .join(&chat_id)
+        .join("transcript.jsonl");
+
+    // One process has the chat open (its input stays open)...
+    let mut holder = PipedChat::start(
+        tmp.path(),
+        &["--resume", &chat_id, "--model", "sim"],
+        "",
+        Duration::from_secs(60),
+    );
+    holder.until("the chat resumed", |line| {
+        line.starts_with(&format!("[boardroom] chat {chat_id} resumed"))
+    });
+    let before = std::fs::read_to_string(&transcript).unwrap();
+    // ...and a second one is refused.
+    let second = chat(
+        tmp.path(),
+        &["--resume", &chat_id, "--model", "sim"],
+        "about 20 people, two days\n",
+    );
+    assert_eq!(second.status.code(), Some(2), "{}", second.stdout);
+    assert_eq!(
+        second.stderr,
+        format!(
+            "error: chat {chat_id}: in use by another boardroom (pid {})\n",
+            holder.child.id()
+        )
+    );
+    assert_eq!(second.stdout, "", "the second process says nothing else");
+    assert_eq!(
+        std::fs::read_to_string(&transcript).unwrap(),
+        before,
+        "nothing appended by the second process"
+    );
+
+    // Once the first one ends, the chat is free again.
+    assert!(holder.finish().status.success());
+    let again = chat(
+        tmp.path(),
+        &["--resume", &chat_id, "--model", "sim"],
+        "about 20 people, two days\n",
+    );
+    assert!(again.status.success(), "{}", again.stderr);
+    assert!(
+        again.stdout.contains("you: about 20 people, two days"),
+        "{}",
+        again.stdout
+    );
+}
