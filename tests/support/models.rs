@@ -10,6 +10,7 @@ pub struct Hooked<M, F> {
     name: &'static str,
     inner: M,
     before: F,
+    tools: bool,
 }
 
 impl<M, F> Hooked<M, F>
@@ -22,7 +23,14 @@ where
             name,
             inner,
             before,
+            tools: true,
         }
+    }
+
+    /// A model that declares it cannot call tools.
+    pub fn without_tools(mut self) -> Self {
+        self.tools = false;
+        self
     }
 }
 
@@ -33,6 +41,10 @@ where
 {
     fn name(&self) -> String {
         self.name.into()
+    }
+
+    fn supports_tools(&self) -> bool {
+        self.tools
     }
 
     fn chat(

@@ -301,7 +301,9 @@ impl<'a> Handoff<'a> {
             .map(|(t, c)| (t.as_str(), c.as_deref()))
             .collect();
         let history = self.history();
-        let tools = self.with_tools();
+        // A model without tool calling gets none: its handoff is a line.
+        let model_tools = self.core.model_for(name).supports_tools();
+        let tools = self.with_tools() && model_tools;
         let variables = self.hs.variables.clone();
         let mut messages = turn_prompt(&TurnInput {
             agent: name,
@@ -395,6 +397,7 @@ impl<'a> Handoff<'a> {
             on_turn: &on_turn,
             process_tools: &process_tools,
             intercept: &intercept,
+            agent_tools: model_tools,
             ..Ask::new(Phase::Converse, self.state.round, expected)
         };
         let accept = |r: &ChatResponse| {
