@@ -307,34 +307,50 @@ fn a_run_killed_with_the_chat_is_shown_interrupted_on_resume_and_finishes() {
 #[test]
 fn ctrl_c_during_a_partner_turn_cancels_that_turn_and_the_chat_goes_on() {
     let tmp = tempfile::tempdir().unwrap();
+    // The partner's model is a loopback server: its first call is held
+    // until the test lets it go, so Ctrl-C lands while the call is in
+    // flight by construction (it says when it has arrived).
+    let (arrived, in_flight) = crossbeam_channel::bounded::<()>(1);
+    let (release, released) = crossbeam_channel::bounded::<()>(1);
+    let server = support::Server::start(move |req| {
+        if req.index == 0 {
+            let _ = arrived.send(());
+            let _ = released.recv_timeout(Duration::from_secs(30));
+            support::Reply::answer(req, "Before I draft the work, two questions:")
+        } else {
+            support::Reply::answer(req, "Here is the work I would give the team: one module.")
+        }
+    });
+    let model = format!("{}#partner", server.base_url());
     let mut chat = PipedChat::start(
         tmp.path(),
-        &["--model", "sim:latency=3s"],
+        &["--model", &model],
         "Plan a team offsite\n",
         Duration::from_secs(60),
     );
-    while chat.next_line() != "you: Plan a team offsite" {}
-    // The partner is thinking (3 s a call): Ctrl-C.
+    in_flight
+        .recv_timeout(Duration::from_secs(30))
+        .unwrap_or_else(|_| panic!("the partner's call never came:\n{}", chat.transcript()));
     support::cli::ctrl_c(&chat.child);
-    assert_eq!(
-        chat.next_line(),
-        "[boardroom] the partner's turn was cancelled",
-        "the turn ends at once, before its answer"
-    );
+    chat.until("the cancelled turn", |line| {
+        line == "[boardroom] the partner's turn was cancelled"
+    });
+    // The held call ends now; its answer is for a turn that is over.
+    release.send(()).unwrap();
     // The chat goes on: the next message gets a real turn.
     chat.send("about 20 people, two days\n");
     let out = chat.finish();
-    assert!(out.status.success());
+    assert!(out.status.success(), "{}", out.stderr);
     let all = out.stdout;
     assert!(
         !all.contains("partner: Before I draft the work"),
         "the cancelled turn's answer is never shown:\n{all}"
     );
-    assert!(all.contains("you: about 20 people, two days"), "{all}");
-    assert!(
-        all.contains("partner: Here is the work I would give the team:"),
-        "{all}"
-    );
+    let cancelled = at(&all, "[boardroom] the partner's turn was cancelled");
+    let next = at(&all, "you: about 20 people, two days");
+    let answer = at(&all, "partner: Here is the work I would give the team:");
+    assert!(cancelled < next && next < answer, "{all}");
+    assert_eq!(server.requests(), 2, "one call a turn");
 }
 
 #[test]
