@@ -98,6 +98,16 @@ fn defaults_are_listed_for_a_minimal_handoff_team() {
 /// A soul to put in place of the shipped one: (agent, text).
 type Soul<'a> = Option<(&'a str, &'a str)>;
 
+/// `check` of the iterative team with `yaml` (and `soul`) exits 2 with
+/// exactly `want` and lists nothing.
+fn refused(yaml: &str, soul: Soul<'_>, want: &str) {
+    let dir = iterative_with(Some(yaml), soul);
+    let (code, stdout, stderr) = check(dir.path());
+    assert_eq!(code, Some(2), "{yaml}\n{stdout}{stderr}");
+    assert_eq!(stderr.trim_end(), want, "{yaml}");
+    assert_eq!(stdout, "", "nothing listed for a broken team");
+}
+
 /// Each mistake: (team.yaml, soul override, the exact message).
 #[test]
 fn each_mistake_is_file_line_message_and_exit_2() {
@@ -129,11 +139,7 @@ fn each_mistake_is_file_line_message_and_exit_2() {
         ),
     ];
     for (yaml, soul, want) in cases {
-        let dir = iterative_with(Some(yaml), *soul);
-        let (code, stdout, stderr) = check(dir.path());
-        assert_eq!(code, Some(2), "{yaml}\n{stdout}{stderr}");
-        assert_eq!(stderr.trim_end(), *want, "{yaml}");
-        assert_eq!(stdout, "", "nothing listed for a broken team");
+        refused(yaml, *soul, want);
     }
 }
 
@@ -205,11 +211,7 @@ fn check_renders_templates_and_reports_runtime_errors_at_file_line() {
         ),
     ];
     for (yaml, soul, want) in cases {
-        let dir = iterative_with(Some(yaml), *soul);
-        let (code, stdout, stderr) = check(dir.path());
-        assert_eq!(code, Some(2), "{yaml}\n{stdout}{stderr}");
-        assert_eq!(stderr.trim_end(), *want, "{yaml}");
-        assert_eq!(stdout, "", "nothing listed for a broken team");
+        refused(yaml, *soul, want);
     }
     // Declared without a value: a placeholder stands in for it.
     let dir = iterative_with(
