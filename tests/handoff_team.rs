@@ -205,9 +205,10 @@ fn check_renders_templates_and_reports_runtime_errors_at_file_line() {
             "./souls/reviewer.md:3: template: filter shout is unknown",
         ),
         (
-            "process: handoff\ncontext_variables:\n  max_revisions: 2\nhandoffs:\n  - from_agent: reviewer\n    to_agent: writer\n    condition: fewer than {{ 10 // (max_revisions - 2) }} revisions\n",
+            // A comment that quotes the condition is not its line.
+            "# was: fewer than {{ 10 // (max_revisions - 2) }} revisions\nprocess: handoff\ncontext_variables:\n  max_revisions: 2\nhandoffs:\n  - from_agent: reviewer\n    to_agent: writer\n    condition: fewer than {{ 10 // (max_revisions - 2) }} revisions\n",
             None,
-            "./team.yaml:7: template: unable to calculate 10 // 0 (handoff rule reviewer → writer)",
+            "./team.yaml:8: template: unable to calculate 10 // 0 (handoff rule reviewer → writer)",
         ),
     ];
     for (yaml, soul, want) in cases {

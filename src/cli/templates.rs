@@ -83,15 +83,17 @@ fn located(place: &Path, before: usize, e: &TemplateError) -> String {
     }
 }
 
-/// Lines of `path` before the first one holding `text`'s first line (its
-/// text as written in the YAML); 0 when not found.
+/// Lines of `path` before the first one (not a comment) holding `text`'s
+/// first line, as written in the YAML; 0 when not found.
 fn line_of(path: &Path, text: &str) -> usize {
     let first = text.lines().next().unwrap_or("").trim();
     std::fs::read_to_string(path)
         .ok()
         .and_then(|t| {
-            t.lines()
-                .position(|l| !first.is_empty() && l.contains(first))
+            // Not a comment that quotes it.
+            t.lines().position(|l| {
+                !first.is_empty() && !l.trim_start().starts_with('#') && l.contains(first)
+            })
         })
         .unwrap_or(0)
 }
