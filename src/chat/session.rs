@@ -1,5 +1,7 @@
-//! One conversation with the partner: its turns (a small tool loop fed by
-//! the inbox), the launch with the user's consent, and the run it launched.
+//! One conversation with the partner: what a chat is, what the user sees
+//! of it and how it is saved. Its turns (a small tool loop fed by the inbox,
+//! the launch with the user's consent) are in `turn`, the run it launched
+//! in `team_run`.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
