@@ -3,36 +3,17 @@
 //! question for a short request, four modules, the launch on consent, a
 //! status answer from the plan while the team runs, the report at the end.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 mod support;
 
-fn chat(dir: &Path, args: &[&str], input: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .arg("chat")
-        .args(args)
-        .current_dir(dir)
-        .env_remove("BOARDROOM_MODEL")
-        .env_remove("OPENAI_BASE_URL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
+use support::chat::{Ended, PipedChat, run_id_of};
 
-fn text(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
+/// `boardroom chat ARGS` in `dir` with `input` as all it is told.
+fn chat(dir: &Path, args: &[&str], input: &str) -> Ended {
+    PipedChat::start(dir, args, input, Duration::from_secs(60)).finish()
 }
 
 /// The position of `needle` in `hay`, or a failure that shows `hay`.
@@ -58,40 +39,20 @@ fn a_piped_conversation_clarifies_drafts_launches_answers_status_and_reports() {
     // answered the status question: the team is at work when it answers,
     // by construction (not by a margin of latency).
     let go = tmp.path().join("go");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args(["chat", "--model"])
-        .arg(format!("sim:latency=200ms,hold={}", go.display()))
-        .current_dir(tmp.path())
-        .env_remove("BOARDROOM_MODEL")
-        .env_remove("OPENAI_BASE_URL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"Plan a team offsite\nabout 20 people, two days\ny\nhow is it going?\n")
-        .unwrap();
-    let rx = lines_of(&mut child);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut t = String::new();
-    read_until(&rx, deadline, &mut t, "status answer", |line| {
+    let model = format!("sim:latency=200ms,hold={}", go.display());
+    let mut chat = PipedChat::start(
+        tmp.path(),
+        &["--model", &model],
+        "Plan a team offsite\nabout 20 people, two days\ny\nhow is it going?\n",
+        Duration::from_secs(60),
+    );
+    chat.until("status answer", |line| {
         line == "partner: Here is where the team stands:"
     });
     std::fs::write(&go, "").unwrap();
-    for line in rx {
-        t.push_str(&line);
-        t.push('\n');
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{t}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = chat.finish();
+    let t = out.stdout;
+    assert!(out.status.success(), "{t}\n{}", out.stderr);
     let question = at(&t, "partner: Before I draft the work, two questions:");
     let list = at(
         &t,
@@ -176,7 +137,7 @@ fn a_no_at_the_consent_prompt_launches_nothing() {
         &["--model", "sim"],
         "Plan a team offsite\nabout 20 people, two days\nn\n",
     );
-    let t = text(&out);
+    let t = out.stdout;
     assert!(out.status.success(), "{t}");
     let consent = at(&t, "Launch the team on these 4 modules? [y/N]\nyou: n");
     let after = at(&t, "partner: All right, nothing was launched.");
@@ -200,7 +161,7 @@ fn a_team_without_a_partner_is_bad_input_that_says_how_to_add_one() {
     }
     let out = chat(tmp.path(), &["--model", "sim"], "hello\n");
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = out.stderr;
     assert!(
         err.contains("has no partner: add an agent with 'role: partner'"),
         "{err}"
@@ -245,7 +206,8 @@ fn a_second_partner_is_an_error_at_its_role_line() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    assert!(text(&out).contains("  partner desk"), "{}", text(&out));
+    let listed = support::cli::text(&out.stdout);
+    assert!(listed.contains("  partner desk"), "{listed}");
 }
 
 #[test]
@@ -256,8 +218,9 @@ fn json_mode_prints_the_chat_and_the_run_as_json_lines() {
         &["--model", "sim", "--json"],
         "Plan a team offsite for about 20 people over two days\ny\n",
     );
-    assert!(out.status.success(), "{out:?}");
-    let lines: Vec<serde_json::Value> = text(&out)
+    assert!(out.status.success(), "{}", out.stderr);
+    let lines: Vec<serde_json::Value> = out
+        .stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
         .collect();
@@ -288,54 +251,6 @@ fn json_mode_prints_the_chat_and_the_run_as_json_lines() {
     }
 }
 
-/// Reads a child's stdout on a thread, line by line.
-fn lines_of(child: &mut std::process::Child) -> crossbeam_channel::Receiver<String> {
-    let (tx, rx) = crossbeam_channel::unbounded();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-/// `boardroom chat --model MODEL` in `dir`, stdin and stdout piped.
-fn spawn_chat(dir: &Path, model: &str) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args(["chat", "--model", model])
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
-/// Reads lines into `seen`, one a line, until `stop` holds for one, and
-/// returns that line; panics with "no WHAT in" and `seen` at `deadline`.
-fn read_until(
-    rx: &crossbeam_channel::Receiver<String>,
-    deadline: Instant,
-    seen: &mut String,
-    what: &str,
-    stop: impl Fn(&str) -> bool,
-) -> String {
-    loop {
-        let line = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| panic!("no {what} in:\n{seen}"));
-        seen.push_str(&line);
-        seen.push('\n');
-        if stop(&line) {
-            return line;
-        }
-    }
-}
-
 /// The run.json of run `run_id` under `dir/runs`.
 fn saved_run(dir: &Path, run_id: &str) -> serde_json::Value {
     serde_json::from_str(
@@ -349,44 +264,33 @@ fn a_run_killed_with_the_chat_is_shown_interrupted_on_resume_and_finishes() {
     let tmp = tempfile::tempdir().unwrap();
     // The drafts wait for a file never made: the run is at work when
     // it is killed, by construction.
-    let mut child = spawn_chat(
-        tmp.path(),
-        &format!(
-            "sim:latency=400ms,hold={}",
-            tmp.path().join("never").display()
-        ),
+    let model = format!(
+        "sim:latency=400ms,hold={}",
+        tmp.path().join("never").display()
     );
-    let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(b"Plan a team offsite for about 20 people over two days\ny\n")
-        .unwrap();
-    let rx = lines_of(&mut child);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut seen = String::new();
-    let launched = read_until(&rx, deadline, &mut seen, "launch", |line| {
-        line.starts_with("[team] run ")
-    });
-    let run_id = launched["[team] run ".len()..]
-        .split(' ')
-        .next()
-        .unwrap()
-        .to_string();
+    let mut killed = PipedChat::start(
+        tmp.path(),
+        &["--model", &model],
+        "Plan a team offsite for about 20 people over two days\ny\n",
+        Duration::from_secs(60),
+    );
+    let launched = killed.until("launch", |line| line.starts_with("[team] run "));
+    let run_id = run_id_of(&launched);
     // Kill it once the run has saved a phase, mid-run.
     let run_json = tmp.path().join("runs").join(&run_id).join("run.json");
     while !run_json.is_file() {
-        assert!(Instant::now() < deadline, "no run.json");
+        assert!(!killed.late(), "no run.json");
         std::thread::sleep(Duration::from_millis(20));
     }
-    child.kill().unwrap();
-    child.wait().unwrap();
-    drop(stdin);
+    killed.child.kill().unwrap();
+    killed.finish();
     let saved: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&run_json).unwrap()).unwrap();
     assert_eq!(saved["status"], "running", "killed mid-run");
 
     let chat_id = only_dir(&tmp.path().join("chats"));
     let out = chat(tmp.path(), &["--resume", &chat_id, "--model", "sim"], "y\n");
-    let t = text(&out);
+    let t = out.stdout;
     assert!(out.status.success(), "{t}");
     let interrupted = at(&t, &format!("[boardroom] run {run_id} was interrupted"));
     let ask = at(&t, &format!("Resume run {run_id}? [y/N]\nyou: y"));
@@ -403,66 +307,69 @@ fn a_run_killed_with_the_chat_is_shown_interrupted_on_resume_and_finishes() {
 #[test]
 fn ctrl_c_during_a_partner_turn_cancels_that_turn_and_the_chat_goes_on() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = spawn_chat(tmp.path(), "sim:latency=3s");
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"Plan a team offsite\n").unwrap();
-    let rx = lines_of(&mut child);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut seen = Vec::new();
-    let next = |seen: &mut Vec<String>| {
-        let line = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| panic!("the chat went quiet:\n{}", seen.join("\n")));
-        seen.push(line.clone());
-        line
-    };
-    while next(&mut seen) != "you: Plan a team offsite" {}
-    // The partner is thinking (3 s a call): Ctrl-C.
-    support::cli::ctrl_c(&child);
-    assert_eq!(
-        next(&mut seen),
-        "[boardroom] the partner's turn was cancelled",
-        "the turn ends at once, before its answer"
+    // The partner's model is a loopback server: its first call is held
+    // until the test lets it go, so Ctrl-C lands while the call is in
+    // flight by construction (it says when it has arrived).
+    let (arrived, in_flight) = crossbeam_channel::bounded::<()>(1);
+    let (release, released) = crossbeam_channel::bounded::<()>(1);
+    let server = support::Server::start(move |req| {
+        if req.index == 0 {
+            let _ = arrived.send(());
+            let _ = released.recv_timeout(Duration::from_secs(30));
+            support::Reply::answer(req, "Before I draft the work, two questions:")
+        } else {
+            support::Reply::answer(req, "Here is the work I would give the team: one module.")
+        }
+    });
+    let model = format!("{}#partner", server.base_url());
+    let mut chat = PipedChat::start(
+        tmp.path(),
+        &["--model", &model],
+        "Plan a team offsite\n",
+        Duration::from_secs(60),
     );
+    in_flight
+        .recv_timeout(Duration::from_secs(30))
+        .unwrap_or_else(|_| panic!("the partner's call never came:\n{}", chat.transcript()));
+    support::cli::ctrl_c(&chat.child);
+    chat.until("the cancelled turn", |line| {
+        line == "[boardroom] the partner's turn was cancelled"
+    });
+    // The held call ends now; its answer is for a turn that is over.
+    release.send(()).unwrap();
     // The chat goes on: the next message gets a real turn.
-    stdin.write_all(b"about 20 people, two days\n").unwrap();
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success());
-    let rest: Vec<String> = rx.iter().collect();
-    let all = format!("{}\n{}", seen.join("\n"), rest.join("\n"));
+    chat.send("about 20 people, two days\n");
+    let out = chat.finish();
+    assert!(out.status.success(), "{}", out.stderr);
+    let all = out.stdout;
     assert!(
         !all.contains("partner: Before I draft the work"),
         "the cancelled turn's answer is never shown:\n{all}"
     );
-    assert!(all.contains("you: about 20 people, two days"), "{all}");
-    assert!(
-        all.contains("partner: Here is the work I would give the team:"),
-        "{all}"
-    );
+    let cancelled = at(&all, "[boardroom] the partner's turn was cancelled");
+    let next = at(&all, "you: about 20 people, two days");
+    let answer = at(&all, "partner: Here is the work I would give the team:");
+    assert!(cancelled < next && next < answer, "{all}");
+    assert_eq!(server.requests(), 2, "one call a turn");
 }
 
 #[test]
 fn the_partner_relays_a_runs_question_and_the_users_answer_resumes_it() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = spawn_chat(tmp.path(), "sim:ask=Which city?");
-    let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(b"Plan a team offsite for about 20 people over two days\ny\n")
-        .unwrap();
-    let rx = lines_of(&mut child);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut seen = String::new();
-    read_until(&rx, deadline, &mut seen, "question relayed", |line| {
+    let mut chat = PipedChat::start(
+        tmp.path(),
+        &["--model", "sim:ask=Which city?"],
+        "Plan a team offsite for about 20 people over two days\ny\n",
+        Duration::from_secs(60),
+    );
+    chat.until("question relayed", |line| {
         line == "partner: The team has a question for you: Which city?"
     });
     // The next line is the answer: it resumes the run.
-    stdin.write_all(b"Lisbon\n").unwrap();
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
+    chat.send("Lisbon\n");
+    let out = chat.finish();
     assert!(out.status.success());
-    let rest: Vec<String> = rx.iter().collect();
-    let all = format!("{seen}{}", rest.join("\n"));
+    let all = out.stdout;
     let answered = at(&all, "you: Lisbon");
     let resumed = at(&all[answered..], "[team] run ") + answered;
     let thanks = at(&all, "partner: Thank you: I passed your answer to the team");
@@ -481,22 +388,25 @@ fn the_partner_relays_a_runs_question_and_the_users_answer_resumes_it() {
 #[test]
 fn after_the_report_a_follow_up_runs_a_new_round_on_the_same_run_with_consent() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = spawn_chat(tmp.path(), "sim");
-    let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(b"Plan a team offsite for about 20 people over two days\ny\n")
-        .unwrap();
-    let rx = lines_of(&mut child);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut seen = String::new();
-    read_until(&rx, deadline, &mut seen, "end of the run", |line| {
+    let mut chat = PipedChat::start(
+        tmp.path(),
+        &["--model", "sim"],
+        "Plan a team offsite for about 20 people over two days\ny\n",
+        Duration::from_secs(60),
+    );
+    chat.until("end of the run", |line| {
         line.starts_with("partner: The team has finished (status done)")
     });
-    stdin.write_all(b"make it shorter\ny\n").unwrap();
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
+    let before = chat.seen.len();
+    chat.send("make it shorter\ny\n");
+    let out = chat.finish();
     assert!(out.status.success());
-    let rest = rx.iter().collect::<Vec<_>>().join("\n");
+    let rest: String = out
+        .stdout
+        .lines()
+        .skip(before)
+        .collect::<Vec<_>>()
+        .join("\n");
     let run_id = only_dir(&tmp.path().join("runs"));
     // The user sees the message the team gets before saying yes.
     let ask = at(
@@ -523,62 +433,102 @@ fn ctrl_c_after_the_input_has_ended_stops_the_team_and_the_run_stays_resumable()
     let tmp = tempfile::tempdir().unwrap();
     // The drafts wait for `go`: the team is at work when Ctrl-C comes.
     let go = tmp.path().join("go");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args(["chat", "--model"])
-        .arg(format!("sim:hold={}", go.display()))
-        .current_dir(tmp.path())
-        .env_remove("BOARDROOM_MODEL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let rx = lines_of(&mut child);
+    let model = format!("sim:hold={}", go.display());
+    let mut chat = PipedChat::start(
+        tmp.path(),
+        &["--model", &model],
+        "Plan a team offsite for about 20 people over two days\ny\n",
+        Duration::from_secs(30),
+    );
     // The input ends after the consent: nobody is left to ask.
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"Plan a team offsite for about 20 people over two days\ny\n")
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut seen = Vec::new();
-    let wait_for = |prefix: &str, seen: &mut Vec<String>| loop {
-        let line = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| panic!("no {prefix:?} in:\n{}", seen.join("\n")));
-        seen.push(line.clone());
-        if line.starts_with(prefix) {
-            return line;
-        }
-    };
-    let launched = wait_for("[team] run ", &mut seen);
-    let run_id = launched["[team] run ".len()..]
-        .split(' ')
-        .next()
-        .unwrap()
-        .to_string();
-    wait_for("partner: The team is on it", &mut seen);
+    chat.close_input();
+    let launched = chat.until("launch", |line| line.starts_with("[team] run "));
+    let run_id = run_id_of(&launched);
+    chat.until("the partner's word", |line| {
+        line.starts_with("partner: The team is on it")
+    });
     // A press that lands while the partner's turn is still ending cancels
     // that turn instead: press again until the team is being stopped.
     let stopping = format!("[boardroom] stopping run {run_id}");
     'stop: loop {
-        assert!(Instant::now() < deadline, "{}", seen.join("\n"));
-        support::cli::ctrl_c(&child);
-        let pressed = Instant::now();
-        while let Ok(line) =
-            rx.recv_timeout(Duration::from_secs(1).saturating_sub(pressed.elapsed()))
+        assert!(!chat.late(), "{}", chat.transcript());
+        support::cli::ctrl_c(&chat.child);
+        let pressed = std::time::Instant::now();
+        while let Some(line) =
+            chat.line_within(Duration::from_secs(1).saturating_sub(pressed.elapsed()))
         {
-            seen.push(line.clone());
             if line.starts_with(&stopping) {
                 break 'stop;
             }
         }
     }
     std::fs::write(&go, "").unwrap();
-    let status = child.wait().unwrap();
-    assert!(status.success(), "{}", seen.join("\n"));
+    let out = chat.finish();
+    assert!(out.status.success(), "{}", out.stdout);
     let run = saved_run(tmp.path(), &run_id);
     assert_eq!(run["status"], "cancelled", "stopped, resumable");
     assert_ne!(run["phase"], "finished");
+}
+
+/// A chat is one process's at a time: a second `chat --resume` of a chat
+/// another process has open is refused (exit 2, as for a run in use),
+/// naming the chat and the process that holds it, and nothing is appended
+/// to the chat; once the first one ends, the chat opens again.
+#[test]
+fn a_chat_resumed_twice_at_once_is_refused_in_the_second_process() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = chat(tmp.path(), &["--model", "sim"], "Plan a team offsite\n");
+    assert!(first.status.success(), "{}", first.stderr);
+    let chat_id = only_dir(&tmp.path().join("chats"));
+    let transcript = tmp
+        .path()
+        .join("chats")
+        .join(&chat_id)
+        .join("transcript.jsonl");
+
+    // One process has the chat open (its input stays open)...
+    let mut holder = PipedChat::start(
+        tmp.path(),
+        &["--resume", &chat_id, "--model", "sim"],
+        "",
+        Duration::from_secs(60),
+    );
+    holder.until("the chat resumed", |line| {
+        line.starts_with(&format!("[boardroom] chat {chat_id} resumed"))
+    });
+    let before = std::fs::read_to_string(&transcript).unwrap();
+    // ...and a second one is refused.
+    let second = chat(
+        tmp.path(),
+        &["--resume", &chat_id, "--model", "sim"],
+        "about 20 people, two days\n",
+    );
+    assert_eq!(second.status.code(), Some(2), "{}", second.stdout);
+    assert_eq!(
+        second.stderr,
+        format!(
+            "error: chat {chat_id}: in use by another boardroom (pid {})\n",
+            holder.child.id()
+        )
+    );
+    assert_eq!(second.stdout, "", "the second process says nothing else");
+    assert_eq!(
+        std::fs::read_to_string(&transcript).unwrap(),
+        before,
+        "nothing appended by the second process"
+    );
+
+    // Once the first one ends, the chat is free again.
+    assert!(holder.finish().status.success());
+    let again = chat(
+        tmp.path(),
+        &["--resume", &chat_id, "--model", "sim"],
+        "about 20 people, two days\n",
+    );
+    assert!(again.status.success(), "{}", again.stderr);
+    assert!(
+        again.stdout.contains("you: about 20 people, two days"),
+        "{}",
+        again.stdout
+    );
 }

@@ -465,3 +465,50 @@ fn a_step_whose_model_fails_fails_the_run_and_resume_tries_it_again() {
     assert_eq!(done.answer, "the article");
     assert_eq!(calls(&model, "researcher", Phase::Converse).len(), 1);
 }
+
+/// Issue 11's weaker point: a model that declares no tool support is sent
+/// no tools at all (neither `handoff` nor `set_variable`), is told the
+/// `HANDOFF:` line protocol, and its line hands off, with the run on the
+/// default (tool) protocol. Counted on the requests the model received.
+#[test]
+fn a_model_without_tools_gets_no_handoff_tool_and_hands_off_by_line() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let (_t, team) = team("after_work_behavior: terminate\ncontext_variables:\n  tone: plain\n");
+    let scripted = Scripted::new()
+        .reply("researcher", "notes\nHANDOFF:writer:draft it")
+        .reply("writer", "the article")
+        .reply("writer", "NONE");
+    let (turns, with_tools) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (t, w) = (Arc::clone(&turns), Arc::clone(&with_tools));
+    let model = support::models::Hooked::new("no-tools", scripted.clone(), move |req, _| {
+        if req.phase == Phase::Converse {
+            t.fetch_add(1, Ordering::SeqCst);
+            if !req.tools.is_empty() {
+                w.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    })
+    .without_tools();
+    let run = Runtime::new(team, model).run("Explain tea").unwrap();
+    assert_eq!(run.status, RunStatus::Done);
+    assert_eq!(run.answer, "the article");
+    assert_eq!(run.steps[0].how.as_deref(), Some("line"));
+    assert_eq!(run.steps[0].handoff_target.as_deref(), Some("writer"));
+    assert_eq!(
+        turns.load(Ordering::SeqCst),
+        2,
+        "the researcher's and the writer's turns"
+    );
+    assert_eq!(
+        with_tools.load(Ordering::SeqCst),
+        0,
+        "no turn carried a tool"
+    );
+    let researcher = calls(&scripted, "researcher", Phase::Converse);
+    let system = &researcher[0].messages[0].content;
+    assert!(
+        system.contains("end your reply with one line `HANDOFF:<agent>:<reason>`"),
+        "told the line protocol: {system}"
+    );
+}

@@ -98,6 +98,16 @@ fn defaults_are_listed_for_a_minimal_handoff_team() {
 /// A soul to put in place of the shipped one: (agent, text).
 type Soul<'a> = Option<(&'a str, &'a str)>;
 
+/// `check` of the iterative team with `yaml` (and `soul`) exits 2 with
+/// exactly `want` and lists nothing.
+fn refused(yaml: &str, soul: Soul<'_>, want: &str) {
+    let dir = iterative_with(Some(yaml), soul);
+    let (code, stdout, stderr) = check(dir.path());
+    assert_eq!(code, Some(2), "{yaml}\n{stdout}{stderr}");
+    assert_eq!(stderr.trim_end(), want, "{yaml}");
+    assert_eq!(stdout, "", "nothing listed for a broken team");
+}
+
 /// Each mistake: (team.yaml, soul override, the exact message).
 #[test]
 fn each_mistake_is_file_line_message_and_exit_2() {
@@ -129,11 +139,7 @@ fn each_mistake_is_file_line_message_and_exit_2() {
         ),
     ];
     for (yaml, soul, want) in cases {
-        let dir = iterative_with(Some(yaml), *soul);
-        let (code, stdout, stderr) = check(dir.path());
-        assert_eq!(code, Some(2), "{yaml}\n{stdout}{stderr}");
-        assert_eq!(stderr.trim_end(), *want, "{yaml}");
-        assert_eq!(stdout, "", "nothing listed for a broken team");
+        refused(yaml, *soul, want);
     }
 }
 
@@ -180,4 +186,42 @@ fn var_flags_are_checked_against_the_declared_variables() {
             .unwrap_err(),
         "--var 'max_revisions': expected name=value"
     );
+}
+
+/// `check` renders the templates as `run` would, with the declared
+/// defaults: a soul or condition that parses but fails when rendered (an
+/// unknown filter, a division by zero) is FILE:LINE and exit 2, not a run
+/// that fails later. A variable declared without a value renders as a
+/// placeholder, so a filter on it is no error.
+#[test]
+fn check_renders_templates_and_reports_runtime_errors_at_file_line() {
+    let cases: &[(&str, Soul<'_>, &str)] = &[
+        (
+            "process: handoff\ncontext_variables:\n  audience: experts\n",
+            Some((
+                "reviewer",
+                "# Reviewer\n\nWrite for {{ audience | shout }}.\n",
+            )),
+            "./souls/reviewer.md:3: template: filter shout is unknown",
+        ),
+        (
+            // A comment that quotes the condition is not its line.
+            "# was: fewer than {{ 10 // (max_revisions - 2) }} revisions\nprocess: handoff\ncontext_variables:\n  max_revisions: 2\nhandoffs:\n  - from_agent: reviewer\n    to_agent: writer\n    condition: fewer than {{ 10 // (max_revisions - 2) }} revisions\n",
+            None,
+            "./team.yaml:8: template: unable to calculate 10 // 0 (handoff rule reviewer → writer)",
+        ),
+    ];
+    for (yaml, soul, want) in cases {
+        refused(yaml, *soul, want);
+    }
+    // Declared without a value: a placeholder stands in for it.
+    let dir = iterative_with(
+        Some("process: handoff\ncontext_variables:\n  topic:\n"),
+        Some((
+            "writer",
+            "Write about {{ topic | upper }} in {{ topic | length }} letters.\n",
+        )),
+    );
+    let (code, stdout, stderr) = check(dir.path());
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
 }

@@ -4,13 +4,15 @@
 //! from the process's own thread list (`/proc/self/task`), never timed.
 #![cfg(target_os = "linux")]
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use boardroom::{
-    AgentSpec, ChatModel, ChatRequest, ChatResponse, ModelError, Phase, RunStatus, Runtime, Team,
-    TeamConfig, Usage,
-};
+use boardroom::{AgentSpec, RunStatus, Runtime, Team, TeamConfig};
 use parking_lot::Mutex;
+
+mod support;
+
+use support::models::Phased;
 
 const MEMBERS: usize = 2500;
 /// The most threads a run starts ahead of its first member phase.
@@ -32,57 +34,10 @@ fn member_threads() -> usize {
         .count()
 }
 
-/// A master that assigns one task; notes the most member threads seen.
-struct OneTask {
-    most: Mutex<usize>,
-}
-
-impl OneTask {
-    fn saw(&self, n: usize) {
-        let mut most = self.most.lock();
-        *most = (*most).max(n);
-    }
-}
-
-impl ChatModel for &'static OneTask {
-    fn name(&self) -> String {
-        "one-task".into()
-    }
-
-    fn chat(
-        &self,
-        req: &ChatRequest,
-        _on_delta: &mut dyn FnMut(&str),
-    ) -> Result<ChatResponse, ModelError> {
-        let text = match req.phase {
-            Phase::Plan => {
-                // While the master plans, the threads start: watch them
-                // until they pass the bound, or stay put a moment, or 3 s.
-                let until = Instant::now() + Duration::from_secs(3);
-                let (mut last, mut since) = (usize::MAX, Instant::now());
-                loop {
-                    let n = member_threads();
-                    self.saw(n);
-                    if n != last {
-                        (last, since) = (n, Instant::now());
-                    }
-                    let settled = n > 0 && since.elapsed() > Duration::from_millis(300);
-                    if n > PRESTART || settled || Instant::now() > until {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                "ASSIGN:m0:the one part".to_string()
-            }
-            Phase::Draft => {
-                let n = member_threads();
-                self.saw(n);
-                "A draft.".to_string()
-            }
-            _ => "DONE\nThe part.".to_string(),
-        };
-        Ok(ChatResponse::text(text, Usage::default()))
-    }
+/// Notes `n` in `most` where it is the most member threads seen yet.
+fn saw(most: &Mutex<usize>, n: usize) {
+    let mut most = most.lock();
+    *most = (*most).max(n);
 }
 
 #[test]
@@ -90,15 +45,42 @@ fn a_huge_team_given_one_task_starts_a_bounded_number_of_threads() {
     let mut agents = vec![AgentSpec::master("lead", "You lead.")];
     agents.extend((0..MEMBERS).map(|i| AgentSpec::member(format!("m{i}"), "a part", "You work.")));
     let team = Team::new("huge", TeamConfig::default(), agents).unwrap();
-    let model: &'static OneTask = Box::leak(Box::new(OneTask {
-        most: Mutex::new(0),
-    }));
+    let most = Arc::new(Mutex::new(0));
+    let (at_plan, at_draft) = (Arc::clone(&most), Arc::clone(&most));
+    // A master that assigns one task; the most member threads seen noted.
+    let model = Phased::new(
+        "one-task",
+        move |_| {
+            // While the master plans, the threads start: watch them
+            // until they pass the bound, or stay put a moment, or 3 s.
+            let until = Instant::now() + Duration::from_secs(3);
+            let (mut last, mut since) = (usize::MAX, Instant::now());
+            loop {
+                let n = member_threads();
+                saw(&at_plan, n);
+                if n != last {
+                    (last, since) = (n, Instant::now());
+                }
+                let settled = n > 0 && since.elapsed() > Duration::from_millis(300);
+                if n > PRESTART || settled || Instant::now() > until {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            "ASSIGN:m0:the one part".to_string()
+        },
+        move |_| {
+            saw(&at_draft, member_threads());
+            "A draft.".to_string()
+        },
+        "The part.",
+    );
     let run = Runtime::new(team, model)
         .max_rounds(1)
         .run("Write one part")
         .unwrap();
     assert_eq!(run.status, RunStatus::Done);
-    let most = *model.most.lock();
+    let most = *most.lock();
     assert!(most >= 1, "the draft ran on a member thread");
     assert!(
         most <= PRESTART,

@@ -12,9 +12,13 @@ use boardroom::board::EntryKind;
 use boardroom::testing::{Sim, SimOptions};
 use boardroom::{
     AgentSpec, ChatModel, ChatRequest, ChatResponse, EventKind, ModelError, Phase, RunStatus,
-    Runtime, Team, TeamConfig, Usage,
+    Runtime, Team, TeamConfig,
 };
 use parking_lot::{Condvar, Mutex};
+
+mod support;
+
+use support::models::Phased;
 
 /// The sim, noting which thread made each member call.
 struct Noting {
@@ -109,52 +113,42 @@ struct Gathering {
 const WAIT: Duration = Duration::from_secs(2);
 
 /// The model a run owns, sharing its counts with the test.
-struct Gather(Arc<Gathering>);
-
-impl ChatModel for Gather {
-    fn name(&self) -> String {
-        "gathering".into()
-    }
-
-    fn chat(
-        &self,
-        req: &ChatRequest,
-        _on_delta: &mut dyn FnMut(&str),
-    ) -> Result<ChatResponse, ModelError> {
-        let text = match req.phase {
-            Phase::Plan => self
-                .0
+fn gather(g: Arc<Gathering>) -> impl ChatModel {
+    let (at_plan, at_draft) = (Arc::clone(&g), g);
+    Phased::new(
+        "gathering",
+        move |_| {
+            at_plan
                 .plan
                 .iter()
                 .map(|(m, t)| format!("ASSIGN:{m}:{t}\n"))
-                .collect(),
-            Phase::Draft => {
-                let asked = req.messages.last().map(|m| m.content.clone());
-                let task = self
-                    .0
-                    .plan
-                    .iter()
-                    .map(|(_, t)| *t)
-                    .find(|t| asked.as_deref().is_some_and(|a| a.contains(t)))
-                    .unwrap_or("?");
-                // (in flight now, arrived in all)
-                let mut n = self.0.in_flight.lock();
-                n.0 += 1;
-                n.1 += 1;
-                {
-                    let mut peak = self.0.peak.lock();
-                    *peak = (*peak).max(n.0);
-                }
-                self.0.arrived.notify_all();
-                let until = Instant::now() + WAIT;
-                while n.1 < self.0.all && !self.0.arrived.wait_until(&mut n, until).timed_out() {}
-                n.0 -= 1;
-                format!("the draft of {task}")
+                .collect()
+        },
+        move |req| {
+            let g = &at_draft;
+            let asked = req.messages.last().map(|m| m.content.clone());
+            let task = g
+                .plan
+                .iter()
+                .map(|(_, t)| *t)
+                .find(|t| asked.as_deref().is_some_and(|a| a.contains(t)))
+                .unwrap_or("?");
+            // (in flight now, arrived in all)
+            let mut n = g.in_flight.lock();
+            n.0 += 1;
+            n.1 += 1;
+            {
+                let mut peak = g.peak.lock();
+                *peak = (*peak).max(n.0);
             }
-            _ => "DONE\nThe parts, merged.".to_string(),
-        };
-        Ok(ChatResponse::text(text, Usage::default()))
-    }
+            g.arrived.notify_all();
+            let until = Instant::now() + WAIT;
+            while n.1 < g.all && !g.arrived.wait_until(&mut n, until).timed_out() {}
+            n.0 -= 1;
+            format!("the draft of {task}")
+        },
+        "The parts, merged.",
+    )
 }
 
 fn gathering(plan: Vec<(&'static str, &'static str)>) -> Arc<Gathering> {
@@ -191,7 +185,7 @@ fn a_round_runs_more_assignments_at_once_than_the_team_has_members() {
         .collect();
     let model = gathering(plan);
     let (tx, rx) = crossbeam_channel::unbounded();
-    let run = Runtime::new(two_members(), Gather(Arc::clone(&model)))
+    let run = Runtime::new(two_members(), gather(Arc::clone(&model)))
         .events(tx)
         .max_rounds(1)
         .run("Write eight parts")
@@ -222,7 +216,7 @@ fn each_module_of_a_member_archives_its_own_draft() {
         ("m1", "part E"),
     ];
     let model = gathering(plan.clone());
-    let run = Runtime::new(two_members(), Gather(model))
+    let run = Runtime::new(two_members(), gather(model))
         .max_rounds(1)
         .run("Write five parts")
         .unwrap();

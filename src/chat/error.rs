@@ -26,6 +26,14 @@ pub enum ChatError {
         /// not found).
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// Another process has the chat open (a second `chat --resume` of
+    /// it): one process at a time appends to a chat.
+    InUse {
+        /// The chat's id.
+        chat: String,
+        /// The holder's pid, where its lock file says.
+        pid: Option<u32>,
+    },
 }
 
 impl fmt::Display for ChatError {
@@ -40,6 +48,13 @@ impl fmt::Display for ChatError {
             ChatError::Model(e) => write!(f, "the partner's model: {e}"),
             ChatError::Run(e) => write!(f, "the team's run: {e}"),
             ChatError::Store { path, source } => write!(f, "{}: {source}", path.display()),
+            ChatError::InUse { chat, pid } => {
+                write!(f, "chat {chat}: in use by another boardroom")?;
+                match pid {
+                    Some(pid) => write!(f, " (pid {pid})"),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }

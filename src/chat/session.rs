@@ -1,31 +1,31 @@
-//! One conversation with the partner: its turns (a small tool loop fed by
-//! the inbox), the launch with the user's consent, and the run it launched.
+//! One conversation with the partner: what a chat is, what the user sees
+//! of it and how it is saved. Its turns (a small tool loop fed by the inbox,
+//! the launch with the user's consent) are in `turn`, the run it launched
+//! in `team_run`.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
+use super::ChatError;
 use super::inbox::{Inbox, InboxItem, TeamNews};
-use super::news::{NewsTracker, recent_line};
 use super::store::{ChatRecord, ChatStore};
-use super::{ChatError, ingest, tools};
 use crate::event::{Event, RunStatus};
-use crate::model::{ChatRequest, ChatResponse, Message, ModelError, Phase, SharedModel, ToolCall};
+use crate::model::{Message, SharedModel};
 use crate::plan::Plan;
-use crate::runtime::{Cancel, Runtime};
+use crate::runtime::Runtime;
 use crate::team::AgentSpec;
-use crate::tools::{Tool, ToolContext, ToolRegistry, spec_of, wire_name};
+use crate::tools::{Tool, ToolRegistry};
 
-/// Tool steps in one partner turn before it must answer.
-const MAX_STEPS: usize = 12;
-/// Events kept for `team_status`.
-const RECENT: usize = 8;
+mod team_run;
+mod turn;
+
+use team_run::ActiveRun;
 
 /// What the user is shown (and what the transcript keeps).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -93,13 +93,6 @@ pub enum TurnEnd {
     Answered,
     /// The turn was cancelled; what it had said is dropped.
     Cancelled,
-}
-
-/// A run launched from the chat.
-struct ActiveRun {
-    run_id: String,
-    cancel: Cancel,
-    watcher: JoinHandle<()>,
 }
 
 /// A conversation between the user and the team's partner.
@@ -264,14 +257,6 @@ impl Chat {
         &self.runs
     }
 
-    /// The run under way, if any.
-    pub fn running(&self) -> Option<&str> {
-        self.active
-            .as_ref()
-            .filter(|r| !r.watcher.is_finished())
-            .map(|r| r.run_id.as_str())
-    }
-
     /// The conversation so far (without the system prompt).
     pub fn messages(&self) -> &[Message] {
         &self.messages
@@ -325,266 +310,6 @@ impl Chat {
         io.emit(&event);
     }
 
-    /// One partner turn: drains the inbox, calls the model, runs the tools
-    /// it asks for (feeding their results back through the inbox) until it
-    /// answers. `cancel` ends the turn at once: the call in flight is
-    /// abandoned (its thread is joined when the chat closes) and its answer
-    /// dropped.
-    ///
-    /// # Errors
-    ///
-    /// [`ChatError::Model`] when the partner's model fails after its
-    /// retries (the conversation is kept; the user may try again).
-    pub fn turn(&mut self, io: &mut dyn ChatIo, cancel: &Cancel) -> Result<TurnEnd, ChatError> {
-        self.reap();
-        for step in 0..MAX_STEPS {
-            let items = self.inbox.drain();
-            if items.is_empty() && step == 0 {
-                return Ok(TurnEnd::Idle);
-            }
-            for item in &items {
-                if let InboxItem::TeamEvent(TeamNews::AwaitingUser { run_id, .. }) = item {
-                    self.awaiting = Some(run_id.clone());
-                }
-                if let InboxItem::TeamEvent(TeamNews::RunFinished {
-                    run_id,
-                    report: Some(path),
-                    ..
-                }) = item
-                {
-                    let text = std::fs::read_to_string(path).unwrap_or_default();
-                    self.show(
-                        io,
-                        ChatEvent::Report {
-                            run_id: run_id.clone(),
-                            path: path.clone(),
-                            text,
-                        },
-                    );
-                }
-                self.messages.push(ingest(item));
-            }
-            // Cancelled: the unanswered call is dropped; what came before
-            // (tool calls and their results) stays, consistent.
-            let Some(response) = self.call(cancel)? else {
-                self.save();
-                return Ok(TurnEnd::Cancelled);
-            };
-            let text = response.text.trim().to_string();
-            if !text.is_empty() {
-                self.show(io, ChatEvent::PartnerMessage { text: text.clone() });
-            }
-            let mut said = Message::assistant(text);
-            said.tool_calls = response.tool_calls.clone();
-            self.messages.push(said);
-            if response.tool_calls.is_empty() {
-                self.save();
-                return Ok(TurnEnd::Answered);
-            }
-            for call in &response.tool_calls {
-                let (text, is_error) = match self.run_tool(call, io) {
-                    Ok(t) => (t, false),
-                    Err(t) => (t, true),
-                };
-                self.inbox.push(InboxItem::ToolResult {
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    text,
-                    is_error,
-                });
-            }
-            if cancel.is_cancelled() {
-                // The tools ran; their results wait for the next turn.
-                self.save();
-                return Ok(TurnEnd::Cancelled);
-            }
-        }
-        self.show(
-            io,
-            ChatEvent::Notice {
-                text: format!(
-                    "the partner used {MAX_STEPS} tool steps without answering; its turn ends here"
-                ),
-            },
-        );
-        self.save();
-        Ok(TurnEnd::Answered)
-    }
-
-    /// The model call, on a thread of its own so that `cancel` can drop
-    /// it; `None` when cancelled.
-    fn call(&mut self, cancel: &Cancel) -> Result<Option<ChatResponse>, ChatError> {
-        let mut messages = Vec::with_capacity(self.messages.len() + 1);
-        messages.push(self.system.clone());
-        messages.extend(self.messages.iter().cloned());
-        let mut req = ChatRequest::new(&self.partner.name, Phase::Converse, 0, messages);
-        req.tools = self.granted.iter().map(|t| spec_of(t.as_ref())).collect();
-        req.tools.push(tools::launch_team_spec());
-        req.tools.push(tools::team_status_spec());
-        req.tools.push(tools::follow_up_spec());
-        req.temperature = self.partner.temperature;
-        req.max_tokens = self.partner.max_tokens;
-        let model = Arc::clone(&self.model);
-        let (tx, rx) = crossbeam_channel::bounded::<Result<ChatResponse, ModelError>>(1);
-        let worker = std::thread::Builder::new()
-            .name("boardroom-partner".into())
-            .spawn(move || {
-                let _ = tx.send(model.chat(&req, &mut |_| {}));
-            })
-            .map_err(chat_thread_error)?;
-        loop {
-            match rx.recv_timeout(Duration::from_millis(25)) {
-                Ok(r) => {
-                    let _ = worker.join();
-                    return r.map(Some).map_err(ChatError::Model);
-                }
-                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                    let message = match worker.join() {
-                        Err(panic) => crate::runtime::tool_loop::panic_text(panic.as_ref()),
-                        Ok(()) => "no answer".to_string(),
-                    };
-                    return Err(ChatError::Run(crate::runtime::RunError::Pool(
-                        crate::runtime::ThreadError::Panicked {
-                            thread: "the partner's model call",
-                            message,
-                        },
-                    )));
-                }
-                Err(crossbeam_channel::RecvTimeoutError::Timeout) if cancel.is_cancelled() => {
-                    // Joined when the chat closes (the call ends within its
-                    // own deadline).
-                    self.abandoned.push(worker);
-                    return Ok(None);
-                }
-                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
-            }
-        }
-    }
-
-    fn run_tool(&mut self, call: &ToolCall, io: &mut dyn ChatIo) -> Result<String, String> {
-        match call.name.as_str() {
-            tools::LAUNCH_TEAM => self.launch_tool(&call.arguments, io),
-            tools::TEAM_STATUS => Ok(self.status()),
-            tools::FOLLOW_UP => self.follow_up_tool(&call.arguments, io),
-            name => {
-                let Some(tool) = self.granted.iter().find(|t| wire_name(t.name()) == name) else {
-                    let mut known: Vec<String> =
-                        self.granted.iter().map(|t| wire_name(t.name())).collect();
-                    known.push(tools::LAUNCH_TEAM.into());
-                    known.push(tools::TEAM_STATUS.into());
-                    known.push(tools::FOLLOW_UP.into());
-                    return Err(format!(
-                        "unknown tool '{name}': the partner's tools are {}",
-                        known.join(", ")
-                    ));
-                };
-                let args: serde_json::Value = if call.arguments.trim().is_empty() {
-                    serde_json::json!({})
-                } else {
-                    serde_json::from_str(&call.arguments)
-                        .map_err(|e| format!("the arguments are not JSON: {e}"))?
-                };
-                let ctx = ToolContext::new(&self.partner.name).with_plan(&self.plan);
-                tool.call(args, &ctx).map_err(|e| e.to_string())
-            }
-        }
-    }
-
-    /// `launch_team`: checks there is something to launch, asks the user,
-    /// launches on yes.
-    fn launch_tool(&mut self, arguments: &str, io: &mut dyn ChatIo) -> Result<String, String> {
-        if let Some(id) = self.running() {
-            return Err(format!(
-                "run {id} is still under way: wait for it to end (team_status tells how it stands)"
-            ));
-        }
-        let brief = tools::brief_of(arguments)?;
-        let open = tools::check_launchable(&self.plan.lock())?;
-        let question = format!(
-            "Launch the team on these {open} module{}? [y/N]",
-            if open == 1 { "" } else { "s" }
-        );
-        // What the user consents to is shown by the program, from the plan
-        // and the brief the team will get: the model's own list may differ.
-        let modules = tools::module_lines(&self.plan.lock());
-        self.show(
-            io,
-            ChatEvent::Notice {
-                text: format!(
-                    "the team would get these modules:\n{modules}and this brief: {}",
-                    brief.trim()
-                ),
-            },
-        );
-        if !self.ask(io, &question) {
-            return Ok(
-                "the user declined: nothing was launched. Ask what to change in the \
-                       modules or the brief."
-                    .into(),
-            );
-        }
-        let plan = self.plan.lock().clone();
-        let seed = plan.clone();
-        match self.start(io, plan, |rt| rt.clone().modules(seed).start(&brief)) {
-            Ok(id) => Ok(format!(
-                "launched run {id}: the team is working on {open} modules. Its news will reach \
-                 you as <team_event> messages; team_status tells how it stands."
-            )),
-            Err(e) => Err(format!("the team could not be launched: {e}")),
-        }
-    }
-
-    /// `follow_up`: a new round on the last run, once it has finished, on
-    /// the user's yes.
-    fn follow_up_tool(&mut self, arguments: &str, io: &mut dyn ChatIo) -> Result<String, String> {
-        let message = tools::message_of(arguments)?;
-        if let Some(id) = self.running() {
-            return Err(format!(
-                "run {id} is still under way: a follow-up waits until it has finished"
-            ));
-        }
-        let Some(run_id) = self.runs.last().cloned() else {
-            return Err(format!(
-                "no run to follow up: launch the team first with {}",
-                tools::LAUNCH_TEAM
-            ));
-        };
-        let dir = self.runs_dir.join(&run_id);
-        let state = crate::store::load_run(&dir)
-            .map_err(|e| format!("run {run_id} cannot be read: {e}"))?
-            .state;
-        if state.phase != crate::runtime::RunPhase::Finished
-            || matches!(
-                state.status,
-                RunStatus::Cancelled | RunStatus::Failed | RunStatus::AwaitingUser
-            )
-        {
-            return Err(format!(
-                "run {run_id} is {}, not finished: a follow-up needs a finished run",
-                state.status.as_str()
-            ));
-        }
-        // The message is the model's wording: the user sees what is sent.
-        self.show(
-            io,
-            ChatEvent::Notice {
-                text: format!("the team would get this follow-up: {message}"),
-            },
-        );
-        if !self.ask(io, &format!("Send this follow-up to run {run_id}? [y/N]")) {
-            return Ok("the user declined: no follow-up was sent.".into());
-        }
-        match self.start(io, state.plan, |rt| {
-            rt.start_resume_with_message(&dir, &message)
-        }) {
-            Ok(id) => Ok(format!(
-                "follow-up sent: run {id} works on it in a new round; its news will reach you as \
-                 <team_event> messages."
-            )),
-            Err(e) => Err(format!("the follow-up could not be started: {e}")),
-        }
-    }
-
     /// Asks the user a yes/no question, shown and recorded.
     pub fn ask(&mut self, io: &mut dyn ChatIo, question: &str) -> bool {
         self.show(
@@ -596,243 +321,6 @@ impl Chat {
         let granted = io.consent(question);
         self.show(io, ChatEvent::Consent { granted });
         granted
-    }
-
-    /// Resumes run `run_id` of this chat on a background thread (after the
-    /// user said yes).
-    ///
-    /// # Errors
-    ///
-    /// [`ChatError::Run`] when a run is already under way or the thread
-    /// cannot be started.
-    pub fn resume_run(&mut self, run_id: &str, io: &mut dyn ChatIo) -> Result<(), ChatError> {
-        if let Some(id) = self.running() {
-            return Err(ChatError::Run(crate::runtime::RunError::Process(format!(
-                "run {id} is still under way"
-            ))));
-        }
-        let dir = self.runs_dir.join(run_id);
-        let plan = crate::store::load_run(&dir)
-            .map(|r| r.state.plan)
-            .unwrap_or_default();
-        self.start(io, plan, |rt| rt.start_resume(&dir))?;
-        Ok(())
-    }
-
-    /// The runs of this chat that can be resumed, with how they ended:
-    /// `interrupted` (cut off: a `running` snapshot that no process holds)
-    /// or `stopped` (stopped before they finished).
-    pub fn interrupted_runs(&self) -> Vec<(String, &'static str)> {
-        self.runs
-            .iter()
-            .filter_map(|id| {
-                let dir = self.runs_dir.join(id);
-                let state = crate::store::load_run(&dir).ok()?.state;
-                if crate::store::run_holder(&dir).is_some() {
-                    return None;
-                }
-                match (state.status, state.phase) {
-                    (RunStatus::Running, _) => Some((id.clone(), "interrupted")),
-                    (RunStatus::Cancelled, p) if p != crate::runtime::RunPhase::Finished => {
-                        Some((id.clone(), "stopped"))
-                    }
-                    _ => None,
-                }
-            })
-            .collect()
-    }
-
-    fn start(
-        &mut self,
-        io: &mut dyn ChatIo,
-        plan: Plan,
-        go: impl FnOnce(&Runtime) -> Result<crate::runtime::RunHandle, crate::runtime::RunError>,
-    ) -> Result<String, ChatError> {
-        self.reap();
-        let (tx, rx) = crossbeam_channel::unbounded::<Event>();
-        let rt = self.runtime.clone().events(tx).parent(&self.partner.name);
-        let handle = go(&rt)?;
-        // The run's thread holds the only other sender: the forwarder ends
-        // when the run does.
-        drop(rt);
-        let run_id = handle.run_id().to_string();
-        let modules = plan.tasks.len();
-        let recent = Arc::clone(&self.recent);
-        recent.lock().clear();
-        let inbox = Arc::clone(&self.inbox);
-        let wake = self.wake.0.clone();
-        let out = self.events_out.clone();
-        let forwarder = {
-            let inbox = Arc::clone(&inbox);
-            let wake = wake.clone();
-            std::thread::Builder::new()
-                .name("boardroom-chat-events".into())
-                .spawn(move || {
-                    let mut tracker = NewsTracker::new(plan);
-                    for e in rx {
-                        if let Some(line) = recent_line(&e) {
-                            let mut r = recent.lock();
-                            if r.len() == RECENT {
-                                r.pop_front();
-                            }
-                            r.push_back(line);
-                        }
-                        for news in tracker.observe(&e) {
-                            inbox.push(InboxItem::TeamEvent(news));
-                            let _ = wake.send(());
-                        }
-                        if let Some(out) = &out {
-                            let _ = out.send(e);
-                        }
-                    }
-                })
-                .map_err(chat_thread_error)?
-        };
-        let cancel = handle.canceller();
-        let report = self
-            .runs_dir
-            .join(&run_id)
-            .join("workspace")
-            .join("report.md");
-        let watched = run_id.clone();
-        let watcher = std::thread::Builder::new()
-            .name("boardroom-chat-run".into())
-            .spawn(move || {
-                let outcome = handle.wait();
-                let _ = forwarder.join();
-                let news = match outcome {
-                    Ok(o) if o.status == RunStatus::AwaitingUser => TeamNews::AwaitingUser {
-                        run_id: watched,
-                        question: o.answer,
-                    },
-                    Ok(o) => TeamNews::RunFinished {
-                        run_id: watched,
-                        status: o.status,
-                        report: (o.status != RunStatus::Cancelled && report.is_file())
-                            .then(|| report.display().to_string()),
-                    },
-                    Err(e) => TeamNews::RunFailed {
-                        run_id: watched,
-                        error: e.to_string(),
-                    },
-                };
-                inbox.push(InboxItem::TeamEvent(news));
-                let _ = wake.send(());
-            })
-            .map_err(chat_thread_error)?;
-        if !self.runs.contains(&run_id) {
-            self.runs.push(run_id.clone());
-        }
-        self.active = Some(ActiveRun {
-            run_id: run_id.clone(),
-            cancel,
-            watcher,
-        });
-        self.show(
-            io,
-            ChatEvent::RunLaunched {
-                run_id: run_id.clone(),
-                modules,
-            },
-        );
-        self.save();
-        Ok(run_id)
-    }
-
-    /// `team_status`: the run's snapshot (status, round, modules) and its
-    /// recent events, in a `<team_status>` element; before a launch, the
-    /// draft plan.
-    fn status(&self) -> String {
-        let Some(run_id) = self.runs.last() else {
-            let plan = self.plan.lock();
-            return format!(
-                "no team has been launched yet. The draft plan has {} modules:\n{}",
-                plan.tasks.len(),
-                tools::module_lines(&plan)
-            );
-        };
-        let running = self.running().is_some();
-        let mut out = match crate::store::load_run(&self.runs_dir.join(run_id)) {
-            Ok(r) => {
-                let s = &r.state;
-                let done = s
-                    .plan
-                    .tasks
-                    .iter()
-                    .filter(|m| m.status == crate::plan::ModuleStatus::Completed)
-                    .count();
-                format!(
-                    "run {run_id}: {}, round {} of at most {}; {done} of {} modules completed:\n{}",
-                    if running {
-                        "working".to_string()
-                    } else {
-                        s.status.as_str().to_string()
-                    },
-                    s.round,
-                    r.settings.max_rounds,
-                    s.plan.tasks.len(),
-                    tools::module_lines(&s.plan)
-                )
-            }
-            Err(_) => format!(
-                "run {run_id}: {}; it has not saved its first phase yet. The plan it was given:\n{}",
-                if running { "starting" } else { "not found" },
-                tools::module_lines(&self.plan.lock())
-            ),
-        };
-        let recent = self.recent.lock();
-        if !recent.is_empty() {
-            out.push_str("recent events:\n");
-            for line in recent.iter() {
-                out.push_str("- ");
-                out.push_str(line);
-                out.push('\n');
-            }
-        }
-        // The run's text (module descriptions, assignments) is data from
-        // the team, not instructions: escaped in its element, as a
-        // `<team_event>` is.
-        format!(
-            "<team_status run=\"{}\">\n{}\n</team_status>",
-            crate::board::escape_xml(run_id),
-            crate::board::escape_xml(out.trim_end())
-        )
-    }
-
-    /// Asks the run under way to stop (it stays resumable) and waits for
-    /// it to end; the id of the run stopped (`None` when no run was under
-    /// way: one that had already ended is not "stopped").
-    pub fn stop_run(&mut self) -> Option<String> {
-        let run = self.active.take()?;
-        let under_way = !run.watcher.is_finished();
-        run.cancel.cancel();
-        let _ = run.watcher.join();
-        under_way.then_some(run.run_id)
-    }
-
-    /// Waits for the run under way to end (its news lands in the inbox).
-    pub fn wait_run(&mut self) {
-        if let Some(run) = self.active.take() {
-            let _ = run.watcher.join();
-        }
-    }
-
-    /// Joins the threads of a run that has ended.
-    fn reap(&mut self) {
-        if self
-            .active
-            .as_ref()
-            .is_some_and(|r| r.watcher.is_finished())
-        {
-            self.wait_run();
-        }
-        let (done, alive): (Vec<_>, Vec<_>) = std::mem::take(&mut self.abandoned)
-            .into_iter()
-            .partition(JoinHandle::is_finished);
-        for t in done {
-            let _ = t.join();
-        }
-        self.abandoned = alive;
     }
 
     /// Ends the chat: stops a run still under way (it stays resumable),

@@ -1,16 +1,20 @@
 //! A chat on disk: `chats/<id>/chat.json` (the conversation the partner
 //! sees, its draft plan and the runs it launched; rewritten atomically
 //! after every turn) and `transcript.jsonl` (what the user saw, one
-//! [`ChatEvent`](super::ChatEvent) a line, appended).
+//! [`ChatEvent`](super::ChatEvent) a line, appended). `chat.lock` holds
+//! an OS lock for as long as a process has the chat open, as `run.lock`
+//! does for a run: a second process is refused, naming the first one.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::ChatError;
 use crate::model::Message;
 use crate::plan::Plan;
+use crate::store::{RunLock, StoreError};
 
 /// The saved state of a chat.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -31,10 +35,27 @@ pub struct ChatRecord {
     pub messages: Vec<Message>,
 }
 
-/// A chat's directory.
+/// A chat's directory, locked for this process while any clone of it
+/// lives.
 #[derive(Debug, Clone)]
 pub struct ChatStore {
     dir: PathBuf,
+    _lock: Arc<RunLock>,
+}
+
+/// The lock file's name inside a chat directory.
+const LOCK_FILE: &str = "chat.lock";
+
+/// Takes the lock of chat `id` in `dir` without waiting.
+fn lock(dir: &Path, id: &str) -> Result<Arc<RunLock>, ChatError> {
+    match RunLock::acquire_file(dir, LOCK_FILE) {
+        Ok(lock) => Ok(Arc::new(lock)),
+        Err(StoreError::InUse { pid, .. }) => Err(ChatError::InUse {
+            chat: id.to_string(),
+            pid,
+        }),
+        Err(e) => Err(io_err(&dir.join(LOCK_FILE), e)),
+    }
 }
 
 fn io_err(path: &Path, e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> ChatError {
@@ -55,7 +76,8 @@ impl ChatStore {
         let id = uuid::Uuid::now_v7().simple().to_string();
         let dir = chats_dir.join(&id);
         std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
-        Ok((ChatStore { dir }, id))
+        let _lock = lock(&dir, &id)?;
+        Ok((ChatStore { dir, _lock }, id))
     }
 
     /// The chat `id` under `chats_dir`, with its saved record.
@@ -63,7 +85,8 @@ impl ChatStore {
     /// # Errors
     ///
     /// [`ChatError::Store`] when there is no such chat or its record
-    /// cannot be read.
+    /// cannot be read; [`ChatError::InUse`] when another process has it
+    /// open.
     pub fn open(chats_dir: &Path, id: &str) -> Result<(ChatStore, ChatRecord), ChatError> {
         let dir = chats_dir.join(id);
         let path = dir.join("chat.json");
@@ -73,9 +96,11 @@ impl ChatStore {
                 "no such chat (see the ids under the chats directory)",
             ));
         }
+        // Locked before it is read: what the holder saves next is not lost.
+        let _lock = lock(&dir, id)?;
         let text = std::fs::read_to_string(&path).map_err(|e| io_err(&path, e))?;
         let record: ChatRecord = serde_json::from_str(&text).map_err(|e| io_err(&path, e))?;
-        Ok((ChatStore { dir }, record))
+        Ok((ChatStore { dir, _lock }, record))
     }
 
     /// The chat's directory.
@@ -142,6 +167,7 @@ mod tests {
         store
             .append(&serde_json::json!({"type": "user_message", "text": "hi"}))
             .unwrap();
+        drop(store);
         let (again, back) = ChatStore::open(tmp.path(), &id).unwrap();
         assert_eq!(back, record);
         assert_eq!(again.transcript().len(), 1);
@@ -151,5 +177,22 @@ mod tests {
             "{err}"
         );
         assert!(ChatStore::open(tmp.path(), "../x").is_err());
+    }
+
+    #[test]
+    fn a_chat_open_in_one_place_is_refused_in_another_until_it_is_closed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (store, id) = ChatStore::create(tmp.path()).unwrap();
+        store.save(&ChatRecord::default()).unwrap();
+        let err = ChatStore::open(tmp.path(), &id).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!(
+                "chat {id}: in use by another boardroom (pid {})",
+                std::process::id()
+            )
+        );
+        drop(store);
+        let _again = ChatStore::open(tmp.path(), &id).unwrap();
     }
 }

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use boardroom::chat::{Chat, ChatEvent, ChatIo, ChatStore, TurnEnd};
+use boardroom::chat::{Chat, ChatError, ChatEvent, ChatIo, ChatStore, TurnEnd};
 use boardroom::{Cancel, Runtime};
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
@@ -232,6 +232,11 @@ pub(crate) fn chat(args: &ChatArgs) -> u8 {
     let (store, record, id) = match &args.resume {
         Some(id) => match ChatStore::open(&args.chats_dir, id) {
             Ok((store, record)) => (store, Some(record), id.clone()),
+            // Another chat process has it: named as a run's holder is.
+            Err(e @ ChatError::InUse { .. }) => {
+                eprintln!("error: {e}");
+                return EXIT_BAD_INPUT;
+            }
             Err(e) => {
                 eprintln!("error: --resume {id}: {e}");
                 return EXIT_BAD_INPUT;

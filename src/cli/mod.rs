@@ -28,6 +28,7 @@ mod out;
 mod render;
 mod runs;
 mod team_info;
+mod templates;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -522,6 +523,11 @@ fn check(dir: Option<&Path>) -> u8 {
     };
     if let Err(e) = team.check_models() {
         eprintln!("{e}");
+        return EXIT_BAD_INPUT;
+    }
+    // Templates that parse but fail when rendered fail here, not in a run.
+    if let Err(e) = templates::render_all(&team) {
+        eprintln!("{}", runs::terminal_safe(&e));
         return EXIT_BAD_INPUT;
     }
     // Starts the MCP servers the agents use, to list their tools; they end

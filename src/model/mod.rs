@@ -298,6 +298,13 @@ pub trait ChatModel: Send + Sync {
         let _ = f;
         None
     }
+
+    /// Whether the model can call tools (the default). A model that says
+    /// `false` is sent no tools: a process uses its text protocol instead
+    /// (a handoff team's `HANDOFF:<agent>:<reason>` line).
+    fn supports_tools(&self) -> bool {
+        true
+    }
 }
 
 impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
@@ -307,6 +314,10 @@ impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
 
     fn watch_limit(&self, f: LimitWatcher) -> Option<LimitWatch> {
         (**self).watch_limit(f)
+    }
+
+    fn supports_tools(&self) -> bool {
+        (**self).supports_tools()
     }
 
     fn chat(
@@ -325,6 +336,10 @@ impl<M: ChatModel + ?Sized> ChatModel for Box<M> {
 
     fn watch_limit(&self, f: LimitWatcher) -> Option<LimitWatch> {
         (**self).watch_limit(f)
+    }
+
+    fn supports_tools(&self) -> bool {
+        (**self).supports_tools()
     }
 
     fn chat(

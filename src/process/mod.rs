@@ -6,6 +6,7 @@
 
 pub(crate) mod blackboard;
 pub(crate) mod handoff;
+pub(crate) mod memory_note;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -32,8 +32,8 @@ fn run_id(dir: &Path) -> String {
     )
 }
 
-fn open(dir: &Path) -> Result<File, StoreError> {
-    let path = dir.join(LOCK_FILE);
+fn open(dir: &Path, name: &str) -> Result<File, StoreError> {
+    let path = dir.join(name);
     OpenOptions::new()
         .read(true)
         .write(true)
@@ -51,9 +51,9 @@ fn holder(file: &mut File) -> Option<u32> {
     text.trim().parse().ok()
 }
 
-/// The lock file, locked, or who holds it.
-fn try_take(dir: &Path) -> Result<File, StoreError> {
-    let mut file = open(dir)?;
+/// The lock file `name` in `dir`, locked, or who holds it.
+fn try_take(dir: &Path, name: &str) -> Result<File, StoreError> {
+    let mut file = open(dir, name)?;
     // Called through the trait: std's own `File::try_lock` is newer than
     // our rust-version.
     match fs4::FileExt::try_lock(&file) {
@@ -62,7 +62,7 @@ fn try_take(dir: &Path) -> Result<File, StoreError> {
             run: run_id(dir),
             pid: holder(&mut file),
         }),
-        Err(TryLockError::Error(e)) => Err(StoreError::io(dir.join(LOCK_FILE), e)),
+        Err(TryLockError::Error(e)) => Err(StoreError::io(dir.join(name), e)),
     }
 }
 
@@ -74,11 +74,17 @@ impl RunLock {
     /// [`StoreError::InUse`] when another holder has it (with its pid),
     /// [`StoreError::Io`] when the lock file cannot be opened or locked.
     pub(crate) fn acquire(dir: &Path) -> Result<RunLock, StoreError> {
+        RunLock::acquire_file(dir, LOCK_FILE)
+    }
+
+    /// As [`RunLock::acquire`], with the lock file `name` in `dir` (a
+    /// chat's directory locks the same way as a run's).
+    pub(crate) fn acquire_file(dir: &Path, name: &str) -> Result<RunLock, StoreError> {
         // `runs` and `show` probe the lock by taking it for an instant: a
         // few short retries keep a probe from refusing a real run.
         let mut tries = 0;
         let mut file = loop {
-            match try_take(dir) {
+            match try_take(dir, name) {
                 Err(StoreError::InUse { .. }) if tries < PROBE_RETRIES => {
                     tries += 1;
                     std::thread::sleep(std::time::Duration::from_millis(20));
@@ -122,7 +128,7 @@ pub fn run_holder(dir: &Path) -> Option<Option<u32>> {
     if !dir.join(LOCK_FILE).is_file() {
         return None;
     }
-    match try_take(dir) {
+    match try_take(dir, LOCK_FILE) {
         Err(StoreError::InUse { pid, .. }) => Some(pid),
         _ => None,
     }

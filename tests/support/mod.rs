@@ -12,6 +12,7 @@
 
 #![allow(dead_code)] // each test file uses a different part
 
+pub mod chat;
 pub mod cli;
 pub mod handoff;
 pub mod models;

@@ -5,7 +5,6 @@ use super::Blackboard;
 use super::prompt;
 use crate::event::RunStatus;
 use crate::model::Phase;
-use crate::runtime::call::Attempt;
 
 impl Blackboard<'_> {
     /// Asks the master for a memory note and stores it (when the runtime
@@ -31,23 +30,14 @@ impl Blackboard<'_> {
         }
         let master = self.team.master();
         let messages = prompt::memory(&self.team, &self.state.task, answer);
-        match self.call_until(
+        let asked = self.call_until(
             master,
             Phase::Memory,
             self.state.round,
             messages,
             "a few short bullet points",
             |r| Ok(r.text.trim().to_string()),
-        ) {
-            Ok(Attempt::Usable(note)) => {
-                if let Err(e) = memory.remember(&self.core.run_id, &note) {
-                    log::warn!("master memory not saved: {e}");
-                }
-            }
-            Ok(Attempt::Unusable(problems)) => {
-                log::warn!("the master gave no memory note: {}", problems.join("; "));
-            }
-            Err(e) => log::warn!("the master gave no memory note: {e}"),
-        }
+        );
+        crate::process::memory_note::keep(memory, &self.core.run_id, asked);
     }
 }

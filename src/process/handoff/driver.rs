@@ -172,20 +172,10 @@ impl<'a> Handoff<'a> {
             agent_tools: false,
             ..Ask::new(Phase::Memory, self.state.round, "a few short bullet points")
         };
-        match self
+        let asked = self
             .core
-            .call_until(master, &ask, messages, |r| Ok(r.text.trim().to_string()))
-        {
-            Ok(Attempt::Usable(note)) => {
-                if let Err(e) = memory.remember(&self.core.run_id, &note) {
-                    log::warn!("master memory not saved: {e}");
-                }
-            }
-            Ok(Attempt::Unusable(problems)) => {
-                log::warn!("the master gave no memory note: {}", problems.join("; "));
-            }
-            Err(e) => log::warn!("the master gave no memory note: {e}"),
-        }
+            .call_until(master, &ask, messages, |r| Ok(r.text.trim().to_string()));
+        crate::process::memory_note::keep(memory, &self.core.run_id, asked);
     }
 
     /// Agent turns since the user last spoke (against `max_turns`).
@@ -311,7 +301,9 @@ impl<'a> Handoff<'a> {
             .map(|(t, c)| (t.as_str(), c.as_deref()))
             .collect();
         let history = self.history();
-        let tools = self.with_tools();
+        // A model without tool calling gets none: its handoff is a line.
+        let model_tools = self.core.model_for(name).supports_tools();
+        let tools = self.with_tools() && model_tools;
         let variables = self.hs.variables.clone();
         let mut messages = turn_prompt(&TurnInput {
             agent: name,
@@ -405,6 +397,7 @@ impl<'a> Handoff<'a> {
             on_turn: &on_turn,
             process_tools: &process_tools,
             intercept: &intercept,
+            agent_tools: model_tools,
             ..Ask::new(Phase::Converse, self.state.round, expected)
         };
         let accept = |r: &ChatResponse| {

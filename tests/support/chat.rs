@@ -1,0 +1,137 @@
+//! A scripted `boardroom chat` through a pipe: lines written to its stdin,
+//! its stdout read line by line on a thread, every line read kept, reads
+//! bounded by one deadline for the whole session.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Receiver;
+
+/// A `boardroom chat` process under a test's script.
+pub struct PipedChat {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    rx: Receiver<String>,
+    deadline: Instant,
+    /// Every line read so far, in order.
+    pub seen: Vec<String>,
+}
+
+/// How a piped chat ended.
+pub struct Ended {
+    pub status: ExitStatus,
+    /// Every line of stdout, each followed by a newline.
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl PipedChat {
+    /// `boardroom chat ARGS` in `dir` (no model, base URL or log filter
+    /// from the caller's environment), `input` written at once; every read fails
+    /// after `limit`.
+    pub fn start(dir: &Path, args: &[&str], input: &str, limit: Duration) -> PipedChat {
+        let mut child = Command::new(super::cli::BIN)
+            .arg("chat")
+            .args(args)
+            .current_dir(dir)
+            .env_remove("BOARDROOM_MODEL")
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut chat = PipedChat {
+            stdin: child.stdin.take(),
+            child,
+            rx,
+            deadline: Instant::now() + limit,
+            seen: Vec::new(),
+        };
+        chat.send(input);
+        chat
+    }
+
+    /// Types `input` (lines ending in `\n`). A chat that has already
+    /// exited is not an error here: what it printed tells.
+    pub fn send(&mut self, input: &str) {
+        let stdin = self.stdin.as_mut().expect("the input is still open");
+        let _ = stdin.write_all(input.as_bytes());
+    }
+
+    /// Ends the input (Ctrl-D through a pipe).
+    pub fn close_input(&mut self) {
+        self.stdin = None;
+    }
+
+    /// The next line within `within` (and the session's deadline), kept.
+    pub fn line_within(&mut self, within: Duration) -> Option<String> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        let line = self.rx.recv_timeout(within.min(left)).ok()?;
+        self.seen.push(line.clone());
+        Some(line)
+    }
+
+    /// The next line; fails with what was seen at the deadline.
+    pub fn next_line(&mut self) -> String {
+        self.line_within(Duration::MAX)
+            .unwrap_or_else(|| panic!("the chat went quiet:\n{}", self.transcript()))
+    }
+
+    /// Reads until a line for which `stop` holds, and returns it; fails
+    /// with "no WHAT in" and what was seen at the deadline.
+    pub fn until(&mut self, what: &str, stop: impl Fn(&str) -> bool) -> String {
+        loop {
+            let line = self
+                .line_within(Duration::MAX)
+                .unwrap_or_else(|| panic!("no {what} in:\n{}", self.transcript()));
+            if stop(&line) {
+                return line;
+            }
+        }
+    }
+
+    /// Whether the session's deadline has passed.
+    pub fn late(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+
+    /// Every line seen so far, each followed by a newline.
+    pub fn transcript(&self) -> String {
+        self.seen.iter().map(|l| format!("{l}\n")).collect()
+    }
+
+    /// Ends the input, waits for the process and reads the rest.
+    pub fn finish(mut self) -> Ended {
+        self.close_input();
+        let out = self.child.wait_with_output().unwrap();
+        self.seen.extend(self.rx.iter());
+        Ended {
+            status: out.status,
+            stdout: self.seen.iter().map(|l| format!("{l}\n")).collect(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+/// The run id in a `[team] run ID …` line.
+pub fn run_id_of(launched: &str) -> String {
+    launched["[team] run ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string()
+}
