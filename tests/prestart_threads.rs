@@ -13,26 +13,11 @@ use parking_lot::Mutex;
 mod support;
 
 use support::models::Phased;
+use support::threads::member_threads;
 
 const MEMBERS: usize = 2500;
 /// The most threads a run starts ahead of its first member phase.
 const PRESTART: usize = 2048;
-
-/// The member pool's threads now (`boardroom-member-N`; the kernel keeps
-/// 15 bytes of a thread's name). The only test of this binary, so the
-/// only run.
-fn member_threads() -> usize {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        panic!("no /proc/self/task");
-    };
-    tasks
-        .filter_map(Result::ok)
-        .filter(|t| {
-            std::fs::read_to_string(t.path().join("comm"))
-                .is_ok_and(|c| c.starts_with("boardroom-membe"))
-        })
-        .count()
-}
 
 /// Notes `n` in `most` where it is the most member threads seen yet.
 fn saw(most: &Mutex<usize>, n: usize) {

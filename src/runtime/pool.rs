@@ -64,6 +64,8 @@ struct Queue<'env> {
     ready: Condvar,
     /// Threads that began to run (counted by the threads themselves).
     begun: std::sync::atomic::AtomicUsize,
+    /// Threads that began and have not ended yet.
+    alive: std::sync::atomic::AtomicUsize,
 }
 
 struct Jobs<'env> {
@@ -122,6 +124,7 @@ impl<'scope, 'env> Pool<'scope, 'env> {
             }),
             ready: Condvar::new(),
             begun: std::sync::atomic::AtomicUsize::new(0),
+            alive: std::sync::atomic::AtomicUsize::new(0),
         });
         Pool {
             queue: Arc::clone(&queue),
@@ -198,6 +201,7 @@ impl<'scope, 'env> Pool<'scope, 'env> {
         // A start that failed in an earlier phase (the system was out of
         // threads then) is tried again: threads may have ended since.
         self.starter.started.lock().exhausted = false;
+        self.reopen();
         // One thread first (a phase needs one to run at all), the jobs
         // queued for the threads there are, and only then the rest of the
         // threads: the jobs start while the threads a prestart has not
@@ -296,15 +300,43 @@ impl<R> Drop for Finished<R> {
     }
 }
 
-impl Drop for Pool<'_, '_> {
-    /// Closes the queue: the threads end, and the scope joins them.
-    fn drop(&mut self) {
+impl Pool<'_, '_> {
+    /// Ends the pool's threads now, while the caller goes on: for a run
+    /// that will run no more parallel phases (its last round is being
+    /// reviewed), so that the threads end during the master's call rather
+    /// than after it, when the run is over and its caller waits for them.
+    /// A phase run after this starts threads again.
+    pub(crate) fn release(&self) {
+        self.close();
+    }
+
+    fn close(&self) {
         self.queue.jobs.lock().closed = true;
         // Each parked thread woken on its own: `notify_all` moves them all
         // onto the queue's lock and wakes them one after another, each
         // when the one before lets go (2048 wake-ups in a row at the end
         // of a 2048-member run, tens of milliseconds of it).
         while self.queue.ready.notify_one() {}
+    }
+
+    /// Opens a released pool again, counting as started only the threads
+    /// that have not ended (a thread about to end may still count: the
+    /// pool then has fewer threads than it thinks, never more than the
+    /// cap).
+    fn reopen(&self) {
+        let mut started = self.starter.started.lock();
+        let mut jobs = self.queue.jobs.lock();
+        if jobs.closed {
+            jobs.closed = false;
+            started.threads = self.queue.alive.load(std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for Pool<'_, '_> {
+    /// Closes the queue: the threads end, and the scope joins them.
+    fn drop(&mut self) {
+        self.close();
     }
 }
 
@@ -350,10 +382,16 @@ impl Starter<'_, '_> {
                         queue
                             .begun
                             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        // Ends when the pool is dropped.
+                        queue
+                            .alive
+                            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        // Ends when the pool is released or dropped.
                         while let Some(job) = queue.next() {
                             job();
                         }
+                        queue
+                            .alive
+                            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                     })
             };
             match spawned {
@@ -549,7 +587,7 @@ mod tests {
     #[test]
     fn a_failed_start_is_retried_by_the_next_phase() {
         let threads = std::thread::scope(|scope| {
-            let pool = Pool::new(scope, "t", 3);
+            let pool = Pool::new(scope, "t", 4);
             pool.starter.refuse.store(1, Ordering::SeqCst);
             assert!(
                 pool.run(4, vec![1, 2], |x: usize| x).is_err(),
@@ -578,6 +616,35 @@ mod tests {
         });
         assert_eq!(threads, 8);
         assert_eq!(meet.max(), 8);
+    }
+
+    /// Issue 14: a released pool's threads end while its owner goes on;
+    /// a phase run after that starts threads again, within the cap.
+    #[test]
+    fn a_released_pool_ends_its_threads_and_a_later_phase_starts_them_again() {
+        let meet = Meet::default();
+        std::thread::scope(|scope| {
+            let pool = Pool::new(scope, "t", 4);
+            meet.expect(4, 4);
+            pool.run(4, (0..4).collect(), |_: usize| meet.meet())
+                .unwrap();
+            assert_eq!(meet.max(), 4);
+            pool.release();
+            let until = std::time::Instant::now() + Duration::from_secs(5);
+            while pool.queue.alive.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            assert_eq!(pool.queue.alive.load(Ordering::SeqCst), 0, "all ended");
+            meet.expect(5, 6);
+            meet.patience_ms.store(50, Ordering::SeqCst);
+            let out = pool.run(8, (0..6).collect(), |x: usize| {
+                meet.meet();
+                x
+            });
+            assert_eq!(out.unwrap(), (0..6).map(Ok).collect::<Vec<_>>());
+            assert_eq!(meet.max(), 4, "started again, within the cap");
+            assert_eq!(pool.threads(), 4);
+        });
     }
 
     /// This thread's voluntary context switches (Linux).

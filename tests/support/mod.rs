@@ -18,6 +18,7 @@ pub mod handoff;
 pub mod models;
 pub mod team_server;
 pub mod teams;
+pub mod threads;
 pub mod tmux;
 
 use std::io::{BufRead, BufReader, Read, Write};

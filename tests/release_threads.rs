@@ -1,0 +1,80 @@
+//! A run whose last round is under review ends its members' threads while
+//! the master reviews, not after the run (issue 14): the caller of a
+//! 2048-member run waited ~100 ms at the end for them. A run that may
+//! still assign another round keeps them. Counted from the process's own
+//! thread list, never timed.
+#![cfg(target_os = "linux")]
+
+use std::time::{Duration, Instant};
+
+use boardroom::bench::bench_team;
+use boardroom::testing::Sim;
+use boardroom::{ChatModel, ChatRequest, ChatResponse, ModelError, Phase, RunStatus, Runtime};
+use parking_lot::Mutex;
+
+mod support;
+
+use support::threads::member_threads;
+
+/// The sim, but its review first notes the member threads alive: once
+/// (`wait: false`), or after waiting (at most 5 s) for them to end.
+struct Watch {
+    sim: Sim,
+    wait: bool,
+    seen: Mutex<Option<usize>>,
+}
+
+impl ChatModel for Watch {
+    fn name(&self) -> String {
+        "watch".into()
+    }
+
+    fn chat(
+        &self,
+        req: &ChatRequest,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<ChatResponse, ModelError> {
+        if req.phase == Phase::Review {
+            let until = Instant::now() + Duration::from_secs(5);
+            let mut n = member_threads();
+            while self.wait && n > 0 && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(5));
+                n = member_threads();
+            }
+            *self.seen.lock() = Some(n);
+        }
+        self.sim.chat(req, on_delta)
+    }
+}
+
+fn review_saw(rounds: u32, wait: bool) -> usize {
+    let model = std::sync::Arc::new(Watch {
+        sim: Sim::new(),
+        wait,
+        seen: Mutex::new(None),
+    });
+    let run = Runtime::with_shared_model(bench_team(16).unwrap(), model.clone())
+        .max_rounds(rounds)
+        .run("Write the parts")
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Done);
+    let seen = *model.seen.lock();
+    seen.expect("the master reviewed")
+}
+
+/// One test (the thread count is the whole process's).
+#[test]
+fn the_last_rounds_review_ends_the_member_threads_an_earlier_one_keeps_them() {
+    // One round allowed: its review is the last; the 16 threads end.
+    assert_eq!(
+        review_saw(1, true),
+        0,
+        "member threads left in the last review"
+    );
+    // Three allowed: the first review may assign a second round.
+    assert_eq!(
+        review_saw(3, false),
+        16,
+        "member threads kept for a next round"
+    );
+}
