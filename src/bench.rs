@@ -143,9 +143,14 @@ pub fn bench(opts: &BenchOptions) -> Result<BenchRow, BenchError> {
         })),
     };
     let sampler = Sampler::start();
+    let idle_threads = process_status().map(|(_, t)| t);
     let mut runs = Vec::new();
     let mut latencies = Vec::new();
     for _ in 0..opts.rounds.max(1) {
+        // The last run's threads end after it returns (their stacks are
+        // unmapped as they go): each run starts in a quiet process, not
+        // on cores still busy with the one before.
+        settle(idle_threads);
         let (tx, rx) = crossbeam_channel::unbounded();
         let collector = std::thread::Builder::new()
             .name("boardroom-bench".into())
@@ -201,6 +206,15 @@ pub fn bench(opts: &BenchOptions) -> Result<BenchRow, BenchError> {
         drafts: runs.iter().map(|r| r.drafts).sum(),
         limit_changes: runs.iter().map(|r| r.limit_changes).sum(),
     })
+}
+
+/// Waits (at most 2 s) until the process has no more threads than `idle`.
+fn settle(idle: Option<usize>) {
+    let Some(idle) = idle else { return };
+    let until = Instant::now() + Duration::from_secs(2);
+    while process_status().is_some_and(|(_, t)| t > idle) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 /// The `q` quantile of sorted `xs` (nearest rank); zero for none.

@@ -6,11 +6,12 @@ use crate::event::{EventKind, ReviewVerdict, RoomStatus, RunStatus};
 use crate::model::{Message, ModelError, Phase};
 use crate::protocol::Decision;
 use crate::runtime::call::Attempt;
+use crate::runtime::pool::Pool;
 use crate::runtime::{RunError, RunPhase};
 
 use super::{Blackboard, prompt};
 
-impl Blackboard<'_> {
+impl<'d> Blackboard<'d> {
     pub(super) fn plan(&mut self) -> Result<(), RunError> {
         self.status(RoomStatus::Thinking);
         let messages = prompt::plan(
@@ -44,7 +45,7 @@ impl Blackboard<'_> {
         Ok(())
     }
 
-    pub(super) fn review(&mut self) {
+    pub(super) fn review(&mut self, pool: &Pool<'_, 'd>) {
         let round = self.state.round;
         self.status(RoomStatus::Thinking);
         let board = self.board.snapshot();
@@ -57,6 +58,14 @@ impl Blackboard<'_> {
             &self.state.feedback,
             self.wording(),
         );
+        drop(board);
+        // The last round's review cannot ask for another: the members'
+        // threads end while the master reviews (once its prompt is built:
+        // their ending takes the cores for a while), not after the run,
+        // when its caller waits for them.
+        if round >= self.cap() {
+            pool.release();
+        }
         let master = self.team.master().name.clone();
         match self.master_turn(Phase::Review, round, messages) {
             Ok((decision, problems)) => {
@@ -85,12 +94,14 @@ impl Blackboard<'_> {
         }
     }
 
-    pub(super) fn final_answer(&mut self) -> Result<(), RunError> {
+    pub(super) fn final_answer(&mut self, pool: &Pool<'_, 'd>) -> Result<(), RunError> {
         self.no_draft_check()?;
         self.status(RoomStatus::Thinking);
         let board = self.board.snapshot();
         let messages =
             prompt::final_answer(&self.team, &self.core.memory, &self.task_text(), &board);
+        drop(board);
+        pool.release();
         let master = self.team.master();
         match self.call_until(
             master,

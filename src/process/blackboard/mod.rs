@@ -178,19 +178,10 @@ impl<'d> Blackboard<'d> {
                 RunPhase::Members => self.members(pool),
                 RunPhase::Challenge => self.challenge(pool),
                 RunPhase::Review => {
-                    // The last round's review cannot ask for another: the
-                    // members' threads end while the master reviews, not
-                    // after the run, when its caller waits for them.
-                    if self.state.round >= self.cap() {
-                        pool.release();
-                    }
-                    self.review();
+                    self.review(pool);
                     Ok(())
                 }
-                RunPhase::Final => {
-                    pool.release();
-                    self.final_answer()
-                }
+                RunPhase::Final => self.final_answer(pool),
                 RunPhase::Finished => Ok(()),
                 // Only a hand-edited run.json gets here.
                 RunPhase::Step => Err(RunError::Process(format!(
