@@ -143,7 +143,7 @@ pub fn bench(opts: &BenchOptions) -> Result<BenchRow, BenchError> {
         })),
     };
     let sampler = Sampler::start();
-    let idle_threads = process_status().map(|(_, t)| t);
+    let idle_threads = quiet_threads();
     let mut runs = Vec::new();
     let mut latencies = Vec::new();
     for _ in 0..opts.rounds.max(1) {
@@ -208,11 +208,41 @@ pub fn bench(opts: &BenchOptions) -> Result<BenchRow, BenchError> {
     })
 }
 
-/// Waits (at most 2 s) until the process has no more threads than `idle`.
+/// The process's thread count once it stops falling (threads of earlier
+/// work still ending: a caller's, or `cargo bench`'s baselines), waiting
+/// at most 2 s; `None` where the system does not say.
+fn quiet_threads() -> Option<usize> {
+    let until = Instant::now() + Duration::from_secs(2);
+    let mut last = process_status()?.1;
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        let now = process_status()?.1;
+        if now >= last || Instant::now() > until {
+            return Some(now);
+        }
+        last = now;
+    }
+}
+
+/// Waits (at most 2 s) until the process has no more threads than `idle`;
+/// says so when they do not end (a leak would show here).
 fn settle(idle: Option<usize>) {
     let Some(idle) = idle else { return };
     let until = Instant::now() + Duration::from_secs(2);
-    while process_status().is_some_and(|(_, t)| t > idle) && Instant::now() < until {
+    loop {
+        let Some((_, now)) = process_status() else {
+            return;
+        };
+        if now <= idle {
+            return;
+        }
+        if Instant::now() > until {
+            log::warn!(
+                "bench: {} threads of the last run still alive after 2 s",
+                now - idle
+            );
+            return;
+        }
         std::thread::sleep(Duration::from_millis(2));
     }
 }

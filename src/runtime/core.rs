@@ -279,15 +279,15 @@ impl<'a> Core<'a> {
         self.bus.turn(turn);
     }
 
-    /// Saves the run: `state` (whose usage and plan the core fills in)
-    /// to `run.json`, the plan to `workspace/plan.json`, and at the end the
-    /// answer to `workspace/report.md`.
     /// Whether [`Core::save`] has anywhere to save to (a run directory or
     /// a workspace).
     pub(crate) fn saves(&self) -> bool {
         self.persist.dir.is_some() || self.rt.workspace.is_some()
     }
 
+    /// Saves the run: `state` (whose usage and plan the core fills in)
+    /// to `run.json`, the plan to `workspace/plan.json`, and at the end the
+    /// answer to `workspace/report.md`.
     pub(crate) fn save(&self, mut state: RunState) {
         let workspace = self.workspace_dir();
         if self.persist.dir.is_none() && workspace.is_none() {
