@@ -255,7 +255,7 @@ mod tests {
     }
 
     #[test]
-    fn another_pid_is_named_and_ours_is_this_process() {
+    fn another_pid_is_named_as_another_boardroom() {
         let other = ChatError::InUse {
             chat: "c1".into(),
             pid: Some(std::process::id().wrapping_add(1)),
