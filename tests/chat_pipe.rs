@@ -22,6 +22,17 @@ fn at(hay: &str, needle: &str) -> usize {
         .unwrap_or_else(|| panic!("{needle:?} not in:\n{hay}"))
 }
 
+/// Lets a held server call go when dropped: a test that fails while the
+/// call is held does not leave the server's thread waiting (the server
+/// joins it when it drops, after this guard, declared later, has gone).
+struct Release(crossbeam_channel::Sender<()>);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        let _ = self.0.try_send(());
+    }
+}
+
 fn only_dir(dir: &Path) -> String {
     let names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
@@ -321,6 +332,8 @@ fn ctrl_c_during_a_partner_turn_cancels_that_turn_and_the_chat_goes_on() {
             support::Reply::answer(req, "Here is the work I would give the team: one module.")
         }
     });
+    // Dropped before the server, should an assertion fail while it holds.
+    let release = Release(release);
     let model = format!("{}#partner", server.base_url());
     let mut chat = PipedChat::start(
         tmp.path(),
@@ -336,7 +349,7 @@ fn ctrl_c_during_a_partner_turn_cancels_that_turn_and_the_chat_goes_on() {
         line == "[boardroom] the partner's turn was cancelled"
     });
     // The held call ends now; its answer is for a turn that is over.
-    release.send(()).unwrap();
+    drop(release);
     // The chat goes on: the next message gets a real turn.
     chat.send("about 20 people, two days\n");
     let out = chat.finish();
@@ -530,5 +543,53 @@ fn a_chat_resumed_twice_at_once_is_refused_in_the_second_process() {
         again.stdout.contains("you: about 20 people, two days"),
         "{}",
         again.stdout
+    );
+}
+
+/// The helper's `finish` is bounded by the session's deadline: a chat
+/// that does not exit (its partner's call held by the server) is killed
+/// and the test fails with what it printed, rather than waiting for it.
+#[test]
+fn finish_gives_up_on_a_chat_that_does_not_exit_by_the_deadline() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (arrived, in_flight) = crossbeam_channel::bounded::<()>(1);
+    let (release, released) = crossbeam_channel::bounded::<()>(1);
+    let server = support::Server::start(move |req| {
+        let _ = arrived.send(());
+        // Longer than the deadline below: only a bounded finish returns
+        // before it.
+        let _ = released.recv_timeout(Duration::from_secs(8));
+        support::Reply::answer(req, "Before I draft the work, two questions:")
+    });
+    let _release = Release(release);
+    let model = format!("{}#partner", server.base_url());
+    let chat = PipedChat::start(
+        tmp.path(),
+        &["--model", &model],
+        "Plan a team offsite\n",
+        Duration::from_secs(3),
+    );
+    in_flight
+        .recv_timeout(Duration::from_secs(3))
+        .expect("the partner's call came");
+    let pid = chat.child.id();
+    let started = std::time::Instant::now();
+    let finished = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| chat.finish()));
+    let message = match finished {
+        Ok(out) => panic!(
+            "finish waited for the held call ({:?}): {:?}",
+            started.elapsed(),
+            out.status
+        ),
+        Err(panic) => panic.downcast_ref::<String>().cloned().unwrap_or_default(),
+    };
+    assert!(
+        message.starts_with("the chat did not exit by its deadline (killed)"),
+        "{message}"
+    );
+    // Killed: no such process any more (reaped when the helper dropped).
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "the chat {pid} was left running"
     );
 }

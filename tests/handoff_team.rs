@@ -214,6 +214,15 @@ fn check_renders_templates_and_reports_runtime_errors_at_file_line() {
     for (yaml, soul, want) in cases {
         refused(yaml, *soul, want);
     }
+    // A soul saved with a byte order mark keeps its file and line.
+    refused(
+        "process: handoff\ncontext_variables:\n  audience: experts\n",
+        Some((
+            "reviewer",
+            "\u{feff}# Reviewer\n\nWrite for {{ audience | shout }}.\n",
+        )),
+        "./souls/reviewer.md:3: template: filter shout is unknown",
+    );
     // Declared without a value: a placeholder stands in for it.
     let dir = iterative_with(
         Some("process: handoff\ncontext_variables:\n  topic:\n"),
@@ -224,4 +233,24 @@ fn check_renders_templates_and_reports_runtime_errors_at_file_line() {
     );
     let (code, stdout, stderr) = check(dir.path());
     assert_eq!(code, Some(0), "{stdout}{stderr}");
+}
+
+/// A failing condition is named at the line of its own `condition:`, as
+/// loading read it: not at an earlier rule with the same text (the second
+/// rule is tried first, by priority), not at line 1 for a folded one.
+#[test]
+fn check_names_the_line_of_the_failing_condition_itself() {
+    let head = "process: handoff\ncontext_variables:\n  max_revisions: 2\nhandoffs:\n";
+    let same = "  - from_agent: reviewer\n    to_agent: writer\n    condition: fewer than {{ 10 // (max_revisions - 2) }} revisions\n  - from_agent: writer\n    to_agent: reviewer\n    priority: 5\n    condition: fewer than {{ 10 // (max_revisions - 2) }} revisions\n";
+    refused(
+        &format!("{head}{same}"),
+        None,
+        "./team.yaml:11: template: unable to calculate 10 // 0 (handoff rule writer → reviewer)",
+    );
+    let folded = "  - from_agent: reviewer\n    to_agent: writer\n    condition: >\n      fewer than\n      {{ 10 // (max_revisions - 2) }} revisions\n";
+    refused(
+        &format!("{head}{folded}"),
+        None,
+        "./team.yaml:7: template: unable to calculate 10 // 0 (handoff rule reviewer → writer)",
+    );
 }

@@ -26,8 +26,9 @@ pub enum ChatError {
         /// not found).
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// Another process has the chat open (a second `chat --resume` of
-    /// it): one process at a time appends to a chat.
+    /// Another handle has the chat open (a second `chat --resume` of it,
+    /// or a second [`ChatStore`](super::ChatStore) of it in this
+    /// process): one handle at a time appends to a chat.
     InUse {
         /// The chat's id.
         chat: String,
@@ -48,13 +49,13 @@ impl fmt::Display for ChatError {
             ChatError::Model(e) => write!(f, "the partner's model: {e}"),
             ChatError::Run(e) => write!(f, "the team's run: {e}"),
             ChatError::Store { path, source } => write!(f, "{}: {source}", path.display()),
-            ChatError::InUse { chat, pid } => {
-                write!(f, "chat {chat}: in use by another boardroom")?;
-                match pid {
-                    Some(pid) => write!(f, " (pid {pid})"),
-                    None => Ok(()),
+            ChatError::InUse { chat, pid } => match pid {
+                Some(pid) if *pid == std::process::id() => {
+                    write!(f, "chat {chat}: in use by another handle (this process)")
                 }
-            }
+                Some(pid) => write!(f, "chat {chat}: in use by another boardroom (pid {pid})"),
+                None => write!(f, "chat {chat}: in use by another boardroom"),
+            },
         }
     }
 }

@@ -28,7 +28,6 @@ mod out;
 mod render;
 mod runs;
 mod team_info;
-mod templates;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -526,8 +525,8 @@ fn check(dir: Option<&Path>) -> u8 {
         return EXIT_BAD_INPUT;
     }
     // Templates that parse but fail when rendered fail here, not in a run.
-    if let Err(e) = templates::render_all(&team) {
-        eprintln!("{}", runs::terminal_safe(&e));
+    if let Err(e) = team.check_templates() {
+        eprintln!("{}", runs::terminal_safe(&e.to_string()));
         return EXIT_BAD_INPUT;
     }
     // Starts the MCP servers the agents use, to list their tools; they end

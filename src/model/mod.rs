@@ -300,8 +300,10 @@ pub trait ChatModel: Send + Sync {
     }
 
     /// Whether the model can call tools (the default). A model that says
-    /// `false` is sent no tools: a process uses its text protocol instead
-    /// (a handoff team's `HANDOFF:<agent>:<reason>` line).
+    /// `false` is sent no tools, by every call: a process uses its text
+    /// protocol instead (a handoff team's `HANDOFF:<agent>:<reason>`
+    /// line); a blackboard member's or the chat partner's granted tools
+    /// are dropped, with a `log::warn!` naming the agent.
     fn supports_tools(&self) -> bool {
         true
     }

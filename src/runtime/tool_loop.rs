@@ -57,12 +57,23 @@ impl Core<'_> {
         request: &mut ChatRequest,
         on_delta: &mut dyn FnMut(&str),
     ) -> Result<ChatResponse, ModelError> {
-        let granted = if ask.agent_tools {
+        let mut granted = if ask.agent_tools {
             self.tools.granted(agent).unwrap_or_default()
         } else {
             Vec::new()
         };
-        if granted.is_empty() && ask.process_tools.is_empty() {
+        // A model without tool calling is sent none (ChatModel::supports_tools).
+        let no_tools = !model.supports_tools();
+        if no_tools && !granted.is_empty() {
+            log::warn!(
+                "agent '{}': its model {} cannot call tools, so its {} granted tool(s) are not sent",
+                agent.name,
+                model.name(),
+                granted.len()
+            );
+            granted.clear();
+        }
+        if no_tools || (granted.is_empty() && ask.process_tools.is_empty()) {
             let response = chat(self.pooled(agent), model, request, on_delta)?;
             self.add_usage(&agent.name, response.usage);
             return Ok(response);

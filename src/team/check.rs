@@ -4,8 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
+use super::template::{Variables, render};
 use super::yaml::{self, Step};
-use super::{ModelConfig, Team, TeamError};
+use super::{ModelConfig, Process, Team, TeamError};
 
 impl Team {
     /// Builds every model in `team.yaml`'s `models` and every model an
@@ -54,6 +55,70 @@ impl Team {
         }
         Ok(())
     }
+
+    /// Renders every template `run` renders, with the declared defaults
+    /// (a variable declared without a value stands as `<name>`, as a
+    /// `--var` would give): each soul of a handoff team or of a team with
+    /// context variables, and each handoff condition. Loading checked
+    /// that they parse and name only declared variables; this finds what
+    /// fails only when rendered (an unknown filter, a division by zero).
+    ///
+    /// # Errors
+    ///
+    /// A [`TeamError`] for the first template that fails: the soul file
+    /// and the template's line, or team.yaml and the line of the rule's
+    /// `condition:` (the file alone where no line is known).
+    pub fn check_templates(&self) -> Result<(), TeamError> {
+        let handoff = self.config().process == Process::Handoff;
+        if !handoff && self.variables().is_empty() {
+            return Ok(());
+        }
+        let vars = check_values(self);
+        let souls = self.dir().map(|d| d.join("souls"));
+        for agent in self.agents() {
+            let (text, path) = super::handoff::soul_source(agent, souls.as_deref());
+            render(&text, &vars).map_err(|e| super::handoff::soul_error(path, &e))?;
+        }
+        let Some(settings) = self.handoff() else {
+            return Ok(());
+        };
+        let yaml = self.dir().map(|d| d.join("team.yaml"));
+        for rule in &settings.rules {
+            let Some(condition) = &rule.condition else {
+                continue;
+            };
+            if let Err(e) = render(condition, &vars) {
+                let message = format!(
+                    "{} (handoff rule {} → {})",
+                    e.message(),
+                    rule.from_agent,
+                    rule.to_agent
+                );
+                let path = yaml
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from("a handoff rule's condition"));
+                return Err(match (&yaml, rule.condition_line) {
+                    (Some(_), Some(line)) => TeamError::at(path, line, message),
+                    _ => TeamError::in_file(path, message),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The team's variables as `check_templates` renders with them: each
+/// declared default, and for one declared without a value (`null`) a
+/// placeholder text, `<name>`.
+fn check_values(team: &Team) -> Variables {
+    Variables::declare(team.variables().iter().map(|(name, value)| {
+        let value = if value.is_null() {
+            serde_json::Value::String(format!("<{name}>"))
+        } else {
+            value.clone()
+        };
+        (name.to_string(), value)
+    }))
 }
 
 /// `team.yaml:LINE: models.NAME: detail`, at the line of `NAME:`.

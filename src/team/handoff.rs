@@ -57,6 +57,11 @@ pub struct HandoffRule {
     pub condition: Option<String>,
     /// Higher first.
     pub priority: i64,
+    /// The line of `condition:` in team.yaml, where the rule was read
+    /// from one: `boardroom check` names it when the condition fails to
+    /// render.
+    #[serde(skip)]
+    pub(crate) condition_line: Option<usize>,
 }
 
 impl HandoffRule {
@@ -273,6 +278,7 @@ pub(super) fn build(
         rules.push(HandoffRule {
             from_agent: from,
             to_agent: to,
+            condition_line: condition.as_ref().and_then(|_| line_of("condition")),
             condition,
             priority,
         });
@@ -295,23 +301,36 @@ fn check_soul(
     souls_dir: Option<&Path>,
     known: &[String],
 ) -> Result<(), TeamError> {
-    // From disk, check the file as written so that lines match it.
+    let (text, path) = soul_source(agent, souls_dir);
+    check_template(&text, known).map_err(|e| soul_error(path, &e))
+}
+
+/// The soul as its file holds it (read as loading reads it, a byte order
+/// mark dropped), so that a template's lines are the file's, with the
+/// file's path; the loaded text and `the soul of 'NAME'` when there is no
+/// file or it changed since.
+pub(super) fn soul_source(agent: &AgentSpec, souls_dir: Option<&Path>) -> (String, PathBuf) {
     let file = souls_dir.map(|d| d.join(format!("{}.md", agent.name)));
     let raw = file
         .as_deref()
         .and_then(|p| super::read_text(p).ok())
         .filter(|t| t.trim() == agent.soul);
-    let (text, path) = match (&raw, &file) {
-        (Some(t), Some(p)) => (t.as_str(), p.clone()),
+    match (raw, file) {
+        (Some(t), Some(p)) => (t, p),
         _ => (
-            agent.soul.as_str(),
+            agent.soul.clone(),
             PathBuf::from(format!("the soul of '{}'", agent.name)),
         ),
-    };
-    check_template(text, known).map_err(|e| match e.line() {
+    }
+}
+
+/// `SOUL:LINE: message`, or `SOUL: message` when the template names no
+/// line.
+pub(super) fn soul_error(path: PathBuf, e: &super::template::TemplateError) -> TeamError {
+    match e.line() {
         Some(line) => TeamError::at(path, line, e.message()),
         None => TeamError::in_file(path, e.message()),
-    })
+    }
 }
 
 #[cfg(test)]

@@ -1,8 +1,10 @@
 //! A scripted `boardroom chat` through a pipe: lines written to its stdin,
-//! its stdout read line by line on a thread, every line read kept, reads
-//! bounded by one deadline for the whole session.
+//! its stdout read line by line on a thread and its stderr on another,
+//! every line read kept, reads and the wait for its exit bounded by one
+//! deadline for the whole session (the process is killed when a test
+//! drops it, passing or failing).
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -14,6 +16,8 @@ pub struct PipedChat {
     pub child: Child,
     stdin: Option<ChildStdin>,
     rx: Receiver<String>,
+    /// All of stderr, once it closes.
+    err_rx: Receiver<String>,
     deadline: Instant,
     /// Every line read so far, in order.
     pub seen: Vec<String>,
@@ -54,10 +58,20 @@ impl PipedChat {
                 }
             }
         });
+        // Drained on its own thread: a chat that writes much to stderr
+        // never blocks on a full pipe.
+        let (err_tx, err_rx) = crossbeam_channel::bounded(1);
+        let mut stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = stderr.read_to_end(&mut bytes);
+            let _ = err_tx.send(String::from_utf8_lossy(&bytes).into_owned());
+        });
         let mut chat = PipedChat {
             stdin: child.stdin.take(),
             child,
             rx,
+            err_rx,
             deadline: Instant::now() + limit,
             seen: Vec::new(),
         };
@@ -114,15 +128,39 @@ impl PipedChat {
         self.seen.iter().map(|l| format!("{l}\n")).collect()
     }
 
-    /// Ends the input, waits for the process and reads the rest.
+    /// Ends the input, waits for the process and reads the rest, all
+    /// within the session's deadline (a second of grace past it): a chat
+    /// still running then is killed and the test fails with what it
+    /// printed.
     pub fn finish(mut self) -> Ended {
         self.close_input();
-        let out = self.child.wait_with_output().unwrap();
-        self.seen.extend(self.rx.iter());
+        let deadline = self.deadline.max(Instant::now() + Duration::from_secs(1));
+        let left = || deadline.saturating_duration_since(Instant::now());
+        let what = format!(
+            "the chat did not exit by its deadline (killed); its stdout so far:\n{}",
+            self.transcript()
+        );
+        let status = super::cli::exit_within(&mut self.child, left(), &what);
+        // The pipes close with the process (a child it left holding one
+        // only costs the wait up to the deadline).
+        while let Ok(line) = self.rx.recv_timeout(left()) {
+            self.seen.push(line);
+        }
+        let stderr = self.err_rx.recv_timeout(left()).unwrap_or_default();
         Ended {
-            status: out.status,
-            stdout: self.seen.iter().map(|l| format!("{l}\n")).collect(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            status,
+            stdout: self.transcript(),
+            stderr,
+        }
+    }
+}
+
+impl Drop for PipedChat {
+    /// A chat left running by a failing test is killed, not left behind.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
         }
     }
 }

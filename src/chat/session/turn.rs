@@ -110,10 +110,21 @@ impl Chat {
         messages.push(self.system.clone());
         messages.extend(self.messages.iter().cloned());
         let mut req = ChatRequest::new(&self.partner.name, Phase::Converse, 0, messages);
-        req.tools = self.granted.iter().map(|t| spec_of(t.as_ref())).collect();
-        req.tools.push(tools::launch_team_spec());
-        req.tools.push(tools::team_status_spec());
-        req.tools.push(tools::follow_up_spec());
+        // A model without tool calling is sent none (ChatModel::supports_tools).
+        if self.model.supports_tools() {
+            req.tools = self.granted.iter().map(|t| spec_of(t.as_ref())).collect();
+            req.tools.push(tools::launch_team_spec());
+            req.tools.push(tools::team_status_spec());
+            req.tools.push(tools::follow_up_spec());
+        } else {
+            log::warn!(
+                "agent '{}': its model {} cannot call tools, so its {} tool(s) (launch_team and \
+                 the others it is granted) are not sent",
+                self.partner.name,
+                self.model.name(),
+                self.granted.len() + 3
+            );
+        }
         req.temperature = self.partner.temperature;
         req.max_tokens = self.partner.max_tokens;
         let model = Arc::clone(&self.model);
