@@ -21,7 +21,9 @@
 //! way, a quarter MiB a connection): requests are small and answers are
 //! read in pieces (the input buffer grows for a larger header). Timeouts
 //! are set per attempt, from the time left before the call's deadline; the
-//! resolver keeps its answers (see [`super::resolve`]).
+//! resolver keeps its answers (see [`super::resolve`]); every connection
+//! is wrapped so that the drain after `[DONE]` is bounded in time (see
+//! [`super::drain`]).
 
 use super::resolve::CachingResolver;
 
@@ -58,7 +60,10 @@ impl Agents {
                     .build();
                 ureq::Agent::with_parts(
                     config,
-                    ureq::unversioned::transport::DefaultConnector::default(),
+                    ureq::unversioned::transport::Connector::chain(
+                        ureq::unversioned::transport::DefaultConnector::default(),
+                        super::drain::DrainBound,
+                    ),
                     resolver.clone(),
                 )
             })

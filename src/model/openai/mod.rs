@@ -13,6 +13,7 @@
 //! echoes back before that is shortened.
 
 mod agents;
+mod drain;
 mod limit;
 mod resolve;
 mod retry;
@@ -645,7 +646,7 @@ impl OpenAi {
             .to_string();
         let is_sse = content_type.contains("text/event-stream");
         if is_sse {
-            let reusable = reusable(response.headers());
+            let reusable = drain::reusable(response.headers());
             return self.read_stream(
                 response.into_body().into_reader(),
                 reusable,
@@ -725,7 +726,7 @@ impl OpenAi {
             }
             if n == 0 || state.done {
                 if n != 0 && reusable {
-                    drain(&mut reader);
+                    drain::drain(&mut reader);
                 }
                 break;
             }
@@ -846,43 +847,6 @@ impl OpenAi {
     }
 }
 
-/// Whether a response's connection can serve another request once its body
-/// is read: a body of known length or chunked, and no `Connection: close`.
-/// A body that ends when the server closes the connection is not read past
-/// `[DONE]` (the server may hold it open; the connection is spent anyway).
-fn reusable(headers: &ureq::http::HeaderMap) -> bool {
-    let has = |name: &str, value: &str| {
-        headers
-            .get_all(name)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .any(|v| v.to_ascii_lowercase().contains(value))
-    };
-    let framed = headers.contains_key("content-length") || has("transfer-encoding", "chunked");
-    framed && !has("connection", "close")
-}
-
-/// The most bytes read past `[DONE]` to reach the end of a body.
-const MAX_DRAIN: usize = 64 * 1024;
-
-/// Reads what is left of a streamed body after `[DONE]` (the end of the
-/// chunked body, usually in the same packet; a server that holds it open
-/// holds the call until its deadline), so that ureq sees the body
-/// end and puts the connection back in the pool: a body dropped before its
-/// end closes the connection, and every call would open a new one (a TCP
-/// and TLS handshake each). Errors and anything past [`MAX_DRAIN`] only
-/// cost the connection.
-fn drain(reader: &mut impl Read) {
-    let mut buf = [0u8; 1024];
-    let mut total = 0;
-    while total <= MAX_DRAIN {
-        match reader.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => total += n,
-        }
-    }
-}
-
 /// Connection failures, timeouts and cut connections are worth another
 /// attempt; a bad URL, an unknown host or a TLS failure is not.
 fn retryable_error(e: &ureq::Error) -> bool {
@@ -913,30 +877,6 @@ mod tests {
         );
         assert_eq!(mask_key("é sk-abcdefghijklmnopé", key), "é ***é");
         assert_eq!(mask_key("anything", ""), "anything");
-    }
-
-    #[test]
-    fn only_a_framed_kept_alive_body_is_read_past_done() {
-        let headers = |pairs: &[(&'static str, &'static str)]| {
-            let mut h = ureq::http::HeaderMap::new();
-            for (k, v) in pairs {
-                h.append(*k, ureq::http::HeaderValue::from_static(v));
-            }
-            h
-        };
-        assert!(reusable(&headers(&[("transfer-encoding", "chunked")])));
-        assert!(reusable(&headers(&[("content-length", "42")])));
-        assert!(!reusable(&headers(&[])), "ends when the server closes");
-        assert!(!reusable(&headers(&[
-            ("content-length", "42"),
-            ("connection", "Close")
-        ])));
-        // A cut body or an error ends the drain; it never reads past its cap.
-        let mut endless = std::io::repeat(b'x');
-        drain(&mut endless);
-        let mut short: &[u8] = b"0\r\n\r\n";
-        drain(&mut short);
-        assert!(short.is_empty());
     }
 
     #[test]
