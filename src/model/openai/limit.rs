@@ -16,6 +16,13 @@
 //! holds for one window of successes, then grows by one slot per window of
 //! successes. A `Retry-After` pauses every new request to the endpoint
 //! until it ends.
+//!
+//! Watchers hear of a wave of refusals as one or two changes, not one per
+//! step down: the wave's first refusal is told at once (the limit to the
+//! requests then in flight), and the steps down the refusals of requests
+//! already in flight when it began make are told as one change when the
+//! last of those requests has come back (or before any other change, so
+//! that every change told starts where the one before it ended).
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Weak};
@@ -238,6 +245,11 @@ struct State {
     credit: i64,
     /// No request is sent before this (`Retry-After`).
     paused_until: Option<Instant>,
+    /// The refusals in progress, if any, and the changes they made that
+    /// no watcher was told of yet.
+    wave: Option<Wave>,
+    /// How many waves began so far (a permit keeps the count it saw).
+    waves: u64,
     /// The lowest recent latency, in seconds.
     floor: Option<f64>,
     /// The average recent latency, in seconds.
@@ -249,6 +261,24 @@ impl State {
     fn limit(&self) -> usize {
         self.window.clamp(1, self.ceiling)
     }
+
+    /// The change the current wave made that is not told yet (taken: the
+    /// caller tells it).
+    fn untold(&mut self) -> Option<LimitChange> {
+        self.wave.as_mut().and_then(|w| w.untold.take())
+    }
+}
+
+/// A wave of refusals: it began with a refusal while other requests were
+/// in flight, and ends when the last of them has come back.
+#[derive(Debug)]
+struct Wave {
+    /// Its number (`State::waves` when it began).
+    number: u64,
+    /// Requests in flight when it began that have not come back yet.
+    outstanding: usize,
+    /// Steps down since the last change told, as one change.
+    untold: Option<LimitChange>,
 }
 
 /// A held slot of an [`Endpoint`]. Report how the request went with
@@ -257,6 +287,9 @@ impl State {
 pub(crate) struct EndpointPermit<'a> {
     endpoint: &'a Endpoint,
     sent: Instant,
+    /// `State::waves` when the slot was taken: a request in flight when a
+    /// wave began has a lower count than the wave's number.
+    waves: u64,
 }
 
 impl Endpoint {
@@ -306,6 +339,8 @@ impl Endpoint {
                 last_decrease: None,
                 credit: 0,
                 paused_until: None,
+                wave: None,
+                waves: 0,
                 floor: None,
                 average: None,
                 changes: 0,
@@ -377,7 +412,15 @@ impl Endpoint {
         Some(EndpointPermit {
             endpoint: self,
             sent: Instant::now(),
+            waves: s.waves,
         })
+    }
+
+    /// Tells every watcher of `changes`, in order.
+    fn notify_all(&self, changes: impl IntoIterator<Item = LimitChange>) {
+        for change in changes {
+            self.notify(change);
+        }
     }
 
     fn notify(&self, change: LimitChange) {
@@ -447,10 +490,9 @@ impl EndpointPermit<'_> {
             // The average restarts from the floor: the slower answers
             // already counted once.
             s.average = Some(floor);
+            let untold = s.untold();
             drop(s);
-            if let Some(change) = change {
-                e.notify(change);
-            }
+            e.notify_all(untold.into_iter().chain(change));
             return;
         }
         if s.window >= s.ceiling {
@@ -472,14 +514,19 @@ impl EndpointPermit<'_> {
             reason: LimitReason::Growth,
             agent: agent.to_string(),
         };
+        let untold = s.untold();
         drop(s);
-        e.notify(change);
+        e.notify_all(untold.into_iter().chain([change]));
     }
 
     /// The server answered 429 or 503: the limit comes down to the other
     /// requests in flight now (those the server took; at least one).
     /// Returns whether the retry should wait for one of them to end (a
     /// slot) rather than sleep a backoff: it should when there are any.
+    ///
+    /// The first refusal of a wave is told at once; the steps down of
+    /// refusals of requests sent before it are told together when the
+    /// wave ends (see the module's docs).
     pub(crate) fn congested(&self, reason: LimitReason, agent: &str) -> bool {
         let e = self.endpoint;
         let mut s = e.state.lock();
@@ -489,10 +536,35 @@ impl EndpointPermit<'_> {
         } else {
             None
         };
-        drop(s);
+        let mut tell = Vec::new();
         if let Some(change) = change {
-            e.notify(change);
+            let waves = self.waves;
+            match s.wave.as_mut() {
+                // Sent before the wave began: one of its refusals.
+                Some(w) if waves < w.number => {
+                    w.untold = Some(match w.untold.take() {
+                        Some(first) => LimitChange {
+                            from: first.from,
+                            ..change
+                        },
+                        None => change,
+                    });
+                }
+                // A wave of its own, with every request now in flight.
+                _ => {
+                    tell.extend(s.untold());
+                    s.waves += 1;
+                    s.wave = Some(Wave {
+                        number: s.waves,
+                        outstanding: s.in_flight,
+                        untold: None,
+                    });
+                    tell.push(change);
+                }
+            }
         }
+        drop(s);
+        e.notify_all(tell);
         others > 0
     }
 
@@ -533,7 +605,17 @@ impl Drop for EndpointPermit<'_> {
         let mut s = self.endpoint.state.lock();
         s.in_flight -= 1;
         let free = s.limit().saturating_sub(s.in_flight);
+        // The last request of a wave came back: the wave is over, and its
+        // steps down not told yet are told as one change.
+        let mut untold = None;
+        if let Some(w) = s.wave.as_mut().filter(|w| self.waves < w.number) {
+            w.outstanding = w.outstanding.saturating_sub(1);
+            if w.outstanding == 0 {
+                untold = s.wave.take().and_then(|w| w.untold);
+            }
+        }
         drop(s);
+        self.endpoint.notify_all(untold);
         // Growth can free more than one slot at once.
         if free > 1 {
             self.endpoint.freed.notify_all();
@@ -627,6 +709,71 @@ mod tests {
         assert!(!p.congested(LimitReason::Overloaded, "a"));
         assert_eq!(e.limit(), 1);
         assert_eq!(e.peak_in_flight(), 40);
+    }
+
+    /// Issue 14: a wave of refusals was told as one change per step down
+    /// (15 to 40 a wave); now as the first step at once and the rest as
+    /// one change when the wave is over, every change starting where the
+    /// one before ended.
+    #[test]
+    fn a_wave_of_refusals_is_told_as_two_changes() {
+        let e = Arc::new(Endpoint::new("test", 64));
+        let told = Arc::new(Mutex::new(Vec::new()));
+        let t = Arc::clone(&told);
+        let _watch = e.watch(Arc::new(move |c: &LimitChange| {
+            t.lock().push((c.from, c.to, c.reason))
+        }));
+        let mut permits: Vec<_> = (0..40).map(|_| e.acquire_until(None).unwrap()).collect();
+        // 32 of the 40 are refused, one after another.
+        for _ in 0..32 {
+            let p = permits.pop().unwrap();
+            assert!(p.congested(LimitReason::RateLimited, "a"));
+        }
+        assert_eq!(e.limit(), 8);
+        assert_eq!(
+            *told.lock(),
+            vec![(64, 39, LimitReason::RateLimited)],
+            "the first step at once, the rest held while the wave is out"
+        );
+        // A retry sent during the wave neither ends it nor is part of it.
+        permits.pop().unwrap().succeeded("a");
+        drop(e.acquire_until(None).unwrap());
+        assert_eq!(told.lock().len(), 1);
+        for p in permits.drain(..) {
+            p.succeeded("a");
+        }
+        assert_eq!(
+            *told.lock(),
+            vec![
+                (64, 39, LimitReason::RateLimited),
+                (39, 8, LimitReason::RateLimited)
+            ],
+            "the wave is over: its other 30 steps as one change"
+        );
+        // A refusal of a request sent after the wave is a wave of its own.
+        let mut permits: Vec<_> = (0..8).map(|_| e.acquire_until(None).unwrap()).collect();
+        permits
+            .pop()
+            .unwrap()
+            .congested(LimitReason::Overloaded, "a");
+        permits
+            .pop()
+            .unwrap()
+            .congested(LimitReason::Overloaded, "a");
+        assert_eq!(
+            told.lock()[2..],
+            [(8, 7, LimitReason::Overloaded)],
+            "told at once"
+        );
+        drop(permits);
+        assert_eq!(
+            told.lock()[2..],
+            [
+                (8, 7, LimitReason::Overloaded),
+                (7, 6, LimitReason::Overloaded)
+            ]
+        );
+        assert_eq!(e.changes(), 34, "every step is still counted");
     }
 
     #[test]
