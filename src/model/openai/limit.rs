@@ -1,7 +1,6 @@
-//! In-flight limits.
-//!
-//! [`Limit`] is a plain counting semaphore: the hard cap an explicit
-//! `max_in_flight` sets on one model.
+//! The adaptive in-flight limit of an endpoint (the hard cap an explicit
+//! `max_in_flight` sets on one model is [`super::cap`]; the changes
+//! watchers are told of are [`super::watch`]).
 //!
 //! [`Endpoint`] is the adaptive limit of one endpoint (base URL + key),
 //! shared by every model that points at it, in this process: an AIMD
@@ -30,71 +29,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-/// At most `max` holders at once.
-#[derive(Debug)]
-pub(crate) struct Limit {
-    max: usize,
-    in_use: Mutex<usize>,
-    freed: Condvar,
-}
-
-/// A held slot; dropping it frees the slot.
-#[derive(Debug)]
-pub(crate) struct Permit<'a> {
-    limit: &'a Limit,
-}
-
-impl Limit {
-    /// A limit of `max` (at least 1).
-    pub(crate) fn new(max: usize) -> Self {
-        Limit {
-            max: max.max(1),
-            in_use: Mutex::new(0),
-            freed: Condvar::new(),
-        }
-    }
-
-    /// The limit.
-    pub(crate) fn max(&self) -> usize {
-        self.max
-    }
-
-    /// Blocks until a slot is free and takes it.
-    #[cfg(test)]
-    pub(crate) fn acquire(&self) -> Permit<'_> {
-        let mut in_use = self.in_use.lock();
-        while *in_use >= self.max {
-            self.freed.wait(&mut in_use);
-        }
-        *in_use += 1;
-        Permit { limit: self }
-    }
-
-    /// As [`Limit::acquire`], but gives up at `deadline` (`None`); no
-    /// deadline waits as long as it takes.
-    pub(crate) fn acquire_until(&self, deadline: Option<Instant>) -> Option<Permit<'_>> {
-        let mut in_use = self.in_use.lock();
-        while *in_use >= self.max {
-            match deadline {
-                None => self.freed.wait(&mut in_use),
-                Some(d) => {
-                    if self.freed.wait_until(&mut in_use, d).timed_out() && *in_use >= self.max {
-                        return None;
-                    }
-                }
-            }
-        }
-        *in_use += 1;
-        Some(Permit { limit: self })
-    }
-}
-
-impl Drop for Permit<'_> {
-    fn drop(&mut self) {
-        *self.limit.in_use.lock() -= 1;
-        self.limit.freed.notify_one();
-    }
-}
+pub use super::watch::{LimitChange, LimitReason, LimitWatch, LimitWatcher};
 
 /// The ceiling of an endpoint's adaptive limit when no model sets
 /// `max_in_flight` (a model's explicit value is a hard cap of its own).
@@ -113,86 +48,6 @@ const EWMA_WEIGHT: f64 = 0.1;
 /// How fast the latency floor forgets its minimum, per answer (so that a
 /// server that became slower for good sets a new floor).
 const FLOOR_DRIFT: f64 = 0.01;
-
-/// Why an endpoint's limit changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LimitReason {
-    /// The server answered 429 (too many requests).
-    RateLimited,
-    /// The server answered 503 (overloaded).
-    Overloaded,
-    /// Answers came well slower than their recent floor.
-    Latency,
-    /// A window of answers came back without congestion.
-    Growth,
-}
-
-impl LimitReason {
-    /// The snake_case name used in events.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LimitReason::RateLimited => "rate_limited",
-            LimitReason::Overloaded => "overloaded",
-            LimitReason::Latency => "latency",
-            LimitReason::Growth => "growth",
-        }
-    }
-}
-
-/// A change of an endpoint's in-flight limit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct LimitChange {
-    /// The endpoint (its URL, without credentials; never the key).
-    pub endpoint: String,
-    /// The limit before.
-    pub from: usize,
-    /// The limit now.
-    pub to: usize,
-    /// Requests in flight to the endpoint when it changed.
-    pub in_flight: usize,
-    /// Why.
-    pub reason: LimitReason,
-    /// The agent whose answer changed it.
-    pub agent: String,
-}
-
-/// What a watcher of limit changes is called with.
-pub type LimitWatcher = Arc<dyn Fn(&LimitChange) + Send + Sync>;
-
-/// A subscription to an endpoint's limit changes; dropping it ends it.
-pub struct LimitWatch {
-    endpoint: Arc<Endpoint>,
-    id: u64,
-}
-
-impl std::fmt::Debug for LimitWatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LimitWatch")
-            .field("endpoint", &self.endpoint.name)
-            .finish_non_exhaustive()
-    }
-}
-
-impl LimitWatch {
-    /// Whether `other` watches the same endpoint (a run watches each
-    /// endpoint once, however many of its models point at it).
-    #[must_use]
-    pub fn same_endpoint(&self, other: &LimitWatch) -> bool {
-        Arc::ptr_eq(&self.endpoint, &other.endpoint)
-    }
-}
-
-impl Drop for LimitWatch {
-    fn drop(&mut self) {
-        self.endpoint
-            .watchers
-            .lock()
-            .retain(|(id, _)| *id != self.id);
-    }
-}
 
 /// The key of an endpoint in the registry: the URL and a hash of the key
 /// (the key itself is never kept twice, nor printed).
@@ -349,6 +204,16 @@ impl Endpoint {
             watchers: Mutex::new(Vec::new()),
             next_watch: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// The endpoint's URL, without credentials.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Ends the watch `id`.
+    pub(crate) fn unwatch(&self, id: u64) {
+        self.watchers.lock().retain(|(w, _)| *w != id);
     }
 
     /// The current limit.
@@ -629,38 +494,6 @@ impl Drop for EndpointPermit<'_> {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
-
-    #[test]
-    fn never_more_than_max_holders() {
-        let limit = Limit::new(3);
-        let now = AtomicUsize::new(0);
-        let peak = AtomicUsize::new(0);
-        std::thread::scope(|s| {
-            for _ in 0..12 {
-                s.spawn(|| {
-                    for _ in 0..50 {
-                        let _p = limit.acquire();
-                        let n = now.fetch_add(1, Ordering::SeqCst) + 1;
-                        peak.fetch_max(n, Ordering::SeqCst);
-                        std::thread::yield_now();
-                        now.fetch_sub(1, Ordering::SeqCst);
-                    }
-                });
-            }
-        });
-        assert!(peak.load(Ordering::SeqCst) <= 3);
-        assert_eq!(*limit.in_use.lock(), 0);
-    }
-
-    #[test]
-    fn acquire_until_gives_up_at_the_deadline() {
-        let limit = Limit::new(1);
-        let held = limit.acquire();
-        let soon = Instant::now() + Duration::from_millis(20);
-        assert!(limit.acquire_until(Some(soon)).is_none());
-        drop(held);
-        assert!(limit.acquire_until(Some(soon)).is_some());
-    }
 
     #[test]
     fn a_refusal_brings_the_limit_to_the_others_in_flight_and_growth_holds_a_window() {
