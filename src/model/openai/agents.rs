@@ -8,11 +8,11 @@
 //! thousand comparisons a request, a million a round (14% of a 1024-member
 //! round's CPU, measured; with agents of 64 it was still 7% of the
 //! client's CPU at 1024 members, and their locks were contended). The
-//! pool is split into agents of at most [`SHARD`] connections each, and a request goes through the agent its
-//! caller's name hashes to: a member finds the connection it used last
-//! round in its own shard, one agent's calls one after another keep to one
-//! connection, a round of a thousand spreads over sixty-four agents, and a
-//! request scans one shard. (Taking agents in turn, or by place in flight,
+//! pool is split into agents of at most [`SHARD`] connections each, and a
+//! request goes through the agent its caller's name hashes to: a member
+//! finds the connection it used last round in its own shard, one agent's
+//! calls one after another keep to one connection, a round of a thousand
+//! spreads over sixty-four agents, and a request scans one shard. (Taking agents in turn, or by place in flight,
 //! was tried: a connection then went back to a shard the member's next
 //! call did not look in, and a 1024-member run opened 1700 connections
 //! instead of 650.)

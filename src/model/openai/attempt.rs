@@ -23,6 +23,7 @@ pub(super) enum Failure {
     Fatal(ModelError),
 }
 
+/// `e` with its attempt count set to `n`.
 pub(super) fn with_attempts(mut e: ModelError, n: u32) -> ModelError {
     match &mut e {
         ModelError::Http { attempts, .. } | ModelError::Transport { attempts, .. } => *attempts = n,

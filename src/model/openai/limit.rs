@@ -493,7 +493,6 @@ impl Drop for EndpointPermit<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
     fn a_refusal_brings_the_limit_to_the_others_in_flight_and_growth_holds_a_window() {
