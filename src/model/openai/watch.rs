@@ -46,7 +46,8 @@ pub struct LimitChange {
     pub in_flight: usize,
     /// Why.
     pub reason: LimitReason,
-    /// The agent whose answer changed it.
+    /// The agent whose answer changed it (for a wave's steps told as one
+    /// change, the last of them).
     pub agent: String,
 }
 
