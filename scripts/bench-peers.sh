@@ -34,9 +34,12 @@ fi
 cargo build --quiet --release --features loopback --bins
 BIN=target/release
 TMP=$(mktemp -d)
-PIDS=()
 cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  # Each server's pid is in a file: start_server runs in a $(...) subshell,
+  # where a shell variable would be lost (the servers outlived the script).
+  for f in "$TMP"/*.pid; do
+    [ -e "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
+  done
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -45,7 +48,7 @@ trap cleanup EXIT
 start_server() {
   local out="$TMP/server-$1.out"
   "$BIN/boardroom-loopback" serve --latency "$1ms" >"$out" &
-  PIDS+=($!)
+  echo $! >"$TMP/server-$1.pid"
   for _ in $(seq 100); do
     [ -s "$out" ] && break
     sleep 0.05

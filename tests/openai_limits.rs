@@ -1,7 +1,8 @@
 //! Limits shared across threads: the per-endpoint in-flight limit under 16
 //! parallel members, a round whose every member is rate limited once, the
-//! endpoint's one pool of kept-alive connections, and the run's token
-//! budget.
+//! endpoint's one pool of kept-alive connections (and a connection whose
+//! body never ends after `[DONE]`, dropped instead of holding the call),
+//! and the run's token budget.
 
 mod support;
 
@@ -191,4 +192,129 @@ fn token_budget_from_team_yaml() {
         err.to_string(),
         "the token budget ran out before any member produced a usable draft"
     );
+}
+
+/// A server that streams a kept-alive (chunked) answer up to `[DONE]` and
+/// then never ends the body: the connection stays open, silent, until the
+/// client closes it. Counts the connections it accepted and those the
+/// client closed.
+struct NeverEnds {
+    port: u16,
+    accepted: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    closed_by_client: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl NeverEnds {
+    fn start() -> NeverEnds {
+        use std::io::{BufRead, BufReader, Read, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let closed_by_client = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (a, c) = (accepted.clone(), closed_by_client.clone());
+        // The accept loop and connection threads end with the test process
+        // (a held connection is closed by the client; nothing here waits).
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                a.fetch_add(1, Ordering::SeqCst);
+                let c = c.clone();
+                std::thread::spawn(move || {
+                    let mut out = stream.try_clone().unwrap();
+                    let mut r = BufReader::new(stream);
+                    let mut length = 0;
+                    loop {
+                        let mut line = String::new();
+                        if r.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let line = line.trim_end().to_ascii_lowercase();
+                        if line.is_empty() {
+                            break;
+                        }
+                        if let Some(v) = line.strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap();
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    r.read_exact(&mut body).unwrap();
+                    let chunk = serde_json::json!({"choices": [{"index": 0,
+                        "delta": {"content": "All of it."}, "finish_reason": "stop"}]});
+                    let events = format!("data: {chunk}\n\ndata: [DONE]\n\n");
+                    // The chunked body's last chunk (`0\r\n\r\n`) never comes.
+                    let reply = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                         Transfer-Encoding: chunked\r\n\r\n{:x}\r\n{events}\r\n",
+                        events.len()
+                    );
+                    out.write_all(reply.as_bytes()).unwrap();
+                    out.flush().unwrap();
+                    // Silent until the client goes.
+                    let mut buf = [0u8; 256];
+                    loop {
+                        match r.read(&mut buf) {
+                            Ok(0) | Err(_) => {
+                                c.fetch_add(1, Ordering::SeqCst);
+                                return;
+                            }
+                            Ok(_) => {}
+                        }
+                    }
+                });
+            }
+        });
+        NeverEnds {
+            port,
+            accepted,
+            closed_by_client,
+        }
+    }
+}
+
+/// Issue 14: after `[DONE]` the rest of a kept-alive body is read so that
+/// its connection is reused, but a server that never ends the body held
+/// the call until its deadline (a minute here). The drain is bounded in
+/// time: the call returns its answer, the connection is dropped (the
+/// server sees the client close it) and the next call opens a new one.
+#[test]
+fn a_body_never_ended_after_done_costs_its_connection_not_the_call() {
+    use std::sync::atomic::Ordering;
+    let server = NeverEnds::start();
+    let model = OpenAi::builder(format!("http://127.0.0.1:{}/v1", server.port), "m")
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let req = ChatRequest::new(
+        "m00",
+        Phase::Draft,
+        1,
+        vec![Message::system("You are m00."), Message::user("Write.")],
+    );
+    for call in 1..=2 {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let (m, r) = (model.clone(), req.clone());
+        std::thread::spawn(move || {
+            let _ = tx.send(m.chat(&r, &mut |_| {}).map(|a| a.text));
+        });
+        // A sanity bound far above the drain's 100 ms, far below the
+        // call's one-minute deadline.
+        let answer = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the call returns without waiting for the body's end");
+        assert_eq!(answer.unwrap(), "All of it.");
+        assert_eq!(
+            server.accepted.load(Ordering::SeqCst),
+            call,
+            "call {call} opened a connection of its own"
+        );
+    }
+    // Both held connections were closed by the client, not kept idle.
+    for _ in 0..200 {
+        if server.closed_by_client.load(Ordering::SeqCst) == 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(server.closed_by_client.load(Ordering::SeqCst), 2);
 }

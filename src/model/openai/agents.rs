@@ -6,12 +6,13 @@
 //! in one list that every request scans for a connection to its host (and
 //! prunes on every return): with a thousand idle connections that is a
 //! thousand comparisons a request, a million a round (14% of a 1024-member
-//! round's CPU, measured). The pool is split into agents of at most
-//! [`SHARD`] connections each, and a request goes through the agent its
-//! caller's name hashes to: a member finds the connection it used last
-//! round in its own shard, one agent's calls one after another keep to one
-//! connection, a round of a thousand spreads over sixteen agents, and a
-//! request scans one shard. (Taking agents in turn, or by place in flight,
+//! round's CPU, measured; with agents of 64 it was still 7% of the
+//! client's CPU at 1024 members, and their locks were contended). The
+//! pool is split into agents of at most [`SHARD`] connections each, and a
+//! request goes through the agent its caller's name hashes to: a member
+//! finds the connection it used last round in its own shard, one agent's
+//! calls one after another keep to one connection, a round of a thousand
+//! spreads over sixty-four agents, and a request scans one shard. (Taking agents in turn, or by place in flight,
 //! was tried: a connection then went back to a shard the member's next
 //! call did not look in, and a 1024-member run opened 1700 connections
 //! instead of 650.)
@@ -20,7 +21,9 @@
 //! way, a quarter MiB a connection): requests are small and answers are
 //! read in pieces (the input buffer grows for a larger header). Timeouts
 //! are set per attempt, from the time left before the call's deadline; the
-//! resolver keeps its answers (see [`super::resolve`]).
+//! resolver keeps its answers (see [`super::resolve`]); every connection
+//! is wrapped so that the drain after `[DONE]` is bounded in time (see
+//! [`super::drain`]).
 
 use super::resolve::CachingResolver;
 
@@ -28,8 +31,10 @@ use super::resolve::CachingResolver;
 const CONNECTION_BUFFER: usize = 16 * 1024;
 
 /// Idle connections a shard is sized for; it keeps up to twice as many,
-/// since names do not hash evenly.
-pub(crate) const SHARD: usize = 64;
+/// since names do not hash evenly. ureq scans a shard's idle list (and
+/// prunes it) on every checkout and return, under the shard's lock: small
+/// shards keep both short.
+pub(crate) const SHARD: usize = 16;
 
 /// The agents of one endpoint.
 #[derive(Debug)]
@@ -55,7 +60,10 @@ impl Agents {
                     .build();
                 ureq::Agent::with_parts(
                     config,
-                    ureq::unversioned::transport::DefaultConnector::default(),
+                    ureq::unversioned::transport::Connector::chain(
+                        ureq::unversioned::transport::DefaultConnector::default(),
+                        super::drain::DrainBound,
+                    ),
                     resolver.clone(),
                 )
             })
@@ -83,21 +91,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_pool_of_1024_is_16_shards_each_caller_keeping_to_one() {
+    fn a_pool_of_1024_is_64_shards_each_caller_keeping_to_one() {
         let a = Agents::new(1024);
-        assert_eq!(a.shards(), 16);
+        assert_eq!(a.shards(), 64);
         assert!(std::ptr::eq(a.for_caller("m0001"), a.for_caller("m0001")));
         let mut used = std::collections::HashMap::new();
         for i in 0..1024 {
             let agent: *const ureq::Agent = a.for_caller(&format!("m{i:04}"));
             *used.entry(agent).or_insert(0) += 1;
         }
-        assert_eq!(used.len(), 16, "every shard used");
+        assert_eq!(used.len(), 64, "every shard used");
         assert!(
             used.values().all(|&n| n < 2 * SHARD),
             "no shard over its size: {used:?}"
         );
         assert_eq!(Agents::new(8).shards(), 1);
-        assert_eq!(Agents::new(4096).shards(), 64);
+        assert_eq!(Agents::new(4096).shards(), 256);
     }
 }

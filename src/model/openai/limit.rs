@@ -1,7 +1,6 @@
-//! In-flight limits.
-//!
-//! [`Limit`] is a plain counting semaphore: the hard cap an explicit
-//! `max_in_flight` sets on one model.
+//! The adaptive in-flight limit of an endpoint (the hard cap an explicit
+//! `max_in_flight` sets on one model is [`super::cap`]; the changes
+//! watchers are told of are [`super::watch`]).
 //!
 //! [`Endpoint`] is the adaptive limit of one endpoint (base URL + key),
 //! shared by every model that points at it, in this process: an AIMD
@@ -16,6 +15,13 @@
 //! holds for one window of successes, then grows by one slot per window of
 //! successes. A `Retry-After` pauses every new request to the endpoint
 //! until it ends.
+//!
+//! Watchers hear of a wave of refusals as one or two changes, not one per
+//! step down: the wave's first refusal is told at once (the limit to the
+//! requests then in flight), and the steps down the refusals of requests
+//! already in flight when it began make are told as one change when the
+//! last of those requests has come back (or before any other change, so
+//! that every change told starts where the one before it ended).
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Weak};
@@ -23,71 +29,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-/// At most `max` holders at once.
-#[derive(Debug)]
-pub(crate) struct Limit {
-    max: usize,
-    in_use: Mutex<usize>,
-    freed: Condvar,
-}
-
-/// A held slot; dropping it frees the slot.
-#[derive(Debug)]
-pub(crate) struct Permit<'a> {
-    limit: &'a Limit,
-}
-
-impl Limit {
-    /// A limit of `max` (at least 1).
-    pub(crate) fn new(max: usize) -> Self {
-        Limit {
-            max: max.max(1),
-            in_use: Mutex::new(0),
-            freed: Condvar::new(),
-        }
-    }
-
-    /// The limit.
-    pub(crate) fn max(&self) -> usize {
-        self.max
-    }
-
-    /// Blocks until a slot is free and takes it.
-    #[cfg(test)]
-    pub(crate) fn acquire(&self) -> Permit<'_> {
-        let mut in_use = self.in_use.lock();
-        while *in_use >= self.max {
-            self.freed.wait(&mut in_use);
-        }
-        *in_use += 1;
-        Permit { limit: self }
-    }
-
-    /// As [`Limit::acquire`], but gives up at `deadline` (`None`); no
-    /// deadline waits as long as it takes.
-    pub(crate) fn acquire_until(&self, deadline: Option<Instant>) -> Option<Permit<'_>> {
-        let mut in_use = self.in_use.lock();
-        while *in_use >= self.max {
-            match deadline {
-                None => self.freed.wait(&mut in_use),
-                Some(d) => {
-                    if self.freed.wait_until(&mut in_use, d).timed_out() && *in_use >= self.max {
-                        return None;
-                    }
-                }
-            }
-        }
-        *in_use += 1;
-        Some(Permit { limit: self })
-    }
-}
-
-impl Drop for Permit<'_> {
-    fn drop(&mut self) {
-        *self.limit.in_use.lock() -= 1;
-        self.limit.freed.notify_one();
-    }
-}
+pub use super::watch::{LimitChange, LimitReason, LimitWatch, LimitWatcher};
 
 /// The ceiling of an endpoint's adaptive limit when no model sets
 /// `max_in_flight` (a model's explicit value is a hard cap of its own).
@@ -106,86 +48,6 @@ const EWMA_WEIGHT: f64 = 0.1;
 /// How fast the latency floor forgets its minimum, per answer (so that a
 /// server that became slower for good sets a new floor).
 const FLOOR_DRIFT: f64 = 0.01;
-
-/// Why an endpoint's limit changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LimitReason {
-    /// The server answered 429 (too many requests).
-    RateLimited,
-    /// The server answered 503 (overloaded).
-    Overloaded,
-    /// Answers came well slower than their recent floor.
-    Latency,
-    /// A window of answers came back without congestion.
-    Growth,
-}
-
-impl LimitReason {
-    /// The snake_case name used in events.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LimitReason::RateLimited => "rate_limited",
-            LimitReason::Overloaded => "overloaded",
-            LimitReason::Latency => "latency",
-            LimitReason::Growth => "growth",
-        }
-    }
-}
-
-/// A change of an endpoint's in-flight limit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct LimitChange {
-    /// The endpoint (its URL, without credentials; never the key).
-    pub endpoint: String,
-    /// The limit before.
-    pub from: usize,
-    /// The limit now.
-    pub to: usize,
-    /// Requests in flight to the endpoint when it changed.
-    pub in_flight: usize,
-    /// Why.
-    pub reason: LimitReason,
-    /// The agent whose answer changed it.
-    pub agent: String,
-}
-
-/// What a watcher of limit changes is called with.
-pub type LimitWatcher = Arc<dyn Fn(&LimitChange) + Send + Sync>;
-
-/// A subscription to an endpoint's limit changes; dropping it ends it.
-pub struct LimitWatch {
-    endpoint: Arc<Endpoint>,
-    id: u64,
-}
-
-impl std::fmt::Debug for LimitWatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LimitWatch")
-            .field("endpoint", &self.endpoint.name)
-            .finish_non_exhaustive()
-    }
-}
-
-impl LimitWatch {
-    /// Whether `other` watches the same endpoint (a run watches each
-    /// endpoint once, however many of its models point at it).
-    #[must_use]
-    pub fn same_endpoint(&self, other: &LimitWatch) -> bool {
-        Arc::ptr_eq(&self.endpoint, &other.endpoint)
-    }
-}
-
-impl Drop for LimitWatch {
-    fn drop(&mut self) {
-        self.endpoint
-            .watchers
-            .lock()
-            .retain(|(id, _)| *id != self.id);
-    }
-}
 
 /// The key of an endpoint in the registry: the URL and a hash of the key
 /// (the key itself is never kept twice, nor printed).
@@ -238,6 +100,11 @@ struct State {
     credit: i64,
     /// No request is sent before this (`Retry-After`).
     paused_until: Option<Instant>,
+    /// The refusals in progress, if any, and the changes they made that
+    /// no watcher was told of yet.
+    wave: Option<Wave>,
+    /// How many waves began so far (a permit keeps the count it saw).
+    waves: u64,
     /// The lowest recent latency, in seconds.
     floor: Option<f64>,
     /// The average recent latency, in seconds.
@@ -249,6 +116,24 @@ impl State {
     fn limit(&self) -> usize {
         self.window.clamp(1, self.ceiling)
     }
+
+    /// The change the current wave made that is not told yet (taken: the
+    /// caller tells it).
+    fn untold(&mut self) -> Option<LimitChange> {
+        self.wave.as_mut().and_then(|w| w.untold.take())
+    }
+}
+
+/// A wave of refusals: it began with a refusal while other requests were
+/// in flight, and ends when the last of them has come back.
+#[derive(Debug)]
+struct Wave {
+    /// Its number (`State::waves` when it began).
+    number: u64,
+    /// Requests in flight when it began that have not come back yet.
+    outstanding: usize,
+    /// Steps down since the last change told, as one change.
+    untold: Option<LimitChange>,
 }
 
 /// A held slot of an [`Endpoint`]. Report how the request went with
@@ -257,6 +142,9 @@ impl State {
 pub(crate) struct EndpointPermit<'a> {
     endpoint: &'a Endpoint,
     sent: Instant,
+    /// `State::waves` when the slot was taken: a request in flight when a
+    /// wave began has a lower count than the wave's number.
+    waves: u64,
 }
 
 impl Endpoint {
@@ -306,6 +194,8 @@ impl Endpoint {
                 last_decrease: None,
                 credit: 0,
                 paused_until: None,
+                wave: None,
+                waves: 0,
                 floor: None,
                 average: None,
                 changes: 0,
@@ -314,6 +204,16 @@ impl Endpoint {
             watchers: Mutex::new(Vec::new()),
             next_watch: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// The endpoint's URL, without credentials.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Ends the watch `id`.
+    pub(crate) fn unwatch(&self, id: u64) {
+        self.watchers.lock().retain(|(w, _)| *w != id);
     }
 
     /// The current limit.
@@ -377,7 +277,15 @@ impl Endpoint {
         Some(EndpointPermit {
             endpoint: self,
             sent: Instant::now(),
+            waves: s.waves,
         })
+    }
+
+    /// Tells every watcher of `changes`, in order.
+    fn notify_all(&self, changes: impl IntoIterator<Item = LimitChange>) {
+        for change in changes {
+            self.notify(change);
+        }
     }
 
     fn notify(&self, change: LimitChange) {
@@ -447,10 +355,9 @@ impl EndpointPermit<'_> {
             // The average restarts from the floor: the slower answers
             // already counted once.
             s.average = Some(floor);
+            let untold = s.untold();
             drop(s);
-            if let Some(change) = change {
-                e.notify(change);
-            }
+            e.notify_all(untold.into_iter().chain(change));
             return;
         }
         if s.window >= s.ceiling {
@@ -472,14 +379,19 @@ impl EndpointPermit<'_> {
             reason: LimitReason::Growth,
             agent: agent.to_string(),
         };
+        let untold = s.untold();
         drop(s);
-        e.notify(change);
+        e.notify_all(untold.into_iter().chain([change]));
     }
 
     /// The server answered 429 or 503: the limit comes down to the other
     /// requests in flight now (those the server took; at least one).
     /// Returns whether the retry should wait for one of them to end (a
     /// slot) rather than sleep a backoff: it should when there are any.
+    ///
+    /// The first refusal of a wave is told at once; the steps down of
+    /// refusals of requests sent before it are told together when the
+    /// wave ends (see the module's docs).
     pub(crate) fn congested(&self, reason: LimitReason, agent: &str) -> bool {
         let e = self.endpoint;
         let mut s = e.state.lock();
@@ -489,10 +401,35 @@ impl EndpointPermit<'_> {
         } else {
             None
         };
-        drop(s);
+        let mut tell = Vec::new();
         if let Some(change) = change {
-            e.notify(change);
+            let waves = self.waves;
+            match s.wave.as_mut() {
+                // Sent before the wave began: one of its refusals.
+                Some(w) if waves < w.number => {
+                    w.untold = Some(match w.untold.take() {
+                        Some(first) => LimitChange {
+                            from: first.from,
+                            ..change
+                        },
+                        None => change,
+                    });
+                }
+                // A wave of its own, with every request now in flight.
+                _ => {
+                    tell.extend(s.untold());
+                    s.waves += 1;
+                    s.wave = Some(Wave {
+                        number: s.waves,
+                        outstanding: s.in_flight,
+                        untold: None,
+                    });
+                    tell.push(change);
+                }
+            }
         }
+        drop(s);
+        e.notify_all(tell);
         others > 0
     }
 
@@ -533,7 +470,17 @@ impl Drop for EndpointPermit<'_> {
         let mut s = self.endpoint.state.lock();
         s.in_flight -= 1;
         let free = s.limit().saturating_sub(s.in_flight);
+        // The last request of a wave came back: the wave is over, and its
+        // steps down not told yet are told as one change.
+        let mut untold = None;
+        if let Some(w) = s.wave.as_mut().filter(|w| self.waves < w.number) {
+            w.outstanding = w.outstanding.saturating_sub(1);
+            if w.outstanding == 0 {
+                untold = s.wave.take().and_then(|w| w.untold);
+            }
+        }
         drop(s);
+        self.endpoint.notify_all(untold);
         // Growth can free more than one slot at once.
         if free > 1 {
             self.endpoint.freed.notify_all();
@@ -546,39 +493,6 @@ impl Drop for EndpointPermit<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    #[test]
-    fn never_more_than_max_holders() {
-        let limit = Limit::new(3);
-        let now = AtomicUsize::new(0);
-        let peak = AtomicUsize::new(0);
-        std::thread::scope(|s| {
-            for _ in 0..12 {
-                s.spawn(|| {
-                    for _ in 0..50 {
-                        let _p = limit.acquire();
-                        let n = now.fetch_add(1, Ordering::SeqCst) + 1;
-                        peak.fetch_max(n, Ordering::SeqCst);
-                        std::thread::yield_now();
-                        now.fetch_sub(1, Ordering::SeqCst);
-                    }
-                });
-            }
-        });
-        assert!(peak.load(Ordering::SeqCst) <= 3);
-        assert_eq!(*limit.in_use.lock(), 0);
-    }
-
-    #[test]
-    fn acquire_until_gives_up_at_the_deadline() {
-        let limit = Limit::new(1);
-        let held = limit.acquire();
-        let soon = Instant::now() + Duration::from_millis(20);
-        assert!(limit.acquire_until(Some(soon)).is_none());
-        drop(held);
-        assert!(limit.acquire_until(Some(soon)).is_some());
-    }
 
     #[test]
     fn a_refusal_brings_the_limit_to_the_others_in_flight_and_growth_holds_a_window() {
@@ -627,6 +541,71 @@ mod tests {
         assert!(!p.congested(LimitReason::Overloaded, "a"));
         assert_eq!(e.limit(), 1);
         assert_eq!(e.peak_in_flight(), 40);
+    }
+
+    /// Issue 14: a wave of refusals was told as one change per step down
+    /// (15 to 40 a wave); now as the first step at once and the rest as
+    /// one change when the wave is over, every change starting where the
+    /// one before ended.
+    #[test]
+    fn a_wave_of_refusals_is_told_as_two_changes() {
+        let e = Arc::new(Endpoint::new("test", 64));
+        let told = Arc::new(Mutex::new(Vec::new()));
+        let t = Arc::clone(&told);
+        let _watch = e.watch(Arc::new(move |c: &LimitChange| {
+            t.lock().push((c.from, c.to, c.reason))
+        }));
+        let mut permits: Vec<_> = (0..40).map(|_| e.acquire_until(None).unwrap()).collect();
+        // 32 of the 40 are refused, one after another.
+        for _ in 0..32 {
+            let p = permits.pop().unwrap();
+            assert!(p.congested(LimitReason::RateLimited, "a"));
+        }
+        assert_eq!(e.limit(), 8);
+        assert_eq!(
+            *told.lock(),
+            vec![(64, 39, LimitReason::RateLimited)],
+            "the first step at once, the rest held while the wave is out"
+        );
+        // A retry sent during the wave neither ends it nor is part of it.
+        permits.pop().unwrap().succeeded("a");
+        drop(e.acquire_until(None).unwrap());
+        assert_eq!(told.lock().len(), 1);
+        for p in permits.drain(..) {
+            p.succeeded("a");
+        }
+        assert_eq!(
+            *told.lock(),
+            vec![
+                (64, 39, LimitReason::RateLimited),
+                (39, 8, LimitReason::RateLimited)
+            ],
+            "the wave is over: its other 30 steps as one change"
+        );
+        // A refusal of a request sent after the wave is a wave of its own.
+        let mut permits: Vec<_> = (0..8).map(|_| e.acquire_until(None).unwrap()).collect();
+        permits
+            .pop()
+            .unwrap()
+            .congested(LimitReason::Overloaded, "a");
+        permits
+            .pop()
+            .unwrap()
+            .congested(LimitReason::Overloaded, "a");
+        assert_eq!(
+            told.lock()[2..],
+            [(8, 7, LimitReason::Overloaded)],
+            "told at once"
+        );
+        drop(permits);
+        assert_eq!(
+            told.lock()[2..],
+            [
+                (8, 7, LimitReason::Overloaded),
+                (7, 6, LimitReason::Overloaded)
+            ]
+        );
+        assert_eq!(e.changes(), 34, "every step is still counted");
     }
 
     #[test]

@@ -13,21 +13,28 @@
 //! echoes back before that is shortened.
 
 mod agents;
+mod attempt;
+mod builder;
+mod cap;
+mod drain;
 mod limit;
 mod resolve;
 mod retry;
 mod spec;
 mod sse;
+mod watch;
 mod wire;
 
-use std::io::Read;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
 use super::{ChatModel, ChatRequest, ChatResponse, ModelError};
-use limit::{Endpoint, EndpointPermit, Limit};
+use attempt::{Failure, with_attempts};
+pub use builder::OpenAiBuilder;
+use cap::Limit;
+use limit::{Endpoint, EndpointPermit};
 pub use limit::{LimitChange, LimitReason, LimitWatch, LimitWatcher};
 pub use retry::RetryPolicy;
 pub(crate) use spec::{from_endpoint, from_spec};
@@ -102,188 +109,12 @@ impl std::fmt::Debug for OpenAi {
     }
 }
 
-/// Settings for an [`OpenAi`] model; [`OpenAiBuilder::build`] makes it.
-#[derive(Clone)]
-pub struct OpenAiBuilder {
-    label: Option<String>,
-    base_url: String,
-    model: String,
-    key: Option<ApiKey>,
-    key_env: String,
-    timeout: Duration,
-    max_in_flight: Option<usize>,
-    stream: bool,
-    retry: RetryPolicy,
-    sleep: SleepFn,
-}
-
-impl std::fmt::Debug for OpenAiBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiBuilder")
-            .field("base_url", &redact_url(&self.base_url))
-            .field("model", &self.model)
-            .field("key", &self.key)
-            .field("stream", &self.stream)
-            .finish_non_exhaustive()
-    }
-}
-
-impl OpenAiBuilder {
-    /// The name used in logs and errors (default: `openai:<model>`).
-    #[must_use]
-    pub fn label(mut self, label: impl Into<String>) -> Self {
-        self.label = Some(label.into());
-        self
-    }
-
-    /// The API key, sent as `Authorization: Bearer ...`.
-    #[must_use]
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        let key = key.into();
-        self.key = (!key.trim().is_empty()).then(|| ApiKey(key.trim().to_string()));
-        self
-    }
-
-    /// Reads the API key from the environment variable `var` (named in
-    /// error messages about authentication). Unset or empty: no key.
-    #[must_use]
-    pub fn api_key_env(mut self, var: impl Into<String>) -> Self {
-        self.key_env = var.into();
-        self.key = std::env::var(&self.key_env)
-            .ok()
-            .filter(|k| !k.trim().is_empty())
-            .map(|k| ApiKey(k.trim().to_string()));
-        self
-    }
-
-    /// The deadline of one call (default 300 s): every attempt, the answer
-    /// and every wait between attempts count against it, and an attempt's
-    /// socket timeouts are what is left of it. The clock starts when the
-    /// call first holds an in-flight slot (waiting behind other calls to
-    /// the same endpoint is bounded by their deadlines).
-    #[must_use]
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// A hard cap on the requests in flight at once through this model (at
-    /// least 1, at most 4096); more callers wait for a slot. Without it the
-    /// endpoint's adaptive limit alone decides (it starts at 1024 and finds
-    /// the server's capacity); with it the adaptive limit still works below
-    /// the cap.
-    #[must_use]
-    pub fn max_in_flight(mut self, n: usize) -> Self {
-        self.max_in_flight = Some(n.clamp(1, 4096));
-        self
-    }
-
-    /// Streams answers over SSE (the default) or asks for whole answers.
-    #[must_use]
-    pub fn stream(mut self, stream: bool) -> Self {
-        self.stream = stream;
-        self
-    }
-
-    /// How failed requests are retried.
-    #[must_use]
-    pub fn retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
-        self
-    }
-
-    /// What waits between attempts (default: `std::thread::sleep`). Tests
-    /// pass a function that only records the wait.
-    #[must_use]
-    pub fn sleep_with(mut self, sleep: impl Fn(Duration) + Send + Sync + 'static) -> Self {
-        self.sleep = Arc::new(sleep);
-        self
-    }
-
-    /// Builds the model.
-    ///
-    /// # Errors
-    ///
-    /// A [`ModelSpecError`](crate::openai::ModelSpecError) when the base URL is not
-    /// an `http://` or `https://` URL, the model name is empty, or the
-    /// timeout is out of range (1 ms to 24 h).
-    pub fn build(self) -> Result<OpenAi, crate::openai::ModelSpecError> {
-        let err = |detail: String| crate::openai::ModelSpecError {
-            spec: redact_url(&self.base_url),
-            detail,
-        };
-        let base = self.base_url.trim().trim_end_matches('/');
-        // The value is named (without any credentials in it): in
-        // team.yaml the message is all a user sees of it.
-        let shown = redact_url(base);
-        if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(err(format!(
-                "the base url '{shown}' must start with http:// or https://"
-            )));
-        }
-        if let Err(e) = format!("{base}/chat/completions").parse::<ureq::http::Uri>() {
-            return Err(err(format!(
-                "the base url '{shown}' is not a valid url: {e}"
-            )));
-        }
-        if base
-            .split_once("://")
-            .is_none_or(|(_, rest)| rest.split(['/', '?', '#']).next().is_none_or(str::is_empty))
-        {
-            return Err(err(format!("the base url '{shown}' has no host")));
-        }
-        if self.model.trim().is_empty() {
-            return Err(err("no model name (add #MODEL to the url)".into()));
-        }
-        let timeout = crate::model::duration::CALL_TIMEOUT;
-        if self.timeout < timeout.min || self.timeout > timeout.max {
-            return Err(err(format!(
-                "timeout: {} is out of range (allowed {})",
-                crate::model::duration::human(self.timeout),
-                timeout.describe()
-            )));
-        }
-        let ceiling = self.max_in_flight.unwrap_or(limit::DEFAULT_CEILING);
-        let url = format!("{base}/chat/completions");
-        Ok(OpenAi {
-            inner: Arc::new(Inner {
-                label: self
-                    .label
-                    .unwrap_or_else(|| format!("openai:{}", self.model.trim())),
-                endpoint: Endpoint::shared(&url, self.key.as_ref().map(|k| k.0.as_str()), ceiling),
-                cap: self.max_in_flight.map(Limit::new),
-                url,
-                model: self.model.trim().to_string(),
-                key: self.key,
-                key_env: self.key_env,
-                stream: self.stream,
-                timeout: self.timeout,
-                retry: self.retry,
-                sleep: self.sleep,
-                waits: Mutex::new(Vec::new()),
-            }),
-        })
-    }
-}
-
 impl OpenAi {
     /// Settings for the endpoint at `base_url` (e.g.
     /// `http://127.0.0.1:8080/v1`) and the model the server knows as
     /// `model`. The key is read from `OPENAI_API_KEY` unless set otherwise.
     pub fn builder(base_url: impl Into<String>, model: impl Into<String>) -> OpenAiBuilder {
-        OpenAiBuilder {
-            label: None,
-            base_url: base_url.into(),
-            model: model.into(),
-            key: None,
-            key_env: String::new(),
-            timeout: Duration::from_secs(300),
-            max_in_flight: None,
-            stream: true,
-            retry: RetryPolicy::default(),
-            sleep: Arc::new(std::thread::sleep),
-        }
-        .api_key_env("OPENAI_API_KEY")
+        OpenAiBuilder::new(base_url.into(), model.into())
     }
 
     /// The model named by `OPENAI_MODEL` (default `gpt-4o-mini`) at
@@ -337,7 +168,7 @@ impl OpenAi {
 /// endpoint's slot.
 struct Slot<'a> {
     endpoint: EndpointPermit<'a>,
-    _cap: Option<limit::Permit<'a>>,
+    _cap: Option<cap::Permit<'a>>,
 }
 
 impl OpenAi {
@@ -429,20 +260,6 @@ pub(crate) fn mask_key(text: &str, key: &str) -> String {
     // and the text share that character's first bytes: lossy keeps that
     // rare case printable.
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
-/// Why one attempt failed.
-enum Failure {
-    /// Worth another attempt (after `retry_after`, if the server said).
-    Retry {
-        error: ModelError,
-        retry_after: Option<Duration>,
-        /// Refused while other requests to the endpoint were in flight:
-        /// the retry waits for a slot (one of them to end), not a backoff.
-        queue: bool,
-    },
-    /// Not worth another attempt.
-    Fatal(ModelError),
 }
 
 impl ChatModel for OpenAi {
@@ -561,341 +378,6 @@ impl ChatModel for OpenAi {
     }
 }
 
-fn with_attempts(mut e: ModelError, n: u32) -> ModelError {
-    match &mut e {
-        ModelError::Http { attempts, .. } | ModelError::Transport { attempts, .. } => *attempts = n,
-        _ => {}
-    }
-    e
-}
-
-impl OpenAi {
-    /// One request and its answer.
-    fn attempt(
-        &self,
-        body: &str,
-        request: &ChatRequest,
-        deadline: Instant,
-        slot: &EndpointPermit<'_>,
-        on_delta: &mut dyn FnMut(&str),
-    ) -> Result<ChatResponse, Failure> {
-        let i = &self.inner;
-        let left = deadline
-            .saturating_duration_since(Instant::now())
-            .max(Duration::from_millis(1));
-        let mut req = slot
-            .agent(&request.agent)
-            .post(&i.url)
-            .config()
-            .timeout_global(Some(left))
-            .timeout_connect(Some(left.min(Duration::from_secs(10))))
-            .build()
-            .header("Content-Type", "application/json");
-        if i.stream {
-            req = req.header("Accept", "text/event-stream");
-        }
-        if let Some(key) = &i.key {
-            req = req.header("Authorization", format!("Bearer {}", key.0));
-        }
-        let mut response = req.send(body).map_err(|e| {
-            let retry = retryable_error(&e);
-            self.transport_from(&e.to_string(), retry, Some(Box::new(e)))
-        })?;
-        let status = response.status().as_u16();
-        // The endpoint's limit learns from the status and the time to it.
-        let queue = match status {
-            200..=299 => {
-                slot.succeeded(&request.agent);
-                false
-            }
-            429 => slot.congested(LimitReason::RateLimited, &request.agent),
-            503 => slot.congested(LimitReason::Overloaded, &request.agent),
-            _ => false,
-        };
-        if !(200..300).contains(&status) {
-            let retry_after = response
-                .headers()
-                .get("retry-after")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| retry::parse_retry_after(v, SystemTime::now()));
-            let text = response
-                .body_mut()
-                .with_config()
-                .limit(64 * 1024)
-                .read_to_string()
-                .unwrap_or_default();
-            // Mask the key first, then shorten: a cut must never leave a
-            // piece of the key that the mask no longer recognises.
-            let error = self.http_error(status, &wire::error_detail(&self.redact(&text)));
-            return Err(if retry::retryable_status(status) {
-                Failure::Retry {
-                    error,
-                    retry_after,
-                    queue,
-                }
-            } else {
-                Failure::Fatal(error)
-            });
-        }
-        let content_type = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string();
-        let is_sse = content_type.contains("text/event-stream");
-        if is_sse {
-            let reusable = reusable(response.headers());
-            return self.read_stream(
-                response.into_body().into_reader(),
-                reusable,
-                request,
-                on_delta,
-            );
-        }
-        let text = response
-            .body_mut()
-            .with_config()
-            .limit(wire::MAX_ANSWER_BYTES)
-            .read_to_string()
-            .map_err(|e| match e {
-                ureq::Error::BodyExceedsLimit(_) => Failure::Fatal(self.bad(format!(
-                    "the answer is larger than {} MiB",
-                    wire::MAX_ANSWER_BYTES >> 20
-                ))),
-                e => self.transport_from(
-                    &format!("reading the answer: {e}"),
-                    true,
-                    Some(Box::new(e)),
-                ),
-            })?;
-        let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-            let mut error = self.bad(wire::not_json(&content_type, &self.redact(&text), &e));
-            if let ModelError::BadResponse { source, .. } = &mut error {
-                *source = Some(std::sync::Arc::new(e));
-            }
-            Failure::Fatal(error)
-        })?;
-        let answer =
-            wire::parse_response(request, &json).map_err(|e| Failure::Fatal(self.bad(e)))?;
-        if !answer.text.is_empty() {
-            on_delta(&answer.text);
-        }
-        Ok(answer)
-    }
-
-    /// Reads a streamed answer to `[DONE]`; then, where the connection can
-    /// serve another request (`reusable`), to the end of the body.
-    fn read_stream(
-        &self,
-        mut reader: impl Read,
-        reusable: bool,
-        request: &ChatRequest,
-        on_delta: &mut dyn FnMut(&str),
-    ) -> Result<ChatResponse, Failure> {
-        let mut decoder = sse::SseDecoder::default();
-        let mut state = wire::StreamState::default();
-        let mut buf = [0u8; 8192];
-        loop {
-            let n = reader.read(&mut buf).map_err(|e| {
-                self.transport_from(&format!("reading the stream: {e}"), true, Some(Box::new(e)))
-            })?;
-            let events = if n == 0 {
-                decoder.finish()
-            } else {
-                decoder.push(&buf[..n])
-            }
-            .map_err(|e| Failure::Fatal(self.bad(e)))?;
-            for data in events {
-                let delta = match state.apply(&data) {
-                    Ok(delta) => delta,
-                    // The connection ended inside an event: a cut, not a
-                    // bad answer (retried where no text was shown yet).
-                    Err(wire::StreamError::Chunk(e)) if n == 0 => {
-                        return Err(self.transport(
-                            &format!("the stream was cut inside an event ({e})"),
-                            true,
-                        ));
-                    }
-                    Err(e) => return Err(Failure::Fatal(self.bad(self.redact(&e.to_string())))),
-                };
-                if let Some(delta) = delta {
-                    on_delta(&delta);
-                }
-            }
-            if n == 0 || state.done {
-                if n != 0 && reusable {
-                    drain(&mut reader);
-                }
-                break;
-            }
-        }
-        if !state.done {
-            return Err(self.transport("the stream ended before [DONE]", true));
-        }
-        Ok(state.finish(request))
-    }
-
-    /// The call ran out of time.
-    fn past_deadline(&self, attempts: u32) -> ModelError {
-        ModelError::Transport {
-            model: self.inner.label.clone(),
-            detail: format!(
-                "no complete answer within the call deadline of {} (every attempt and wait \
-                 included; change it with timeout= in the model spec or timeout: in team.yaml)",
-                crate::model::duration::human(self.inner.timeout)
-            ),
-            attempts: attempts.max(1),
-            source: None,
-        }
-    }
-
-    /// The server asked for a wait (`Retry-After`) that would end past the
-    /// call's deadline: say so instead of failing without a reason.
-    fn over_deadline(&self, mut error: ModelError, asked: Duration) -> ModelError {
-        let note = format!(
-            "the server asked to wait {} s (Retry-After), which is over the call deadline of {}",
-            asked.as_secs_f64().ceil() as u64,
-            crate::model::duration::human(self.inner.timeout)
-        );
-        if let ModelError::Http { detail, .. } | ModelError::Transport { detail, .. } = &mut error {
-            *detail = if detail.is_empty() {
-                note
-            } else {
-                format!("{note} (server said: {detail})")
-            };
-        }
-        error
-    }
-
-    fn redact(&self, text: &str) -> String {
-        match &self.inner.key {
-            Some(key) => mask_key(text, &key.0),
-            None => text.to_string(),
-        }
-    }
-
-    fn transport(&self, detail: &str, retryable: bool) -> Failure {
-        self.transport_from(detail, retryable, None)
-    }
-
-    /// A transport failure that keeps `cause` as its source, unless the
-    /// cause's text holds the key.
-    fn transport_from(
-        &self,
-        detail: &str,
-        retryable: bool,
-        cause: Option<Box<dyn std::error::Error + Send + Sync>>,
-    ) -> Failure {
-        let cause = cause.filter(|c| {
-            let text = c.to_string();
-            self.redact(&text) == text
-        });
-        let error = ModelError::Transport {
-            model: self.inner.label.clone(),
-            detail: self.redact(detail),
-            attempts: 1,
-            source: cause.map(std::sync::Arc::from),
-        };
-        if retryable {
-            Failure::Retry {
-                error,
-                retry_after: None,
-                queue: false,
-            }
-        } else {
-            Failure::Fatal(error)
-        }
-    }
-
-    fn bad(&self, detail: String) -> ModelError {
-        ModelError::BadResponse {
-            model: self.inner.label.clone(),
-            detail,
-            source: None,
-        }
-    }
-
-    /// An HTTP error with advice a person can act on.
-    fn http_error(&self, status: u16, server: &str) -> ModelError {
-        let i = &self.inner;
-        let env = if i.key_env.is_empty() {
-            "the api key"
-        } else {
-            i.key_env.as_str()
-        };
-        let advice = match status {
-            401 => format!("check {env}"),
-            403 => format!("check {env} and its access to model '{}'", i.model),
-            404 => format!("check the base url and the model name '{}'", i.model),
-            _ => String::new(),
-        };
-        let server = self.redact(server);
-        let detail = match (advice.is_empty(), server.is_empty()) {
-            (true, _) => server,
-            (false, true) => advice,
-            (false, false) => format!("{advice} (server said: {server})"),
-        };
-        ModelError::Http {
-            model: i.label.clone(),
-            status,
-            url: redact_url(&i.url),
-            detail,
-            attempts: 1,
-        }
-    }
-}
-
-/// Whether a response's connection can serve another request once its body
-/// is read: a body of known length or chunked, and no `Connection: close`.
-/// A body that ends when the server closes the connection is not read past
-/// `[DONE]` (the server may hold it open; the connection is spent anyway).
-fn reusable(headers: &ureq::http::HeaderMap) -> bool {
-    let has = |name: &str, value: &str| {
-        headers
-            .get_all(name)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .any(|v| v.to_ascii_lowercase().contains(value))
-    };
-    let framed = headers.contains_key("content-length") || has("transfer-encoding", "chunked");
-    framed && !has("connection", "close")
-}
-
-/// The most bytes read past `[DONE]` to reach the end of a body.
-const MAX_DRAIN: usize = 64 * 1024;
-
-/// Reads what is left of a streamed body after `[DONE]` (the end of the
-/// chunked body, usually in the same packet; a server that holds it open
-/// holds the call until its deadline), so that ureq sees the body
-/// end and puts the connection back in the pool: a body dropped before its
-/// end closes the connection, and every call would open a new one (a TCP
-/// and TLS handshake each). Errors and anything past [`MAX_DRAIN`] only
-/// cost the connection.
-fn drain(reader: &mut impl Read) {
-    let mut buf = [0u8; 1024];
-    let mut total = 0;
-    while total <= MAX_DRAIN {
-        match reader.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => total += n,
-        }
-    }
-}
-
-/// Connection failures, timeouts and cut connections are worth another
-/// attempt; a bad URL, an unknown host or a TLS failure is not.
-fn retryable_error(e: &ureq::Error) -> bool {
-    matches!(
-        e,
-        ureq::Error::Io(_)
-            | ureq::Error::Timeout(_)
-            | ureq::Error::ConnectionFailed
-            | ureq::Error::Protocol(_)
-            | ureq::Error::BodyStalled
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -913,30 +395,6 @@ mod tests {
         );
         assert_eq!(mask_key("é sk-abcdefghijklmnopé", key), "é ***é");
         assert_eq!(mask_key("anything", ""), "anything");
-    }
-
-    #[test]
-    fn only_a_framed_kept_alive_body_is_read_past_done() {
-        let headers = |pairs: &[(&'static str, &'static str)]| {
-            let mut h = ureq::http::HeaderMap::new();
-            for (k, v) in pairs {
-                h.append(*k, ureq::http::HeaderValue::from_static(v));
-            }
-            h
-        };
-        assert!(reusable(&headers(&[("transfer-encoding", "chunked")])));
-        assert!(reusable(&headers(&[("content-length", "42")])));
-        assert!(!reusable(&headers(&[])), "ends when the server closes");
-        assert!(!reusable(&headers(&[
-            ("content-length", "42"),
-            ("connection", "Close")
-        ])));
-        // A cut body or an error ends the drain; it never reads past its cap.
-        let mut endless = std::io::repeat(b'x');
-        drain(&mut endless);
-        let mut short: &[u8] = b"0\r\n\r\n";
-        drain(&mut short);
-        assert!(short.is_empty());
     }
 
     #[test]

@@ -1,0 +1,323 @@
+//! One attempt of a call: the request, its status, and the answer read
+//! whole or streamed (to `[DONE]`, then drained so that the connection is
+//! reused); and the errors an attempt ends with.
+
+use std::io::Read;
+use std::time::{Duration, Instant, SystemTime};
+
+use super::limit::{EndpointPermit, LimitReason};
+use super::{OpenAi, drain, mask_key, redact_url, retry, sse, wire};
+use crate::model::{ChatRequest, ChatResponse, ModelError};
+
+/// Why one attempt failed.
+pub(super) enum Failure {
+    /// Worth another attempt (after `retry_after`, if the server said).
+    Retry {
+        error: ModelError,
+        retry_after: Option<Duration>,
+        /// Refused while other requests to the endpoint were in flight:
+        /// the retry waits for a slot (one of them to end), not a backoff.
+        queue: bool,
+    },
+    /// Not worth another attempt.
+    Fatal(ModelError),
+}
+
+/// `e` with its attempt count set to `n`.
+pub(super) fn with_attempts(mut e: ModelError, n: u32) -> ModelError {
+    match &mut e {
+        ModelError::Http { attempts, .. } | ModelError::Transport { attempts, .. } => *attempts = n,
+        _ => {}
+    }
+    e
+}
+
+impl OpenAi {
+    /// One request and its answer.
+    pub(super) fn attempt(
+        &self,
+        body: &str,
+        request: &ChatRequest,
+        deadline: Instant,
+        slot: &EndpointPermit<'_>,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<ChatResponse, Failure> {
+        let i = &self.inner;
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1));
+        let mut req = slot
+            .agent(&request.agent)
+            .post(&i.url)
+            .config()
+            .timeout_global(Some(left))
+            .timeout_connect(Some(left.min(Duration::from_secs(10))))
+            .build()
+            .header("Content-Type", "application/json");
+        if i.stream {
+            req = req.header("Accept", "text/event-stream");
+        }
+        if let Some(key) = &i.key {
+            req = req.header("Authorization", format!("Bearer {}", key.0));
+        }
+        let mut response = req.send(body).map_err(|e| {
+            let retry = retryable_error(&e);
+            self.transport_from(&e.to_string(), retry, Some(Box::new(e)))
+        })?;
+        let status = response.status().as_u16();
+        // The endpoint's limit learns from the status and the time to it.
+        let queue = match status {
+            200..=299 => {
+                slot.succeeded(&request.agent);
+                false
+            }
+            429 => slot.congested(LimitReason::RateLimited, &request.agent),
+            503 => slot.congested(LimitReason::Overloaded, &request.agent),
+            _ => false,
+        };
+        if !(200..300).contains(&status) {
+            let retry_after = response
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| retry::parse_retry_after(v, SystemTime::now()));
+            let text = response
+                .body_mut()
+                .with_config()
+                .limit(64 * 1024)
+                .read_to_string()
+                .unwrap_or_default();
+            // Mask the key first, then shorten: a cut must never leave a
+            // piece of the key that the mask no longer recognises.
+            let error = self.http_error(status, &wire::error_detail(&self.redact(&text)));
+            return Err(if retry::retryable_status(status) {
+                Failure::Retry {
+                    error,
+                    retry_after,
+                    queue,
+                }
+            } else {
+                Failure::Fatal(error)
+            });
+        }
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        let is_sse = content_type.contains("text/event-stream");
+        if is_sse {
+            let reusable = drain::reusable(response.headers());
+            return self.read_stream(
+                response.into_body().into_reader(),
+                reusable,
+                request,
+                on_delta,
+            );
+        }
+        let text = response
+            .body_mut()
+            .with_config()
+            .limit(wire::MAX_ANSWER_BYTES)
+            .read_to_string()
+            .map_err(|e| match e {
+                ureq::Error::BodyExceedsLimit(_) => Failure::Fatal(self.bad(format!(
+                    "the answer is larger than {} MiB",
+                    wire::MAX_ANSWER_BYTES >> 20
+                ))),
+                e => self.transport_from(
+                    &format!("reading the answer: {e}"),
+                    true,
+                    Some(Box::new(e)),
+                ),
+            })?;
+        let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            let mut error = self.bad(wire::not_json(&content_type, &self.redact(&text), &e));
+            if let ModelError::BadResponse { source, .. } = &mut error {
+                *source = Some(std::sync::Arc::new(e));
+            }
+            Failure::Fatal(error)
+        })?;
+        let answer =
+            wire::parse_response(request, &json).map_err(|e| Failure::Fatal(self.bad(e)))?;
+        if !answer.text.is_empty() {
+            on_delta(&answer.text);
+        }
+        Ok(answer)
+    }
+
+    /// Reads a streamed answer to `[DONE]`; then, where the connection can
+    /// serve another request (`reusable`), to the end of the body.
+    fn read_stream(
+        &self,
+        mut reader: impl Read,
+        reusable: bool,
+        request: &ChatRequest,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<ChatResponse, Failure> {
+        let mut decoder = sse::SseDecoder::default();
+        let mut state = wire::StreamState::default();
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = reader.read(&mut buf).map_err(|e| {
+                self.transport_from(&format!("reading the stream: {e}"), true, Some(Box::new(e)))
+            })?;
+            let events = if n == 0 {
+                decoder.finish()
+            } else {
+                decoder.push(&buf[..n])
+            }
+            .map_err(|e| Failure::Fatal(self.bad(e)))?;
+            for data in events {
+                let delta = match state.apply(&data) {
+                    Ok(delta) => delta,
+                    // The connection ended inside an event: a cut, not a
+                    // bad answer (retried where no text was shown yet).
+                    Err(wire::StreamError::Chunk(e)) if n == 0 => {
+                        return Err(self.transport(
+                            &format!("the stream was cut inside an event ({e})"),
+                            true,
+                        ));
+                    }
+                    Err(e) => return Err(Failure::Fatal(self.bad(self.redact(&e.to_string())))),
+                };
+                if let Some(delta) = delta {
+                    on_delta(&delta);
+                }
+            }
+            if n == 0 || state.done {
+                if n != 0 && reusable {
+                    drain::drain(&mut reader);
+                }
+                break;
+            }
+        }
+        if !state.done {
+            return Err(self.transport("the stream ended before [DONE]", true));
+        }
+        Ok(state.finish(request))
+    }
+
+    /// The call ran out of time.
+    pub(super) fn past_deadline(&self, attempts: u32) -> ModelError {
+        ModelError::Transport {
+            model: self.inner.label.clone(),
+            detail: format!(
+                "no complete answer within the call deadline of {} (every attempt and wait \
+                 included; change it with timeout= in the model spec or timeout: in team.yaml)",
+                crate::model::duration::human(self.inner.timeout)
+            ),
+            attempts: attempts.max(1),
+            source: None,
+        }
+    }
+
+    /// The server asked for a wait (`Retry-After`) that would end past the
+    /// call's deadline: say so instead of failing without a reason.
+    pub(super) fn over_deadline(&self, mut error: ModelError, asked: Duration) -> ModelError {
+        let note = format!(
+            "the server asked to wait {} s (Retry-After), which is over the call deadline of {}",
+            asked.as_secs_f64().ceil() as u64,
+            crate::model::duration::human(self.inner.timeout)
+        );
+        if let ModelError::Http { detail, .. } | ModelError::Transport { detail, .. } = &mut error {
+            *detail = if detail.is_empty() {
+                note
+            } else {
+                format!("{note} (server said: {detail})")
+            };
+        }
+        error
+    }
+
+    pub(super) fn redact(&self, text: &str) -> String {
+        match &self.inner.key {
+            Some(key) => mask_key(text, &key.0),
+            None => text.to_string(),
+        }
+    }
+
+    fn transport(&self, detail: &str, retryable: bool) -> Failure {
+        self.transport_from(detail, retryable, None)
+    }
+
+    /// A transport failure that keeps `cause` as its source, unless the
+    /// cause's text holds the key.
+    fn transport_from(
+        &self,
+        detail: &str,
+        retryable: bool,
+        cause: Option<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Failure {
+        let cause = cause.filter(|c| {
+            let text = c.to_string();
+            self.redact(&text) == text
+        });
+        let error = ModelError::Transport {
+            model: self.inner.label.clone(),
+            detail: self.redact(detail),
+            attempts: 1,
+            source: cause.map(std::sync::Arc::from),
+        };
+        if retryable {
+            Failure::Retry {
+                error,
+                retry_after: None,
+                queue: false,
+            }
+        } else {
+            Failure::Fatal(error)
+        }
+    }
+
+    fn bad(&self, detail: String) -> ModelError {
+        ModelError::BadResponse {
+            model: self.inner.label.clone(),
+            detail,
+            source: None,
+        }
+    }
+
+    /// An HTTP error with advice a person can act on.
+    pub(super) fn http_error(&self, status: u16, server: &str) -> ModelError {
+        let i = &self.inner;
+        let env = if i.key_env.is_empty() {
+            "the api key"
+        } else {
+            i.key_env.as_str()
+        };
+        let advice = match status {
+            401 => format!("check {env}"),
+            403 => format!("check {env} and its access to model '{}'", i.model),
+            404 => format!("check the base url and the model name '{}'", i.model),
+            _ => String::new(),
+        };
+        let server = self.redact(server);
+        let detail = match (advice.is_empty(), server.is_empty()) {
+            (true, _) => server,
+            (false, true) => advice,
+            (false, false) => format!("{advice} (server said: {server})"),
+        };
+        ModelError::Http {
+            model: i.label.clone(),
+            status,
+            url: redact_url(&i.url),
+            detail,
+            attempts: 1,
+        }
+    }
+}
+
+/// Connection failures, timeouts and cut connections are worth another
+/// attempt; a bad URL, an unknown host or a TLS failure is not.
+fn retryable_error(e: &ureq::Error) -> bool {
+    matches!(
+        e,
+        ureq::Error::Io(_)
+            | ureq::Error::Timeout(_)
+            | ureq::Error::ConnectionFailed
+            | ureq::Error::Protocol(_)
+            | ureq::Error::BodyStalled
+    )
+}
