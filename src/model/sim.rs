@@ -232,12 +232,17 @@ impl Sim {
     }
 
     fn answer(&self, req: &ChatRequest) -> String {
+        if req.phase == Phase::Draft {
+            // A draft reads only its own prompt: the whole request is not
+            // joined for it (the round's thousands of calls).
+            return draft(&req.agent, last_user(req));
+        }
         let text = all_text(req);
         match req.phase {
             Phase::Plan => super::sim_partner::ask(&text, self.options.ask.as_deref())
                 .or_else(|| super::sim_partner::plan_with_modules(&text, &roster(&text)))
                 .unwrap_or_else(|| plan(&text)),
-            Phase::Draft => draft(&req.agent, &last_user(req)),
+            Phase::Draft => draft(&req.agent, last_user(req)),
             Phase::Challenge => {
                 if self.options.challenge_round == Some(req.round) {
                     let target = latest_drafts(&text)
@@ -274,7 +279,7 @@ impl Sim {
                     first_line(&task)
                 )
             }
-            Phase::Converse | Phase::Route => format!("(sim) {}", first_line(&last_user(req))),
+            Phase::Converse | Phase::Route => format!("(sim) {}", first_line(last_user(req))),
         }
     }
 }
@@ -364,13 +369,12 @@ fn all_text(req: &ChatRequest) -> String {
         .join("\n")
 }
 
-fn last_user(req: &ChatRequest) -> String {
+fn last_user(req: &ChatRequest) -> &str {
     req.messages
         .iter()
         .rev()
         .find(|m| m.role == Role::User)
-        .map(|m| m.content.clone())
-        .unwrap_or_default()
+        .map_or("", |m| m.content.as_str())
 }
 
 fn first_line(s: &str) -> &str {
@@ -387,6 +391,9 @@ fn tag(text: &str, name: &str) -> Option<String> {
 }
 
 pub(super) fn unescape(s: &str) -> String {
+    if !s.contains('&') {
+        return s.to_string();
+    }
     s.replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&quot;", "\"")

@@ -37,10 +37,18 @@ pub(super) fn reply(
     req: &ChatRequest,
     on_delta: &mut dyn FnMut(&str),
 ) -> Option<ChatResponse> {
-    let user = req
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::User)
+    // Most calls are not a handoff team's: their user messages are looked
+    // at in place before they are joined (a 2048-member round makes 2048
+    // such calls, and the sim's CPU is the round's).
+    let users = || req.messages.iter().filter(|m| m.role == Role::User);
+    let mentions = |needle: &str| users().any(|m| m.content.contains(needle));
+    let handoff = mentions("<routing_rules")
+        || mentions("<candidates>")
+        || (mentions("<history>") && mentions("It is your turn"));
+    if !handoff {
+        return None;
+    }
+    let user = users()
         .map(|m| m.content.as_str())
         .collect::<Vec<_>>()
         .join("\n");

@@ -79,6 +79,11 @@ struct Jobs<'env> {
     /// the queue closed and ends, so a pool opened again counts exactly
     /// the threads that will still take jobs.
     alive: usize,
+    /// A phase has queued its jobs: from then on a thread is started only
+    /// for a job still waiting for one. A phase of fast calls (a model at
+    /// no latency) is done by the threads there are, instead of starting
+    /// a thread per job that finds nothing left to do.
+    on_demand: bool,
 }
 
 impl<'env> Queue<'env> {
@@ -145,6 +150,7 @@ impl<'scope, 'env> Pool<'scope, 'env> {
                 waiting: VecDeque::new(),
                 closed: false,
                 alive: 0,
+                on_demand: false,
             }),
             ready: Condvar::new(),
             begun: std::sync::atomic::AtomicUsize::new(0),
@@ -239,6 +245,7 @@ impl<'scope, 'env> Pool<'scope, 'env> {
         let done = Arc::new(Phase::new(n));
         {
             let mut q = self.queue.jobs.lock();
+            q.on_demand = true;
             for (k, item) in items.into_iter().enumerate() {
                 let f = Arc::clone(&f);
                 // Counts the job done when it drops: after it ran, or
@@ -403,6 +410,12 @@ impl Starter<'_, '_> {
                 // counted alive before it starts (see `Jobs::alive`).
                 let mut jobs = self.queue.jobs.lock();
                 if jobs.closed {
+                    return s.threads;
+                }
+                // Once a phase has run, every job already has a thread:
+                // none is started to find the queue empty (a phase still
+                // gets its first).
+                if jobs.on_demand && jobs.waiting.is_empty() && s.threads > 0 {
                     return s.threads;
                 }
                 jobs.alive += 1;
@@ -618,6 +631,8 @@ mod tests {
     /// is tried again in the next, not given up for the whole run.
     #[test]
     fn a_failed_start_is_retried_by_the_next_phase() {
+        let meet = Meet::default();
+        meet.expect(4, 4);
         let threads = std::thread::scope(|scope| {
             let pool = Pool::new(scope, "t", 4);
             pool.starter.refuse.store(1, Ordering::SeqCst);
@@ -626,7 +641,13 @@ mod tests {
                 "no thread: the phase fails"
             );
             assert_eq!(pool.threads(), 0);
-            let out = pool.run(4, (0..4).collect(), |x: usize| x).unwrap();
+            // Four jobs that wait for each other: all four need a thread.
+            let out = pool
+                .run(4, (0..4).collect(), |x: usize| {
+                    meet.meet();
+                    x
+                })
+                .unwrap();
             assert_eq!(out, (0..4).map(Ok).collect::<Vec<_>>());
             pool.threads()
         });
@@ -648,6 +669,26 @@ mod tests {
         });
         assert_eq!(threads, 8);
         assert_eq!(meet.max(), 8);
+    }
+
+    /// Issue 14: once a phase has run, a thread is started only for a job
+    /// that waits for one: a phase of instant jobs (a model at no latency)
+    /// is done by far fewer threads than it has jobs. Before, it started
+    /// one a job (1000 here) that mostly found nothing left.
+    #[test]
+    fn threads_are_started_only_for_jobs_that_wait() {
+        let meet = Meet::default();
+        meet.expect(2, 2);
+        let threads = std::thread::scope(|scope| {
+            let pool = Pool::new(scope, "t", usize::MAX);
+            pool.run(2, vec![0, 1], |_: usize| meet.meet()).unwrap();
+            assert_eq!(pool.threads(), 2);
+            let out = pool.run(1000, (0..1000).collect(), |x: usize| x).unwrap();
+            assert_eq!(out.len(), 1000);
+            assert!(out.iter().all(Result::is_ok));
+            pool.threads()
+        });
+        assert!(threads < 500, "{threads} threads for 1000 instant jobs");
     }
 
     /// Issue 14: a released pool's threads end while its owner goes on;

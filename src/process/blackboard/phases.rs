@@ -22,6 +22,9 @@ struct PhaseCtx {
     task: String,
     /// The board, rendered once for the phase.
     board: prompt::SharedBoardText,
+    /// The phase's work modules were all marked started by the driver
+    /// (every member has a thread of its own, so all start at once).
+    modules_started: bool,
 }
 
 impl<'d> Blackboard<'d> {
@@ -60,10 +63,17 @@ impl<'d> Blackboard<'d> {
             },
         );
         snapshot.retain(|e| e.round < round);
+        // With a thread each, every member starts at once: their modules
+        // are marked here, under one lock, not by each member in turn.
+        let at_once = threads >= todo.len();
+        if at_once {
+            self.room.modules_started(round, &todo);
+        }
         self.on_pool(
             pool,
             snapshot,
             todo,
+            at_once,
             |room, ctx, a| room.member_turn(ctx, a),
             |a| (a.member.as_str(), Some(a.task.as_str())),
         )?;
@@ -91,6 +101,7 @@ impl<'d> Blackboard<'d> {
             pool,
             snapshot,
             challengers,
+            false,
             |room, ctx, c| room.challenger_turn(ctx, c),
             |c| (c.name.as_str(), None),
         )?;
@@ -109,6 +120,7 @@ impl<'d> Blackboard<'d> {
         pool: &Pool<'_, 'd>,
         board: Vec<crate::board::Entry>,
         items: Vec<T>,
+        modules_started: bool,
         turn: fn(&Room<'d>, &PhaseCtx, &T),
         who: impl Fn(&T) -> (&str, Option<&str>),
     ) -> Result<(), RunError>
@@ -122,6 +134,7 @@ impl<'d> Blackboard<'d> {
             at: (self.state.round, self.state.phase),
             task: self.task_text(),
             board: prompt::SharedBoardText::new(&board),
+            modules_started,
         };
         drop(board);
         let room = self.room;
@@ -145,7 +158,9 @@ impl<'a> Room<'a> {
         let Some(member) = self.team.agent(&a.member) else {
             return;
         };
-        self.module_started(round, a);
+        if !ctx.modules_started {
+            self.module_started(round, a);
+        }
         let messages = prompt::draft(member, &ctx.task, &ctx.board, &a.task);
         let outcome = self.call_until_on(
             member,
