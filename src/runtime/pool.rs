@@ -41,6 +41,9 @@ use parking_lot::{Condvar, Mutex};
 /// only the pages it touches are resident.
 const STACK: usize = 1024 * 1024;
 
+/// The helper threads that start a pool's threads ahead of time.
+const PRESTART_HELPERS: usize = 2;
+
 /// Why a pool could not be built.
 #[derive(Debug)]
 pub(crate) struct PoolError(pub(crate) String);
@@ -188,17 +191,23 @@ impl<'scope, 'env> Pool<'scope, 'env> {
         if self.threads() >= n.min(s.cap) {
             return;
         }
-        let starter = Arc::clone(s);
-        let helper = std::thread::Builder::new()
-            .name(format!("boardroom-start-{}s", s.label))
-            .spawn_scoped(s.scope, move || {
-                starter.grow(n);
-            });
-        if let Err(e) = helper {
-            log::debug!(
-                "{}: no helper thread ({e}); threads start with the phase",
-                s.label
-            );
+        // Two helpers: a thread's start is mostly the kernel's work (its
+        // stack mapped, its signal stack, the clone), and two start about
+        // twice as many in the master's plan call as one on two cores.
+        for k in 0..PRESTART_HELPERS {
+            let starter = Arc::clone(s);
+            let helper = std::thread::Builder::new()
+                .name(format!("boardroom-start-{}s-{k}", s.label))
+                .spawn_scoped(s.scope, move || {
+                    starter.grow(n);
+                });
+            if let Err(e) = helper {
+                log::debug!(
+                    "{}: no helper thread ({e}); threads start with the phase",
+                    s.label
+                );
+                break;
+            }
         }
     }
 
@@ -398,13 +407,14 @@ impl Starter<'_, '_> {
     fn grow(&self, n: usize) -> usize {
         let want = n.min(self.cap);
         loop {
-            // One thread a lock: a phase that needs threads now and the
-            // helper share the work instead of waiting for each other.
-            let mut s = self.started.lock();
-            if s.threads >= want || s.exhausted {
-                return s.threads;
-            }
-            {
+            // A thread's place is taken under the lock and the thread is
+            // started outside it: two starters (the prestart's helpers, a
+            // phase that needs threads now) start threads side by side.
+            let i = {
+                let mut s = self.started.lock();
+                if s.threads >= want || s.exhausted {
+                    return s.threads;
+                }
                 // A pool released or dropped while its helper was still
                 // starting threads needs no more of them; a thread is
                 // counted alive before it starts (see `Jobs::alive`).
@@ -419,8 +429,9 @@ impl Starter<'_, '_> {
                     return s.threads;
                 }
                 jobs.alive += 1;
-            }
-            let i = s.threads;
+                s.threads += 1;
+                s.threads - 1
+            };
             let queue = Arc::clone(&self.queue);
             let spawned = if self.refused() {
                 Err(std::io::Error::other("refused by the test"))
@@ -438,17 +449,20 @@ impl Starter<'_, '_> {
                         }
                     })
             };
-            match spawned {
-                Ok(_) => s.threads += 1,
-                Err(e) => {
-                    self.queue.jobs.lock().alive -= 1;
-                    // Fewer threads still run every job, only less at once.
+            if let Err(e) = spawned {
+                let mut s = self.started.lock();
+                self.queue.jobs.lock().alive -= 1;
+                s.threads -= 1;
+                // Fewer threads still run every job, only less at once.
+                if !s.exhausted {
                     log::warn!(
-                        "{}: started {i} of {want} threads ({e}); the rest of the jobs wait for them",
-                        self.label
+                        "{}: started {} of {want} threads ({e}); the rest of the jobs wait for them",
+                        self.label,
+                        s.threads
                     );
-                    s.exhausted = true;
                 }
+                s.exhausted = true;
+                return s.threads;
             }
         }
     }
@@ -669,6 +683,32 @@ mod tests {
         });
         assert_eq!(threads, 8);
         assert_eq!(meet.max(), 8);
+    }
+
+    /// Issue 14: threads are started outside the starter's lock, so
+    /// several starters at once (the prestart's two helpers and a phase)
+    /// must still start exactly up to the cap, counted once each.
+    #[test]
+    fn starters_side_by_side_start_exactly_the_cap() {
+        for _ in 0..10 {
+            let (threads, alive, begun) = std::thread::scope(|scope| {
+                let pool = Pool::new(scope, "t", 50);
+                pool.prestart(1000);
+                std::thread::scope(|inner| {
+                    for _ in 0..6 {
+                        inner.spawn(|| pool.grow(1000));
+                    }
+                });
+                let q = pool.begun();
+                let until = std::time::Instant::now() + Duration::from_secs(5);
+                while q.begun.load(Ordering::SeqCst) < 50 && std::time::Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                let alive = pool.queue.jobs.lock().alive;
+                (pool.threads(), alive, q.begun.load(Ordering::SeqCst))
+            });
+            assert_eq!((threads, alive, begun), (50, 50, 50));
+        }
     }
 
     /// Issue 14: once a phase has run, a thread is started only for a job
