@@ -81,6 +81,7 @@ impl<'de> Deserialize<'de> for ModelConfig {
                         "timeout" => c.timeout = map.next_value::<CallTimeout>()?.0,
                         "max_in_flight" => c.max_in_flight = map.next_value::<MaxInFlight>()?.0,
                         "stream" => c.stream = map.next_value()?,
+                        "tools" => c.tools = map.next_value()?,
                         other => {
                             return Err(serde::de::Error::unknown_field(other, ENDPOINT_KEYS));
                         }
@@ -101,6 +102,7 @@ const ENDPOINT_KEYS: &[&str] = &[
     "timeout",
     "max_in_flight",
     "stream",
+    "tools",
 ];
 
 struct CallTimeout(Option<f64>);
@@ -182,6 +184,11 @@ pub struct EndpointConfig {
     /// Whether to stream answers over SSE (default true).
     #[serde(default)]
     pub stream: Option<bool>,
+    /// Whether the model can call tools (default true). `false` for a
+    /// server that rejects or ignores `tools`: its agents are sent none
+    /// (see [`ChatModel::supports_tools`](crate::ChatModel::supports_tools)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<bool>,
 }
 
 /// The contents of `team.yaml`.
