@@ -140,3 +140,87 @@ fn a_tools_value_that_is_not_a_boolean_exits_2_naming_where() {
         text(&out.stderr)
     );
 }
+
+/// Lines of `stderr` that warn a model cannot call tools.
+fn no_tools_warnings(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("cannot call tools"))
+        .collect()
+}
+
+/// The warning that the writer's tools are not sent is logged once a run,
+/// not once a turn (the binary logs warnings by default): a run of three
+/// rounds drafts three times and warns once; a second run warns again.
+#[test]
+fn the_no_tools_warning_is_logged_once_a_run_not_once_a_turn() {
+    let reviews = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = std::sync::Arc::clone(&reviews);
+    let server = Server::start(move |req| {
+        let text = req.all_text();
+        let reply = if text.contains("Split this task") {
+            "ASSIGN:writer:part one".to_string()
+        } else if text.contains("is over. This is the board") {
+            // Two more rounds, then done (the count runs across runs).
+            let n = seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if n % 3 < 2 {
+                format!("ASSIGN:writer:part {}", n % 3 + 2)
+            } else {
+                "DONE\nThe answer.".to_string()
+            }
+        } else if text.contains("The work is over") {
+            "The answer.".to_string()
+        } else if text.contains("Reply CHALLENGE:<...> or AGREE") {
+            "AGREE".to_string()
+        } else if text.contains("worth remembering") {
+            "- nothing".to_string()
+        } else {
+            "A draft.".to_string()
+        };
+        Reply::answer(req, &reply)
+    });
+    let dir = team_dir(None, "name: t\n");
+    let model = format!("{}#m,tools=false", server.base_url());
+    for run in 1..=2 {
+        let before = server.seen().len();
+        let out = run_cli(dir.path(), &model);
+        let drafts = server.seen()[before..]
+            .iter()
+            .filter(|r| {
+                let text = r.all_text();
+                text.contains("You write.") && !text.contains("Reply CHALLENGE:<...> or AGREE")
+            })
+            .count();
+        assert!(drafts >= 3, "run {run}: the writer drafted {drafts} times");
+        let err = text(&out.stderr);
+        let warned = no_tools_warnings(&err);
+        assert_eq!(warned.len(), 1, "run {run}:\n{err}");
+        assert!(
+            warned[0].contains("agent 'writer': its model"),
+            "{}",
+            warned[0]
+        );
+    }
+    assert_eq!(with_tools(&server), 0);
+}
+
+/// The chat partner's warning is logged once a chat: two partner turns
+/// on a model with `tools=false`, one warning.
+#[test]
+fn the_partners_no_tools_warning_is_logged_once_a_chat() {
+    let server = Server::start(|req| Reply::answer(req, "Tell me more."));
+    let dir = tempfile::tempdir().unwrap();
+    let model = format!("{}#partner,tools=false", server.base_url());
+    let out = support::chat::PipedChat::start(
+        dir.path(),
+        &["--model", &model],
+        "Plan a team offsite\nFor twenty people\n",
+        std::time::Duration::from_secs(30),
+    )
+    .finish();
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(server.requests(), 2, "two partner turns");
+    assert_eq!(with_tools(&server), 0);
+    let warned = no_tools_warnings(&out.stderr);
+    assert_eq!(warned.len(), 1, "{}", out.stderr);
+}
