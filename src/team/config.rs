@@ -15,6 +15,7 @@ const TEAM_KEYS: &[&str] = &[
     "process",
     "max_rounds",
     "max_parallel",
+    "max_assignments_per_member",
     "models",
     "token_budget",
     "protocol",
@@ -210,6 +211,11 @@ pub struct TeamConfig {
     /// Members that run at once (default: all of a round).
     #[serde(default)]
     pub max_parallel: Option<usize>,
+    /// Assignments one member may get in one round (default 8): `ASSIGN`
+    /// lines past it are dropped, and the master is told so in its next
+    /// turn (a `review_decision` event's `rejected` says it too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_assignments_per_member: Option<usize>,
     /// Named models agents refer to by `model:`.
     #[serde(default)]
     pub models: BTreeMap<String, ModelConfig>,
@@ -303,6 +309,10 @@ impl TeamConfig {
         let zero = [
             ("max_rounds", config.max_rounds == Some(0)),
             ("max_parallel", config.max_parallel == Some(0)),
+            (
+                "max_assignments_per_member",
+                config.max_assignments_per_member == Some(0),
+            ),
             ("max_handoffs", config.max_handoffs == Some(0)),
             ("max_turns", config.max_turns == Some(0)),
         ];
@@ -327,6 +337,16 @@ impl TeamConfig {
             }
         }
         Ok((config, outline))
+    }
+
+    /// Assignments one member may get in one round:
+    /// `max_assignments_per_member`, else
+    /// [`DEFAULT_MAX_ASSIGNMENTS_PER_MEMBER`](crate::protocol::DEFAULT_MAX_ASSIGNMENTS_PER_MEMBER).
+    #[must_use]
+    pub fn max_assignments_per_member(&self) -> usize {
+        self.max_assignments_per_member
+            .unwrap_or(crate::protocol::DEFAULT_MAX_ASSIGNMENTS_PER_MEMBER)
+            .max(1)
     }
 
     /// The run's wall-clock limit, from `timeout`.
