@@ -224,3 +224,26 @@ fn the_partners_no_tools_warning_is_logged_once_a_chat() {
     let warned = no_tools_warnings(&out.stderr);
     assert_eq!(warned.len(), 1, "{}", out.stderr);
 }
+
+/// `boardroom check` says when an agent's granted tools will not be sent
+/// because its model has none.
+#[test]
+fn check_says_the_tools_of_an_agent_on_a_model_without_tool_calling_are_not_sent() {
+    for (tools, said) in [("", false), ("    tools: false\n", true)] {
+        let yaml = format!("models:\n  local:\n    base_url: http://127.0.0.1:9/v1\n{tools}");
+        let dir = team_dir(Some("local"), &yaml);
+        let out = boardroom(&["check"], dir.path());
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        let writer = stdout
+            .lines()
+            .find(|l| l.contains("writer"))
+            .unwrap_or_else(|| panic!("{stdout}"));
+        assert!(writer.contains("tools: workspace_write"), "{writer}");
+        assert_eq!(
+            writer.contains("tools: workspace_write (not sent: its model has no tool calling)"),
+            said,
+            "team.yaml {tools:?}: {writer}"
+        );
+    }
+}
