@@ -94,6 +94,17 @@ pub enum ProtocolError {
         /// What was wrong.
         detail: String,
     },
+    /// More assignments for one member in one reply than a round allows
+    /// (`max_assignments_per_member`): the first `limit` were kept, the
+    /// rest dropped.
+    TooManyAssignments {
+        /// The member, as the roster spells it.
+        member: String,
+        /// How many the reply gave it.
+        given: usize,
+        /// How many were kept.
+        limit: usize,
+    },
 }
 
 impl fmt::Display for ProtocolError {
@@ -126,6 +137,17 @@ impl fmt::Display for ProtocolError {
                 write!(f, "no directive found: expected {expected}")
             }
             ProtocolError::BadJson { detail } => write!(f, "{detail}"),
+            ProtocolError::TooManyAssignments {
+                member,
+                given,
+                limit,
+            } => write!(
+                f,
+                "{given} assignments to '{member}' in one reply: the first {limit} are kept, \
+                 the other {} dropped (at most {limit} per member a round: \
+                 max_assignments_per_member in team.yaml)",
+                given.saturating_sub(*limit)
+            ),
         }
     }
 }
@@ -393,8 +415,12 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
 mod ask;
 pub(crate) mod handoff;
 mod json;
+mod limit;
 #[cfg(test)]
 mod tests;
+
+pub use limit::DEFAULT_MAX_ASSIGNMENTS_PER_MEMBER;
+pub(crate) use limit::limit_per_member;
 
 pub use ask::{parse_ask, parse_ask_json};
 pub(crate) use handoff::{

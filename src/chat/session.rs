@@ -145,6 +145,9 @@ pub struct Chat {
     events_out: Option<Sender<Event>>,
     /// A run of this chat that waits for the user's answer.
     awaiting: Option<String>,
+    /// Whether the warning that the partner's model has no tool calling
+    /// was logged (once a chat).
+    tools_warned: bool,
 }
 
 impl std::fmt::Debug for Chat {
@@ -196,6 +199,7 @@ impl Chat {
             store: None,
             events_out: None,
             awaiting: None,
+            tools_warned: false,
         })
     }
 

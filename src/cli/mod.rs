@@ -587,7 +587,19 @@ fn check(dir: Option<&Path>) -> u8 {
                 .iter()
                 .map(|t| t.name().to_string())
                 .collect();
-            flags.push(format!("tools: {}", granted.join(", ")));
+            // A named model with no tool calling is sent none of them.
+            let no_calling = a
+                .model
+                .as_deref()
+                .filter(|m| *m != "default")
+                .and_then(|m| team.model(m).ok())
+                .is_some_and(|m| !boardroom::ChatModel::supports_tools(&m));
+            let note = if no_calling {
+                " (not sent: its model has no tool calling)"
+            } else {
+                ""
+            };
+            flags.push(format!("tools: {}{note}", granted.join(", ")));
         }
         let flags = if flags.is_empty() {
             String::new()

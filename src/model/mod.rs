@@ -9,6 +9,7 @@
 
 pub(crate) mod duration;
 mod error;
+pub(crate) mod no_tools;
 mod openai;
 mod scripted;
 mod sim;
@@ -303,7 +304,8 @@ pub trait ChatModel: Send + Sync {
     /// `false` is sent no tools, by every call: a process uses its text
     /// protocol instead (a handoff team's `HANDOFF:<agent>:<reason>`
     /// line); a blackboard member's or the chat partner's granted tools
-    /// are dropped, with a `log::warn!` naming the agent.
+    /// are dropped, with a `log::warn!` naming the agent (once per agent
+    /// and model in a run; once per chat for the partner).
     fn supports_tools(&self) -> bool {
         true
     }

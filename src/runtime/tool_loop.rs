@@ -65,12 +65,8 @@ impl Core<'_> {
         // A model without tool calling is sent none (ChatModel::supports_tools).
         let no_tools = !model.supports_tools();
         if no_tools && !granted.is_empty() {
-            log::warn!(
-                "agent '{}': its model {} cannot call tools, so its {} granted tool(s) are not sent",
-                agent.name,
-                model.name(),
-                granted.len()
-            );
+            let (run, n) = (&self.run_id, granted.len());
+            crate::model::no_tools::warn_once(run, &agent.name, &model.name(), n);
             granted.clear();
         }
         if no_tools || (granted.is_empty() && ask.process_tools.is_empty()) {

@@ -15,6 +15,7 @@ const TEAM_KEYS: &[&str] = &[
     "process",
     "max_rounds",
     "max_parallel",
+    "max_assignments_per_member",
     "models",
     "token_budget",
     "protocol",
@@ -81,6 +82,7 @@ impl<'de> Deserialize<'de> for ModelConfig {
                         "timeout" => c.timeout = map.next_value::<CallTimeout>()?.0,
                         "max_in_flight" => c.max_in_flight = map.next_value::<MaxInFlight>()?.0,
                         "stream" => c.stream = map.next_value()?,
+                        "tools" => c.tools = map.next_value()?,
                         other => {
                             return Err(serde::de::Error::unknown_field(other, ENDPOINT_KEYS));
                         }
@@ -101,6 +103,7 @@ const ENDPOINT_KEYS: &[&str] = &[
     "timeout",
     "max_in_flight",
     "stream",
+    "tools",
 ];
 
 struct CallTimeout(Option<f64>);
@@ -182,6 +185,11 @@ pub struct EndpointConfig {
     /// Whether to stream answers over SSE (default true).
     #[serde(default)]
     pub stream: Option<bool>,
+    /// Whether the model can call tools (default true). `false` for a
+    /// server that rejects or ignores `tools`: its agents are sent none
+    /// (see [`ChatModel::supports_tools`](crate::ChatModel::supports_tools)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<bool>,
 }
 
 /// The contents of `team.yaml`.
@@ -203,6 +211,11 @@ pub struct TeamConfig {
     /// Members that run at once (default: all of a round).
     #[serde(default)]
     pub max_parallel: Option<usize>,
+    /// Assignments one member may get in one round (default 8): `ASSIGN`
+    /// lines past it are dropped, and the master is told so in its next
+    /// turn (a `review_decision` event's `rejected` says it too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_assignments_per_member: Option<usize>,
     /// Named models agents refer to by `model:`.
     #[serde(default)]
     pub models: BTreeMap<String, ModelConfig>,
@@ -296,6 +309,10 @@ impl TeamConfig {
         let zero = [
             ("max_rounds", config.max_rounds == Some(0)),
             ("max_parallel", config.max_parallel == Some(0)),
+            (
+                "max_assignments_per_member",
+                config.max_assignments_per_member == Some(0),
+            ),
             ("max_handoffs", config.max_handoffs == Some(0)),
             ("max_turns", config.max_turns == Some(0)),
         ];
@@ -320,6 +337,16 @@ impl TeamConfig {
             }
         }
         Ok((config, outline))
+    }
+
+    /// Assignments one member may get in one round:
+    /// `max_assignments_per_member`, else
+    /// [`DEFAULT_MAX_ASSIGNMENTS_PER_MEMBER`](crate::protocol::DEFAULT_MAX_ASSIGNMENTS_PER_MEMBER).
+    #[must_use]
+    pub fn max_assignments_per_member(&self) -> usize {
+        self.max_assignments_per_member
+            .unwrap_or(crate::protocol::DEFAULT_MAX_ASSIGNMENTS_PER_MEMBER)
+            .max(1)
     }
 
     /// The run's wall-clock limit, from `timeout`.

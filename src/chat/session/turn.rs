@@ -116,10 +116,12 @@ impl Chat {
             req.tools.push(tools::launch_team_spec());
             req.tools.push(tools::team_status_spec());
             req.tools.push(tools::follow_up_spec());
-        } else {
+        } else if !self.tools_warned {
+            // Once a chat, not once a turn.
+            self.tools_warned = true;
             log::warn!(
                 "agent '{}': its model {} cannot call tools, so its {} tool(s) (launch_team and \
-                 the others it is granted) are not sent",
+                 the others it is granted) are not sent (said once this chat)",
                 self.partner.name,
                 self.model.name(),
                 self.granted.len() + 3

@@ -21,6 +21,7 @@ pub struct OpenAiBuilder {
     timeout: Duration,
     max_in_flight: Option<usize>,
     stream: bool,
+    tools: bool,
     retry: RetryPolicy,
     sleep: SleepFn,
 }
@@ -32,6 +33,7 @@ impl std::fmt::Debug for OpenAiBuilder {
             .field("model", &self.model)
             .field("key", &self.key)
             .field("stream", &self.stream)
+            .field("tools", &self.tools)
             .finish_non_exhaustive()
     }
 }
@@ -49,6 +51,7 @@ impl OpenAiBuilder {
             timeout: Duration::from_secs(300),
             max_in_flight: None,
             stream: true,
+            tools: true,
             retry: RetryPolicy::default(),
             sleep: Arc::new(std::thread::sleep),
         }
@@ -108,6 +111,18 @@ impl OpenAiBuilder {
     #[must_use]
     pub fn stream(mut self, stream: bool) -> Self {
         self.stream = stream;
+        self
+    }
+
+    /// Whether the model can call tools (default true). With `false` its
+    /// [`supports_tools`](crate::ChatModel::supports_tools) says so: no
+    /// call sends it tools, a handoff team's agent on it hands off by its
+    /// `HANDOFF:` line, and an agent's granted tools are left out (one
+    /// warning a run). For servers that reject or ignore `tools` (small
+    /// llama.cpp models, older vLLM set-ups).
+    #[must_use]
+    pub fn tools(mut self, tools: bool) -> Self {
+        self.tools = tools;
         self
     }
 
@@ -183,6 +198,7 @@ impl OpenAiBuilder {
                 key: self.key,
                 key_env: self.key_env,
                 stream: self.stream,
+                tools: self.tools,
                 timeout: self.timeout,
                 retry: self.retry,
                 sleep: self.sleep,

@@ -82,6 +82,8 @@ struct Inner {
     key: Option<ApiKey>,
     key_env: String,
     stream: bool,
+    /// Whether the model can call tools (`tools=false` turns it off).
+    tools: bool,
     timeout: Duration,
     /// The hard cap an explicit `max_in_flight` sets on this model.
     cap: Option<Limit>,
@@ -102,6 +104,7 @@ impl std::fmt::Debug for OpenAi {
             .field("model", &i.model)
             .field("key", &i.key)
             .field("stream", &i.stream)
+            .field("tools", &i.tools)
             .field("max_in_flight", &i.cap.as_ref().map(Limit::max))
             .field("limit", &i.endpoint.limit())
             .field("retry", &i.retry)
@@ -269,6 +272,10 @@ impl ChatModel for OpenAi {
 
     fn watch_limit(&self, f: LimitWatcher) -> Option<LimitWatch> {
         Some(self.inner.endpoint.watch(f))
+    }
+
+    fn supports_tools(&self) -> bool {
+        self.inner.tools
     }
 
     fn chat(

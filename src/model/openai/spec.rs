@@ -4,7 +4,7 @@
 //!   OpenAI API) with `OPENAI_API_KEY`;
 //! - `http://127.0.0.1:8080/v1#model` or `https://...`: that endpoint;
 //! - options after a comma: `openai:gpt-4o-mini,stream=false,max_in_flight=4,
-//!   timeout=30s,key_env=MY_KEY`.
+//!   timeout=30s,key_env=MY_KEY,tools=false`.
 
 use super::{OpenAi, OpenAiBuilder, env_base_url, env_model, redact_url};
 use crate::model::ModelSpecError;
@@ -48,7 +48,8 @@ fn apply_options(mut b: OpenAiBuilder, options: &str) -> Result<OpenAiBuilder, S
     for part in options.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (key, value) = part.split_once('=').unwrap_or((part, ""));
         b = match key {
-            "stream" => b.stream(parse_bool(value)?),
+            "stream" => b.stream(parse_bool("stream", value)?),
+            "tools" => b.tools(parse_bool("tools", value)?),
             "max_in_flight" => b.max_in_flight(
                 value
                     .trim()
@@ -66,7 +67,7 @@ fn apply_options(mut b: OpenAiBuilder, options: &str) -> Result<OpenAiBuilder, S
             "key_env" if !value.is_empty() => b.api_key_env(value),
             _ => {
                 return Err(format!(
-                    "unknown option '{part}' (known: stream=BOOL, max_in_flight=N, timeout=DUR, key_env=VAR)"
+                    "unknown option '{part}' (known: stream=BOOL, max_in_flight=N, timeout=DUR, key_env=VAR, tools=BOOL)"
                 ));
             }
         };
@@ -74,11 +75,13 @@ fn apply_options(mut b: OpenAiBuilder, options: &str) -> Result<OpenAiBuilder, S
     Ok(b)
 }
 
-fn parse_bool(v: &str) -> Result<bool, String> {
+fn parse_bool(key: &str, v: &str) -> Result<bool, String> {
     match v.trim() {
         "true" | "on" | "yes" | "1" | "" => Ok(true),
         "false" | "off" | "no" | "0" => Ok(false),
-        other => Err(format!("'{other}' is not true or false")),
+        other => Err(format!(
+            "{key}: '{other}' is not true or false (allowed true, false, on, off, yes, no, 1, 0)"
+        )),
     }
 }
 
@@ -104,6 +107,9 @@ pub(crate) fn from_endpoint(name: &str, cfg: &EndpointConfig) -> Result<OpenAi, 
     if let Some(s) = cfg.stream {
         b = b.stream(s);
     }
+    if let Some(t) = cfg.tools {
+        b = b.tools(t);
+    }
     b.build().map_err(|e| ModelSpecError {
         spec: name.to_string(),
         detail: e.detail,
@@ -128,7 +134,7 @@ mod tests {
         assert_eq!(
             from_spec("openai:x,strem=no").unwrap_err().to_string(),
             "model spec 'openai:x,strem=no': unknown option 'strem=no' \
-             (known: stream=BOOL, max_in_flight=N, timeout=DUR, key_env=VAR)"
+             (known: stream=BOOL, max_in_flight=N, timeout=DUR, key_env=VAR, tools=BOOL)"
         );
         let cfg = EndpointConfig {
             base_url: Some("http://127.0.0.1:1/v1/".into()),

@@ -166,6 +166,14 @@ impl<'d> Blackboard<'d> {
                         problems.push(prompt::PLAN_DONE.to_string());
                         Err(problems)
                     }
+                    // A junk plan of thousands of lines for one member
+                    // runs the first few: the rest are said back.
+                    Some(Decision::Assign(mut v)) => {
+                        let limit = self.team.config().max_assignments_per_member();
+                        let dropped = crate::protocol::limit_per_member(&mut v, limit);
+                        problems.extend(dropped.iter().map(ToString::to_string));
+                        Ok((Decision::Assign(v), problems, r.text.clone()))
+                    }
                     Some(decision) => Ok((decision, problems, r.text.clone())),
                     None => Err(problems),
                 }

@@ -1,0 +1,169 @@
+//! Tests of the endpoint's adaptive in-flight limit (`super`).
+
+use super::*;
+
+#[test]
+fn a_refusal_brings_the_limit_to_the_others_in_flight_and_growth_holds_a_window() {
+    let e = Endpoint::new("test", 64);
+    assert_eq!(e.limit(), 64);
+    let mut permits: Vec<_> = (0..40).map(|_| e.acquire_until(None).unwrap()).collect();
+    // A refusal with 39 others in flight: 39, not a blind half.
+    assert!(
+        permits
+            .pop()
+            .unwrap()
+            .congested(LimitReason::RateLimited, "a")
+    );
+    assert_eq!(e.limit(), 39);
+    // The refusals of one wave come back one by one: each leaves the
+    // limit at the requests the server still holds.
+    while permits.len() > 8 {
+        assert!(
+            permits
+                .pop()
+                .unwrap()
+                .congested(LimitReason::RateLimited, "a")
+        );
+    }
+    assert_eq!(e.limit(), 8);
+    // Answers to requests sent before the decrease do not grow it.
+    for p in permits.drain(..) {
+        p.succeeded("a");
+    }
+    assert_eq!(e.limit(), 8);
+    // Growth holds one window, then adds one slot a window.
+    for _ in 0..15 {
+        e.acquire_until(None).unwrap().succeeded("a");
+    }
+    assert_eq!(e.limit(), 8, "held for a window");
+    for _ in 0..8 {
+        e.acquire_until(None).unwrap().succeeded("a");
+    }
+    assert_eq!(e.limit(), 9);
+    for _ in 0..9 {
+        e.acquire_until(None).unwrap().succeeded("a");
+    }
+    assert_eq!(e.limit(), 10);
+    // Alone and refused: the limit is one, and nothing to queue behind.
+    let p = e.acquire_until(None).unwrap();
+    assert!(!p.congested(LimitReason::Overloaded, "a"));
+    assert_eq!(e.limit(), 1);
+    assert_eq!(e.peak_in_flight(), 40);
+}
+
+/// Issue 14: a wave of refusals was told as one change per step down
+/// (15 to 40 a wave); now as the first step at once and the rest as
+/// one change when the wave is over, every change starting where the
+/// one before ended.
+#[test]
+fn a_wave_of_refusals_is_told_as_two_changes() {
+    let e = Arc::new(Endpoint::new("test", 64));
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let t = Arc::clone(&told);
+    let _watch = e.watch(Arc::new(move |c: &LimitChange| {
+        t.lock().push((c.from, c.to, c.reason))
+    }));
+    let mut permits: Vec<_> = (0..40).map(|_| e.acquire_until(None).unwrap()).collect();
+    // 32 of the 40 are refused, one after another.
+    for _ in 0..32 {
+        let p = permits.pop().unwrap();
+        assert!(p.congested(LimitReason::RateLimited, "a"));
+    }
+    assert_eq!(e.limit(), 8);
+    assert_eq!(
+        *told.lock(),
+        vec![(64, 39, LimitReason::RateLimited)],
+        "the first step at once, the rest held while the wave is out"
+    );
+    // A retry sent during the wave neither ends it nor is part of it.
+    permits.pop().unwrap().succeeded("a");
+    drop(e.acquire_until(None).unwrap());
+    assert_eq!(told.lock().len(), 1);
+    for p in permits.drain(..) {
+        p.succeeded("a");
+    }
+    assert_eq!(
+        *told.lock(),
+        vec![
+            (64, 39, LimitReason::RateLimited),
+            (39, 8, LimitReason::RateLimited)
+        ],
+        "the wave is over: its other 30 steps as one change"
+    );
+    // A refusal of a request sent after the wave is a wave of its own.
+    let mut permits: Vec<_> = (0..8).map(|_| e.acquire_until(None).unwrap()).collect();
+    permits
+        .pop()
+        .unwrap()
+        .congested(LimitReason::Overloaded, "a");
+    permits
+        .pop()
+        .unwrap()
+        .congested(LimitReason::Overloaded, "a");
+    assert_eq!(
+        told.lock()[2..],
+        [(8, 7, LimitReason::Overloaded)],
+        "told at once"
+    );
+    drop(permits);
+    assert_eq!(
+        told.lock()[2..],
+        [
+            (8, 7, LimitReason::Overloaded),
+            (7, 6, LimitReason::Overloaded)
+        ]
+    );
+    assert_eq!(e.changes(), 34, "every step is still counted");
+}
+
+#[test]
+fn answers_far_slower_than_the_floor_decrease_the_limit() {
+    let e = Endpoint::new("test", 16);
+    for _ in 0..5 {
+        let mut p = e.acquire_until(None).unwrap();
+        p.sending();
+        std::thread::sleep(Duration::from_millis(2));
+        p.succeeded("a");
+    }
+    assert_eq!(e.limit(), 16);
+    for _ in 0..30 {
+        let p = e.acquire_until(None).unwrap();
+        std::thread::sleep(Duration::from_millis(120));
+        p.succeeded("a");
+        if e.limit() < 16 {
+            break;
+        }
+    }
+    assert_eq!(e.limit(), 1, "one in flight, halved");
+}
+
+#[test]
+fn endpoints_are_shared_by_url_and_key() {
+    let a = Endpoint::shared("http://127.0.0.1:1/v1/x", Some("k1"), 8);
+    let b = Endpoint::shared("http://127.0.0.1:1/v1/x", Some("k1"), 8);
+    let c = Endpoint::shared("http://127.0.0.1:1/v1/x", Some("k2"), 8);
+    assert!(Arc::ptr_eq(&a, &b));
+    assert!(!Arc::ptr_eq(&a, &c));
+    let changes = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&changes);
+    let watch = b.watch(Arc::new(move |c: &LimitChange| seen.lock().push(c.clone())));
+    let p = a.acquire_until(None).unwrap();
+    p.congested(LimitReason::RateLimited, "m1");
+    drop(p);
+    assert_eq!(changes.lock().len(), 1);
+    assert_eq!(changes.lock()[0].to, 1);
+    drop(watch);
+    for _ in 0..2 {
+        a.acquire_until(None).unwrap().succeeded("m1");
+    }
+    assert_eq!(a.limit(), 2, "grown again, after a window's hold");
+    let p = a.acquire_until(None).unwrap();
+    p.congested(LimitReason::RateLimited, "m1");
+    assert_eq!(a.limit(), 1);
+    assert_eq!(
+        changes.lock().len(),
+        1,
+        "no calls after the watch is dropped"
+    );
+    assert!(!format!("{a:?}").contains("k1"));
+}
