@@ -73,19 +73,31 @@ impl SimToolCall {
 
 /// Counters the sim keeps, shared across threads: how many calls are in
 /// flight right now, the most ever in flight at once, and calls per agent.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SimStats {
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
     calls: AtomicUsize,
     /// Calls by agent and by phase, in shards picked by the agent's name:
     /// one lock for every member of a 2048-member round made them queue
-    /// for it (a thread preempted while holding it held up the rest).
-    shards: [Mutex<Counts>; SHARDS],
+    /// for it (a thread preempted while holding it held up the rest; with
+    /// 16 shards it was still the round's most waited-for lock).
+    shards: Box<[Mutex<Counts>]>,
+}
+
+impl Default for SimStats {
+    fn default() -> Self {
+        SimStats {
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: AtomicUsize::new(0),
+            calls: AtomicUsize::new(0),
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+        }
+    }
 }
 
 /// The counter shards of [`SimStats`].
-const SHARDS: usize = 16;
+const SHARDS: usize = 256;
 
 #[derive(Debug, Default)]
 struct Counts {

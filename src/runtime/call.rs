@@ -75,7 +75,7 @@ pub(crate) struct Ask<'t> {
     pub(crate) expected: &'t str,
     /// Sees every turn record as it is filed (the blackboard keeps a
     /// member's transcript in its work module).
-    pub(crate) on_turn: &'t (dyn Fn(&Turn) + Sync),
+    pub(crate) on_turn: &'t (dyn Fn(Turn) + Sync),
     /// Tools of the process itself, offered beside the agent's own.
     pub(crate) process_tools: &'t [ToolSpec],
     /// Decides what a tool call does before the executor sees it.
@@ -162,8 +162,8 @@ impl Core<'_> {
         );
         let started = std::time::Instant::now();
         let result = self.tool_exchange(agent, ask, &model, &mut request, &mut on_delta);
-        let turn = self.record_turn(agent, &request, &result, started.elapsed());
-        (ask.on_turn)(&turn);
+        let turn = self.record_turn(agent, request, &result, started.elapsed());
+        (ask.on_turn)(turn);
         self.emit(
             &agent.name,
             parent,

@@ -215,7 +215,7 @@ impl Core<'_> {
     pub(crate) fn record_turn(
         &self,
         agent: &AgentSpec,
-        request: &ChatRequest,
+        request: ChatRequest,
         result: &Result<ChatResponse, ModelError>,
         latency: Duration,
     ) -> Turn {
@@ -231,12 +231,14 @@ impl Core<'_> {
             ),
             Err(e) => (None, Vec::new(), Usage::default(), 0, Some(e.to_string())),
         };
-        let messages = request.messages.clone();
+        // The request is done with: its messages move into the record.
+        let (round, phase) = (request.round, request.phase);
+        let messages = request.messages;
         let (turn_id, parents) = {
             let mut tracker = self.tracker.lock();
-            let parents = tracker.parents(&agent.name, request.phase, request.round);
+            let parents = tracker.parents(&agent.name, phase, round);
             let id = tracker.next_id();
-            tracker.note(agent.role, request.round, request.phase, &agent.name, id);
+            tracker.note(agent.role, round, phase, &agent.name, id);
             (id, parents)
         };
         let turn = Turn {
@@ -244,8 +246,8 @@ impl Core<'_> {
             run_id: self.run_id.clone(),
             agent: agent.name.clone(),
             role: agent.role,
-            round: request.round,
-            phase: request.phase,
+            round,
+            phase,
             parents,
             time_ms: now_ms(),
             messages,

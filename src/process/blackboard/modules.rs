@@ -205,19 +205,19 @@ impl Room<'_> {
     /// Keeps a member's draft call in its module's context archive: what
     /// this round's last call was sent, then its answer. `task` is the
     /// assignment the call is for (a member may have several a round).
-    pub(crate) fn archive_turn(&self, turn: &Turn, task: Option<&str>) {
+    pub(crate) fn archive_turn(&self, turn: Turn, task: Option<&str>) {
         if turn.phase != Phase::Draft {
             return;
         }
-        // Copied before the plan's lock is taken: every member of a round
-        // takes it once its call returns.
-        let answer = match (&turn.answer, &turn.error) {
-            (Some(a), _) => a.clone(),
+        // Built before the plan's lock is taken (every member of a round
+        // takes it once its call returns), from the record itself: it is
+        // not needed after this.
+        let answer = match (turn.answer, &turn.error) {
+            (Some(a), _) => a,
             (None, Some(e)) => format!("(the call failed: {e})"),
             (None, None) => String::new(),
         };
-        let mut archived = Vec::with_capacity(turn.messages.len() + 1);
-        archived.extend(turn.messages.iter().cloned());
+        let mut archived = turn.messages;
         archived.push(Message::assistant(answer));
         let mut plan = self.core.plan.lock();
         let hints = &mut self.module_hints.lock();

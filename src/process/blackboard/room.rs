@@ -43,7 +43,7 @@ impl Room<'_> {
     ) -> Result<Attempt<T>, ModelError> {
         // The assignment's own module: a member with several in a round
         // keeps each draft in its own archive.
-        let archive = |turn: &Turn| self.archive_turn(turn, task);
+        let archive = |turn: Turn| self.archive_turn(turn, task);
         let ask = Ask {
             task,
             schema: self.schema_for(phase),

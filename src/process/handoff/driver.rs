@@ -364,7 +364,7 @@ impl<'a> Handoff<'a> {
             }
         };
         let used = Mutex::new((Vec::<String>::new(), Vec::<String>::new()));
-        let on_turn = |turn: &Turn| {
+        let on_turn = |turn: Turn| {
             let (calls, files) = &mut *used.lock();
             let asked = turn
                 .messages
