@@ -208,6 +208,18 @@ fn a_round_runs_more_assignments_at_once_than_the_team_has_members() {
 /// keeps each draft in its own module's context archive.
 #[test]
 fn each_module_of_a_member_archives_its_own_draft() {
+    archives_its_own_draft(None);
+}
+
+/// The same with a cap below the round's size: each member then marks its
+/// own module started as it begins (not the round for all at once), and
+/// every module still ends with its own draft, started before it drafted.
+#[test]
+fn each_module_of_a_member_archives_its_own_draft_under_a_cap() {
+    archives_its_own_draft(Some(2));
+}
+
+fn archives_its_own_draft(cap: Option<usize>) {
     let plan = vec![
         ("m0", "part A"),
         ("m0", "part B"),
@@ -216,10 +228,11 @@ fn each_module_of_a_member_archives_its_own_draft() {
         ("m1", "part E"),
     ];
     let model = gathering(plan.clone());
-    let run = Runtime::new(two_members(), gather(model))
-        .max_rounds(1)
-        .run("Write five parts")
-        .unwrap();
+    let mut runtime = Runtime::new(two_members(), gather(model)).max_rounds(1);
+    if let Some(cap) = cap {
+        runtime = runtime.max_parallel(cap);
+    }
+    let run = runtime.run("Write five parts").unwrap();
     assert_eq!(run.status, RunStatus::Done);
     for (member, task) in plan {
         let module = run
@@ -245,6 +258,12 @@ fn each_module_of_a_member_archives_its_own_draft() {
                 == 1,
             "{task}'s archive holds one draft: {:?}",
             module.context_archive
+        );
+        let stamp = |k: &str| module.metadata.get(k).and_then(serde_json::Value::as_u64);
+        let (started, drafted) = (stamp("started_ms"), stamp("drafted_ms"));
+        assert!(
+            started.is_some() && started <= drafted,
+            "{task}: started {started:?}, drafted {drafted:?}"
         );
     }
 }

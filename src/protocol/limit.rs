@@ -15,7 +15,7 @@ pub const DEFAULT_MAX_ASSIGNMENTS_PER_MEMBER: usize = 8;
 /// Keeps the first `limit` assignments of each member (at least one),
 /// in their order, and drops the rest: one
 /// [`ProtocolError::TooManyAssignments`] for each member that had more, in
-/// the order the members first appear.
+/// the order the members first go over the limit.
 pub(crate) fn limit_per_member(
     assignments: &mut Vec<Assignment>,
     limit: usize,

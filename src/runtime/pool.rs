@@ -138,7 +138,12 @@ struct Starter<'scope, 'env> {
 
 #[derive(Default)]
 struct Started {
+    /// Threads started or being started (a place is taken before the
+    /// start and given back if it fails).
     threads: usize,
+    /// Names given so far: a failed start gives back its place, not its
+    /// number, so no two threads share a name.
+    named: usize,
     /// A start failed (the system is out of threads): no more attempts
     /// until the next phase (`Pool::run` resets it).
     exhausted: bool,
@@ -275,8 +280,16 @@ impl<'scope, 'env> Pool<'scope, 'env> {
         for _ in 0..n {
             self.queue.ready.notify_one();
         }
-        // A failed start here leaves the jobs to the threads there are.
+        // A failed start here leaves the jobs to the threads there are;
+        // with none at all (every start failed, the places the first grow
+        // counted on included), the jobs are dropped unrun, not waited for.
         self.grow(threads.clamp(1, n));
+        let orphans = {
+            let s = self.starter.started.lock();
+            let mut jobs = self.queue.jobs.lock();
+            (s.threads == 0).then(|| std::mem::take(&mut jobs.waiting))
+        };
+        drop(orphans);
         done.wait();
         Ok(done
             .slots
@@ -430,7 +443,8 @@ impl Starter<'_, '_> {
                 }
                 jobs.alive += 1;
                 s.threads += 1;
-                s.threads - 1
+                s.named += 1;
+                s.named - 1
             };
             let queue = Arc::clone(&self.queue);
             let spawned = if self.refused() {
@@ -450,19 +464,28 @@ impl Starter<'_, '_> {
                     })
             };
             if let Err(e) = spawned {
-                let mut s = self.started.lock();
-                self.queue.jobs.lock().alive -= 1;
-                s.threads -= 1;
-                // Fewer threads still run every job, only less at once.
-                if !s.exhausted {
-                    log::warn!(
-                        "{}: started {} of {want} threads ({e}); the rest of the jobs wait for them",
-                        self.label,
-                        s.threads
-                    );
-                }
-                s.exhausted = true;
-                return s.threads;
+                let orphans = {
+                    let mut s = self.started.lock();
+                    let mut jobs = self.queue.jobs.lock();
+                    jobs.alive -= 1;
+                    s.threads -= 1;
+                    // Fewer threads still run every job, only less at once.
+                    if !s.exhausted {
+                        log::warn!(
+                            "{}: {} threads started or starting of {want} ({e}); the rest of the jobs wait for them",
+                            self.label,
+                            s.threads
+                        );
+                    }
+                    s.exhausted = true;
+                    // No thread at all (the places a phase counted on were
+                    // all given back): its jobs would wait for ever.
+                    (s.threads == 0).then(|| std::mem::take(&mut jobs.waiting))
+                };
+                // Dropped outside the locks: each fills its slot with "the
+                // job did not run" and the phase ends.
+                drop(orphans);
+                return self.started.lock().threads;
             }
         }
     }
@@ -685,6 +708,30 @@ mod tests {
         assert_eq!(meet.max(), 8);
     }
 
+    /// A phase whose every thread start fails, the places its first grow
+    /// counted on included (the prestart's helpers had taken them), ends
+    /// with its jobs unrun instead of waiting for ever.
+    #[test]
+    fn a_phase_with_no_thread_at_all_ends_instead_of_hanging() {
+        for _ in 0..20 {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let out = std::thread::scope(|scope| {
+                    let pool = Pool::new(scope, "t", 4);
+                    pool.starter.refuse.store(usize::MAX, Ordering::SeqCst);
+                    pool.prestart(4);
+                    pool.run(4, (0..4).collect(), |x: usize| x)
+                });
+                let _ = tx.send(out.map(|r| r.iter().filter(|x| x.is_err()).count()));
+            });
+            match rx.recv_timeout(Duration::from_secs(10)) {
+                Ok(Ok(unrun)) => assert_eq!(unrun, 4),
+                Ok(Err(e)) => assert!(e.0.contains("no thread"), "{}", e.0),
+                Err(_) => panic!("the phase hung with no thread to run it"),
+            }
+        }
+    }
+
     /// Issue 14: threads are started outside the starter's lock, so
     /// several starters at once (the prestart's two helpers and a phase)
     /// must still start exactly up to the cap, counted once each.
@@ -723,12 +770,15 @@ mod tests {
             let pool = Pool::new(scope, "t", usize::MAX);
             pool.run(2, vec![0, 1], |_: usize| meet.meet()).unwrap();
             assert_eq!(pool.threads(), 2);
+            // Nothing waits: no thread is started, whatever is asked.
+            assert_eq!(pool.grow(1000), 2);
             let out = pool.run(1000, (0..1000).collect(), |x: usize| x).unwrap();
             assert_eq!(out.len(), 1000);
             assert!(out.iter().all(Result::is_ok));
             pool.threads()
         });
-        assert!(threads < 500, "{threads} threads for 1000 instant jobs");
+        // Scheduling decides how many the instant jobs got, never one each.
+        assert!(threads < 1000, "{threads} threads for 1000 instant jobs");
     }
 
     /// Issue 14: a released pool's threads end while its owner goes on;

@@ -147,14 +147,21 @@ impl Blackboard<'_> {
 impl Room<'_> {
     /// A member starts on its assignment.
     pub(crate) fn module_started(&self, round: u32, a: &Assignment) {
-        self.modules_started(round, std::slice::from_ref(a));
+        self.modules_started(round, std::iter::once(a));
     }
 
     /// The members of `assignments` set to work at once: their modules
     /// marked under one taking of the plan's lock. Thousands of members
     /// woken together each taking it in turn queued on it (a sixth of a
-    /// 2048-member round's CPU, most of it spinning and yielding).
-    pub(crate) fn modules_started(&self, round: u32, assignments: &[Assignment]) {
+    /// 2048-member round's CPU, most of it spinning and yielding). Their
+    /// `started_ms` is then when the round handed them out, the same for
+    /// all; with a cap (`--parallel`) each member marks its own as it
+    /// begins.
+    pub(crate) fn modules_started<'x>(
+        &self,
+        round: u32,
+        assignments: impl IntoIterator<Item = &'x Assignment>,
+    ) {
         let mut plan = self.core.plan.lock();
         let statuses = [ModuleStatus::Pending, ModuleStatus::Ongoing];
         let hints = &mut self.module_hints.lock();

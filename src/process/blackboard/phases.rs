@@ -67,7 +67,11 @@ impl<'d> Blackboard<'d> {
         // are marked here, under one lock, not by each member in turn.
         let at_once = threads >= todo.len();
         if at_once {
-            self.room.modules_started(round, &todo);
+            // Only members the team has: an assignment of a saved round
+            // whose member is gone is never run, and its module stays.
+            let team = &self.team;
+            let known = todo.iter().filter(|a| team.agent(&a.member).is_some());
+            self.room.modules_started(round, known);
         }
         self.on_pool(
             pool,
