@@ -47,7 +47,7 @@ pub(crate) struct Core<'a> {
     pub(crate) run_id: String,
     models: HashMap<String, SharedModel>,
     /// Tokens used, in total and per agent.
-    usage: Mutex<(Usage, BTreeMap<String, Usage>)>,
+    usage: UsageBook,
     /// The work modules, shared with the tools that read and change them.
     pub(crate) plan: Mutex<Plan>,
     /// The run directory and the snapshot writer.
@@ -71,6 +71,67 @@ pub(crate) struct Core<'a> {
     /// Changes of the in-flight limits of the run's endpoints, emitted as
     /// events by the next `emit` (the watches end with the run).
     limits: (LimitQueue, Vec<crate::model::LimitWatch>),
+}
+
+/// Tokens used, in total and per agent, in shards picked by the agent's
+/// name: every member of a round adds its call's tokens when it returns,
+/// and with one lock (and a search of every agent's name under it) a
+/// 2048-member round queued on it.
+struct UsageBook(Box<[Mutex<UsageShard>]>);
+
+/// One shard: its agents' total and each of theirs.
+type UsageShard = (Usage, BTreeMap<String, Usage>);
+
+/// The shards of a [`UsageBook`].
+const USAGE_SHARDS: usize = 64;
+
+impl UsageBook {
+    fn new(total: Usage, by_agent: BTreeMap<String, Usage>) -> Self {
+        let book = UsageBook((0..USAGE_SHARDS).map(|_| Mutex::default()).collect());
+        book.0[0].lock().0 = total;
+        for (agent, usage) in by_agent {
+            book.shard(&agent).lock().1.insert(agent, usage);
+        }
+        book
+    }
+
+    /// The shard of an agent (FNV-1a of its name).
+    fn shard(&self, agent: &str) -> &Mutex<UsageShard> {
+        let h = agent.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        &self.0[(h % self.0.len() as u64) as usize]
+    }
+
+    fn add(&self, agent: &str, usage: Usage) {
+        let mut shard = self.shard(agent).lock();
+        shard.0.add(usage);
+        match shard.1.get_mut(agent) {
+            Some(u) => u.add(usage),
+            None => shard.1.entry(agent.to_string()).or_default().add(usage),
+        }
+    }
+
+    /// The total and every agent's.
+    fn totals(&self) -> (Usage, BTreeMap<String, Usage>) {
+        let mut total = Usage::default();
+        let mut by_agent = BTreeMap::new();
+        for shard in &self.0 {
+            let shard = shard.lock();
+            total.add(shard.0);
+            by_agent.extend(shard.1.iter().map(|(a, u)| (a.clone(), *u)));
+        }
+        (total, by_agent)
+    }
+
+    /// The total alone.
+    fn totals_only(&self) -> Usage {
+        let mut total = Usage::default();
+        for shard in &self.0 {
+            total.add(shard.lock().0);
+        }
+        total
+    }
 }
 
 /// The limit changes not yet emitted.
@@ -127,7 +188,7 @@ impl<'a> Core<'a> {
             team: &rt.team,
             run_id: state.run_id.clone(),
             models,
-            usage: Mutex::new((state.usage, std::mem::take(&mut state.usage_by_agent))),
+            usage: UsageBook::new(state.usage, std::mem::take(&mut state.usage_by_agent)),
             plan: Mutex::new(std::mem::take(&mut state.plan)),
             persist,
             tracker: Mutex::new(TurnTracker::from_turns(&turns)),
@@ -187,14 +248,7 @@ impl<'a> Core<'a> {
     /// Counts a call's tokens, in total and for `agent`, and journals them
     /// so a resume after a crash mid-phase still counts finished calls.
     pub(crate) fn add_usage(&self, agent: &str, usage: Usage) {
-        {
-            let mut totals = self.usage.lock();
-            totals.0.add(usage);
-            match totals.1.get_mut(agent) {
-                Some(u) => u.add(usage),
-                None => totals.1.entry(agent.to_string()).or_default().add(usage),
-            }
-        }
+        self.usage.add(agent, usage);
         if !self.journaling() {
             return;
         }
@@ -209,12 +263,12 @@ impl<'a> Core<'a> {
 
     /// Tokens used so far: the total and each agent's.
     pub(crate) fn usage(&self) -> (Usage, BTreeMap<String, Usage>) {
-        self.usage.lock().clone()
+        self.usage.totals()
     }
 
     /// The total tokens used so far.
     pub(crate) fn used_tokens(&self) -> u64 {
-        self.usage.lock().0.total()
+        self.usage.totals_only().total()
     }
 
     /// Sends an event to every subscriber.
@@ -334,6 +388,36 @@ mod tests {
     use super::*;
     use crate::model::{LimitChange, LimitReason};
     use parking_lot::Condvar;
+
+    /// Issue 14: the usage book in shards counts what one lock did: a
+    /// resumed run's usage, then calls by 300 agents from 4 threads.
+    #[test]
+    fn the_usage_book_counts_every_agent_once_and_the_total() {
+        let u = |p, c| Usage {
+            prompt_tokens: p,
+            completion_tokens: c,
+        };
+        let seed = BTreeMap::from([("a0".to_string(), u(5, 5)), ("old".to_string(), u(1, 1))]);
+        let book = UsageBook::new(u(12, 12), seed);
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let book = &book;
+                s.spawn(move || {
+                    for i in 0..300 {
+                        book.add(&format!("a{i}"), u(1, t));
+                    }
+                });
+            }
+        });
+        let (total, by_agent) = book.totals();
+        // 12 + 12 seeded; 1200 calls of (1, t) for t in 0..4: 1200 + 1800.
+        assert_eq!(total, u(12 + 1200, 12 + 1800));
+        assert_eq!(book.totals_only(), total);
+        assert_eq!(by_agent.len(), 301, "300 agents and the resumed one");
+        assert_eq!(by_agent["a0"], u(5 + 4, 5 + 6));
+        assert_eq!(by_agent["a299"], u(4, 6));
+        assert_eq!(by_agent["old"], u(1, 1));
+    }
 
     /// Issue 14: two threads that drain limit changes at once send them in
     /// the order they happened. The first sender holds its change until
