@@ -111,10 +111,18 @@ for n in 64 256; do
   curl -s -X POST "${URL0%/v1}/stats/reset" >/dev/null
   b=$("$BIN/boardroom" bench --members "$n" --latency 0 --rounds 15 --json --in-process --model "$URL0#loopback" | field members_per_s)
   BODY=$(curl -s "${URL0%/v1}/stats" | .venv-peers/bin/python -c 'import json,sys; d=json.load(sys.stdin); print(d["request_bytes"]//max(1,d["requests"]))')
+  # The median of 3 raw runs; a run that fails ends the script, saying so.
   raw3() {
+    local got=()
     for _ in 1 2 3; do
-      "$BIN/boardroom-loopback" raw --url "$URL0" --threads "$n" --requests "$1" --stream --body-bytes "$BODY" | field requests_per_s
-    done | sort -g | sed -n 2p
+      local one
+      if ! one=$("$BIN/boardroom-loopback" raw --url "$URL0" --threads "$n" --requests "$1" --stream --body-bytes "$BODY" | field requests_per_s) || [ -z "$one" ]; then
+        echo "bench-peers: the raw loop failed (N = $n, $1 requests)" >&2
+        exit 1
+      fi
+      got+=("$one")
+    done
+    printf '%s\n' "${got[@]}" | sort -g | sed -n 2p
   }
   r1=$(raw3 "$n")
   r8=$(raw3 $((8 * n)))

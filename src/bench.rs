@@ -70,9 +70,9 @@ pub struct BenchRow {
     pub ideal_ms: f64,
     /// `wall_ms / ideal_ms` (`None` for a latency of zero).
     pub wall_over_ideal: Option<f64>,
-    /// The median run's round (first member call sent to last answer
-    /// received, timed at the model in the members' own threads), in
-    /// milliseconds.
+    /// The median round of the runs (first member call sent to last
+    /// answer received, timed at the model in the members' own threads),
+    /// in milliseconds.
     pub round_ms: f64,
     /// `round_ms` over one latency (`None` for a latency of zero).
     pub round_over_latency: Option<f64>,
@@ -193,7 +193,12 @@ pub fn bench(opts: &BenchOptions) -> Result<BenchRow, BenchError> {
     let ideal = l * median.steps.max(1) as f64;
     let ratio = |x: f64, over: f64| (over > 0.0).then(|| x / over);
     let wall = median.wall.as_secs_f64();
-    let round = median.round.as_secs_f64();
+    // The round's own median: the run with the median wall has the
+    // median plan and review too, not the median round.
+    let mut rounds: Vec<&Seen> = runs.iter().collect();
+    rounds.sort_by_key(|r| r.round);
+    let median_round = rounds[rounds.len() / 2];
+    let round = median_round.round.as_secs_f64();
     latencies.sort();
     Ok(BenchRow {
         members: opts.members,
@@ -204,7 +209,7 @@ pub fn bench(opts: &BenchOptions) -> Result<BenchRow, BenchError> {
         round_ms: round * 1e3,
         round_over_latency: ratio(round, l),
         members_per_s: if round > 0.0 {
-            median.answered as f64 / round
+            median_round.answered as f64 / round
         } else {
             0.0
         },

@@ -77,7 +77,12 @@ pub(crate) struct Core<'a> {
 /// name: every member of a round adds its call's tokens when it returns,
 /// and with one lock (and a search of every agent's name under it) a
 /// 2048-member round queued on it.
-struct UsageBook(Box<[Mutex<UsageShard>]>);
+struct UsageBook {
+    shards: Box<[Mutex<UsageShard>]>,
+    /// Every token so far, for the budget check before each call (which
+    /// would otherwise take every shard's lock).
+    tokens: AtomicU64,
+}
 
 /// One shard: its agents' total and each of theirs.
 type UsageShard = (Usage, BTreeMap<String, Usage>);
@@ -87,8 +92,11 @@ const USAGE_SHARDS: usize = 64;
 
 impl UsageBook {
     fn new(total: Usage, by_agent: BTreeMap<String, Usage>) -> Self {
-        let book = UsageBook((0..USAGE_SHARDS).map(|_| Mutex::default()).collect());
-        book.0[0].lock().0 = total;
+        let book = UsageBook {
+            shards: (0..USAGE_SHARDS).map(|_| Mutex::default()).collect(),
+            tokens: AtomicU64::new(total.total()),
+        };
+        book.shards[0].lock().0 = total;
         for (agent, usage) in by_agent {
             book.shard(&agent).lock().1.insert(agent, usage);
         }
@@ -100,10 +108,16 @@ impl UsageBook {
         let h = agent.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
             (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
         });
-        &self.0[(h % self.0.len() as u64) as usize]
+        &self.shards[(h % self.shards.len() as u64) as usize]
     }
 
     fn add(&self, agent: &str, usage: Usage) {
+        // Saturating, as `Usage::add` is: a server's counts are not trusted.
+        let _ = self.tokens.fetch_update(
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+            |t| Some(t.saturating_add(usage.total())),
+        );
         let mut shard = self.shard(agent).lock();
         shard.0.add(usage);
         match shard.1.get_mut(agent) {
@@ -116,7 +130,7 @@ impl UsageBook {
     fn totals(&self) -> (Usage, BTreeMap<String, Usage>) {
         let mut total = Usage::default();
         let mut by_agent = BTreeMap::new();
-        for shard in &self.0 {
+        for shard in &self.shards {
             let shard = shard.lock();
             total.add(shard.0);
             by_agent.extend(shard.1.iter().map(|(a, u)| (a.clone(), *u)));
@@ -124,13 +138,9 @@ impl UsageBook {
         (total, by_agent)
     }
 
-    /// The total alone.
-    fn totals_only(&self) -> Usage {
-        let mut total = Usage::default();
-        for shard in &self.0 {
-            total.add(shard.lock().0);
-        }
-        total
+    /// Every token so far.
+    fn tokens(&self) -> u64 {
+        self.tokens.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -268,7 +278,7 @@ impl<'a> Core<'a> {
 
     /// The total tokens used so far.
     pub(crate) fn used_tokens(&self) -> u64 {
-        self.usage.totals_only().total()
+        self.usage.tokens()
     }
 
     /// Sends an event to every subscriber.
@@ -412,7 +422,7 @@ mod tests {
         let (total, by_agent) = book.totals();
         // 12 + 12 seeded; 1200 calls of (1, t) for t in 0..4: 1200 + 1800.
         assert_eq!(total, u(12 + 1200, 12 + 1800));
-        assert_eq!(book.totals_only(), total);
+        assert_eq!(book.tokens(), total.total());
         assert_eq!(by_agent.len(), 301, "300 agents and the resumed one");
         assert_eq!(by_agent["a0"], u(5 + 4, 5 + 6));
         assert_eq!(by_agent["a299"], u(4, 6));

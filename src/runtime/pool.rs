@@ -291,15 +291,19 @@ impl<'scope, 'env> Pool<'scope, 'env> {
         };
         drop(orphans);
         done.wait();
-        Ok(done
-            .slots
-            .iter()
-            .map(|s| {
-                s.lock()
-                    .take()
-                    .unwrap_or_else(|| Err("the job did not run".into()))
-            })
-            .collect())
+        let results: Vec<Option<Result<R, String>>> =
+            done.slots.iter().map(|s| s.lock().take()).collect();
+        // A job is left unrun only when no thread at all could be started
+        // for the phase: the phase fails as a whole, not as a job each
+        // (which would read as members that panicked).
+        let unrun = results.iter().filter(|r| r.is_none()).count();
+        if unrun > 0 {
+            return Err(PoolError(format!(
+                "{}: no thread could be started; {unrun} of {n} jobs did not run",
+                self.starter.label
+            )));
+        }
+        Ok(results.into_iter().flatten().collect())
     }
 }
 
@@ -725,8 +729,8 @@ mod tests {
                 let _ = tx.send(out.map(|r| r.iter().filter(|x| x.is_err()).count()));
             });
             match rx.recv_timeout(Duration::from_secs(10)) {
-                Ok(Ok(unrun)) => assert_eq!(unrun, 4),
-                Ok(Err(e)) => assert!(e.0.contains("no thread"), "{}", e.0),
+                Ok(Ok(failed)) => panic!("the phase ran with no thread: {failed} failed"),
+                Ok(Err(e)) => assert!(e.0.contains("no thread could be started"), "{}", e.0),
                 Err(_) => panic!("the phase hung with no thread to run it"),
             }
         }
