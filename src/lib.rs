@@ -57,6 +57,7 @@ pub mod plan;
 mod process;
 pub mod protocol;
 mod runtime;
+mod shard;
 pub mod store;
 mod team;
 

@@ -105,12 +105,9 @@ struct Counts {
     by_phase: HashMap<Phase, usize>,
 }
 
-/// The shard of an agent's counters (FNV-1a of its name).
+/// The shard of an agent's counters.
 fn shard(agent: &str) -> usize {
-    let h = agent.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    (h % SHARDS as u64) as usize
+    crate::shard::shard_of(agent, SHARDS)
 }
 
 impl SimStats {

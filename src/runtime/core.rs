@@ -103,12 +103,9 @@ impl UsageBook {
         book
     }
 
-    /// The shard of an agent (FNV-1a of its name).
+    /// The shard of an agent.
     fn shard(&self, agent: &str) -> &Mutex<UsageShard> {
-        let h = agent.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
-        &self.shards[(h % self.shards.len() as u64) as usize]
+        &self.shards[crate::shard::shard_of(agent, self.shards.len())]
     }
 
     fn add(&self, agent: &str, usage: Usage) {
