@@ -2,8 +2,11 @@
 # The test command: installs the test servers the tests run against
 # (every scripts/setup-*.sh, each idempotent, into .venv/ and node_modules/),
 # then runs the whole test suite.
+# What it needs (root or sudo for apt-get, npm, python3 with venv, about
+# 10 GB of disk, the registries) is checked first: scripts/check-needs.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/check-needs.sh
 for setup in scripts/setup-*.sh; do
   [ -e "$setup" ] || continue
   echo "== $setup" >&2
