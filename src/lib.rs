@@ -112,6 +112,33 @@ mod internals_stay_internal {}
 #[doc = include_str!("../README.md")]
 mod readme {}
 
+/// The book's code blocks (`docs/*.md`), compiled and run like the README's.
+#[cfg(doctest)]
+mod book {
+    #[doc = include_str!("../docs/README.md")]
+    mod contents {}
+    #[doc = include_str!("../docs/guide.md")]
+    mod guide {}
+    #[doc = include_str!("../docs/models.md")]
+    mod models {}
+    #[doc = include_str!("../docs/teams.md")]
+    mod teams {}
+    #[doc = include_str!("../docs/tools.md")]
+    mod tools {}
+    #[doc = include_str!("../docs/observing.md")]
+    mod observing {}
+    #[doc = include_str!("../docs/cli.md")]
+    mod cli {}
+    #[doc = include_str!("../docs/library.md")]
+    mod library {}
+    #[doc = include_str!("../docs/limits.md")]
+    mod limits {}
+    #[doc = include_str!("../docs/architecture.md")]
+    mod architecture {}
+    #[doc = include_str!("../docs/performance.md")]
+    mod performance {}
+}
+
 pub use event::{Event, EventKind, ReviewVerdict, RunStatus};
 pub use model::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelError, OpenAi, OutputSchema,

@@ -104,7 +104,8 @@ fn default_graph(meta: &Value) -> (String, Option<String>, BTreeMap<String, Opti
 fn no_locked_dependency_needs_a_newer_rust_than_cargo_toml_declares() {
     let meta = metadata();
     let (name, declared, deps) = default_graph(&meta);
-    let declared = declared.unwrap_or_else(|| panic!("{name}: Cargo.toml declares no rust-version"));
+    let declared =
+        declared.unwrap_or_else(|| panic!("{name}: Cargo.toml declares no rust-version"));
     assert!(
         deps.len() > 20,
         "the walk found only {} packages: {deps:?}",
