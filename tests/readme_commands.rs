@@ -67,7 +67,7 @@ fn a_broken_block_fails_and_says_why() {
         ),
         (
             GOOD.replace("scripts/test.sh\n", ""),
-            "has 1 commands, not 2",
+            "has 1 command, not 2",
         ),
         (
             GOOD.replace("scripts/test.sh\n", "scripts/test.sh\necho three\n"),
