@@ -8,13 +8,16 @@ use std::process::Command;
 
 const MARKER: &str = "<!-- Generated from `boardroom --help` by tests/cli_reference.rs; do not edit below this line. -->";
 
-/// `boardroom ARGS... --help`, as a user with no environment sees it (a
-/// set `BOARDROOM_RUNS_DIR` would show up in `[env: ...]`), without colour.
+/// `boardroom ARGS... --help`, as a user with no settings sees it (a set
+/// `BOARDROOM_RUNS_DIR` would show up in `[env: ...]`), with the same home
+/// directory on every machine (a default under it is shown as
+/// `/home/you/...`), without colour.
 fn help(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_boardroom"))
         .args(args)
         .arg("--help")
         .env_clear()
+        .env("HOME", "/home/you")
         .env("NO_COLOR", "1")
         .env("COLUMNS", "100")
         .output()
