@@ -13,7 +13,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// The suite version the README's table is for.
+/// The suite version the table in docs/tools.md is for.
 const SUITE_VERSION: &str = "0.1.10";
 
 /// The client scenarios of the suite that need no OAuth (`npx conformance
