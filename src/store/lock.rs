@@ -5,11 +5,9 @@
 //! even by `kill -9`, so a stale lock cannot outlive a crash; the file
 //! itself stays, and only the lock on it counts.
 
-use std::fs::{File, OpenOptions};
+use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
-
-use fs4::TryLockError;
 
 use super::StoreError;
 
@@ -54,9 +52,7 @@ fn holder(file: &mut File) -> Option<u32> {
 /// The lock file `name` in `dir`, locked, or who holds it.
 fn try_take(dir: &Path, name: &str) -> Result<File, StoreError> {
     let mut file = open(dir, name)?;
-    // Called through the trait: std's own `File::try_lock` is newer than
-    // our rust-version.
-    match fs4::FileExt::try_lock(&file) {
+    match file.try_lock() {
         Ok(()) => Ok(file),
         Err(TryLockError::WouldBlock) => Err(StoreError::InUse {
             run: run_id(dir),
