@@ -593,3 +593,73 @@ fn finish_gives_up_on_a_chat_that_does_not_exit_by_the_deadline() {
         "the chat {pid} was left running"
     );
 }
+
+/// Issue 21: a change asked for while the team works is not "noted" and
+/// dropped: the partner proposes it as a follow-up, the user agrees, and
+/// once the run has finished it goes to the run as a new round, whose
+/// report the user gets.
+#[test]
+fn a_message_typed_while_the_team_works_reaches_it_as_a_follow_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The members' drafts wait for `go`: the message lands while the team
+    // works, by construction.
+    let go = tmp.path().join("go");
+    let model = format!("sim:hold={}", go.display());
+    let mut chat = PipedChat::start(
+        tmp.path(),
+        &["--model", &model],
+        "Plan a team offsite for about 20 people over two days\ny\n",
+        Duration::from_secs(60),
+    );
+    let launched = chat.until("launch", |line| line.starts_with("[team] run "));
+    let run_id = run_id_of(&launched);
+    chat.until("the partner's word", |line| {
+        line.starts_with("partner: The team is on it")
+    });
+    let before = chat.seen.len();
+    chat.send("Add a rainy-day plan\ny\n");
+    chat.until("the partner's word", |line| {
+        line.starts_with("partner: The team gets your follow-up")
+    });
+    std::fs::write(&go, "").unwrap();
+    // Through a pipe the chat ends once the team has: the follow-up's
+    // round, launched after the first report, is waited for too.
+    chat.until("the follow-up sent", |line| {
+        line.contains("your follow-up goes to it now")
+    });
+    let out = chat.finish();
+    assert!(out.status.success(), "{}", out.stderr);
+    let rest: String = out
+        .stdout
+        .lines()
+        .skip(before)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let asked = at(
+        &rest,
+        &format!(
+            "[boardroom] run {run_id} is still working; once it has finished, the team would get \
+             this follow-up: Add a rainy-day plan\n\
+             Send this follow-up to run {run_id} when it finishes? [y/N]\nyou: y"
+        ),
+    );
+    let report = format!("──── report (runs/{run_id}/workspace/report.md)");
+    let first = at(&rest, &report);
+    let sent = at(
+        &rest,
+        &format!(
+            "[boardroom] run {run_id} has finished; your follow-up goes to it now: Add a rainy-day plan"
+        ),
+    );
+    let relaunched = at(&rest[sent..], &format!("[team] run {run_id} ")) + sent;
+    let second = at(&rest[relaunched..], &report) + relaunched;
+    assert!(
+        asked < first && first < sent && sent < relaunched && relaunched < second,
+        "{rest}"
+    );
+    assert!(!rest.contains("Noted:"), "{rest}");
+    let run = saved_run(tmp.path(), &run_id);
+    assert_eq!(run["status"], "done");
+    assert_eq!(run["round"], 2, "a new round on the same run");
+    assert_eq!(run["user_notes"][0]["message"], "Add a rainy-day plan");
+}

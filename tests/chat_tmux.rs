@@ -4,11 +4,9 @@
 //! `boardroom runs` lists the run as resumable. Needs tmux
 //! (`scripts/setup-tmux.sh`).
 //!
-//! Text is typed one character per `send-keys`: rustyline 17, with an
-//! external printer, waits on the terminal's file descriptor and does not
-//! see bytes it has already buffered, so a burst of keys in one read (what
-//! tmux sends for a whole string; a human's keys come one by one) would sit
-//! unread until the next key.
+//! Most text is typed one character per `send-keys`, as a human types;
+//! `a_line_sent_in_one_burst_is_taken_whole_and_answered` sends a whole
+//! line, and a paste, in one write.
 
 use std::process::Command;
 
@@ -127,4 +125,57 @@ fn boardroom_run_on_a_terminal_asks_the_masters_question_inline() {
     assert!(turns.contains("The user answered: Lisbon"));
     let run = std::fs::read_to_string(runs.join(&id).join("run.json")).unwrap();
     assert!(run.contains("\"status\": \"done\""), "{run}");
+}
+
+/// Issue 21: a line that reaches the terminal in one burst (a paste, fast
+/// typing, tmux's whole-string `send-keys`) is taken whole. rustyline 17
+/// with an external printer read the first key of the burst and waited
+/// on the terminal for the rest, already in its buffer (rustyline #976):
+/// the screen showed `you> P` until another key came.
+#[test]
+fn a_line_sent_in_one_burst_is_taken_whole_and_answered() {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = format!("boardroom-burst-{}", std::process::id());
+    let script = format!(
+        "cd '{dir}' && '{bin}' chat --model sim 2>/dev/null; echo \"EXIT:$?\"; sleep 60",
+        dir = tmp.path().display(),
+        bin = env!("CARGO_BIN_EXE_boardroom"),
+    );
+    let s = Session::start(&name, "200", &script);
+    s.wait_for("you>");
+    // The whole line and its Enter in ONE send-keys: one write to the
+    // terminal.
+    let sent = support::tmux::tmux(&[
+        "send-keys",
+        "-t",
+        &name,
+        "Plan a team offsite for about 20 people over two days",
+        "Enter",
+    ]);
+    assert!(sent.status.success(), "{sent:?}");
+    // The partner's answer comes with no further key.
+    s.wait_for("Launch the team on these 4 modules? [y/N]");
+    s.type_line("n");
+    s.wait_for("partner: All right, nothing was launched.");
+    // A paste: one burst of text and its carriage return (tmux's
+    // paste-buffer turns the buffer's newline into Enter).
+    let set = support::tmux::tmux(&["set-buffer", "-b", "burst", "launch\n"]);
+    assert!(set.status.success(), "{set:?}");
+    let pasted = support::tmux::tmux(&["paste-buffer", "-b", "burst", "-t", &name]);
+    assert!(pasted.status.success(), "{pasted:?}");
+    // The partner proposes the launch again: the question shows twice.
+    let question = "Launch the team on these 4 modules? [y/N]";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while s.screen().matches(question).count() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pasted line was not answered:\n{}",
+            s.screen()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    s.type_line("n");
+    s.key("C-d");
+    let screen = s.wait_for("EXIT:");
+    assert!(screen.contains("EXIT:0"), "{screen}");
 }

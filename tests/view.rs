@@ -447,3 +447,222 @@ fn a_plan_file_a_member_wrote_cannot_break_the_page() {
     drop(browser);
     view.stop();
 }
+
+/// The id of the one run under `runs` (its `memory/` aside).
+fn only_run(runs: &Path) -> String {
+    std::fs::read_dir(runs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find(|n| n != "memory")
+        .expect("a run")
+}
+
+/// `boardroom ARGS --runs-dir RUNS`, which must succeed.
+fn cli(args: &[&str], runs: &Path) {
+    let out = support::cli::with_runs_dir(args, runs);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        support::cli::text(&out.stderr)
+    );
+}
+
+/// Opens run `id`'s page, waits for the end of its events, returns the
+/// browser on it.
+fn finished_page(view: &ViewServer, id: &str) -> Browser {
+    let browser = Browser::start();
+    browser.open(&view.run_url(id));
+    browser.wait_for("return document.body.dataset.phase === 'finished'", 30);
+    browser
+}
+
+/// Keeps a PNG of the page under target/ (a test artifact) and says where.
+fn keep_screenshot(browser: &Browser, name: &str) {
+    browser.fit_page();
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    browser.screenshot(&path);
+    println!("screenshot: {}", path.display());
+}
+
+/// What every node of the graph says, in the order drawn: its name line,
+/// its status line and its cost line (tokens and time, or a message).
+fn node_texts(browser: &Browser) -> Vec<Vec<String>> {
+    serde_json::from_value(browser.eval(
+        "return [...document.querySelectorAll('#graph g.node')].map(g => \
+         [...g.querySelectorAll('text')].map(t => t.textContent));",
+    ))
+    .unwrap()
+}
+
+/// The edge labels' boxes, pairwise: none may cross another.
+fn overlapping_labels(browser: &Browser) -> serde_json::Value {
+    browser.eval(
+        "const boxes = [...document.querySelectorAll('#graph text.elabel')].map(t => t.getBBox()); \
+         const hit = []; \
+         for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) { \
+           const a = boxes[i], b = boxes[j]; \
+           if (a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height) hit.push([i, j]); \
+         } \
+         return hit;",
+    )
+}
+
+/// Issue 21: a handoff run is drawn as its steps: one node per step of
+/// run.json, `step N · agent`, the handoff's reason on the edge into the
+/// next step, no "round N" label, no label over another, and every node
+/// with the tokens and the time its calls took (sim latency 50 ms: never
+/// "0 ms").
+#[test]
+fn a_handoff_run_is_drawn_as_its_steps_with_reasons_tokens_and_times() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let team = support::cli::repo().join("examples/teams/sequential");
+    cli(
+        &[
+            "run",
+            "Write a short guide to brewing green tea",
+            "--team",
+            team.to_str().unwrap(),
+            "--model",
+            "sim:latency=50ms",
+        ],
+        &runs,
+    );
+    let id = only_run(&runs);
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(runs.join(&id).join("run.json")).unwrap())
+            .unwrap();
+    let steps = saved["handoff"]["steps"].as_array().unwrap().clone();
+    assert_eq!(steps.len(), 4, "{saved}");
+    let view = ViewServer::start(&runs, "127.0.0.1", 0).unwrap();
+    let browser = finished_page(&view, &id);
+
+    let nodes = node_texts(&browser);
+    assert_eq!(nodes.len(), steps.len(), "{nodes:?}");
+    for (i, (node, step)) in nodes.iter().zip(&steps).enumerate() {
+        let agent = step["agent"].as_str().unwrap();
+        assert_eq!(node[0], format!("step {} · {agent}", i + 1), "{nodes:?}");
+        assert!(node[1].starts_with("done"), "{nodes:?}");
+        let tokens: u64 = node[2].split(' ').next().unwrap().parse().unwrap();
+        assert!(tokens > 0, "{nodes:?}");
+        assert!(!node[2].ends_with(" 0 ms"), "{nodes:?}");
+        assert!(!node[2].contains("<1 ms"), "{nodes:?}");
+    }
+    // The edges: step N to step N+1, labelled with the reason of its handoff.
+    let edges = browser.eval(
+        "return [...document.querySelectorAll('#graph text.elabel')].map(t => \
+         [t.dataset.from + '>' + t.dataset.to, t.querySelector('title').textContent]);",
+    );
+    let expected: Vec<serde_json::Value> = steps
+        .iter()
+        .take(steps.len() - 1)
+        .enumerate()
+        .map(|(i, s)| {
+            serde_json::json!([
+                format!("step{}>step{}", i + 1, i + 2),
+                s["reason"].as_str().unwrap()
+            ])
+        })
+        .collect();
+    assert_eq!(edges, serde_json::Value::Array(expected));
+    let text = browser.eval("return document.getElementById('graph').textContent");
+    assert!(!text.as_str().unwrap().contains("round"), "{text}");
+    assert_eq!(overlapping_labels(&browser), serde_json::json!([]));
+    keep_screenshot(&browser, "view-handoff.png");
+    drop(browser);
+    view.stop();
+}
+
+/// Issue 21: after `resume --message` on a finished run, the follow-up
+/// round is drawn done like the first, with no node for the user's
+/// message and no node left pending; a handoff run shows the message as
+/// its own step, followed by the agent that took it.
+#[test]
+fn a_follow_up_on_a_finished_run_is_drawn_done_with_no_stray_node() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let task = "Write a short guide to brewing green tea";
+    cli(&["run", task, "--model", "sim:latency=50ms"], &runs);
+    let id = only_run(&runs);
+    cli(
+        &[
+            "resume",
+            &id,
+            "--message",
+            "make it shorter",
+            "--model",
+            "sim:latency=50ms",
+        ],
+        &runs,
+    );
+    let view = ViewServer::start(&runs, "127.0.0.1", 0).unwrap();
+    let browser = finished_page(&view, &id);
+    let nodes = browser.nodes();
+    let members = ["analyst", "critic", "researcher", "writer"];
+    let mut expected: Vec<(String, String)> = ["master@0", "master@1", "master@2"]
+        .iter()
+        .map(|k| (k.to_string(), "done".to_string()))
+        .collect();
+    for round in [1, 2] {
+        for m in members {
+            expected.push((format!("{m}@{round}"), "done".to_string()));
+        }
+    }
+    let mut sorted = nodes.clone();
+    sorted.sort();
+    expected.sort();
+    assert_eq!(sorted, expected);
+    for node in node_texts(&browser) {
+        assert!(!node[2].ends_with(" 0 ms"), "{node:?}");
+        assert!(!node[2].starts_with("0 tok"), "{node:?}");
+    }
+    assert_eq!(overlapping_labels(&browser), serde_json::json!([]));
+    keep_screenshot(&browser, "view-followup.png");
+    drop(browser);
+
+    // A handoff run: the message is step 5, the publisher takes it in step 6.
+    let handoff_runs = tmp.path().join("handoff");
+    let team = support::cli::repo().join("examples/teams/sequential");
+    let team = team.to_str().unwrap();
+    cli(
+        &["run", task, "--team", team, "--model", "sim:latency=50ms"],
+        &handoff_runs,
+    );
+    let id = only_run(&handoff_runs);
+    cli(
+        &[
+            "resume",
+            &id,
+            "--message",
+            "make it shorter",
+            "--model",
+            "sim:latency=50ms",
+        ],
+        &handoff_runs,
+    );
+    let handoff_view = ViewServer::start(&handoff_runs, "127.0.0.1", 0).unwrap();
+    let browser = finished_page(&handoff_view, &id);
+    let names: Vec<String> = node_texts(&browser)
+        .into_iter()
+        .map(|n| n[0].clone())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "step 1 · researcher",
+            "step 2 · writer",
+            "step 3 · reviewer",
+            "step 4 · publisher",
+            "step 5 · user",
+            "step 6 · publisher"
+        ]
+    );
+    let statuses: Vec<(String, String)> = browser.nodes();
+    assert!(statuses.iter().all(|(_, s)| s == "done"), "{statuses:?}");
+    let user = &node_texts(&browser)[4];
+    assert_eq!(user[2], "“make it shorter”");
+    keep_screenshot(&browser, "view-handoff-followup.png");
+    drop(browser);
+    handoff_view.stop();
+    view.stop();
+}

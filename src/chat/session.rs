@@ -145,6 +145,9 @@ pub struct Chat {
     events_out: Option<Sender<Event>>,
     /// A run of this chat that waits for the user's answer.
     awaiting: Option<String>,
+    /// Follow-ups the user agreed to while the run under way worked: sent
+    /// to it as its next round once it has finished.
+    queued: Vec<String>,
     /// Whether the warning that the partner's model has no tool calling
     /// was logged (once a chat).
     tools_warned: bool,
@@ -199,6 +202,7 @@ impl Chat {
             store: None,
             events_out: None,
             awaiting: None,
+            queued: Vec::new(),
             tools_warned: false,
         })
     }
@@ -295,6 +299,12 @@ impl Chat {
         self.inbox.push(InboxItem::user(text));
     }
 
+    /// The follow-ups waiting for the run under way to finish, in the
+    /// order the user agreed to them.
+    pub fn queued_follow_ups(&self) -> &[String] {
+        &self.queued
+    }
+
     /// The run that waits for the user's answer, if any.
     pub fn awaiting(&self) -> Option<&str> {
         self.awaiting.as_deref()
@@ -384,7 +394,8 @@ fn system_prompt(runtime: &Runtime, partner: &AgentSpec) -> String {
         "\nYou are the team's partner. Your tools: the plan tools to draft work modules, \
          launch_team(brief) to propose the launch (the user is asked for consent), team_status \
          for how a launched run stands, follow_up(message) for a new round on a finished run \
-         (the user is asked too).",
+         (the user is asked too; while the team works, a change the user asks for is a \
+         follow_up too: it is queued and goes to the team when its run finishes).",
     );
     s
 }

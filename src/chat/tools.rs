@@ -49,9 +49,11 @@ pub(crate) fn team_status_spec() -> ToolSpec {
 pub(crate) fn follow_up_spec() -> ToolSpec {
     ToolSpec {
         name: FOLLOW_UP.into(),
-        description: "Propose a follow-up round on the team's last finished run (a shorter \
-                      version, more depth on one module): the team reviews its board with the \
-                      message and works again. The user is asked for consent."
+        description: "Propose a follow-up round on the team's last run (a shorter version, \
+                      more depth on one module, a change the user asks for while the team \
+                      works): the team reviews its board with the message and works again. \
+                      While the run is under way the follow-up is queued and sent when it \
+                      finishes. The user is asked for consent."
             .into(),
         parameters: json!({
             "type": "object",

@@ -353,6 +353,7 @@ pub(crate) fn chat(args: &ChatArgs) -> u8 {
     }
     main_loop(&mut chat, &mut io, &interrupts, terminal);
 
+    let queued = chat.queued_follow_ups().to_vec();
     let stopped = chat.close();
     if let Some(run_id) = stopped {
         io.emit(&ChatEvent::Notice {
@@ -361,6 +362,15 @@ pub(crate) fn chat(args: &ChatArgs) -> u8 {
                  (or boardroom resume {run_id}) continues it"
             ),
         });
+        // Queued follow-ups live in this process: say which were not sent.
+        for message in queued {
+            io.emit(&ChatEvent::Notice {
+                text: format!(
+                    "not sent: the follow-up you asked for while it worked: {message} \
+                     (boardroom resume {run_id} --message sends it)"
+                ),
+            });
+        }
     }
     drop(stop_tx);
     if let Some(Ok(t)) = sigint {

@@ -151,6 +151,14 @@ fn partner(req: &ChatRequest) -> (String, Calls) {
             vec![("launch_team", json!({ "brief": brief(msgs) }))],
         );
     }
+    // While the team works, what the user asks for goes to it: a
+    // follow-up, which the chat queues until the run finishes.
+    if working(msgs) {
+        return (
+            String::new(),
+            vec![("follow_up", json!({ "message": text }))],
+        );
+    }
     (
         format!(
             "Noted: \"{}\". I will keep it in mind; ask me how the team is doing at any time.",
@@ -158,6 +166,22 @@ fn partner(req: &ChatRequest) -> (String, Calls) {
         ),
         Vec::new(),
     )
+}
+
+/// Whether a run the partner launched (or followed up) is under way: no
+/// end of it has reached the partner since.
+fn working(msgs: &[Message]) -> bool {
+    let started = msgs.iter().rposition(|m| {
+        m.role == Role::Tool
+            && (m.content.starts_with("launched run") || m.content.starts_with("follow-up sent"))
+    });
+    let ended = msgs.iter().rposition(|m| {
+        m.role == Role::User
+            && ["run_finished", "run_failed", "awaiting_user"]
+                .iter()
+                .any(|k| m.content.contains(&format!("kind=\"{k}\"")))
+    });
+    started.is_some_and(|s| ended.is_none_or(|e| e < s))
 }
 
 /// The partner's answer once its tools have answered.
@@ -219,6 +243,10 @@ fn after_tools(msgs: &[Message]) -> (String, Calls) {
     if let Some(r) = result("follow_up") {
         let text = if r.starts_with("follow-up sent") {
             "The team is on your follow-up; I will tell you when it is done.".to_string()
+        } else if r.starts_with("follow-up queued") {
+            "The team gets your follow-up as soon as it has finished this round; I will tell \
+             you when it is done."
+                .to_string()
         } else if r.starts_with("the user declined") {
             "All right, no follow-up. Anything else?".to_string()
         } else {

@@ -147,6 +147,68 @@ impl Browser {
     }
 }
 
+impl Browser {
+    /// Saves a PNG of the page, as the browser draws it, to `path`.
+    pub fn screenshot(&self, path: &std::path::Path) {
+        let mut resp = self
+            .agent
+            .get(&format!(
+                "{}/session/{}/screenshot",
+                self.base, self.session
+            ))
+            .call()
+            .unwrap();
+        let text = resp.body_mut().read_to_string().unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let png = base64(v["value"].as_str().expect("a screenshot"));
+        assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        std::fs::write(path, png).unwrap();
+    }
+
+    /// Resizes the window so the whole page fits, for a screenshot.
+    pub fn fit_page(&self) {
+        let h = self
+            .eval("return document.documentElement.scrollHeight")
+            .as_u64()
+            .unwrap_or(900)
+            .clamp(600, 4000);
+        self.post(
+            &format!("/session/{}/window/rect", self.session),
+            &json!({ "width": 1200, "height": h + 120 }),
+        );
+    }
+}
+
+/// Standard base64 (what WebDriver sends a screenshot in).
+fn base64(text: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        b'/' => 63,
+        _ => panic!("not base64: {c}"),
+    };
+    let digits: Vec<u8> = text
+        .bytes()
+        .filter(|c| !c.is_ascii_whitespace() && *c != b'=')
+        .map(value)
+        .collect();
+    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+    for chunk in digits.chunks(4) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, d)| n | (u32::from(*d) << (18 - 6 * i)));
+        let bytes = n.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    out
+}
+
 impl Drop for Browser {
     fn drop(&mut self) {
         if !self.session.is_empty() {

@@ -54,6 +54,25 @@ impl Chat {
                         },
                     );
                 }
+                // Before the news itself: the partner reads that the run
+                // ended, knowing what became of the follow-ups.
+                let ended = match item {
+                    InboxItem::TeamEvent(TeamNews::RunFinished { run_id, status, .. }) => {
+                        Some((run_id, *status))
+                    }
+                    InboxItem::TeamEvent(TeamNews::RunFailed { run_id, .. }) => {
+                        Some((run_id, RunStatus::Failed))
+                    }
+                    InboxItem::TeamEvent(TeamNews::AwaitingUser { run_id, .. }) => {
+                        Some((run_id, RunStatus::AwaitingUser))
+                    }
+                    _ => None,
+                };
+                if let Some(note) = ended.and_then(|(id, status)| self.send_queued(id, status, io))
+                {
+                    self.messages
+                        .push(ingest(&InboxItem::Briefing { text: note }));
+                }
                 self.messages.push(ingest(item));
             }
             // Cancelled: the unanswered call is dropped; what came before
@@ -239,14 +258,98 @@ impl Chat {
         }
     }
 
+    /// `follow_up` while run `id` works: on the user's yes, the message
+    /// waits for the run to finish ([`Chat::send_queued`] sends it then).
+    fn queue_follow_up(
+        &mut self,
+        id: &str,
+        message: String,
+        io: &mut dyn ChatIo,
+    ) -> Result<String, String> {
+        self.show(
+            io,
+            ChatEvent::Notice {
+                text: format!(
+                    "run {id} is still working; once it has finished, the team would get this \
+                     follow-up: {message}"
+                ),
+            },
+        );
+        if !self.ask(
+            io,
+            &format!("Send this follow-up to run {id} when it finishes? [y/N]"),
+        ) {
+            return Ok("the user declined: no follow-up was queued.".into());
+        }
+        self.queued.push(message);
+        Ok(format!(
+            "follow-up queued: run {id} is still working; the message goes to it as a new round \
+             as soon as it finishes, and its news will reach you as <team_event> messages."
+        ))
+    }
+
+    /// Run `run_id` has ended with `status`: the follow-ups queued while it
+    /// worked go to it now, as one new round (the user agreed to each), or
+    /// are dropped, said, when it did not finish. What happened is
+    /// returned, for the partner.
+    fn send_queued(
+        &mut self,
+        run_id: &str,
+        status: RunStatus,
+        io: &mut dyn ChatIo,
+    ) -> Option<String> {
+        if self.queued.is_empty() {
+            return None;
+        }
+        let message = std::mem::take(&mut self.queued).join("\n");
+        if status != RunStatus::Done {
+            let text = format!(
+                "the follow-up queued for run {run_id} was not sent: the run ended {}",
+                status.as_str()
+            );
+            self.show(io, ChatEvent::Notice { text: text.clone() });
+            return Some(format!("The user's {text}."));
+        }
+        self.show(
+            io,
+            ChatEvent::Notice {
+                text: format!(
+                    "run {run_id} has finished; your follow-up goes to it now: {message}"
+                ),
+            },
+        );
+        // The run's watcher has delivered its last news: joined, not dropped.
+        self.wait_run();
+        let dir = self.runs_dir.join(run_id);
+        let plan = crate::store::load_run(&dir)
+            .map(|r| r.state.plan)
+            .unwrap_or_default();
+        Some(
+            match self.start(io, plan, |rt| rt.start_resume_with_message(&dir, &message)) {
+                Ok(id) => format!(
+                    "The follow-up the user asked for while the team worked was sent: run {id} \
+                     works on it in a new round; its news will reach you as <team_event> \
+                     messages."
+                ),
+                Err(e) => {
+                    self.show(
+                        io,
+                        ChatEvent::Notice {
+                            text: format!("the follow-up could not be started: {e}"),
+                        },
+                    );
+                    format!("The follow-up the user asked for could not be started: {e}")
+                }
+            },
+        )
+    }
+
     /// `follow_up`: a new round on the last run, once it has finished, on
     /// the user's yes.
     fn follow_up_tool(&mut self, arguments: &str, io: &mut dyn ChatIo) -> Result<String, String> {
         let message = tools::message_of(arguments)?;
-        if let Some(id) = self.running() {
-            return Err(format!(
-                "run {id} is still under way: a follow-up waits until it has finished"
-            ));
+        if let Some(id) = self.running().map(str::to_string) {
+            return self.queue_follow_up(&id, message, io);
         }
         let Some(run_id) = self.runs.last().cloned() else {
             return Err(format!(
