@@ -197,6 +197,14 @@ impl Human {
                     "boardroom · team '{team}' · {members} {who} · model {model} · up to {max_rounds} {cap}"
                 ));
             }
+            // A resumed round whose drafts all landed before the stop.
+            EventKind::RoundStarted {
+                round,
+                assignments: 0,
+                ..
+            } => self.line(format!(
+                "round {round} · resumed with every draft already on the board"
+            )),
             EventKind::RoundStarted {
                 round,
                 assignments,
@@ -257,7 +265,16 @@ impl Human {
                 ..
             } => self.line(format!("  ✓ {agent} put a draft on the board")),
             EventKind::Error { message, .. } => {
-                self.line(format!("  ✗ {agent}: {}", one_line(&message, 100)));
+                // "writer failed: ..." names its agent already.
+                let line = match message.strip_prefix(agent.as_str()) {
+                    Some(rest)
+                        if rest.starts_with(" failed: ") || rest.starts_with(" panicked: ") =>
+                    {
+                        format!("  ✗ {agent} {}", one_line(rest, 100))
+                    }
+                    _ => format!("  ✗ {agent}: {}", one_line(&message, 100)),
+                };
+                self.line(line);
             }
             EventKind::Challenge { text, .. } => {
                 self.line(format!("  ⚑ {agent} challenges: {}", one_line(&text, 90)));
