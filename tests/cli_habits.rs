@@ -516,6 +516,40 @@ fn a_failure_is_printed_once() {
 }
 
 #[test]
+fn a_masters_unusable_directive_is_printed_once() {
+    // The master's review is never a directive: the run says so once, as
+    // its ✗ line, not also as a log line.
+    let server = Server::start(|req| {
+        let text = req.all_text();
+        let reply = if text.contains("Split this task") {
+            "ASSIGN:writer:write it"
+        } else if text.contains("Reply CHALLENGE:<...> or AGREE") {
+            "AGREE"
+        } else if text.contains("<assignment>") {
+            "A draft."
+        } else {
+            "Hmm, let me think about it."
+        };
+        Reply::answer(req, reply)
+    });
+    let (tmp, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let model = format!("{}#m", server.base_url());
+    let out = run_in(
+        &["run", "Write x", "--rounds", "1", "--model", &model],
+        tmp.path(),
+        home.path(),
+        &[],
+    );
+    let stderr = text(&out.stderr);
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("no usable directive"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].starts_with("  ✗ master: "), "{stderr}");
+}
+
+#[test]
 fn bad_input_is_reported_before_the_sim_notice_and_alone() {
     let (tmp, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     for (args, error) in [

@@ -184,7 +184,6 @@ fn as_json(team: &Team, tools: &ToolRegistry) -> Value {
     });
     let mcp_servers: Vec<Value> = tools.mcp().map_or_else(Vec::new, |pool| {
         pool.servers()
-            .into_iter()
             .map(|server| {
                 let (version, name) = pool.server_info(server).unwrap_or_default();
                 json!({

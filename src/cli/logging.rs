@@ -11,10 +11,11 @@
 use log::{Level, Log, Metadata, Record};
 
 /// What is logged when `RUST_LOG` is unset: warnings, but for a failed
-/// model call, which the live view shows as its `✗` line and the end of
-/// the run as `error:` (one failure, printed once); `RUST_LOG=warn` shows
-/// those too.
-const DEFAULT_FILTER: &str = "warn,boardroom::runtime::call=error";
+/// model call and a master's unusable directive, which the live view
+/// shows as their `✗` line and the end of the run as `error:` (one
+/// failure, printed once); `RUST_LOG=warn` shows those too.
+const DEFAULT_FILTER: &str =
+    "warn,boardroom::runtime::call=error,boardroom::process::blackboard::master=error";
 
 /// Sets up the global logger (default: [`DEFAULT_FILTER`]).
 pub(crate) fn init() {
