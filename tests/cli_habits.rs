@@ -398,6 +398,49 @@ fn runs_are_saved_in_one_home_whatever_the_directory() {
     let out = cmd.output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("is already finished"));
+    // A run that waits for its user names the command that answers it:
+    // no --runs-dir when the default finds the run, --runs-dir otherwise.
+    let mut cmd = hermetic(
+        &["run", "Plan a trip", "--model", "sim:ask=Which city?"],
+        here.path(),
+        home.path(),
+    );
+    cmd.env_remove("BOARDROOM_HOME");
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let id = run_dirs(&runs).pop().unwrap();
+    let id = id.file_name().unwrap().to_str().unwrap();
+    assert!(
+        text(&out.stderr).contains(&format!(
+            "waiting for your reply: boardroom resume {id} --message \"...\"\n"
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+    let elsewhere = home.path().join("elsewhere");
+    let mut cmd = hermetic(
+        &[
+            "run",
+            "Plan a trip",
+            "--model",
+            "sim:ask=Which city?",
+            "--runs-dir",
+        ],
+        here.path(),
+        home.path(),
+    );
+    cmd.arg(&elsewhere);
+    let out = cmd.output().unwrap();
+    let id = run_dirs(&elsewhere).pop().unwrap();
+    let id = id.file_name().unwrap().to_str().unwrap();
+    assert!(
+        text(&out.stderr).contains(&format!(
+            "waiting for your reply: boardroom resume {id} --runs-dir {} --message",
+            elsewhere.display()
+        )),
+        "{}",
+        text(&out.stderr)
+    );
 
     // XDG_DATA_HOME, then BOARDROOM_HOME, then BOARDROOM_RUNS_DIR win.
     let xdg = home.path().join("xdg");
