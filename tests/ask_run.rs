@@ -196,6 +196,7 @@ fn boardroom(dir: &Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_boardroom"))
         .args(args)
         .current_dir(dir)
+        .env("BOARDROOM_HOME", dir)
         .env_remove("BOARDROOM_MODEL")
         .stdin(std::process::Stdio::null())
         .output()

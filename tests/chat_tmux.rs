@@ -22,7 +22,7 @@ fn ctrl_c_during_a_run_asks_then_stops_the_team_and_the_run_stays_resumable() {
     let go = tmp.path().join("go");
     let name = format!("boardroom-chat-{}", std::process::id());
     let script = format!(
-        "cd '{dir}' && '{bin}' chat --model 'sim:latency=1s,hold={go}' 2>/dev/null; echo \"EXIT:$?\"; sleep 60",
+        "cd '{dir}' && BOARDROOM_RUNS_DIR=runs BOARDROOM_CHATS_DIR=chats '{bin}' chat --model 'sim:latency=1s,hold={go}' 2>/dev/null; echo \"EXIT:$?\"; sleep 60",
         dir = tmp.path().display(),
         bin = env!("CARGO_BIN_EXE_boardroom"),
         go = go.display(),
@@ -60,6 +60,7 @@ fn ctrl_c_during_a_run_asks_then_stops_the_team_and_the_run_stays_resumable() {
     let out = Command::new(env!("CARGO_BIN_EXE_boardroom"))
         .arg("runs")
         .current_dir(tmp.path())
+        .env("BOARDROOM_HOME", tmp.path())
         .output()
         .unwrap();
     let listed = String::from_utf8_lossy(&out.stdout);
@@ -81,6 +82,7 @@ fn ctrl_c_during_a_run_asks_then_stops_the_team_and_the_run_stays_resumable() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
         .args(["chat", "--resume", &chat_id, "--model", "sim"])
         .current_dir(tmp.path())
+        .env("BOARDROOM_HOME", tmp.path())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -104,7 +106,7 @@ fn boardroom_run_on_a_terminal_asks_the_masters_question_inline() {
     let tmp = tempfile::tempdir().unwrap();
     let name = format!("boardroom-ask-{}", std::process::id());
     let script = format!(
-        "cd '{dir}' && '{bin}' run 'Plan a picnic' --model 'sim:ask=Which city?' >/dev/null; \
+        "cd '{dir}' && BOARDROOM_RUNS_DIR=runs BOARDROOM_CHATS_DIR=chats '{bin}' run 'Plan a picnic' --model 'sim:ask=Which city?' >/dev/null; \
          echo \"EXIT:$?\"; sleep 60",
         dir = tmp.path().display(),
         bin = env!("CARGO_BIN_EXE_boardroom"),

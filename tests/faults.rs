@@ -220,7 +220,7 @@ fn finding2_huge_timeouts_in_team_yaml_fail_check_and_run_at_their_line() {
                 .trim_end()
                 .replace(&prefix, "")
                 .replace("./", ""),
-            want
+            format!("error: {want}")
         );
         let out = boardroom(&["run", "x", "--team", "."], dir.path(), &[]);
         assert_eq!(out.status.code(), Some(2));
@@ -505,8 +505,11 @@ fn finding10_bad_specs_are_refused_before_a_run_directory_exists() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         text(&out.stderr).trim_end().replace("./", ""),
-        "error: agents/writer.md:4: model: model spec 'gpt': unknown provider 'gpt' \
-         (known: sim, openai, http, https) (no models are named in team.yaml)"
+        "error: agents/writer.md:4: model: model spec 'gpt': unknown model 'gpt' \
+         (accepted: sim (offline), gpt-4o-mini or openai/gpt-4o-mini or openai:gpt-4o-mini \
+         (OpenAI, or OPENAI_BASE_URL), ollama:llama3.2 (Ollama at OLLAMA_HOST), \
+         http://127.0.0.1:8080/v1#MODEL (any OpenAI-compatible server), or a model named in \
+         team.yaml) (no models are named in team.yaml)"
     );
     assert!(!dir.path().join("runs").exists());
 }
@@ -516,7 +519,11 @@ fn finding10_check_resolves_every_model_and_names_file_and_line() {
     let cases: [(&[u8], &str); 5] = [
         (
             b"name: t\nmodels:\n  default: 'gpt'\n",
-            "team.yaml:3: models.default: model spec 'gpt': unknown provider 'gpt' (known: sim, openai, http, https)",
+            "team.yaml:3: models.default: model spec 'gpt': unknown model 'gpt' (accepted: sim \
+             (offline), gpt-4o-mini or openai/gpt-4o-mini or openai:gpt-4o-mini (OpenAI, or \
+             OPENAI_BASE_URL), ollama:llama3.2 (Ollama at OLLAMA_HOST), \
+             http://127.0.0.1:8080/v1#MODEL (any OpenAI-compatible server), or a model named in \
+             team.yaml)",
         ),
         (
             b"models:\n  default:\n    timeout: 0\n",
@@ -545,7 +552,7 @@ fn finding10_check_resolves_every_model_and_names_file_and_line() {
                 .trim_end()
                 .replace(&prefix, "")
                 .replace("./", ""),
-            want
+            format!("error: {want}")
         );
     }
 }
@@ -567,7 +574,7 @@ fn finding10_bom_is_accepted_and_bad_souls_are_named() {
             .trim_end()
             .replace(&prefix, "")
             .replace("./", ""),
-        "agents/writer.md:2: the soul for 'writer', souls/writer.md, is not UTF-8 text \
+        "error: agents/writer.md:2: the soul for 'writer', souls/writer.md, is not UTF-8 text \
          (a bad byte at line 1, byte offset 10): save it as UTF-8"
     );
 
@@ -580,7 +587,7 @@ fn finding10_bom_is_accepted_and_bad_souls_are_named() {
             .replace(&prefix, "")
             .replace(&format!("{}/", dir.path().display()), "")
             .replace("./", ""),
-        "agents/writer.md:2: the soul for 'writer', souls/writer.md, is a directory, not a file"
+        "error: agents/writer.md:2: the soul for 'writer', souls/writer.md, is a directory, not a file"
     );
 }
 

@@ -104,7 +104,7 @@ fn refused(yaml: &str, soul: Soul<'_>, want: &str) {
     let dir = iterative_with(Some(yaml), soul);
     let (code, stdout, stderr) = check(dir.path());
     assert_eq!(code, Some(2), "{yaml}\n{stdout}{stderr}");
-    assert_eq!(stderr.trim_end(), want, "{yaml}");
+    assert_eq!(stderr.trim_end(), format!("error: {want}"), "{yaml}");
     assert_eq!(stdout, "", "nothing listed for a broken team");
 }
 
@@ -153,7 +153,7 @@ fn the_shipped_iterative_soul_uses_a_conditional_segment() {
     let dir = iterative_with(None, Some(("writer", &broken)));
     let (code, _, stderr) = check(dir.path());
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.starts_with("./souls/writer.md:"), "{stderr}");
+    assert!(stderr.starts_with("error: ./souls/writer.md:"), "{stderr}");
     assert!(stderr.contains("template:"), "{stderr}");
 }
 

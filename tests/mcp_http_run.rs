@@ -244,7 +244,7 @@ fn check_lists_the_remote_tools_or_names_the_unreachable_url() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.starts_with(&format!("mcp server 'remote': cannot reach {url}: ")),
+        stderr.starts_with(&format!("error: mcp server 'remote': cannot reach {url}: ")),
         "{stderr}"
     );
 }

@@ -189,6 +189,7 @@ fn the_cli_completes_prints_usage_and_never_the_key() {
     let out = Command::new(env!("CARGO_BIN_EXE_boardroom"))
         .args(["run", TASK, "--rounds", "1"])
         .current_dir(dir.path())
+        .env("BOARDROOM_HOME", dir.path())
         // As the acceptance test: no --model, only the environment.
         .env_remove("BOARDROOM_MODEL")
         .env("OPENAI_BASE_URL", katan.base_url())

@@ -34,6 +34,7 @@ fn run_cli(server: &Server) -> (bool, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_boardroom"))
         .args(["run", "Say hello", "--model", "openai:test-model", "--json"])
         .current_dir(dir.path())
+        .env("BOARDROOM_HOME", dir.path())
         .env("OPENAI_BASE_URL", server.base_url())
         .env("OPENAI_API_KEY", KEY)
         .env("RUST_LOG", "trace")

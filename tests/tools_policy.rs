@@ -73,7 +73,7 @@ fn an_unknown_tool_is_named_by_file_and_line() {
     );
     let (code, _, stderr) = check(dir.path());
     assert_eq!(code, 2);
-    assert_eq!(stderr.trim(), err);
+    assert_eq!(stderr.trim(), format!("error: {err}"));
 }
 
 #[test]

@@ -17,11 +17,7 @@ pub(crate) enum Command {
     /// Run the team on a task: the answer goes to stdout, progress to stderr.
     Run(RunArgs),
     /// Check a team directory and list its agents.
-    Check {
-        /// The team directory (holding agents/ and souls/).
-        #[arg(long)]
-        team: Option<PathBuf>,
-    },
+    Check(super::check::CheckArgs),
     /// List the saved runs: id, time, status, rounds, tokens, task.
     Runs(super::runs::RunsArgs),
     /// Show a saved run: its answer and a summary, and more on request.
@@ -39,6 +35,12 @@ pub(crate) enum Command {
     /// Time whole runs of generated teams of N members (sim or any endpoint):
     /// wall/ideal, members/s, p50/p99 latency, peak in flight, peak RSS.
     Bench(super::bench::BenchArgs),
+    /// Print a shell completion script: `boardroom completions bash >
+    /// ~/.local/share/bash-completion/completions/boardroom`.
+    Completions(super::shell::CompletionsArgs),
+    /// Print the man page (roff): `man -l <(boardroom man)`; `boardroom man
+    /// run` for one command's page.
+    Man(super::shell::ManArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -79,8 +81,9 @@ pub(crate) struct RunArgs {
     /// Print events as JSON lines on stdout instead of the live view.
     #[arg(long)]
     pub(crate) json: bool,
-    /// Where runs are saved (one directory per run).
-    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value = "runs")]
+    /// Where runs are saved (one directory per run; default: runs/ in
+    /// $BOARDROOM_HOME, else ~/.local/share/boardroom).
+    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value_os_t = super::home::runs_dir(), hide_default_value = true)]
     pub(crate) runs_dir: PathBuf,
     /// Neither use nor update the master's memory of earlier runs.
     #[arg(long)]

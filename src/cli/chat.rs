@@ -35,11 +35,13 @@ pub(crate) struct ChatArgs {
     /// Continue a saved chat (its id under --chats-dir).
     #[arg(long, value_name = "ID")]
     resume: Option<String>,
-    /// Where runs are saved (one directory per run).
-    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value = "runs")]
+    /// Where runs are saved (one directory per run; default: runs/ in
+    /// $BOARDROOM_HOME, else ~/.local/share/boardroom).
+    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value_os_t = super::home::runs_dir(), hide_default_value = true)]
     runs_dir: PathBuf,
-    /// Where chats are saved (one directory per chat).
-    #[arg(long, env = "BOARDROOM_CHATS_DIR", default_value = "chats")]
+    /// Where chats are saved (one directory per chat; default: chats/
+    /// in $BOARDROOM_HOME, else ~/.local/share/boardroom).
+    #[arg(long, env = "BOARDROOM_CHATS_DIR", default_value_os_t = super::home::chats_dir(), hide_default_value = true)]
     chats_dir: PathBuf,
     /// Neither use nor update the master's memory of earlier runs.
     #[arg(long)]

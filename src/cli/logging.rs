@@ -10,10 +10,18 @@
 
 use log::{Level, Log, Metadata, Record};
 
-/// Sets up the global logger (default level `warn`).
+/// What is logged when `RUST_LOG` is unset: warnings, but for a failed
+/// model call and a master's unusable directive, which the live view
+/// shows as their `✗` line and the end of the run as `error:` (one
+/// failure, printed once); `RUST_LOG=warn` shows those too.
+const DEFAULT_FILTER: &str =
+    "warn,boardroom::runtime::call=error,boardroom::process::blackboard::master=error";
+
+/// Sets up the global logger (default: [`DEFAULT_FILTER`]).
 pub(crate) fn init() {
     let inner =
-        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).build();
+        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(DEFAULT_FILTER))
+            .build();
     let max = inner.filter();
     if log::set_boxed_logger(Box::new(Guard { inner })).is_ok() {
         log::set_max_level(max);

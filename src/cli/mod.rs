@@ -22,11 +22,14 @@ macro_rules! print {
 mod args;
 mod bench;
 mod chat;
+mod check;
+mod home;
 mod logging;
 mod observe;
 mod out;
 mod render;
 mod runs;
+mod shell;
 mod team_info;
 
 use std::io::IsTerminal;
@@ -63,7 +66,7 @@ pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Run(args) => run(args),
-        Command::Check { team } => check(team.as_deref()),
+        Command::Check(args) => check::check(&args),
         Command::Runs(args) => runs::list(&args),
         Command::Show(args) => runs::show(&args),
         Command::Resume(args) => runs::resume(&args),
@@ -72,6 +75,8 @@ pub(crate) fn main() -> ExitCode {
         Command::Export(args) => observe::export(&args),
         Command::Chat(args) => chat::chat(&args),
         Command::Bench(args) => bench::main(&args),
+        Command::Completions(args) => shell::completions(&args),
+        Command::Man(args) => shell::man(&args),
     };
     ExitCode::from(code)
 }
@@ -108,7 +113,7 @@ fn default_model(team: &Team, spec: Option<&str>) -> Result<SharedModel, String>
     // The spec's own errors first (a bad option says more than the env).
     let model = default_model_of(team, spec).map_err(|e| e.to_string())?;
     if let Some(spec) = spec {
-        openai_env_check(team, spec)?;
+        openai_env_check(team, spec, &model)?;
     }
     Ok(model)
 }
@@ -116,15 +121,16 @@ fn default_model(team: &Team, spec: Option<&str>) -> Result<SharedModel, String>
 /// `--model openai` with neither a key nor a server: say so before the
 /// first request, instead of trying api.openai.com with no key (or DNS
 /// five times on a machine with no network).
-fn openai_env_check(team: &Team, spec: &str) -> Result<(), String> {
+fn openai_env_check(team: &Team, spec: &str, model: &SharedModel) -> Result<(), String> {
     let resolved = match team.config().models.get(spec) {
         Some(boardroom::config::ModelConfig::Spec(s)) => s.as_str(),
         // An endpoint (or any other kind of model config) names its own server.
         Some(_) => return Ok(()),
         None => spec,
     };
-    let head = resolved.split(',').next().unwrap_or("").trim();
-    let is_openai = head == "openai" || head.starts_with("openai:");
+    // `openai`, `openai:NAME`, `openai/NAME` and a bare OpenAI model name
+    // all become the model `openai:NAME`.
+    let is_openai = model.name().starts_with("openai:");
     let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
     if is_openai
         && !resolved.contains("key_env=")
@@ -168,13 +174,6 @@ fn run(args: RunArgs) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
-    let model = match default_model(&team, args.model.as_deref()) {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_BAD_INPUT;
-        }
-    };
     let task = match read_task(args.task.as_deref(), args.task_file.as_deref()) {
         Ok(task) => task,
         Err(e) => {
@@ -201,6 +200,20 @@ fn run(args: RunArgs) -> u8 {
         eprintln!("error: {e}");
         return EXIT_BAD_INPUT;
     }
+    // Checked now, naming the flag: an undeclared variable is bad input.
+    if let Err(e) = boardroom::template::apply_var_flags(team.variables(), &args.vars) {
+        eprintln!("error: {e}");
+        return EXIT_BAD_INPUT;
+    }
+    // The model last: its "no model configured" note comes after the
+    // input is known to be good (issue 21).
+    let model = match default_model(&team, args.model.as_deref()) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
     let mut runtime = Runtime::with_shared_model(team, model);
     if let Some(r) = args.rounds {
         runtime = runtime.max_rounds(r);
@@ -216,11 +229,6 @@ fn run(args: RunArgs) -> u8 {
     }
     if let Some(p) = args.protocol {
         runtime = runtime.protocol(p);
-    }
-    // Checked now, naming the flag: an undeclared variable is bad input.
-    if let Err(e) = boardroom::template::apply_var_flags(runtime.team().variables(), &args.vars) {
-        eprintln!("error: {e}");
-        return EXIT_BAD_INPUT;
     }
     for flag in &args.vars {
         if let Ok((name, value)) = boardroom::template::parse_var_flag(flag) {
@@ -333,7 +341,7 @@ fn read_task(arg: Option<&str>, file: Option<&Path>) -> Result<String, String> {
 
 /// The command that goes on with a run.
 fn resume_hint(runs_dir: &Path, run_id: &str) -> String {
-    if runs_dir == Path::new("runs") {
+    if home::is_implied_runs_dir(runs_dir) {
         format!("boardroom resume {run_id}")
     } else {
         format!(
@@ -510,114 +518,4 @@ pub(crate) fn one_line(s: &str, max: usize) -> String {
         line.to_string()
     };
     runs::terminal_safe(&line).into_owned()
-}
-
-fn check(dir: Option<&Path>) -> u8 {
-    let team = match load_team(dir) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("{e}");
-            return EXIT_BAD_INPUT;
-        }
-    };
-    if let Err(e) = team.check_models() {
-        eprintln!("{e}");
-        return EXIT_BAD_INPUT;
-    }
-    // Templates that parse but fail when rendered fail here, not in a run.
-    if let Err(e) = team.check_templates() {
-        eprintln!("{}", runs::terminal_safe(&e.to_string()));
-        return EXIT_BAD_INPUT;
-    }
-    // Starts the MCP servers the agents use, to list their tools; they end
-    // when `tools` drops at the end of this function.
-    let tools = match boardroom::tools::ToolRegistry::for_team(&team) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("{e}");
-            return EXIT_BAD_INPUT;
-        }
-    };
-    if let Err(e) = tools.check(&team) {
-        eprintln!("{e}");
-        return EXIT_BAD_INPUT;
-    }
-    // Every model an agent names must resolve (with the did-you-mean a
-    // misspelt name gets), as `run` would build it.
-    for a in team.agents() {
-        let Some(m) = a.model.as_deref().filter(|m| *m != "default") else {
-            continue;
-        };
-        if let Err(e) = team.model(m) {
-            let at = a.source.as_ref().map_or_else(
-                || format!("agent '{}'", a.name),
-                |p| format!("{}:{}", p.display(), key_line(p, "model")),
-            );
-            eprintln!("{at}: model '{m}': {}", e.detail);
-            return EXIT_BAD_INPUT;
-        }
-    }
-    let origin = team.dir().map_or_else(
-        || "built in".to_string(),
-        |d| PathBuf::from(d).display().to_string(),
-    );
-    println!(
-        "team '{}' ({origin}): {} agents{}",
-        team.name(),
-        team.agents().len(),
-        team_info::process_note(&team)
-    );
-    for a in team.agents() {
-        let role = match a.role {
-            boardroom::AgentRole::Master => "master",
-            boardroom::AgentRole::Partner => "partner",
-            _ => "member",
-        };
-        let mut flags = Vec::new();
-        if a.can_challenge {
-            flags.push("can challenge".to_string());
-        }
-        if let Some(m) = &a.model {
-            flags.push(format!("model {m}"));
-        }
-        if !a.tools.is_empty() {
-            let granted: Vec<String> = tools
-                .granted(a)
-                .unwrap_or_default()
-                .iter()
-                .map(|t| t.name().to_string())
-                .collect();
-            // A named model with no tool calling is sent none of them.
-            let no_calling = a
-                .model
-                .as_deref()
-                .filter(|m| *m != "default")
-                .and_then(|m| team.model(m).ok())
-                .is_some_and(|m| !boardroom::ChatModel::supports_tools(&m));
-            let note = if no_calling {
-                " (not sent: its model has no tool calling)"
-            } else {
-                ""
-            };
-            flags.push(format!("tools: {}{note}", granted.join(", ")));
-        }
-        let flags = if flags.is_empty() {
-            String::new()
-        } else {
-            format!(" [{}]", flags.join("; "))
-        };
-        println!("  {role:<6} {:<14} {}{flags}", a.name, a.description);
-    }
-    for line in team_info::lines(&team) {
-        println!("{line}");
-    }
-    if let Some(pool) = tools.mcp() {
-        for server in pool.servers() {
-            let count = pool.tools(server).map_or(0, |t| t.len());
-            let (version, name) = pool.server_info(server).unwrap_or_default();
-            println!("  mcp    {server:<14} {name} (protocol {version}), {count} tools");
-        }
-    }
-    println!("ok");
-    EXIT_OK
 }

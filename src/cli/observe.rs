@@ -28,8 +28,9 @@ pub(crate) struct ViewArgs {
     /// The address to listen on (default 127.0.0.1, this machine only).
     #[arg(long)]
     host: Option<String>,
-    /// Where runs are saved.
-    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value = "runs")]
+    /// Where runs are saved (default: runs/ in
+    /// $BOARDROOM_HOME, else ~/.local/share/boardroom).
+    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value_os_t = super::home::runs_dir(), hide_default_value = true)]
     runs_dir: PathBuf,
 }
 
@@ -44,8 +45,9 @@ pub(crate) struct ExportArgs {
     /// Put prompts, answers and tool arguments and results into the spans.
     #[arg(long)]
     otlp_content: bool,
-    /// Where runs are saved.
-    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value = "runs")]
+    /// Where runs are saved (default: runs/ in
+    /// $BOARDROOM_HOME, else ~/.local/share/boardroom).
+    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value_os_t = super::home::runs_dir(), hide_default_value = true)]
     runs_dir: PathBuf,
 }
 

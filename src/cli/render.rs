@@ -71,6 +71,9 @@ pub(crate) fn clear_view() {
     }
 }
 
+/// How many characters of an error a `✗` line shows: all of any real one.
+const ERROR_CHARS: usize = 1000;
+
 /// How many characters of an answer's end a live line shows.
 const TAIL_CHARS: usize = 48;
 
@@ -197,6 +200,14 @@ impl Human {
                     "boardroom · team '{team}' · {members} {who} · model {model} · up to {max_rounds} {cap}"
                 ));
             }
+            // A resumed round whose drafts all landed before the stop.
+            EventKind::RoundStarted {
+                round,
+                assignments: 0,
+                ..
+            } => self.line(format!(
+                "round {round} · resumed with every draft already on the board"
+            )),
             EventKind::RoundStarted {
                 round,
                 assignments,
@@ -257,7 +268,18 @@ impl Human {
                 ..
             } => self.line(format!("  ✓ {agent} put a draft on the board")),
             EventKind::Error { message, .. } => {
-                self.line(format!("  ✗ {agent}: {}", one_line(&message, 100)));
+                // "writer failed: ..." names its agent already. The whole
+                // message: with the log line gone, this is the only place
+                // it is printed (its advice is at its end).
+                let line = match message.strip_prefix(agent.as_str()) {
+                    Some(rest)
+                        if rest.starts_with(" failed: ") || rest.starts_with(" panicked: ") =>
+                    {
+                        format!("  ✗ {agent} {}", one_line(rest, ERROR_CHARS))
+                    }
+                    _ => format!("  ✗ {agent}: {}", one_line(&message, ERROR_CHARS)),
+                };
+                self.line(line);
             }
             EventKind::Challenge { text, .. } => {
                 self.line(format!("  ⚑ {agent} challenges: {}", one_line(&text, 90)));

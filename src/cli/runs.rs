@@ -16,17 +16,22 @@ pub(crate) use show::show;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct RunsArgs {
-    /// Where runs are saved.
-    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value = "runs")]
+    /// Where runs are saved (default: runs/ in
+    /// $BOARDROOM_HOME, else ~/.local/share/boardroom).
+    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value_os_t = super::home::runs_dir(), hide_default_value = true)]
     runs_dir: PathBuf,
+    /// Print the runs as one JSON array on stdout, oldest first.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ShowArgs {
     /// The run: its id, a unique prefix of it, `last`, or its directory.
     run: String,
-    /// Where runs are saved.
-    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value = "runs")]
+    /// Where runs are saved (default: runs/ in
+    /// $BOARDROOM_HOME, else ~/.local/share/boardroom).
+    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value_os_t = super::home::runs_dir(), hide_default_value = true)]
     runs_dir: PathBuf,
     /// The board, entry by entry.
     #[arg(long)]
@@ -49,8 +54,9 @@ pub(crate) struct ShowArgs {
 pub(crate) struct ResumeArgs {
     /// The run: its id, a unique prefix of it, `last`, or its directory.
     run: String,
-    /// Where runs are saved.
-    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value = "runs")]
+    /// Where runs are saved (default: runs/ in
+    /// $BOARDROOM_HOME, else ~/.local/share/boardroom).
+    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value_os_t = super::home::runs_dir(), hide_default_value = true)]
     runs_dir: PathBuf,
     /// The default model (default: the one the run was started with).
     #[arg(long)]
@@ -90,8 +96,9 @@ pub(crate) struct MemoryArgs {
     /// The team directory (default: ./ if it has agents/, else the built-in team).
     #[arg(long)]
     team: Option<PathBuf>,
-    /// Where runs (and memory/) are saved.
-    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value = "runs")]
+    /// Where runs (and memory/) are saved (default: runs/ in
+    /// $BOARDROOM_HOME, else ~/.local/share/boardroom).
+    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value_os_t = super::home::runs_dir(), hide_default_value = true)]
     runs_dir: PathBuf,
     /// Forget everything.
     #[arg(long)]
@@ -204,9 +211,19 @@ pub(crate) fn list(args: &RunsArgs) -> u8 {
             return EXIT_FAILED;
         }
     };
+    old_runs_here_note(&args.runs_dir);
+    if args.json {
+        let listed: Vec<serde_json::Value> = runs.iter().map(run_json).collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&listed).unwrap_or_else(|_| "[]".into())
+        );
+        return EXIT_OK;
+    }
     if runs.is_empty() {
         eprintln!("no runs in {}", args.runs_dir.display());
     }
+    let count = runs.len();
     // Columns as wide as their longest value, so long statuses align.
     let statuses: Vec<Option<String>> = runs
         .iter()
@@ -243,7 +260,69 @@ pub(crate) fn list(args: &RunsArgs) -> u8 {
             (Ok(_), None) => {}
         }
     }
+    // Where it looked, under the listing (on stderr: stdout stays the
+    // listing; after it: a reader that closed stdout ended us already).
+    match count {
+        0 => {}
+        1 => eprintln!("(1 run in {})", args.runs_dir.display()),
+        n => eprintln!("({n} runs in {})", args.runs_dir.display()),
+    }
     EXIT_OK
+}
+
+/// One run as `runs --json` lists it. The field names are part of the
+/// CLI's interface (docs/notes-clihabits.md lists them): add, never rename.
+fn run_json(run: &boardroom::store::RunListing) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "id": run.id,
+        "dir": run.path.display().to_string(),
+        "time": Some(time_of(&run.id)).filter(|t| t != "-"),
+    });
+    match &run.record {
+        Ok(r) => {
+            let usage = r.state.usage();
+            let status = status_of(r, &run.path);
+            let extra = serde_json::json!({
+                "status": status,
+                "resumable": r.state.phase() != RunPhase::Finished && status != "running",
+                "awaiting_user": r.state.status() == RunStatus::AwaitingUser,
+                "team": r.team.name,
+                "rounds": r.state.round(),
+                "tokens": {
+                    "prompt": usage.prompt_tokens,
+                    "completion": usage.completion_tokens,
+                    "total": usage.total(),
+                },
+                "task": r.state.task(),
+                "error": null,
+            });
+            if let (Some(v), serde_json::Value::Object(extra)) = (v.as_object_mut(), extra) {
+                v.extend(extra);
+            }
+        }
+        Err(e) => {
+            v["status"] = "unreadable".into();
+            v["error"] = e.to_string().into();
+        }
+    }
+    v
+}
+
+/// Runs saved in `./runs` before boardroom had one home: say where they
+/// are when the home is listed instead.
+fn old_runs_here_note(listed: &Path) {
+    let here = Path::new("runs");
+    if listed == here || listed != super::home::runs_dir() {
+        return;
+    }
+    let same = |a: &Path, b: &Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b);
+    let count = list_runs(here).map_or(0, |r| r.len());
+    if count > 0 && !same(here, listed) {
+        eprintln!(
+            "note: ./runs holds {count} more (saved before runs had one home): \
+             boardroom runs --runs-dir runs"
+        );
+    }
 }
 
 /// The run directory for an id, a unique prefix, `last`, or a path.

@@ -1,10 +1,20 @@
 //! Model specs: the strings `--model`, `BOARDROOM_MODEL` and `team.yaml`
-//! use to name a model.
+//! use to name a model, written as users type them.
 //!
 //! - `sim` or `sim:latency=50ms,challenge=1,fail=writer,never_done`
 //!   (`hold=FILE`: the members' drafts wait until FILE exists, at most 60 s)
-//! - `openai:gpt-4o-mini`, `http://127.0.0.1:8080/v1#model`, `https://...`
-//!   (an OpenAI-compatible endpoint; see [`OpenAi`](super::OpenAi))
+//! - OpenAI: `openai:gpt-4o-mini`, `openai/gpt-4o-mini`, a bare OpenAI
+//!   model name (see [`is_openai_model_name`]: `gpt-4o-mini`, `o3-mini`,
+//!   `chatgpt-4o-latest`) or a fine-tuned one (`ft:gpt-4o-mini:org::id`),
+//!   at `OPENAI_BASE_URL` (default the OpenAI API) with `OPENAI_API_KEY`
+//! - Ollama: `ollama:llama3.2`, its OpenAI-compatible endpoint at
+//!   `OLLAMA_HOST` (default `http://127.0.0.1:11434`; `host:port` without a
+//!   scheme as Ollama takes it) with no API key (`OLLAMA_API_KEY` if set)
+//! - `http://127.0.0.1:8080/v1#model`, `https://...`: any OpenAI-compatible
+//!   endpoint (see [`OpenAi`](super::OpenAi))
+//!
+//! Options follow a comma: `gpt-4o-mini,stream=false`,
+//! `ollama:qwen3,tools=false,timeout=10m`.
 
 use super::{Phase, SharedModel, Sim, SimOptions};
 use std::fmt;
@@ -28,6 +38,15 @@ impl fmt::Display for ModelSpecError {
 
 impl std::error::Error for ModelSpecError {}
 
+/// The forms a spec can take, an example each, for the message about a
+/// spec that is none of them.
+const ACCEPTED: &str = "accepted: sim (offline), gpt-4o-mini or openai/gpt-4o-mini or \
+     openai:gpt-4o-mini (OpenAI, or OPENAI_BASE_URL), ollama:llama3.2 (Ollama at OLLAMA_HOST), \
+     http://127.0.0.1:8080/v1#MODEL (any OpenAI-compatible server), or a model named in team.yaml";
+
+/// Where Ollama listens when `OLLAMA_HOST` is unset.
+const OLLAMA_DEFAULT_HOST: &str = "http://127.0.0.1:11434";
+
 /// Builds a model from a spec string.
 ///
 /// # Errors
@@ -39,22 +58,142 @@ impl std::error::Error for ModelSpecError {}
 /// ```
 /// let model = boardroom::openai::resolve_model("sim:latency=10ms").unwrap();
 /// assert_eq!(model.name(), "sim");
+/// // A bare OpenAI model name and `openai/NAME` mean OpenAI.
+/// let model = boardroom::openai::resolve_model("openai/gpt-4o").unwrap();
+/// assert_eq!(model.name(), "openai:gpt-4o");
 /// ```
 pub fn resolve_model(spec: &str) -> Result<SharedModel, ModelSpecError> {
     let err = |detail: String| ModelSpecError {
         spec: spec.to_string(),
         detail,
     };
+    // Errors name the spec as the user wrote it, not the form it became.
+    let as_given = |e: ModelSpecError| ModelSpecError {
+        spec: super::redact_url(spec),
+        detail: e.detail,
+    };
+    let (head, options) = spec.split_once(',').unwrap_or((spec, ""));
+    let head = head.trim();
+    if let Some(name) = head.strip_prefix("openai/") {
+        return openai(name, options).map_err(as_given);
+    }
+    if is_openai_model_name(head) || head.starts_with("ft:") {
+        return openai(head, options).map_err(as_given);
+    }
     let (provider, rest) = spec.split_once(':').unwrap_or((spec, ""));
     match provider.trim() {
         "sim" => Ok(Arc::new(Sim::with_options(
             parse_sim_options(rest).map_err(err)?,
         ))),
         "openai" | "http" | "https" => Ok(Arc::new(super::openai::from_spec(spec)?)),
-        other => Err(err(format!(
-            "unknown provider '{other}' (known: sim, openai, http, https)"
-        ))),
+        "ollama" => {
+            let (name, options) = rest.split_once(',').unwrap_or((rest, ""));
+            ollama(name.trim(), options).map_err(as_given)
+        }
+        _ => Err(err(match head.split_once(':') {
+            Some((provider, _)) => format!("unknown provider '{}' ({ACCEPTED})", provider.trim()),
+            None => format!("unknown model '{head}' ({ACCEPTED})"),
+        })),
     }
+}
+
+/// Whether `name` is an OpenAI model name as users type it without a
+/// provider: it starts with `gpt-`, `chatgpt-` or `o` and a digit (`o1`,
+/// `o3-mini`, `o4-mini-high`), and holds no `:`, `/` or `#`. Any other
+/// bare word is a name from `team.yaml` or a mistake (and gets a
+/// did-you-mean), never a request to OpenAI.
+pub(crate) fn is_openai_model_name(name: &str) -> bool {
+    if name.contains([':', '/', '#', ' ']) {
+        return false;
+    }
+    let o_series = name
+        .strip_prefix('o')
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
+    let rest_ok = |r: &str| !r.is_empty();
+    o_series
+        || name.strip_prefix("gpt-").is_some_and(rest_ok)
+        || name.strip_prefix("chatgpt-").is_some_and(rest_ok)
+}
+
+/// `openai:NAME,OPTIONS`.
+fn openai(name: &str, options: &str) -> Result<SharedModel, ModelSpecError> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(ModelSpecError {
+            spec: String::new(),
+            detail: "no model name after 'openai/' (e.g. openai/gpt-4o-mini)".into(),
+        });
+    }
+    let spec = join_options(&format!("openai:{name}"), options);
+    Ok(Arc::new(super::openai::from_spec(&spec)?))
+}
+
+/// Ollama's OpenAI-compatible endpoint for model `name`: no API key unless
+/// `OLLAMA_API_KEY` is set (an `OPENAI_API_KEY` is never sent to it).
+fn ollama(name: &str, options: &str) -> Result<SharedModel, ModelSpecError> {
+    if name.is_empty() {
+        return Err(ModelSpecError {
+            spec: String::new(),
+            detail: "no model name after 'ollama:' (e.g. ollama:llama3.2)".into(),
+        });
+    }
+    let host = std::env::var("OLLAMA_HOST").unwrap_or_default();
+    let base = ollama_base_url(&host);
+    // The key option comes first: a `key_env=` the user gives wins.
+    let spec = join_options(&format!("{base}#{name},key_env=OLLAMA_API_KEY"), options);
+    Ok(Arc::new(super::openai::from_spec(&spec)?))
+}
+
+fn join_options(head: &str, options: &str) -> String {
+    if options.trim().is_empty() {
+        head.to_string()
+    } else {
+        format!("{head},{options}")
+    }
+}
+
+/// The `/v1` base URL of the Ollama server `OLLAMA_HOST` names, read as
+/// Ollama reads it: empty means `127.0.0.1:11434`; without a scheme,
+/// `http` and port 11434 (`example.com`, `10.0.0.5:8000`); with `http://`
+/// or `https://` and no port, that scheme's port; a path is kept. A
+/// listen-on-all address (`0.0.0.0`, `[::]`) means this machine.
+pub(crate) fn ollama_base_url(host: &str) -> String {
+    let host = host.trim();
+    if host.is_empty() {
+        return format!("{OLLAMA_DEFAULT_HOST}/v1");
+    }
+    let (scheme, rest, default_port) = match host.split_once("://") {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => ("https", rest, "443"),
+        Some((_, rest)) => ("http", rest, "80"),
+        None => ("http", host, "11434"),
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(at) => (&rest[..at], rest[at..].trim_end_matches('/')),
+        None => (rest, ""),
+    };
+    // `[v6]:port`, `[v6]`, `host:port`, `host`.
+    let (hostname, port) = if let Some(v6) = authority.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((addr, tail)) => (
+                format!("[{addr}]"),
+                tail.strip_prefix(':').unwrap_or(default_port),
+            ),
+            None => (authority.to_string(), default_port),
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) if !h.contains(':') => (h.to_string(), p),
+            _ => (authority.to_string(), default_port),
+        }
+    };
+    let hostname = match hostname.as_str() {
+        "" | "0.0.0.0" => "127.0.0.1".to_string(),
+        "[::]" => "[::1]".to_string(),
+        _ => hostname,
+    };
+    let port = if port.is_empty() { default_port } else { port };
+    let path = path.strip_suffix("/v1").unwrap_or(path);
+    format!("{scheme}://{hostname}:{port}{path}/v1")
 }
 
 /// Parses `latency=50ms,challenge=1,fail=writer,panic=writer,never_done,
@@ -151,7 +290,86 @@ mod tests {
         );
         assert_eq!(
             resolve_model("gpt").unwrap_err().to_string(),
-            "model spec 'gpt': unknown provider 'gpt' (known: sim, openai, http, https)"
+            format!("model spec 'gpt': unknown model 'gpt' ({ACCEPTED})")
+        );
+        assert_eq!(
+            resolve_model("anthropic:claude,stream=false")
+                .unwrap_err()
+                .to_string(),
+            format!(
+                "model spec 'anthropic:claude,stream=false': unknown provider 'anthropic' ({ACCEPTED})"
+            )
+        );
+    }
+
+    /// Issue 21: model names as users type them.
+    #[test]
+    fn openai_names_as_users_type_them() {
+        for (spec, name) in [
+            ("gpt-4o-mini", "openai:gpt-4o-mini"),
+            ("o3-mini", "openai:o3-mini"),
+            ("o1", "openai:o1"),
+            ("chatgpt-4o-latest", "openai:chatgpt-4o-latest"),
+            ("openai/gpt-4o", "openai:gpt-4o"),
+            ("gpt-4o,stream=false", "openai:gpt-4o"),
+            (
+                "ft:gpt-4o-mini:acme::abc123",
+                "openai:ft:gpt-4o-mini:acme::abc123",
+            ),
+            ("openai:gpt-4o-mini", "openai:gpt-4o-mini"),
+        ] {
+            assert_eq!(resolve_model(spec).unwrap().name(), name, "{spec}");
+        }
+        for word in [
+            "gpt",
+            "gpt-",
+            "o",
+            "omni",
+            "fast",
+            "llama3",
+            "gpt-4o:latest",
+        ] {
+            assert!(!is_openai_model_name(word), "{word}");
+        }
+        assert_eq!(
+            resolve_model("openai/").unwrap_err().to_string(),
+            "model spec 'openai/': no model name after 'openai/' (e.g. openai/gpt-4o-mini)"
+        );
+        assert_eq!(
+            resolve_model("gpt-4o,strem=no").unwrap_err().to_string(),
+            "model spec 'gpt-4o,strem=no': unknown option 'strem=no' \
+             (known: stream=BOOL, max_in_flight=N, timeout=DUR, key_env=VAR, tools=BOOL)"
+        );
+    }
+
+    #[test]
+    fn ollama_host_as_ollama_reads_it() {
+        for (host, base) in [
+            ("", "http://127.0.0.1:11434/v1"),
+            ("127.0.0.1:11434", "http://127.0.0.1:11434/v1"),
+            ("10.0.0.5:8000", "http://10.0.0.5:8000/v1"),
+            ("example.com", "http://example.com:11434/v1"),
+            ("0.0.0.0", "http://127.0.0.1:11434/v1"),
+            ("0.0.0.0:9999", "http://127.0.0.1:9999/v1"),
+            ("http://gpu.lan", "http://gpu.lan:80/v1"),
+            (
+                "https://ollama.example.com",
+                "https://ollama.example.com:443/v1",
+            ),
+            ("http://127.0.0.1:11434/", "http://127.0.0.1:11434/v1"),
+            ("http://127.0.0.1:11434/v1", "http://127.0.0.1:11434/v1"),
+            (
+                "https://proxy.lan/ollama/",
+                "https://proxy.lan:443/ollama/v1",
+            ),
+            ("[::1]:8080", "http://[::1]:8080/v1"),
+            ("[::]", "http://[::1]:11434/v1"),
+        ] {
+            assert_eq!(ollama_base_url(host), base, "OLLAMA_HOST={host:?}");
+        }
+        assert_eq!(
+            resolve_model("ollama:").unwrap_err().to_string(),
+            "model spec 'ollama:': no model name after 'ollama:' (e.g. ollama:llama3.2)"
         );
     }
 }

@@ -40,6 +40,11 @@ impl PipedChat {
             .arg("chat")
             .args(args)
             .current_dir(dir)
+            // Saved in `dir` as `runs/` and `chats/`, never in the real
+            // home (issue 21), with the relative paths the tests read.
+            .env("BOARDROOM_HOME", dir)
+            .env("BOARDROOM_RUNS_DIR", "runs")
+            .env("BOARDROOM_CHATS_DIR", "chats")
             .env_remove("BOARDROOM_MODEL")
             .env_remove("OPENAI_BASE_URL")
             .env_remove("RUST_LOG")

@@ -27,7 +27,9 @@ pub struct McpServerConfig {
     /// Environment variables to set for it.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
-    /// The working directory (relative paths: from the team directory).
+    /// The working directory (relative paths: from the team directory;
+    /// default: the team directory, so `./server.py` and relative
+    /// arguments are the team's files wherever boardroom runs from).
     #[serde(default)]
     pub cwd: Option<String>,
     /// Seconds a tool call may take (default 60; allowed 0.001 to 86400).

@@ -60,8 +60,19 @@ impl Stdio {
         // (`npx` runs the server as a grandchild).
         #[cfg(unix)]
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        if let Some(cwd) = &config.cwd {
-            cmd.current_dir(base_dir.map_or_else(|| cwd.into(), |b| b.join(cwd)));
+        // In the team directory unless `cwd` says otherwise (relative to
+        // it), not wherever boardroom was started.
+        match (&config.cwd, base_dir) {
+            (Some(cwd), Some(base)) => {
+                cmd.current_dir(base.join(cwd));
+            }
+            (Some(cwd), None) => {
+                cmd.current_dir(cwd);
+            }
+            (None, Some(base)) => {
+                cmd.current_dir(base);
+            }
+            (None, None) => {}
         }
         let spawn_err = |detail: String| McpError::Spawn {
             command: config.command.clone(),

@@ -1,0 +1,68 @@
+//! `boardroom completions SHELL` and `boardroom man [COMMAND]`: shell
+//! completions and roff man pages generated from the same clap
+//! definitions that parse the arguments, so they cannot drift from them.
+
+use std::io::Write as _;
+
+use clap::CommandFactory;
+
+use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, args::Cli};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell: bash, zsh, fish, powershell or elvish.
+    #[arg(value_name = "SHELL")]
+    shell: clap_complete::Shell,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ManArgs {
+    /// A subcommand, for its own page (`boardroom man run` is
+    /// boardroom-run(1)); without it, boardroom(1).
+    #[arg(value_name = "COMMAND")]
+    command: Option<String>,
+}
+
+/// Prints the completion script for a shell on stdout.
+pub(crate) fn completions(args: &CompletionsArgs) -> u8 {
+    let mut cmd = Cli::command();
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "boardroom", &mut script);
+    emit(&script)
+}
+
+/// Prints a man page (roff) on stdout: `man -l <(boardroom man)` reads it.
+pub(crate) fn man(args: &ManArgs) -> u8 {
+    let mut cmd = Cli::command();
+    // Gives each subcommand its page name (`boardroom-run`).
+    cmd.build();
+    let page = match args.command.as_deref() {
+        None => cmd,
+        Some(name) => match cmd.find_subcommand(name) {
+            Some(sub) => sub.clone(),
+            None => {
+                let known: Vec<&str> = cmd.get_subcommands().map(clap::Command::get_name).collect();
+                eprintln!(
+                    "error: man: no command '{name}' (known: {})",
+                    known.join(", ")
+                );
+                return EXIT_BAD_INPUT;
+            }
+        },
+    };
+    let mut roff = Vec::new();
+    if let Err(e) = clap_mangen::Man::new(page).render(&mut roff) {
+        eprintln!("error: man: {e}");
+        return EXIT_FAILED;
+    }
+    emit(&roff)
+}
+
+/// Generated text to stdout, through the CLI's printer (a closed reader
+/// ends the program quietly).
+fn emit(bytes: &[u8]) -> u8 {
+    let text = String::from_utf8_lossy(bytes);
+    print!("{text}");
+    let _ = std::io::stdout().flush();
+    EXIT_OK
+}
