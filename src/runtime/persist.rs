@@ -142,11 +142,31 @@ impl Persist {
             && record.state.handoff.is_none();
         if record.state.phase == RunPhase::Finished && !asking {
             if let Some(answer) = &record.state.answer {
-                let report = format!("# {}\n\n{}\n", record.state.task.trim(), answer.trim());
+                let report = report(&record.state.task, answer);
                 write_replace(&ws.join("report.md"), report.as_bytes())?;
             }
         }
         Ok(())
+    }
+}
+
+/// `report.md`: the answer under one H1. An answer with a title of its own
+/// (a `# ` line outside code) keeps it; any other goes under the task's
+/// first line.
+fn report(task: &str, answer: &str) -> String {
+    let mut fenced = false;
+    let titled = answer.lines().any(|l| {
+        let t = l.trim_start();
+        if t.starts_with("```") || t.starts_with("~~~") {
+            fenced = !fenced;
+        }
+        !fenced && l.starts_with("# ")
+    });
+    if titled {
+        format!("{}\n", answer.trim())
+    } else {
+        let title = task.trim().lines().next().unwrap_or("").trim();
+        format!("# {title}\n\n{}\n", answer.trim())
     }
 }
 
