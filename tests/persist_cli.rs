@@ -56,7 +56,10 @@ fn show_draws_the_call_graph_and_the_other_views() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let shown = text(&out.stdout);
     assert!(shown.contains(&format!("run {id}")));
-    assert!(shown.contains("## From writer"), "the answer is shown");
+    assert!(
+        shown.contains("\n> Simulated answer: "),
+        "the answer is shown"
+    );
     assert!(shown.contains("== board\n#1 round 1 · draft · "));
     assert!(shown.contains("== plan\ntask_001 completed"));
     assert!(shown.contains("t0001 round 0 · plan · master"));
@@ -181,7 +184,7 @@ fn resuming_a_finished_run_gives_its_answer_without_calling_anyone() {
     let out = boardroom(tmp.path(), &["resume", "last"]);
     assert!(out.status.success());
     assert!(text(&out.stderr).contains("already finished (done)"));
-    assert!(text(&out.stdout).contains("## From writer"));
+    assert!(text(&out.stdout).contains("\n> Simulated answer: "));
     assert_eq!(read_turns(&dir).unwrap().items.len(), turns);
 }
 

@@ -519,6 +519,19 @@ fn plan(text: &str, decide: bool) -> String {
     out
 }
 
+/// The task of `agent`'s first draft on the board, when it had a part.
+fn first_assignment(prompt: &str, agent: &str) -> Option<String> {
+    let board = &prompt[prompt.rfind("<board>")?..];
+    let head = format!(
+        "author=\"{}\" kind=\"draft\" task=\"",
+        crate::board::escape_xml(agent)
+    );
+    let start = board.find(&head)? + head.len();
+    let end = board[start..].find('"')? + start;
+    let task = unescape(&board[start..end]);
+    task.contains("(your part: ").then_some(task)
+}
+
 /// A member's draft: notes on the task (its subject and the points it
 /// names) and the member's part (from its assignment), in the manner of its
 /// role. Offline and deterministic. It says it was revised only when it
@@ -534,7 +547,11 @@ fn draft(agent: &str, prompt: &str) -> String {
             .iter()
             .find(|e| e.2 == "challenge" && e.3.contains(&format!(" by {agent} ")))
     });
-    let part = text::Part::of(agent, &assignment);
+    // A revision keeps the part of the member's first assignment.
+    let first = (!assignment.contains("(your part: "))
+        .then(|| first_assignment(prompt, agent))
+        .flatten();
+    let part = text::Part::of(agent, first.as_deref().unwrap_or(&assignment));
     text::notes(agent, &task, &part, challenge.map(|c| (c.1.as_str(), c.0)))
 }
 
