@@ -154,10 +154,15 @@ fn memory_carries_over_to_the_next_run_unless_turned_off_and_can_be_cleared() {
     let stored = std::fs::read_to_string(tmp.path().join("memory/default.md")).unwrap();
     assert!(stored.contains("Compare three teapots"), "{stored}");
 
-    let second = run(tmp.path(), "Plan a tea party", &[]);
-    let system = plan_system_prompt(&second);
+    // The default team remembers per task (issue 21): the same task again
+    // is given the note, an unrelated one is not.
+    let again = run(tmp.path(), "Compare three teapots.", &[]);
+    let system = plan_system_prompt(&again);
     assert!(system.contains("<memory>"), "{system}");
     assert!(system.contains("Compare three teapots"), "{system}");
+    let second = run(tmp.path(), "Plan a tea party", &[]);
+    let system = plan_system_prompt(&second);
+    assert!(!system.contains("<memory>"), "{system}");
 
     let third = run(tmp.path(), "Plan a picnic", &["--no-memory"]);
     assert!(!plan_system_prompt(&third).contains("<memory>"));

@@ -386,3 +386,21 @@ fn mark_failed_with(rt: &Runtime, run_id: &str, error: String) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::report;
+
+    #[test]
+    fn a_report_has_one_title() {
+        // Issue 21: the task went on top of an answer with its own title.
+        let titles = |r: &str| r.lines().filter(|l| l.starts_with("# ")).count();
+        let titled = report("Write a guide\nfor me", "# A guide\n\nText.");
+        assert_eq!(titled, "# A guide\n\nText.\n");
+        let plain = report("Write a guide\nfor me", "Text.");
+        assert_eq!(plain, "# Write a guide\n\nText.\n");
+        let code = report("Task", "```sh\n# a comment\n```");
+        assert_eq!(titles(&code), 2, "a `# ` line in code is no title: {code}");
+        assert!(code.starts_with("# Task\n"));
+    }
+}
