@@ -318,10 +318,16 @@ fn turn(agent: &str, user: &str) -> (String, Option<(String, String)>) {
         .map(|s| s.text.as_str())
         .find(|t| t.lines().any(|l| l.starts_with("## ")));
     match manner {
-        Manner::Facts => text.push_str(&text::research_notes(agent, task, &notes)),
+        Manner::Facts => text.push_str(&text::steps::research_notes(agent, task, &notes)),
         Manner::Write => {
             let facts = latest(Manner::Facts);
-            text.push_str(&text::handoff_draft(agent, task, facts, &notes, mine > 0));
+            text.push_str(&text::steps::handoff_draft(
+                agent,
+                task,
+                facts,
+                &notes,
+                mine > 0,
+            ));
         }
         Manner::Review => {
             let can_send_back = rules.iter().any(|(_, c)| classify(c) == Condition::Revise);
@@ -334,7 +340,7 @@ fn turn(agent: &str, user: &str) -> (String, Option<(String, String)>) {
                 let _ = write!(
                     text,
                     "{}\nVERDICT: APPROVED",
-                    text::corrected(draft.unwrap_or(""))
+                    text::steps::corrected(draft.unwrap_or(""))
                 );
             } else if approve {
                 let _ = write!(
@@ -353,10 +359,10 @@ fn turn(agent: &str, user: &str) -> (String, Option<(String, String)>) {
         }
         Manner::Publish => {
             let doc = draft.map_or_else(
-                || text::handoff_draft(agent, task, latest(Manner::Facts), &notes, false),
+                || text::steps::handoff_draft(agent, task, latest(Manner::Facts), &notes, false),
                 str::to_string,
             );
-            text.push_str(&text::publish(task, &doc, &notes));
+            text.push_str(&text::steps::publish(task, &doc, &notes));
         }
     }
     // Along the first rule that holds, else the roster order.

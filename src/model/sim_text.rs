@@ -12,6 +12,13 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
+#[path = "sim_decide.rs"]
+mod decide;
+#[path = "sim_steps.rs"]
+pub(crate) mod steps;
+
+use decide::{Stance, decision};
+
 /// The line every final answer of the sim carries, under its title.
 pub(crate) const SIMULATED: &str = "> Simulated answer: boardroom's offline `sim` model wrote \
      this from the task's words; no language model was called. Use --model to run a real one.";
@@ -405,49 +412,6 @@ impl Manner {
     }
 }
 
-/// A member's stand on a question (a panel that decides).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stance {
-    Trial,
-    Reversible,
-    Wait,
-}
-
-impl Stance {
-    fn of(agent: &str, angle: &str) -> Stance {
-        let a = angle.to_lowercase();
-        if a.contains("risk") {
-            Stance::Trial
-        } else if a.contains("cost") || a.contains("money") {
-            Stance::Reversible
-        } else if a.contains("people") || a.contains("user") {
-            Stance::Wait
-        } else {
-            [Stance::Trial, Stance::Reversible, Stance::Wait][crate::shard::shard_of(agent, 3)]
-        }
-    }
-
-    fn recommendation(self) -> &'static str {
-        match self {
-            Stance::Trial => "Go ahead, as a time-boxed trial with a date to review it.",
-            Stance::Reversible => {
-                "Go ahead, provided the change can be undone cheaply if it does not work."
-            }
-            Stance::Wait => {
-                "Wait: first fix what makes the current way fall short, then decide again."
-            }
-        }
-    }
-
-    fn change(self) -> &'static str {
-        match self {
-            Stance::Trial => "a trial that shows no gain by its review date",
-            Stance::Reversible => "a cost of going back that turns out higher than expected",
-            Stance::Wait => "the people affected asking for the change themselves",
-        }
-    }
-}
-
 /// What a member was asked to do, read from its assignment.
 pub(crate) struct Part {
     manner: Manner,
@@ -729,194 +693,6 @@ fn premise(out: &mut String, user: &Notes) {
             let _ = writeln!(out, "Based on your answer to \"{q}\": {a}{stop}\n");
         }
     }
-}
-
-/// A panel's decision: the recommendation first, then where the views
-/// agree and differ, and what would change it.
-fn decision(out: &mut String, user: &Notes, parsed: &[(String, Parsed)]) {
-    let views: Vec<(String, &str, Stance)> = parsed
-        .iter()
-        .filter_map(|(_, p)| {
-            let r = p.recommendation.as_deref()?;
-            let angle = p.topic.clone().unwrap_or_else(|| "another".into());
-            let stance = if r.starts_with("Wait") {
-                Stance::Wait
-            } else if r.contains("undone") {
-                Stance::Reversible
-            } else {
-                Stance::Trial
-            };
-            Some((lower_first(&angle), r, stance))
-        })
-        .collect();
-    let go: Vec<&(String, &str, Stance)> = views.iter().filter(|v| v.2 != Stance::Wait).collect();
-    let wait: Vec<&(String, &str, Stance)> = views.iter().filter(|v| v.2 == Stance::Wait).collect();
-    let recommendation = if go.len() >= wait.len() {
-        let trial = go.iter().any(|v| v.2 == Stance::Trial);
-        let undo = go.iter().any(|v| v.2 == Stance::Reversible);
-        match (trial, undo) {
-            (true, true) => {
-                "Go ahead, as a time-boxed trial with a date to review it, and only in a form that can be undone cheaply."
-            }
-            (true, false) => "Go ahead, as a time-boxed trial with a date to review it.",
-            _ => "Go ahead, in a form that can be undone cheaply if it does not work.",
-        }
-    } else {
-        "Wait: fix what makes the current way fall short first, then decide again."
-    };
-    let _ = writeln!(out, "**Recommendation:** {recommendation}\n");
-    premise(out, user);
-    let angles = |vs: &[&(String, &str, Stance)]| {
-        list(
-            &vs.iter()
-                .map(|v| format!("the {} view", v.0))
-                .collect::<Vec<_>>(),
-        )
-    };
-    let _ = write!(out, "## Where the views agree\n\n");
-    if go.is_empty() || wait.is_empty() {
-        let _ = writeln!(
-            out,
-            "Every view ({}) comes to the same answer; they differ only in the conditions they \
-             set.\n",
-            angles(&views.iter().collect::<Vec<_>>())
-        );
-    } else {
-        let _ = writeln!(
-            out,
-            "{} favour{} going ahead, with the conditions above.\n",
-            capital(&angles(&go)),
-            if go.len() == 1 { "s" } else { "" }
-        );
-    }
-    if user.length == Length::Short {
-        return;
-    }
-    let _ = write!(out, "## Where they differ\n\n");
-    if wait.is_empty() || go.is_empty() {
-        let _ = writeln!(
-            out,
-            "Only on emphasis: each view puts its own reasons first.\n"
-        );
-    } else {
-        let _ = writeln!(
-            out,
-            "{} would rather wait and fix the current way first. It is weighed as a condition \
-             to check at the review date rather than a reason to wait, because a trial tests it \
-             at little cost.\n",
-            capital(&angles(&wait))
-        );
-    }
-    let _ = write!(out, "## What would change the decision\n\n");
-    for (_, p) in parsed {
-        if let Some(c) = &p.change {
-            let _ = writeln!(out, "- {}", capital(c));
-        }
-    }
-}
-
-// ---- the steps of a handoff team -----------------------------------------
-
-/// A researcher's notes on the task (a handoff team's first step).
-pub(crate) fn research_notes(agent: &str, task: &str, user: &Notes) -> String {
-    let (subject, mut points) = subject_and_points(task.lines().next().unwrap_or(""));
-    let own = points.len();
-    points.extend(user.additions.iter().cloned());
-    let mut out = format!("{} on {subject}\n\n", Manner::Facts.label());
-    for (i, p) in points.iter().enumerate() {
-        let sentence = Manner::Facts.sentence(agent, i, own, &subject, false);
-        let _ = writeln!(out, "{}. **{}.** {sentence}", i + 1, capital(p));
-    }
-    out.trim_end().to_string()
-}
-
-/// A writer's draft: a section a point, its own advice first, then what
-/// the research `facts` say on the point. A revision adds a reason to
-/// every point; a user who asked for less gets the advice alone.
-pub(crate) fn handoff_draft(
-    agent: &str,
-    task: &str,
-    facts: Option<&str>,
-    user: &Notes,
-    revised: bool,
-) -> String {
-    let first = task.lines().next().unwrap_or("");
-    let (subject, task_points) = subject_and_points(first);
-    let own = task_points.len();
-    let facts = facts.map(parse).map(|p| p.items).unwrap_or_default();
-    let mut points: Vec<String> = if facts.is_empty() {
-        task_points
-    } else {
-        facts.iter().map(|(p, _)| p.clone()).collect()
-    };
-    for a in &user.additions {
-        if !points.iter().any(|p| p.eq_ignore_ascii_case(a)) {
-            points.push(a.clone());
-        }
-    }
-    let mut out = format!(
-        "Draft{}: {}\n\n",
-        if revised {
-            " (revised: every point now gives its reason)"
-        } else {
-            ""
-        },
-        title(first)
-    );
-    for (i, point) in points.iter().enumerate() {
-        let mut text = Manner::Writer.sentence(agent, i, own, &subject, false);
-        if user.length != Length::Short {
-            if let Some((_, fact)) = facts.iter().find(|(p, _)| p.eq_ignore_ascii_case(point)) {
-                let _ = write!(text, " {fact}");
-            }
-        }
-        if revised {
-            let why = Manner::Analyst.sentence(agent, i, own, &subject, false);
-            let _ = write!(text, " Why: {}", lower_first(&why));
-        }
-        let _ = write!(out, "## {}\n\n{text}\n\n", capital(point));
-    }
-    out.trim_end().to_string()
-}
-
-/// Lines `## Heading` and the text under each.
-pub(crate) fn sections_of(doc: &str) -> Vec<(String, Vec<String>)> {
-    let mut out: Vec<(String, Vec<String>)> = Vec::new();
-    for line in doc.lines() {
-        if let Some(h) = line.strip_prefix("## ") {
-            out.push((h.trim().to_string(), Vec::new()));
-        } else if let Some((_, text)) = out.last_mut() {
-            let t = line.trim();
-            if !t.is_empty() && !t.starts_with("VERDICT:") {
-                text.push(t.to_string());
-            }
-        }
-    }
-    out
-}
-
-/// A reviewer that fixes what it finds: the list of its changes, then the
-/// corrected text (the draft with a closing check in its last section).
-pub(crate) fn corrected(doc: &str) -> String {
-    let mut sections = sections_of(doc);
-    let Some((last, text)) = sections.last_mut() else {
-        return "Nothing to correct: the history holds no draft.".into();
-    };
-    let check = "Check the result at the end, and change one thing at a time.";
-    text.push(check.to_string());
-    let mut out = format!(
-        "Changes:\n1. \"{last}\" now ends with a check, so the reader can tell it worked.\n\n"
-    );
-    for (h, t) in &sections {
-        let _ = write!(out, "## {h}\n\n{}\n\n", t.join(" "));
-    }
-    out.trim_end().to_string()
-}
-
-/// The published text: the latest draft under the task's title, with the
-/// simulated line and a one-line summary.
-pub(crate) fn publish(task: &str, doc: &str, user: &Notes) -> String {
-    document(&title(task), &sections_of(doc), user)
 }
 
 /// A final answer with the simulated line under its title (or first, when
