@@ -292,3 +292,27 @@ fn iterative_cycles_writer_and_reviewer_until_approved_then_publishes() {
     let stderr = text(&out.stderr);
     assert!(stderr.contains("max_revisions, audience"), "{stderr}");
 }
+
+#[test]
+fn a_follow_up_on_a_handoff_run_changes_its_answer() {
+    // Issue 21: a follow-up came back as the same answer, byte for byte.
+    let runs = tempfile::tempdir().unwrap();
+    let team = repo().join("examples/teams/sequential");
+    let team = team.to_str().unwrap();
+    let first = support::cli::with_runs_dir(&["run", "--team", team, TASK], runs.path());
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    let id = boardroom::store::list_runs(runs.path()).unwrap()[0]
+        .path
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let out = support::cli::with_runs_dir(
+        &["resume", &id, "--message", "make it shorter"],
+        runs.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let (before, after) = (text(&first.stdout), text(&out.stdout));
+    assert!(after.contains("> Simulated answer: "), "{after}");
+    assert!(after.len() * 3 < before.len() * 2, "{after}\n---\n{before}");
+}

@@ -663,8 +663,18 @@ pub(crate) fn document(title: &str, sections: &[(String, Vec<String>)], user: &N
         out.push_str("The board holds no drafts; nothing could be concluded.\n");
     }
     for (heading, texts) in sections {
+        // Asked for less: the first sentence of each section.
+        let short: Vec<String>;
         let texts: &[String] = if user.length == Length::Short {
-            &texts[..texts.len().min(1)]
+            short = texts
+                .iter()
+                .take(1)
+                .map(|t| match t.find(". ") {
+                    Some(end) if !t.starts_with("- ") => t[..=end].to_string(),
+                    _ => t.clone(),
+                })
+                .collect();
+            &short
         } else {
             texts
         };
