@@ -2,10 +2,12 @@
 //! protocol from what the request carries.
 //!
 //! The master assigns one task to every member on the roster, members write
-//! drafts that echo their task, challengers agree (or challenge in a chosen
-//! round), and the master finishes with an answer built from the board.
+//! notes on the task in the manner of their part, challengers agree (or
+//! challenge in a chosen round), and the master finishes with one document
+//! composed from the notes, marked as simulated ([`text`] writes them).
 //! Options drive every path: a per-call latency, a challenge round, a
-//! failing or panicking member, a master that never says DONE.
+//! failing or panicking member, a master that never says DONE, a question
+//! for the user.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;

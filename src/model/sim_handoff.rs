@@ -2,8 +2,9 @@
 //! prompts of [`crate::protocol::handoff`] carry.
 //!
 //! - **A turn** (`<history>` + "It is your turn"): the agent writes its part
-//!   in the manner of its name and description (facts, a draft, a review, a
-//!   publication), then hands off along the first of its `<handoff_rules>`
+//!   in the manner of its name and description (research notes, a draft
+//!   built on them, a review or the reviewer's corrections, the published
+//!   text), then hands off along the first of its `<handoff_rules>`
 //!   whose condition holds, else to the first agent in roster order that has
 //!   not acted yet, else to nobody. It hands off with the `handoff` tool
 //!   when the request offers it, else with a `HANDOFF:` line.
@@ -18,6 +19,9 @@
 //! - **Rule routing** answers the first rule that holds (`RULE: n` or
 //!   `NONE`, JSON where a schema is asked); **roster routing** answers the
 //!   first candidate that has not acted yet, or `NONE`.
+//!
+//! - **The last step** (it hands off to nobody) is the answer: it carries
+//!   the simulated line.
 //!
 //! So every chain is bounded: each agent is reached by the roster at most
 //! once, and a reviewer asks for one revision; only rules whose conditions

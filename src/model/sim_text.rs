@@ -519,7 +519,7 @@ pub(crate) fn notes(
     if let Some((by, round)) = revised_after {
         let _ = write!(
             out,
-            "{}. **Example.** For {subject}, the first point alone changes the result more than \
+            "{}. **A worked example.** For {subject}, the first point alone changes the result more than \
              the others.\n\nRevised after the challenge by {by} in round {round}: each point now \
              gives its reason, and an example is added.",
             points.len() + 1
