@@ -454,7 +454,7 @@ impl Part {
         Part {
             manner: by_topic.unwrap_or_else(|| Manner::of(&format!("{agent} {part}"))),
             topic,
-            decide: assignment.to_lowercase().contains("recommendation"),
+            decide: assignment.contains("recommendation"),
         }
     }
 }
