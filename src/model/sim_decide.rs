@@ -14,6 +14,8 @@ pub(super) enum Stance {
 }
 
 impl Stance {
+    /// The stand of a member from its angle (risk: try it first; cost:
+    /// keep it reversible; people: wait), else by its name.
     pub(super) fn of(agent: &str, angle: &str) -> Stance {
         let a = angle.to_lowercase();
         if a.contains("risk") {
@@ -27,6 +29,7 @@ impl Stance {
         }
     }
 
+    /// The member's recommendation, in one sentence.
     pub(super) fn recommendation(self) -> &'static str {
         match self {
             Stance::Trial => "Go ahead, as a time-boxed trial with a date to review it.",
@@ -39,6 +42,7 @@ impl Stance {
         }
     }
 
+    /// What would change the member's view.
     pub(super) fn change(self) -> &'static str {
         match self {
             Stance::Trial => "a trial that shows no gain by its review date",
