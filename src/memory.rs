@@ -1,9 +1,17 @@
 //! Master memory: what the master chose to remember after each run of a
 //! team, kept in one Markdown file and given to the master in later runs.
 //!
-//! The file holds one section per run (`## run <run-id>` and the note).
-//! It is bounded: when it grows past its limit the oldest sections are
-//! dropped first. The CLI keeps it at `<runs-dir>/memory/<team>.md`.
+//! The file holds one section per run (`## run <run-id>`, a `task:` line
+//! and the note). It is bounded: when it grows past its limit the oldest
+//! sections are dropped first. The CLI keeps it at
+//! `<runs-dir>/memory/<team>.md`.
+//!
+//! A memory is shared by every task of its team, or kept per task
+//! ([`MasterMemory::per_task`]): then a run is given only the notes of
+//! earlier runs of the same task. The general-purpose team (the one named
+//! `default`, built in or the repository's) keeps its memory per task, so
+//! that notes from unrelated tasks do not reach its master; a team made
+//! for one kind of work shares its memory across its tasks.
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +21,10 @@ use crate::store::{StoreError, write_atomic};
 pub const DEFAULT_MEMORY_CHARS: usize = 4000;
 
 const HEADING: &str = "## run ";
+const TASK: &str = "task: ";
+
+/// The name of the general-purpose team, whose memory is kept per task.
+const GENERAL_TEAM: &str = "default";
 
 /// A team's master memory on disk.
 ///
@@ -33,6 +45,7 @@ const HEADING: &str = "## run ";
 pub struct MasterMemory {
     path: PathBuf,
     max_chars: usize,
+    per_task: bool,
 }
 
 impl MasterMemory {
@@ -41,12 +54,15 @@ impl MasterMemory {
         MasterMemory {
             path: path.into(),
             max_chars: DEFAULT_MEMORY_CHARS,
+            per_task: false,
         }
     }
 
     /// The memory of team `team` under a runs directory:
     /// `<runs_dir>/memory/<team>.md` (characters other than letters,
-    /// digits, `-` and `_` in the name become `_`).
+    /// digits, `-` and `_` in the name become `_`). The team named
+    /// `default` keeps it per task ([`MasterMemory::per_task`]), every
+    /// other team shares it across its tasks.
     pub fn for_team(runs_dir: impl AsRef<Path>, team: &str) -> Self {
         let name: String = team
             .chars()
@@ -59,7 +75,27 @@ impl MasterMemory {
             })
             .collect();
         let name = if name.is_empty() { "team".into() } else { name };
-        Self::new(runs_dir.as_ref().join("memory").join(format!("{name}.md")))
+        let memory = Self::new(runs_dir.as_ref().join("memory").join(format!("{name}.md")));
+        if team == GENERAL_TEAM {
+            memory.per_task(true)
+        } else {
+            memory
+        }
+    }
+
+    /// Keeps the notes per task (`true`): a run is given only the notes of
+    /// earlier runs of the same task (the same words, whatever their case,
+    /// spacing or final stop). `false` shares them across every task.
+    #[must_use]
+    pub fn per_task(mut self, per_task: bool) -> Self {
+        self.per_task = per_task;
+        self
+    }
+
+    /// Whether the notes are kept per task.
+    #[must_use]
+    pub fn is_per_task(&self) -> bool {
+        self.per_task
     }
 
     /// Bounds the file to `chars` characters (oldest notes dropped first).
@@ -88,13 +124,48 @@ impl MasterMemory {
         }
     }
 
+    /// What a run of `task` is given: every note, or (kept per task) the
+    /// notes of earlier runs of the same task only.
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError::Io`] when the file exists but cannot be read.
+    pub fn load_for(&self, task: &str) -> Result<String, StoreError> {
+        let text = self.load()?;
+        if !self.per_task {
+            return Ok(text);
+        }
+        let line = format!("{TASK}{}", task_key(task));
+        Ok(split_sections(&text)
+            .into_iter()
+            .filter(|s| s.lines().nth(1).is_some_and(|l| l.trim_end() == line))
+            .collect::<Vec<_>>()
+            .join("\n"))
+    }
+
     /// Adds the note of run `run_id`, dropping the oldest notes while the
     /// file is over its bound. A single note longer than the bound is cut.
+    /// The note belongs to no task: a memory kept per task never gives it
+    /// to a run ([`MasterMemory::remember_for`] says which task it is from).
     ///
     /// # Errors
     ///
     /// A [`StoreError::Io`] when the file cannot be read or written.
     pub fn remember(&self, run_id: &str, note: &str) -> Result<(), StoreError> {
+        self.keep(run_id, None, note)
+    }
+
+    /// Adds the note of run `run_id` of `task`, as
+    /// [`MasterMemory::remember`] does, with the task it is from.
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError::Io`] when the file cannot be read or written.
+    pub fn remember_for(&self, run_id: &str, task: &str, note: &str) -> Result<(), StoreError> {
+        self.keep(run_id, Some(task), note)
+    }
+
+    fn keep(&self, run_id: &str, task: Option<&str>, note: &str) -> Result<(), StoreError> {
         let note = note.trim();
         if note.is_empty() {
             return Ok(());
@@ -103,7 +174,8 @@ impl MasterMemory {
         // One note per run: a note given again replaces the first.
         let heading = format!("{HEADING}{run_id}\n");
         sections.retain(|s| !s.starts_with(&heading));
-        sections.push(format!("{HEADING}{run_id}\n\n{note}\n"));
+        let task = task.map_or_else(String::new, |t| format!("{TASK}{}\n", task_key(t)));
+        sections.push(format!("{HEADING}{run_id}\n{task}\n{note}\n"));
         let total = |s: &[String]| s.iter().map(|x| x.chars().count() + 1).sum::<usize>();
         while sections.len() > 1 && total(&sections) > self.max_chars {
             sections.remove(0);
@@ -140,6 +212,18 @@ impl MasterMemory {
             Err(e) => Err(StoreError::io(&self.path, e)),
         }
     }
+}
+
+/// A task as its memory notes name it: its words on one line, in lower
+/// case, without a final stop (at most 200 characters).
+fn task_key(task: &str) -> String {
+    let words: Vec<&str> = task.split_whitespace().collect();
+    let key = words
+        .join(" ")
+        .to_lowercase()
+        .trim_end_matches(['.', '!', '?'])
+        .to_string();
+    key.chars().take(200).collect()
 }
 
 /// The file's sections, each starting at a `## run ` heading; text before
@@ -186,5 +270,39 @@ mod tests {
         assert!(memory.load().unwrap().chars().count() <= 121);
         assert!(memory.clear().unwrap());
         assert!(!memory.clear().unwrap());
+    }
+
+    #[test]
+    fn the_default_team_remembers_per_task() {
+        // Issue 21: the built-in team's memory mixed notes from unrelated
+        // throwaway tasks into every run.
+        let dir = tempfile::tempdir().unwrap();
+        let memory = MasterMemory::for_team(dir.path(), "default");
+        assert!(memory.is_per_task());
+        memory
+            .remember_for("r1", "Write a guide to green tea.", "- Tea: 80 °C.")
+            .unwrap();
+        memory
+            .remember_for("r2", "Plan a picnic", "- Picnic: book early.")
+            .unwrap();
+        let tea = memory.load_for("write a guide   to green tea").unwrap();
+        assert!(tea.contains("80 °C") && !tea.contains("Picnic"), "{tea}");
+        let picnic = memory.load_for("Plan a picnic.").unwrap();
+        assert!(
+            picnic.contains("book early") && !picnic.contains("Tea"),
+            "{picnic}"
+        );
+        assert_eq!(memory.load_for("Something else").unwrap(), "");
+        // Everything stays in the file, each note under its task.
+        let all = memory.load().unwrap();
+        assert!(all.contains("task: write a guide to green tea\n"), "{all}");
+
+        // A team of one's own shares its notes across its tasks.
+        let shared = MasterMemory::for_team(dir.path(), "trips");
+        assert!(!shared.is_per_task());
+        shared
+            .remember_for("r1", "Lisbon", "- Book early.")
+            .unwrap();
+        assert!(shared.load_for("Porto").unwrap().contains("Book early."));
     }
 }

@@ -80,6 +80,34 @@ fn ask_pauses_the_run_and_the_answer_reaches_the_masters_next_prompt() {
 }
 
 #[test]
+fn the_users_answer_appears_in_the_answer() {
+    // Issue 21: "Lisbon, in May" reached the master's prompt but never the
+    // answer the user reads.
+    let tmp = tempfile::tempdir().unwrap();
+    for protocol in [Protocol::Line, Protocol::Json] {
+        let rt = Runtime::new(Team::builtin().unwrap(), asking_sim())
+            .runs_dir(tmp.path())
+            .protocol(protocol);
+        let asked = rt.run("Plan a picnic").unwrap();
+        let done = rt
+            .resume_with_message(run_dir(tmp.path(), &asked.run_id), "Lisbon, in May")
+            .unwrap();
+        assert_eq!(done.status, RunStatus::Done);
+        assert!(
+            done.answer
+                .contains("Based on your answer to \"Which city?\": Lisbon, in May."),
+            "{protocol:?}: {}",
+            done.answer
+        );
+        assert!(
+            done.answer.contains("> Simulated answer:"),
+            "{}",
+            done.answer
+        );
+    }
+}
+
+#[test]
 fn ask_user_in_json_mode_pauses_the_run_too() {
     let tmp = tempfile::tempdir().unwrap();
     let rt = Runtime::new(Team::builtin().unwrap(), asking_sim())

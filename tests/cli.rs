@@ -33,7 +33,7 @@ fn run_prints_progress_on_stderr_and_the_answer_on_stdout() {
     );
     assert!(stderr.contains("master reviewed round 1: DONE"), "{stderr}");
     assert!(
-        stdout.starts_with("# Write a short guide to brewing green tea"),
+        stdout.starts_with("# A short guide to brewing green tea\n\n> Simulated answer: "),
         "{stdout}"
     );
     assert!(!stdout.contains("round 1"), "progress stays off stdout");

@@ -2,10 +2,12 @@
 //! protocol from what the request carries.
 //!
 //! The master assigns one task to every member on the roster, members write
-//! drafts that echo their task, challengers agree (or challenge in a chosen
-//! round), and the master finishes with an answer built from the board.
+//! notes on the task in the manner of their part, challengers agree (or
+//! challenge in a chosen round), and the master finishes with one document
+//! composed from the notes, marked as simulated ([`text`] writes them).
 //! Options drive every path: a per-call latency, a challenge round, a
-//! failing or panicking member, a master that never says DONE.
+//! failing or panicking member, a master that never says DONE, a question
+//! for the user.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -16,6 +18,9 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::{ChatModel, ChatRequest, ChatResponse, ModelError, Phase, Role, estimate_usage};
+
+#[path = "sim_text.rs"]
+pub(super) mod text;
 
 /// What the simulated model does.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -250,7 +255,13 @@ impl Sim {
         match req.phase {
             Phase::Plan => super::sim_partner::ask(&text, self.options.ask.as_deref())
                 .or_else(|| super::sim_partner::plan_with_modules(&text, &roster(&text)))
-                .unwrap_or_else(|| plan(&text)),
+                .unwrap_or_else(|| {
+                    let decide = req.messages.iter().any(|m| {
+                        m.role == Role::System
+                            && m.content.to_lowercase().contains("recommendation")
+                    });
+                    plan(&text, decide)
+                }),
             Phase::Draft => draft(&req.agent, last_user(req)),
             Phase::Challenge => {
                 if self.options.challenge_round == Some(req.round) {
@@ -274,17 +285,14 @@ impl Sim {
             Phase::Memory => {
                 let task = tag(&text, "task").unwrap_or_default();
                 let answer = tag(&text, "answer").unwrap_or_default();
-                let parts: Vec<&str> = answer
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("## From "))
-                    .collect();
-                let parts = if parts.is_empty() {
-                    "nobody".to_string()
+                let headings = text::headings(&answer);
+                let shape = if headings.is_empty() {
+                    "a short text".to_string()
                 } else {
-                    parts.join(", ")
+                    format!("one document in sections: {}", headings.join(", "))
                 };
                 format!(
-                    "- \"{}\": the answer merged the parts of {parts}.",
+                    "- \"{}\": the drafts were merged into {shape}.",
                     first_line(&task)
                 )
             }
@@ -493,149 +501,60 @@ fn latest_drafts(text: &str) -> Vec<(String, String)> {
     drafts
 }
 
-fn plan(text: &str) -> String {
+/// The master's plan: every member on the roster gets the task and its
+/// part. A master whose instructions ask its members for a recommendation
+/// (a panel that decides) asks each for one.
+fn plan(text: &str, decide: bool) -> String {
     let task = tag(text, "task").unwrap_or_default();
     let task = first_line(&task);
     let mut out = String::from("The work splits cleanly across the team.\n");
+    let ask = if decide {
+        " Give your recommendation, the two or three reasons that matter most from your angle, \
+         and how confident you are."
+    } else {
+        ""
+    };
     for (name, description) in roster_entries(text) {
         let part = description.trim_end_matches('.').to_lowercase();
-        let _ = writeln!(out, "ASSIGN:{name}:{task} (your part: {part})");
+        let _ = writeln!(out, "ASSIGN:{name}:{task} (your part: {part}){ask}");
     }
     out
 }
 
-/// A member's draft: a small document built from the task (its subject and
-/// the points it names) and the member's part (from its assignment), in the
-/// manner of its role. Offline and deterministic. It says it was revised
-/// only when it was: the member has an earlier draft on the board and a
-/// challenge was raised since.
+/// The task of `agent`'s first draft on the board, when it had a part.
+fn first_assignment(prompt: &str, agent: &str) -> Option<String> {
+    let board = &prompt[prompt.rfind("<board>")?..];
+    let head = format!(
+        "author=\"{}\" kind=\"draft\" task=\"",
+        crate::board::escape_xml(agent)
+    );
+    let start = board.find(&head)? + head.len();
+    let end = board[start..].find('"')? + start;
+    let task = unescape(&board[start..end]);
+    task.contains("(your part: ").then_some(task)
+}
+
+/// A member's draft: notes on the task (its subject and the points it
+/// names) and the member's part (from its assignment), in the manner of its
+/// role. Offline and deterministic. It says it was revised only when it
+/// was: the member has an earlier draft on the board and a challenge was
+/// raised since.
 fn draft(agent: &str, prompt: &str) -> String {
     let task = tag(prompt, "task").unwrap_or_else(|| first_line(prompt).to_string());
     let assignment = tag(prompt, "assignment").unwrap_or_else(|| task.clone());
-    let part = assignment
-        .split_once("(your part: ")
-        .map(|(_, p)| p.trim_end_matches(')').trim().to_string())
-        .unwrap_or_default();
-    let (subject, points) = subject_and_points(first_line(&task));
-    let role = Manner::of(&format!("{agent} {part}"));
-    let mut out = format!("{}\n\n", role.heading(&subject));
-    for (i, point) in points.iter().enumerate() {
-        let _ = writeln!(out, "{}. {}", i + 1, role.point(point, &subject));
-    }
     let board = entries(prompt);
     let earlier = board.iter().rposition(|e| e.1 == agent && e.2 == "draft");
-    let challenges: Vec<&(u32, String, String, String)> = match earlier {
-        Some(at) => board[at..]
+    let challenge = earlier.and_then(|at| {
+        board[at..]
             .iter()
-            .filter(|e| e.2 == "challenge" && e.3.contains(&format!(" by {agent} ")))
-            .collect(),
-        None => Vec::new(),
-    };
-    if let Some(c) = challenges.first() {
-        let _ = write!(
-            out,
-            "\nExample: for {subject}, the first point alone changes the result more than the others.\n\n\
-             Revised after the challenge by {} in round {}: each point now gives its reason, and an \
-             example is added.",
-            c.1, c.0
-        );
-    }
-    out.trim_end().to_string()
-}
-
-/// "Write a short guide to brewing green tea: water temperature, steeping
-/// time, and two common mistakes." → ("brewing green tea", [the three]).
-fn subject_and_points(task: &str) -> (String, Vec<String>) {
-    let task = task.trim().trim_end_matches(['.', '!', '?']);
-    let (head, list) = task.split_once(':').unwrap_or((task, ""));
-    let lower = head.to_lowercase();
-    let subject = [" to ", " about ", " on ", " for ", " of "]
-        .iter()
-        .filter_map(|w| lower.find(w).map(|at| head[at + w.len()..].trim()))
-        .next()
-        .map(str::to_string)
-        .unwrap_or_else(|| {
-            // No "guide to ...": the task itself, as a phrase.
-            let mut c = head.trim().chars();
-            c.next()
-                .map(|f| f.to_lowercase().chain(c).collect())
-                .unwrap_or_default()
-        });
-    let mut points: Vec<String> = list
-        .split([',', ';'])
-        .map(|p| p.trim().trim_start_matches("and ").trim().to_string())
-        .filter(|p| !p.is_empty())
-        .collect();
-    if points.is_empty() {
-        points = vec![
-            "what matters most".into(),
-            "how to go about it".into(),
-            "what to avoid".into(),
-        ];
-    }
-    points.truncate(5);
-    (subject, points)
-}
-
-/// The manner of a member's draft, from its name and part.
-#[derive(Clone, Copy)]
-enum Manner {
-    Facts,
-    Critic,
-    Analyst,
-    Writer,
-}
-
-impl Manner {
-    fn of(text: &str) -> Manner {
-        let t = text.to_lowercase();
-        if t.contains("fact") || t.contains("source") || t.contains("research") {
-            Manner::Facts
-        } else if t.contains("review") || t.contains("critic") || t.contains("error") {
-            Manner::Critic
-        } else if t.contains("trade-off") || t.contains("option") || t.contains("analy") {
-            Manner::Analyst
-        } else {
-            Manner::Writer
-        }
-    }
-
-    fn heading(self, subject: &str) -> String {
-        match self {
-            Manner::Facts => format!("Facts to rely on for {subject}:"),
-            Manner::Critic => format!("What to check in any text on {subject}:"),
-            Manner::Analyst => format!("Choices and trade-offs in {subject}:"),
-            Manner::Writer => format!("A short guide to {subject}."),
-        }
-    }
-
-    fn point(self, point: &str, subject: &str) -> String {
-        match self {
-            Manner::Facts => format!(
-                "{}: state the figure or rule a reader can act on, and where it comes from; mark what is uncertain.",
-                capital(point)
-            ),
-            Manner::Critic => format!(
-                "{}: is it stated plainly, is it right for {subject}, and is anything missing or misleading?",
-                capital(point)
-            ),
-            Manner::Analyst => format!(
-                "{}: the usual choice, what it gains, what it costs, and when the other choice is better.",
-                capital(point)
-            ),
-            Manner::Writer => format!(
-                "{}: what to do, in one sentence, and why it matters for {subject}.",
-                capital(point)
-            ),
-        }
-    }
-}
-
-fn capital(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
+            .find(|e| e.2 == "challenge" && e.3.contains(&format!(" by {agent} ")))
+    });
+    // A revision keeps the part of the member's first assignment.
+    let first = (!assignment.contains("(your part: "))
+        .then(|| first_assignment(prompt, agent))
+        .flatten();
+    let part = text::Part::of(agent, first.as_deref().unwrap_or(&assignment));
+    text::notes(agent, &task, &part, challenge.map(|c| (c.1.as_str(), c.0)))
 }
 
 fn review(text: &str, round: u32, never_done: bool) -> String {
@@ -670,20 +589,8 @@ fn review(text: &str, round: u32, never_done: bool) -> String {
     }
 }
 
+/// The master's answer: one document composed from the latest drafts.
 fn final_answer(text: &str) -> String {
     let task = tag(text, "task").unwrap_or_else(|| "the task".into());
-    let mut out = format!("# {}\n", first_line(&task));
-    let drafts = latest_drafts(text);
-    if drafts.is_empty() {
-        out.push_str("\nThe board holds no drafts; nothing could be concluded.\n");
-    }
-    for (author, body) in drafts {
-        let body = body
-            .lines()
-            .filter(|l| !l.starts_with("## "))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let _ = write!(out, "\n## From {author}\n\n{}\n", body.trim());
-    }
-    out
+    text::compose(&task, &latest_drafts(text))
 }

@@ -2,8 +2,9 @@
 //! prompts of [`crate::protocol::handoff`] carry.
 //!
 //! - **A turn** (`<history>` + "It is your turn"): the agent writes its part
-//!   in the manner of its name and description (facts, a draft, a review, a
-//!   publication), then hands off along the first of its `<handoff_rules>`
+//!   in the manner of its name and description (research notes, a draft
+//!   built on them, a review or the reviewer's corrections, the published
+//!   text), then hands off along the first of its `<handoff_rules>`
 //!   whose condition holds, else to the first agent in roster order that has
 //!   not acted yet, else to nobody. It hands off with the `handoff` tool
 //!   when the request offers it, else with a `HANDOFF:` line.
@@ -19,6 +20,9 @@
 //!   `NONE`, JSON where a schema is asked); **roster routing** answers the
 //!   first candidate that has not acted yet, or `NONE`.
 //!
+//! - **The last step** (it hands off to nobody) is the answer: it carries
+//!   the simulated line.
+//!
 //! So every chain is bounded: each agent is reached by the roster at most
 //! once, and a reviewer asks for one revision; only rules whose conditions
 //! always hold can ping-pong, which `max_handoffs` ends.
@@ -27,7 +31,7 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
-use super::sim::unescape;
+use super::sim::{text, unescape};
 use super::{ChatRequest, ChatResponse, FinishReason, Role, SimOptions, ToolCall, estimate_usage};
 use crate::protocol::handoff::{HANDOFF_TOOL, RULE_CHOICE_SCHEMA};
 
@@ -83,6 +87,10 @@ pub(super) fn reply(
         for r in results {
             let _ = write!(text, "\n- {r}");
         }
+    }
+    if next.is_none() {
+        // Nobody acts after this step: its text is the answer.
+        text = text::marked(&text);
     }
     let offered = req.tools.iter().any(|t| t.name == HANDOFF_TOOL);
     match next {
@@ -269,18 +277,6 @@ impl Manner {
     }
 }
 
-/// The subject of the task: its first line, without a trailing stop.
-fn subject(user: &str) -> String {
-    let task = block(user, "task").map(unescape).unwrap_or_default();
-    task.trim()
-        .lines()
-        .next()
-        .unwrap_or("the task")
-        .trim()
-        .trim_end_matches(['.', '!', '?'])
-        .to_string()
-}
-
 /// An agent's turn: its text and whom it hands off to, with the reason.
 fn turn(agent: &str, user: &str) -> (String, Option<(String, String)>) {
     let steps = history(user);
@@ -291,38 +287,51 @@ fn turn(agent: &str, user: &str) -> (String, Option<(String, String)>) {
         .find(|(n, _)| n == agent)
         .map(|(_, d)| d.as_str())
         .unwrap_or("");
-    let subject = subject(user);
+    let task = block(user, "task").map(unescape).unwrap_or_default();
+    let task = task.trim();
+    let mut notes = text::Notes::of_task(task);
+    for s in steps.iter().filter(|s| s.agent == "user") {
+        notes.follow_up(&s.text);
+    }
     let mine = steps.iter().filter(|s| s.agent == agent).count();
+    let manner = Manner::of(agent, description);
     let mut text = String::new();
-    if let Some(u) = steps.iter().rev().find(|s| s.agent == "user") {
+    if let (Some(u), false) = (
+        steps.iter().rev().find(|s| s.agent == "user"),
+        manner == Manner::Publish,
+    ) {
         let _ = writeln!(
             text,
             "Taking your reply into account: \"{}\".\n",
             u.text.trim()
         );
     }
-    match Manner::of(agent, description) {
-        Manner::Facts => {
-            let _ = write!(
-                text,
-                "Facts to rely on for \"{subject}\":\n\
-                 1. The core definition, stated plainly, with where it comes from.\n\
-                 2. The figures a reader can act on, and how certain each is.\n\
-                 3. The common misconception, and why it is wrong."
-            );
-        }
+    // The latest step of a manner, by someone else.
+    let latest = |m: Manner| {
+        steps
+            .iter()
+            .rev()
+            .find(|s| s.agent != "user" && s.agent != agent && Manner::of(&s.agent, "") == m)
+            .map(|s| s.text.as_str())
+    };
+    // The latest draft: a text in sections, corrected or not.
+    let draft = steps
+        .iter()
+        .rev()
+        .filter(|s| s.agent != "user")
+        .map(|s| s.text.as_str())
+        .find(|t| t.lines().any(|l| l.starts_with("## ")));
+    match manner {
+        Manner::Facts => text.push_str(&text::steps::research_notes(agent, task, &notes)),
         Manner::Write => {
-            let revision = if mine > 0 {
-                " (revised: every point now gives its reason)"
-            } else {
-                ""
-            };
-            let _ = write!(
-                text,
-                "Draft{revision}: \"{subject}\"\n\n\
-                 Start with what matters most, in one sentence. Then the steps, each with why \
-                 it matters. End with the mistake to avoid."
-            );
+            let facts = latest(Manner::Facts);
+            text.push_str(&text::steps::handoff_draft(
+                agent,
+                task,
+                facts,
+                &notes,
+                mine > 0,
+            ));
         }
         Manner::Review => {
             let can_send_back = rules.iter().any(|(_, c)| classify(c) == Condition::Revise);
@@ -330,27 +339,34 @@ fn turn(agent: &str, user: &str) -> (String, Option<(String, String)>) {
                 .iter()
                 .any(|(n, v)| n == "max_revisions" && v.trim() == "0");
             let approve = mine > 0 || !can_send_back || no_revisions;
-            if approve {
+            if !can_send_back {
+                // Nobody to send it back to: the reviewer fixes it itself.
                 let _ = write!(
                     text,
-                    "Review of \"{subject}\": clear, correct and complete.\nVERDICT: APPROVED"
+                    "{}\nVERDICT: APPROVED",
+                    text::steps::corrected(draft.unwrap_or(""))
+                );
+            } else if approve {
+                let _ = write!(
+                    text,
+                    "The draft is clear, correct and complete: every point says what to do and \
+                     why.\nVERDICT: APPROVED"
                 );
             } else {
                 let _ = write!(
                     text,
-                    "Review of \"{subject}\": the points are stated without their reasons; \
-                     add one reason to each.\nVERDICT: REVISE"
+                    "Changes needed:\n1. Each point says what to do but not why: give one reason \
+                     for each.\n2. Keep the order: the point that matters most comes first.\n\
+                     VERDICT: REVISE"
                 );
             }
         }
         Manner::Publish => {
-            let draft = steps
-                .iter()
-                .rev()
-                .find(|s| Manner::of(&s.agent, "") == Manner::Write && s.agent != "user")
-                .map(|s| s.text.clone())
-                .unwrap_or_else(|| format!("\"{subject}\""));
-            let _ = write!(text, "Published: {subject}\n\n{draft}");
+            let doc = draft.map_or_else(
+                || text::steps::handoff_draft(agent, task, latest(Manner::Facts), &notes, false),
+                str::to_string,
+            );
+            text.push_str(&text::steps::publish(task, &doc, &notes));
         }
     }
     // Along the first rule that holds, else the roster order.

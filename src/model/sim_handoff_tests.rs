@@ -159,14 +159,18 @@ fn sequential_chain_by_tool_and_by_line() {
             "publisher ends",
         ]
     );
-    // The publisher's answer carries the writer's draft; one roster call
+    // The publisher's answer is the reviewed draft under the task's title,
+    // marked as simulated (issue 21): the researcher's facts, the writer's
+    // advice and the reviewer's added check all show; one roster call
     // found nobody left.
+    let t = &c.last_text;
     assert!(
-        c.last_text
-            .starts_with("Published: A short guide to brewing green tea\n\nDraft: "),
-        "{}",
-        c.last_text
+        t.starts_with("# A short guide to brewing green tea\n\n> Simulated answer:"),
+        "{t}"
     );
+    assert!(t.contains("## What matters most"), "{t}");
+    assert!(t.contains("Check the result at the end"), "{t}");
+    assert!(!t.contains("Draft") && !t.contains("VERDICT"), "{t}");
     assert_eq!(c.calls, 5);
     let c = play(SEQ, "researcher", SEQ_RULES, false, &vars);
     assert_eq!(flow(&c)[0], "researcher->writer (line)");
@@ -217,7 +221,14 @@ fn iterative_chain_revises_once_then_publishes() {
             "publisher ends",
         ]
     );
-    assert!(c.last_text.contains("Draft (revised"), "{}", c.last_text);
+    // The revision the reviewer asked for (a reason to every point) shows
+    // in the published text.
+    assert!(c.last_text.contains(" Why: "), "{}", c.last_text);
+    assert!(
+        c.last_text.contains("> Simulated answer:"),
+        "{}",
+        c.last_text
+    );
     // max_revisions = 0: approved at once.
     let vars = Variables::declare([("max_revisions", serde_json::json!(0))]);
     let c = play(ITER, "writer", ITER_RULES, false, &vars);

@@ -8,16 +8,17 @@ use std::fmt::Display;
 use crate::memory::MasterMemory;
 use crate::runtime::call::Attempt;
 
-/// Keeps the note the master gave for run `run_id` in `memory`, or logs
-/// why there is none.
+/// Keeps the note the master gave for run `run_id` of `task` in `memory`,
+/// or logs why there is none.
 pub(crate) fn keep(
     memory: &MasterMemory,
     run_id: &str,
+    task: &str,
     asked: Result<Attempt<String>, impl Display>,
 ) {
     match asked {
         Ok(Attempt::Usable(note)) => {
-            if let Err(e) = memory.remember(run_id, &note) {
+            if let Err(e) = memory.remember_for(run_id, task, &note) {
                 log::warn!("master memory not saved: {e}");
             }
         }

@@ -184,7 +184,7 @@ impl<'a> Core<'a> {
         let timeout = rt.timeout.or(rt.team.config().timeout());
         // Memory is read per run: the note the last run left counts.
         let memory = match &rt.master_memory {
-            Some(m) => m.load().unwrap_or_else(|e| {
+            Some(m) => m.load_for(&state.task).unwrap_or_else(|e| {
                 log::warn!("master memory not read: {e}");
                 String::new()
             }),

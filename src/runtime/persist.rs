@@ -142,11 +142,31 @@ impl Persist {
             && record.state.handoff.is_none();
         if record.state.phase == RunPhase::Finished && !asking {
             if let Some(answer) = &record.state.answer {
-                let report = format!("# {}\n\n{}\n", record.state.task.trim(), answer.trim());
+                let report = report(&record.state.task, answer);
                 write_replace(&ws.join("report.md"), report.as_bytes())?;
             }
         }
         Ok(())
+    }
+}
+
+/// `report.md`: the answer under one H1. An answer with a title of its own
+/// (a `# ` line outside code) keeps it; any other goes under the task's
+/// first line.
+fn report(task: &str, answer: &str) -> String {
+    let mut fenced = false;
+    let titled = answer.lines().any(|l| {
+        let t = l.trim_start();
+        if t.starts_with("```") || t.starts_with("~~~") {
+            fenced = !fenced;
+        }
+        !fenced && l.starts_with("# ")
+    });
+    if titled {
+        format!("{}\n", answer.trim())
+    } else {
+        let title = task.trim().lines().next().unwrap_or("").trim();
+        format!("# {title}\n\n{}\n", answer.trim())
     }
 }
 
@@ -364,5 +384,23 @@ fn mark_failed_with(rt: &Runtime, run_id: &str, error: String) {
         if let Err(e) = write_atomic(&dir.join(store::RUN_FILE), &json) {
             log::error!("cannot save the failed run: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::report;
+
+    #[test]
+    fn a_report_has_one_title() {
+        // Issue 21: the task went on top of an answer with its own title.
+        let titles = |r: &str| r.lines().filter(|l| l.starts_with("# ")).count();
+        let titled = report("Write a guide\nfor me", "# A guide\n\nText.");
+        assert_eq!(titled, "# A guide\n\nText.\n");
+        let plain = report("Write a guide\nfor me", "Text.");
+        assert_eq!(plain, "# Write a guide\n\nText.\n");
+        let code = report("Task", "```sh\n# a comment\n```");
+        assert_eq!(titles(&code), 2, "a `# ` line in code is no title: {code}");
+        assert!(code.starts_with("# Task\n"));
     }
 }

@@ -38,6 +38,6 @@ impl Blackboard<'_> {
             "a few short bullet points",
             |r| Ok(r.text.trim().to_string()),
         );
-        crate::process::memory_note::keep(memory, &self.core.run_id, asked);
+        crate::process::memory_note::keep(memory, &self.core.run_id, &self.state.task, asked);
     }
 }

@@ -175,7 +175,7 @@ impl<'a> Handoff<'a> {
         let asked = self
             .core
             .call_until(master, &ask, messages, |r| Ok(r.text.trim().to_string()));
-        crate::process::memory_note::keep(memory, &self.core.run_id, asked);
+        crate::process::memory_note::keep(memory, &self.core.run_id, &self.state.task, asked);
     }
 
     /// Agent turns since the user last spoke (against `max_turns`).
