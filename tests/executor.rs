@@ -96,12 +96,21 @@ fn started_with(stdout: &[u8]) -> serde_json::Value {
     v["executor"].clone()
 }
 
+/// The `run_id` of a run's first JSON line.
+fn run_id(stdout: &[u8]) -> String {
+    let out = text(stdout);
+    let first = out.lines().next().unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(first).expect("a JSON event");
+    v["run_id"].as_str().expect("a run id").to_string()
+}
+
 #[test]
 fn the_cli_runs_on_rayon_by_default_and_on_threads_when_asked_and_show_says_which() {
     let runs = tempfile::tempdir().unwrap();
     let out = with_runs_dir(&["run", "--json", "Write a haiku"], runs.path());
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(started_with(&out.stdout), "rayon");
+    let first = run_id(&out.stdout);
     let out = with_runs_dir(&["show", "last"], runs.path());
     assert!(
         text(&out.stdout).contains("\nmembers ran on rayon\n"),
@@ -117,6 +126,28 @@ fn the_cli_runs_on_rayon_by_default_and_on_threads_when_asked_and_show_says_whic
     let out = with_runs_dir(&["show", "last"], runs.path());
     assert!(
         text(&out.stdout).contains("\nmembers ran on threads\n"),
+        "{}",
+        text(&out.stdout)
+    );
+    // A follow-up of the first run, resumed with the flag, runs on the
+    // executor it names; show names both.
+    let out = with_runs_dir(
+        &[
+            "resume",
+            &first,
+            "--json",
+            "--executor",
+            "threads",
+            "--message",
+            "and one more",
+        ],
+        runs.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(started_with(&out.stdout), "threads");
+    let out = with_runs_dir(&["show", &first], runs.path());
+    assert!(
+        text(&out.stdout).contains("\nmembers ran on rayon, then threads\n"),
         "{}",
         text(&out.stdout)
     );
