@@ -65,7 +65,7 @@ fn review_saw(executor: Executor, rounds: u32, wait: bool) -> usize {
     let seen = seen.expect("the master reviewed");
     // The run has returned: every thread it started is gone.
     assert_eq!(
-        member_threads(),
+        member_threads_left(),
         0,
         "{executor}: member threads after the run"
     );
