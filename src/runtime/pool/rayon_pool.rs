@@ -54,8 +54,9 @@ struct Slot {
     released: bool,
 }
 
-/// The pool's threads, counted by themselves: a build waits here until the
-/// threads of the pool it replaces have ended.
+/// The run's rayon threads, counted by themselves: a build after a release
+/// waits here until the released threads have ended, and a failed build
+/// until the threads it did start have.
 #[derive(Default)]
 struct Census {
     alive: Mutex<usize>,
