@@ -292,6 +292,29 @@ fn an_uncapped_pool_grows_past_its_prestart_to_the_phase() {
     }
 }
 
+/// A phase wider than the ones before gets a thread for each of its jobs,
+/// and the threads there are keep serving: 2 then 8 jobs at once take 8
+/// threads in all, none started twice.
+#[test]
+fn a_wider_phase_adds_threads_and_keeps_the_ones_there_are() {
+    for executor in BOTH {
+        let meet = Meet::default();
+        let (threads, begun) = std::thread::scope(|scope| {
+            let pool = pool(scope, executor, usize::MAX);
+            meet.expect(2, 2);
+            pool.run(2, vec![0, 1], |_: usize| meet.meet()).unwrap();
+            assert_eq!(pool.threads(), 2);
+            meet.expect(8, 8);
+            pool.run(8, (0..8).collect(), |_: usize| meet.meet())
+                .unwrap();
+            assert_eq!(meet.max(), 8, "{executor}: the wider phase at once");
+            (pool.threads(), pool.begun())
+        });
+        assert_eq!(threads, 8, "{executor}");
+        assert_eq!(begun.load(Ordering::SeqCst), 8, "{executor}: none twice");
+    }
+}
+
 /// A phase whose every thread start fails, the places its first grow
 /// counted on included (the prestart's helpers had taken them), ends
 /// with its jobs unrun instead of waiting for ever.
