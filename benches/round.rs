@@ -5,7 +5,9 @@
 //! team (the master's plan, one round of N drafts, the master's review;
 //! every sim call waits L, as a real model's would) through
 //! [`boardroom::bench::bench`], which times the round from the run's own
-//! events: the first member call sent to the last one answered. Three
+//! events: the first member call sent to the last one answered, on the
+//! default executor (`auto`: rayon for narrow rounds, the run's own pool
+//! for wide ones; the `ran on` column says which). Three
 //! baselines are measured in the same run: N bare threads (started, each
 //! sleeping L, joined: no agent logic at all, what starting a thread per
 //! member costs on this machine in this minute), members called one after
@@ -17,6 +19,7 @@
 
 use std::time::{Duration, Instant};
 
+use boardroom::Executor;
 use boardroom::bench::{BenchOptions, bench};
 use boardroom::testing::{Sim, SimOptions};
 use boardroom::{ChatModel, ChatRequest, Message, Phase};
@@ -90,10 +93,10 @@ fn main() {
     );
     println!();
     println!(
-        "|    N | round/L | run wall/ideal | bare threads/L | sequential/L | global pool/L | sequential÷round | global÷round |"
+        "|    N | ran on  | round/L | run wall/ideal | bare threads/L | sequential/L | global pool/L | sequential÷round | global÷round |"
     );
     println!(
-        "|-----:|--------:|---------------:|---------------:|-------------:|--------------:|-----------------:|-------------:|"
+        "|-----:|:--------|--------:|---------------:|---------------:|-------------:|--------------:|-----------------:|-------------:|"
     );
     for n in sizes {
         let reps = if n <= 64 { 5 } else { 3 };
@@ -102,15 +105,19 @@ fn main() {
             latency,
             model: None,
             rounds: reps,
+            executor: Executor::Auto,
         })
         .expect("the bench runs");
         assert_eq!(row.drafts, n * reps, "every member drafted");
         let round = row.round_ms / 1e3;
+        let ran_on = row
+            .ran_on
+            .map_or_else(|| "-".to_string(), |x| x.to_string());
         let wall_ideal = row.wall_over_ideal.unwrap_or(0.0);
         let bare = median((0..reps).map(|_| bare_threads(n, latency)).collect()).as_secs_f64();
         if n > MAX_BASELINE {
             println!(
-                "| {n:>4} | {:>7.2} | {:>14.2} | {:>14.2} | {:>12} | {:>13} | {:>16} | {:>12} |",
+                "| {n:>4} | {ran_on:<7} | {:>7.2} | {:>14.2} | {:>14.2} | {:>12} | {:>13} | {:>16} | {:>12} |",
                 round / l,
                 wall_ideal,
                 bare / l,
@@ -143,7 +150,7 @@ fn main() {
         });
         let (s, g) = (sequential.as_secs_f64(), global.as_secs_f64());
         println!(
-            "| {n:>4} | {:>7.2} | {:>14.2} | {:>14.2} | {:>12.2} | {:>13.2} | {:>15.1}x | {:>11.1}x |",
+            "| {n:>4} | {ran_on:<7} | {:>7.2} | {:>14.2} | {:>14.2} | {:>12.2} | {:>13.2} | {:>15.1}x | {:>11.1}x |",
             round / l,
             wall_ideal,
             bare / l,

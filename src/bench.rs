@@ -24,7 +24,7 @@ use crate::model::{
     ChatModel, ChatRequest, ChatResponse, LimitWatch, LimitWatcher, ModelError, Phase, SharedModel,
     Sim, SimOptions,
 };
-use crate::runtime::Runtime;
+use crate::runtime::{Executor, Runtime};
 use crate::team::{AgentSpec, Team, TeamConfig};
 
 /// The task every bench run is given.
@@ -43,6 +43,8 @@ pub struct BenchOptions {
     pub model: Option<SharedModel>,
     /// Whole runs to time (the median is reported; at least 1).
     pub rounds: usize,
+    /// What runs the members (`Auto`: as a run does by default).
+    pub executor: Executor,
 }
 
 impl std::fmt::Debug for BenchOptions {
@@ -52,6 +54,7 @@ impl std::fmt::Debug for BenchOptions {
             .field("latency", &self.latency)
             .field("model", &self.model.as_ref().map(|m| m.name()))
             .field("rounds", &self.rounds)
+            .field("executor", &self.executor)
             .finish()
     }
 }
@@ -61,6 +64,13 @@ impl std::fmt::Debug for BenchOptions {
 pub struct BenchRow {
     /// Members in the team.
     pub members: usize,
+    /// The executor setting the runs were given.
+    #[serde(default)]
+    pub executor: Executor,
+    /// The executor that ran the members, as the runs' `run_started`
+    /// events name it (what `Auto` chose).
+    #[serde(default)]
+    pub ran_on: Option<Executor>,
     /// Whole runs timed.
     pub runs: usize,
     /// The median run's wall time, in milliseconds.
@@ -165,6 +175,7 @@ pub fn bench(opts: &BenchOptions) -> Result<BenchRow, BenchError> {
         let timed: SharedModel = watch.clone();
         let runtime = Runtime::with_shared_model(team.clone(), timed)
             .max_rounds(1)
+            .executor(opts.executor)
             .events(tx);
         let started = Instant::now();
         let outcome = runtime.run(BENCH_TASK);
@@ -202,6 +213,8 @@ pub fn bench(opts: &BenchOptions) -> Result<BenchRow, BenchError> {
     latencies.sort();
     Ok(BenchRow {
         members: opts.members,
+        executor: opts.executor,
+        ran_on: runs.iter().find_map(|r| r.ran_on),
         runs: runs.len(),
         wall_ms: wall * 1e3,
         ideal_ms: ideal * 1e3,
@@ -347,6 +360,8 @@ struct Seen {
     latencies: Vec<Duration>,
     drafts: usize,
     limit_changes: usize,
+    /// The executor the run's `run_started` names.
+    ran_on: Option<Executor>,
     /// Member calls in flight: their start stamps (ms).
     started: HashMap<u64, u64>,
     now_in_flight: usize,
@@ -389,6 +404,7 @@ impl Seen {
     fn observe(&mut self, event: &Event) {
         let at = event.time_ms;
         match event.kind {
+            EventKind::RunStarted { executor, .. } => self.ran_on = executor,
             EventKind::RoundStarted { .. } => self.steps += 1,
             EventKind::CallStarted {
                 phase,
@@ -524,9 +540,11 @@ mod tests {
             latency: Duration::from_millis(20),
             model: None,
             rounds: 2,
+            executor: Executor::Threads,
         })
         .unwrap();
         assert_eq!(row.members, 16);
+        assert_eq!(row.ran_on, Some(Executor::Threads));
         assert_eq!(row.runs, 2);
         assert_eq!(row.drafts, 32, "every member drafted in both runs");
         assert_eq!(row.peak_in_flight, 16, "the whole round at once");

@@ -130,6 +130,28 @@ pub struct Event {
     pub kind: EventKind,
 }
 
+impl Event {
+    /// The executors that ran a run's members, as its `run_started` events
+    /// name them: each once, in order (a resumed run may have run on
+    /// another). Empty for a handoff run and for events saved before the
+    /// executor was recorded.
+    #[must_use]
+    pub fn executors_of(events: &[Event]) -> Vec<crate::runtime::Executor> {
+        let mut ran = Vec::new();
+        for e in events {
+            if let EventKind::RunStarted {
+                executor: Some(x), ..
+            } = e.kind
+            {
+                if !ran.contains(&x) {
+                    ran.push(x);
+                }
+            }
+        }
+        ran
+    }
+}
+
 /// What happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -151,6 +173,11 @@ pub enum EventKind {
         /// (absent in events saved before it was recorded).
         #[serde(default)]
         process: String,
+        /// What ran the members in parallel: [`Executor::Rayon`] or
+        /// [`Executor::Threads`] (`None` for a handoff run, which runs one
+        /// agent at a time, and in events saved before it was recorded).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        executor: Option<crate::runtime::Executor>,
     },
     /// The room's status light changed.
     RoomStatus {

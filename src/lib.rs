@@ -144,7 +144,10 @@ pub use model::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelError, OpenAi, OutputSchema,
     Phase, Role, SharedModel, ToolCall, ToolSpec, Usage,
 };
-pub use runtime::{Cancel, MasterPhase, RunError, RunHandle, RunOutcome, Runtime, ThreadError};
+pub use runtime::{
+    Cancel, Executor, MasterPhase, ParseExecutorError, RunError, RunHandle, RunOutcome, Runtime,
+    ThreadError,
+};
 pub use team::{AgentRole, AgentSpec, Process, Team, TeamConfig, TeamError};
 pub use tools::{Tool, ToolContext, ToolError};
 

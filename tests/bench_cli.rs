@@ -113,12 +113,88 @@ fn bad_bench_flags_name_the_flag_and_exit_2() {
         (&["bench", "--latency", "fast"][..], "--latency"),
         (&["bench", "--rounds", "0"][..], "--rounds"),
         (&["bench", "--model", "nosuch:thing"][..], "--model"),
+        (&["bench", "--executor", "rayon,tokio"][..], "--executor"),
     ] {
         let out = boardroom(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(what), "{args:?}: {err}");
     }
+}
+
+/// Issue 24: `--executor rayon,threads,auto` measures every size on each
+/// executor in one invocation and prints them side by side; `auto` says
+/// what it ran on. Counts and shapes only, never times.
+#[test]
+fn bench_compares_executors_side_by_side_in_one_invocation() {
+    let args = [
+        "bench",
+        "--members",
+        "2,3",
+        "--latency",
+        "5ms",
+        "--rounds",
+        "1",
+        "--executor",
+        "rayon,threads,auto",
+    ];
+    let out = boardroom(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with('|')).collect();
+    assert_eq!(lines.len(), 2 + 2, "{text}");
+    let head: Vec<&str> = lines[0].split('|').map(str::trim).collect();
+    for figure in ["round/L", "members/s", "threads", "peak RSS MB"] {
+        for x in ["rayon", "threads", "auto"] {
+            let title = format!("{figure} {x}");
+            assert!(head.contains(&title.as_str()), "{title}: {text}");
+        }
+    }
+    assert_eq!(head.last(), Some(&""));
+    assert_eq!(head[head.len() - 2], "auto ran on");
+    for (line, n) in lines[2..].iter().zip(["2", "3"]) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        assert_eq!(cells.len(), head.len(), "{line}");
+        assert_eq!(cells[1], n);
+        assert_eq!(
+            cells[cells.len() - 2],
+            "rayon",
+            "auto ran small teams on rayon"
+        );
+    }
+    // The same as JSON: a row per size and executor, each naming both.
+    let mut json = args.to_vec();
+    json.push("--json");
+    let out = boardroom(&json);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let got: Vec<(u64, &str, &str)> = rows
+        .iter()
+        .map(|r| {
+            assert_eq!(r["drafts"], r["members"], "{r}");
+            (
+                r["members"].as_u64().unwrap(),
+                r["executor"].as_str().unwrap(),
+                r["ran_on"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (2, "rayon", "rayon"),
+            (2, "threads", "threads"),
+            (2, "auto", "rayon"),
+            (3, "rayon", "rayon"),
+            (3, "threads", "threads"),
+            (3, "auto", "rayon"),
+        ]
+    );
 }
 
 /// The sim, but a member's draft waits until every member's draft has

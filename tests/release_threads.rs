@@ -2,19 +2,21 @@
 //! the master reviews, not after the run (issue 14): the caller of a
 //! 2048-member run waited ~100 ms at the end for them. A run that may
 //! still assign another round keeps them. Counted from the process's own
-//! thread list, never timed.
+//! thread list, never timed, on both executors (issue 24).
 #![cfg(target_os = "linux")]
 
 use std::time::{Duration, Instant};
 
 use boardroom::bench::bench_team;
 use boardroom::testing::Sim;
-use boardroom::{ChatModel, ChatRequest, ChatResponse, ModelError, Phase, RunStatus, Runtime};
+use boardroom::{
+    ChatModel, ChatRequest, ChatResponse, Executor, ModelError, Phase, RunStatus, Runtime,
+};
 use parking_lot::Mutex;
 
 mod support;
 
-use support::threads::member_threads;
+use support::threads::{member_threads, member_threads_left};
 
 /// The sim, but its review first notes the member threads alive: once
 /// (`wait: false`), or after waiting (at most 5 s) for them to end.
@@ -47,7 +49,7 @@ impl ChatModel for Watch {
     }
 }
 
-fn review_saw(rounds: u32, wait: bool) -> usize {
+fn review_saw(executor: Executor, rounds: u32, wait: bool) -> usize {
     let model = std::sync::Arc::new(Watch {
         sim: Sim::new(),
         wait,
@@ -55,26 +57,36 @@ fn review_saw(rounds: u32, wait: bool) -> usize {
     });
     let run = Runtime::with_shared_model(bench_team(16).unwrap(), model.clone())
         .max_rounds(rounds)
+        .executor(executor)
         .run("Write the parts")
         .unwrap();
     assert_eq!(run.status, RunStatus::Done);
     let seen = *model.seen.lock();
-    seen.expect("the master reviewed")
+    let seen = seen.expect("the master reviewed");
+    // The run has returned: every thread it started is gone.
+    assert_eq!(
+        member_threads_left(),
+        0,
+        "{executor}: member threads after the run"
+    );
+    seen
 }
 
 /// One test (the thread count is the whole process's).
 #[test]
 fn the_last_rounds_review_ends_the_member_threads_an_earlier_one_keeps_them() {
-    // One round allowed: its review is the last; the 16 threads end.
-    assert_eq!(
-        review_saw(1, true),
-        0,
-        "member threads left in the last review"
-    );
-    // Three allowed: the first review may assign a second round.
-    assert_eq!(
-        review_saw(3, false),
-        16,
-        "member threads kept for a next round"
-    );
+    for executor in [Executor::Rayon, Executor::Threads] {
+        // One round allowed: its review is the last; the 16 threads end.
+        assert_eq!(
+            review_saw(executor, 1, true),
+            0,
+            "{executor}: member threads left in the last review"
+        );
+        // Three allowed: the first review may assign a second round.
+        assert_eq!(
+            review_saw(executor, 3, false),
+            16,
+            "{executor}: member threads kept for a next round"
+        );
+    }
 }

@@ -1,7 +1,7 @@
 //! A blackboard run starts its members' threads once and reuses them for
 //! every phase and round (issue 14: "member threads are started per phase,
-//! not once per run"). Counted by the identity of the threads that made
-//! the members' calls, never timed.
+//! not once per run"), on either executor (issue 24). Counted by the
+//! identity of the threads that made the members' calls, never timed.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use boardroom::board::EntryKind;
 use boardroom::testing::{Sim, SimOptions};
 use boardroom::{
-    AgentSpec, ChatModel, ChatRequest, ChatResponse, EventKind, ModelError, Phase, RunStatus,
-    Runtime, Team, TeamConfig,
+    AgentSpec, ChatModel, ChatRequest, ChatResponse, EventKind, Executor, ModelError, Phase,
+    RunStatus, Runtime, Team, TeamConfig,
 };
 use parking_lot::{Condvar, Mutex};
 
@@ -48,6 +48,15 @@ impl ChatModel for Noting {
 
 #[test]
 fn two_rounds_of_drafts_and_challenges_run_on_the_threads_the_run_started_once() {
+    for (executor, names) in [
+        (Executor::Rayon, "boardroom-rayon-"),
+        (Executor::Threads, "boardroom-member-"),
+    ] {
+        started_once(executor, names);
+    }
+}
+
+fn started_once(executor: Executor, names: &str) {
     const MEMBERS: usize = 4;
     let mut agents = vec![AgentSpec::master("lead", "You lead.")];
     agents.extend(
@@ -69,7 +78,10 @@ fn two_rounds_of_drafts_and_challenges_run_on_the_threads_the_run_started_once()
         }),
         threads: Arc::clone(&threads),
     };
-    let run = Runtime::new(team, model).run("Write a guide").unwrap();
+    let run = Runtime::new(team, model)
+        .executor(executor)
+        .run("Write a guide")
+        .unwrap();
     assert_eq!(run.status, RunStatus::Done);
     assert_eq!(run.rounds, 2);
     let drafts = run
@@ -87,11 +99,11 @@ fn two_rounds_of_drafts_and_challenges_run_on_the_threads_the_run_started_once()
     assert_eq!(
         ids.len(),
         MEMBERS,
-        "16 member calls in 4 phases ran on the run's {MEMBERS} threads: {calls:?}"
+        "{executor}: 16 member calls in 4 phases ran on the run's {MEMBERS} threads: {calls:?}"
     );
     assert!(
-        calls.iter().all(|c| c.2.starts_with("boardroom-member-")),
-        "named pool threads: {calls:?}"
+        calls.iter().all(|c| c.2.starts_with(names)),
+        "{executor}: named pool threads: {calls:?}"
     );
 }
 
@@ -175,6 +187,12 @@ fn two_members() -> Team {
 /// members are 8 drafts in flight, and the round says 8 threads.
 #[test]
 fn a_round_runs_more_assignments_at_once_than_the_team_has_members() {
+    for executor in [Executor::Rayon, Executor::Threads] {
+        more_at_once(executor);
+    }
+}
+
+fn more_at_once(executor: Executor) {
     const PARTS: [&str; 8] = [
         "part A", "part B", "part C", "part D", "part E", "part F", "part G", "part H",
     ];
@@ -186,6 +204,7 @@ fn a_round_runs_more_assignments_at_once_than_the_team_has_members() {
     let model = gathering(plan);
     let (tx, rx) = crossbeam_channel::unbounded();
     let run = Runtime::new(two_members(), gather(Arc::clone(&model)))
+        .executor(executor)
         .events(tx)
         .max_rounds(1)
         .run("Write eight parts")
@@ -193,7 +212,11 @@ fn a_round_runs_more_assignments_at_once_than_the_team_has_members() {
     assert_eq!(run.status, RunStatus::Done);
     let drafts = run.board.iter().filter(|e| e.kind == EntryKind::Draft);
     assert_eq!(drafts.count(), 8);
-    assert_eq!(*model.peak.lock(), 8, "all 8 drafts in flight at once");
+    assert_eq!(
+        *model.peak.lock(),
+        8,
+        "{executor}: all 8 drafts in flight at once"
+    );
     let threads: Vec<usize> = rx
         .try_iter()
         .filter_map(|e| match e.kind {

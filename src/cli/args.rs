@@ -67,6 +67,11 @@ pub(crate) struct RunArgs {
     /// Members that run at once (at least 1; blackboard teams only).
     #[arg(long, value_parser = at_least_one::<usize>)]
     pub(crate) parallel: Option<usize>,
+    /// What runs the members: `auto` (rayon for narrow rounds, the own
+    /// pool for wide ones), `rayon` or `threads` (default: team.yaml's
+    /// `executor`, else auto).
+    #[arg(long, value_name = "auto|rayon|threads")]
+    pub(crate) executor: Option<boardroom::Executor>,
     /// End the run with the best answer so far once it has used this many
     /// tokens, all calls together (not a per-reply limit; at least 1).
     #[arg(long = "token-budget", alias = "max-tokens", value_name = "N", value_parser = at_least_one::<u64>)]

@@ -2,10 +2,14 @@
 //! row (or JSON object) per N. Each N runs in a child process of its own
 //! (the same binary with `--in-process`), so that each row's peak RSS is
 //! that size's alone: the kernel's high-water mark only grows.
+//!
+//! `--executor rayon,threads,auto` measures each size on each executor in
+//! the same invocation, one after another, and prints them side by side.
 
 use std::process::Command;
 use std::time::Duration;
 
+use boardroom::Executor;
 use boardroom::bench::{BenchOptions, BenchRow, bench};
 
 use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
@@ -26,6 +30,15 @@ pub(crate) struct BenchArgs {
     /// Whole runs per size; the median run is reported (at least 1).
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = runs)]
     pub(crate) rounds: usize,
+    /// What runs the members, comma-separated to compare them side by side
+    /// in one table: auto, rayon, threads.
+    #[arg(
+        long,
+        value_name = "E,E,...",
+        value_delimiter = ',',
+        default_value = "auto"
+    )]
+    pub(crate) executor: Vec<Executor>,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub(crate) json: bool,
@@ -99,34 +112,47 @@ pub(crate) fn main(args: &BenchArgs) -> u8 {
     let name = model
         .as_ref()
         .map_or_else(|| "sim".to_string(), |m| m.name());
+    // Each executor once, in the order given.
+    let mut executors: Vec<Executor> = Vec::new();
+    for &x in &args.executor {
+        if !executors.contains(&x) {
+            executors.push(x);
+        }
+    }
     let mut rows = Vec::new();
     for &n in &args.members {
-        let row = if args.in_process {
-            bench(&BenchOptions {
-                members: n,
-                latency: args.latency,
-                model: model.clone(),
-                rounds: args.rounds,
-            })
-            .map_err(|e| e.to_string())
-        } else {
-            child(args, n)
-        };
-        match row {
-            Ok(row) => {
-                if !args.json {
-                    if rows.is_empty() {
-                        header(&name, args);
-                    }
-                    print_row(&row);
+        let mut side = Vec::new();
+        for &executor in &executors {
+            let row = if args.in_process {
+                bench(&BenchOptions {
+                    members: n,
+                    latency: args.latency,
+                    model: model.clone(),
+                    rounds: args.rounds,
+                    executor,
+                })
+                .map_err(|e| e.to_string())
+            } else {
+                child(args, n, executor)
+            };
+            match row {
+                Ok(row) => side.push(row),
+                Err(e) => {
+                    eprintln!("bench with {n} members on {executor}: {e}");
+                    return EXIT_FAILED;
                 }
-                rows.push(row);
-            }
-            Err(e) => {
-                eprintln!("bench with {n} members: {e}");
-                return EXIT_FAILED;
             }
         }
+        if !args.json {
+            if rows.is_empty() {
+                header(&name, args, &executors);
+            }
+            match side.as_slice() {
+                [row] => print_row(row),
+                _ => print_side_by_side(&side),
+            }
+        }
+        rows.extend(side);
     }
     if args.json {
         let report = Report {
@@ -149,7 +175,7 @@ pub(crate) fn main(args: &BenchArgs) -> u8 {
 }
 
 /// One size, measured by this binary in a child process.
-fn child(args: &BenchArgs, n: usize) -> Result<BenchRow, String> {
+fn child(args: &BenchArgs, n: usize, executor: Executor) -> Result<BenchRow, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     let mut cmd = Command::new(exe);
     cmd.args(["bench", "--in-process", "--json", "--members"])
@@ -157,7 +183,9 @@ fn child(args: &BenchArgs, n: usize) -> Result<BenchRow, String> {
         .arg("--latency")
         .arg(format!("{}us", args.latency.as_micros()))
         .arg("--rounds")
-        .arg(args.rounds.to_string());
+        .arg(args.rounds.to_string())
+        .arg("--executor")
+        .arg(executor.to_string());
     if let Some(m) = &args.model {
         cmd.arg("--model").arg(m);
     }
@@ -177,9 +205,10 @@ fn child(args: &BenchArgs, n: usize) -> Result<BenchRow, String> {
         .ok_or_else(|| "the child process measured nothing".to_string())
 }
 
-fn header(model: &str, args: &BenchArgs) {
+fn header(model: &str, args: &BenchArgs, executors: &[Executor]) {
+    let names: Vec<String> = executors.iter().map(ToString::to_string).collect();
     println!(
-        "boardroom bench · model {model} · latency {} ms · {} cores · median of {} run(s) · {}",
+        "boardroom bench · model {model} · latency {} ms · {} cores · median of {} run(s) · {} · executor {} (auto: rayon up to {} members)",
         args.latency.as_secs_f64() * 1e3,
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         args.rounds,
@@ -187,20 +216,71 @@ fn header(model: &str, args: &BenchArgs) {
             "one process (peak RSS is the process's so far)"
         } else {
             "each size in its own process"
-        }
+        },
+        names.join(", "),
+        Executor::auto_limit(),
     );
     println!();
+    if let [_, _, ..] = executors {
+        side_header(executors);
+        return;
+    }
     println!(
-        "|     N |     wall | wall/ideal | round/L | members/s | p50 ms | p99 ms | peak in flight | threads | peak RSS |"
+        "|     N |     wall | wall/ideal | round/L | members/s | p50 ms | p99 ms | peak in flight | threads | peak RSS | ran on  |"
     );
     println!(
-        "|------:|---------:|-----------:|--------:|----------:|-------:|-------:|---------------:|--------:|---------:|"
+        "|------:|---------:|-----------:|--------:|----------:|-------:|-------:|---------------:|--------:|---------:|:--------|"
     );
+}
+
+/// The figures compared side by side, each with a column per executor.
+const SIDE: [&str; 4] = ["round/L", "members/s", "threads", "peak RSS MB"];
+
+/// The header of the side-by-side table: `round/L rayon | round/L threads
+/// | ...`, then what each `auto` ran on.
+fn side_header(executors: &[Executor]) {
+    let mut head = "|     N |".to_string();
+    let mut rule = "|------:|".to_string();
+    for figure in SIDE {
+        for x in executors {
+            let title = format!("{figure} {x}");
+            head.push_str(&format!(" {title:>w$} |", w = title.len().max(9)));
+            rule.push_str(&format!("{}:|", "-".repeat(title.len().max(9) + 1)));
+        }
+    }
+    head.push_str(" auto ran on |");
+    rule.push_str(":------------|");
+    println!("{head}");
+    println!("{rule}");
+}
+
+/// One size on every executor, side by side.
+fn print_side_by_side(rows: &[BenchRow]) {
+    let mut line = format!("| {:>5} |", rows.first().map_or(0, |r| r.members));
+    for figure in SIDE {
+        for r in rows {
+            let title = format!("{figure} {}", r.executor);
+            let value = match figure {
+                "round/L" => ratio(r.round_over_latency),
+                "members/s" => format!("{:.0}", r.members_per_s),
+                "threads" => r.peak_threads.to_string(),
+                _ => format!("{:.1}", r.peak_rss_kib as f64 / 1024.0),
+            };
+            line.push_str(&format!(" {value:>w$} |", w = title.len().max(9)));
+        }
+    }
+    let auto = rows
+        .iter()
+        .find(|r| r.executor == Executor::Auto)
+        .and_then(|r| r.ran_on)
+        .map_or_else(|| "-".to_string(), |x| x.to_string());
+    line.push_str(&format!(" {auto:<11} |"));
+    println!("{line}");
 }
 
 fn print_row(r: &BenchRow) {
     println!(
-        "| {:>5} | {:>5.0} ms | {:>10} | {:>7} | {:>9.0} | {:>6.0} | {:>6.0} | {:>14} | {:>7} | {:>5.1} MB |",
+        "| {:>5} | {:>5.0} ms | {:>10} | {:>7} | {:>9.0} | {:>6.0} | {:>6.0} | {:>14} | {:>7} | {:>5.1} MB | {:<7} |",
         r.members,
         r.wall_ms,
         ratio(r.wall_over_ideal),
@@ -210,7 +290,8 @@ fn print_row(r: &BenchRow) {
         r.p99_ms,
         r.peak_in_flight,
         r.peak_threads,
-        r.peak_rss_kib as f64 / 1024.0
+        r.peak_rss_kib as f64 / 1024.0,
+        r.ran_on.map_or_else(|| "-".to_string(), |x| x.to_string())
     );
 }
 

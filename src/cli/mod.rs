@@ -221,6 +221,9 @@ fn run(args: RunArgs) -> u8 {
     if let Some(p) = args.parallel {
         runtime = runtime.max_parallel(p);
     }
+    if let Some(x) = args.executor {
+        runtime = runtime.executor(x);
+    }
     if let Some(n) = args.token_budget {
         runtime = runtime.token_budget(n);
     }

@@ -65,6 +65,10 @@ pub(crate) struct ResumeArgs {
     /// blackboard runs only).
     #[arg(long)]
     parallel: Option<usize>,
+    /// What runs the members: auto, rayon or threads (default: team.yaml's
+    /// `executor`, else auto).
+    #[arg(long, value_name = "auto|rayon|threads")]
+    executor: Option<boardroom::Executor>,
     /// End the resumed run with the best answer so far after this much
     /// wall-clock time: 90s, 10m, 1h (default: team.yaml's `timeout`).
     #[arg(long, value_name = "DUR", value_parser = boardroom::config::parse_timeout)]
@@ -445,6 +449,9 @@ pub(crate) fn resume(args: &ResumeArgs) -> u8 {
     };
     if let Some(p) = args.parallel {
         runtime = runtime.max_parallel(p);
+    }
+    if let Some(x) = args.executor {
+        runtime = runtime.executor(x);
     }
     let no_memory = args.no_memory || !record.settings.memory;
     runtime = prepare(runtime, &runs_dir, no_memory, spec);

@@ -9,6 +9,7 @@ mod bus;
 pub(crate) mod call;
 pub(crate) mod core;
 mod error;
+mod executor;
 mod handle;
 pub(crate) mod id;
 mod models;
@@ -32,6 +33,7 @@ use crate::team::Team;
 
 pub use budget::{TimeoutError, parse_timeout};
 pub use error::{MasterPhase, RunError, ThreadError};
+pub use executor::{Executor, ParseExecutorError};
 pub use handle::{Cancel, RunHandle};
 pub use state::{RunPhase, RunState, UserNote};
 pub use turns::{ParseTurnIdError, Turn, TurnId};
@@ -56,6 +58,8 @@ pub struct Runtime {
     pub(crate) model: SharedModel,
     pub(crate) max_rounds: Option<u32>,
     pub(crate) max_parallel: Option<usize>,
+    /// What runs a round's members (see [`Runtime::executor`]).
+    pub(crate) executor: Option<Executor>,
     pub(crate) events: Option<Sender<Event>>,
     /// Whether [`Runtime::start`] gives each run a channel of its own.
     pub(crate) per_run_events: bool,
@@ -91,6 +95,7 @@ impl std::fmt::Debug for Runtime {
             .field("model", &self.model.name())
             .field("max_rounds", &self.max_rounds)
             .field("max_parallel", &self.max_parallel)
+            .field("executor", &self.executor)
             .finish_non_exhaustive()
     }
 }
@@ -128,6 +133,7 @@ impl Runtime {
             model: Arc::new(model),
             max_rounds: None,
             max_parallel: None,
+            executor: None,
             events: None,
             per_run_events: false,
             run_events: None,
@@ -171,6 +177,33 @@ impl Runtime {
     #[must_use]
     pub fn max_parallel(mut self, parallel: usize) -> Self {
         self.max_parallel = Some(parallel.max(1));
+        self
+    }
+
+    /// What runs a round's members (default: `team.yaml`'s `executor`,
+    /// else [`Executor::Auto`]): a rayon pool, the run's own pool of
+    /// threads, or rayon up to [`Executor::auto_limit`] members and the own
+    /// pool above. Either way every member of a round (up to
+    /// [`Runtime::max_parallel`]) has a thread of its own, named, and every
+    /// thread ends before the run returns. The run's `run_started` event
+    /// names the executor that ran. A handoff team runs one agent at a time
+    /// and does not use it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use boardroom::{Executor, Runtime, Team};
+    /// use boardroom::testing::Sim;
+    ///
+    /// let run = Runtime::new(Team::builtin()?, Sim::new())
+    ///     .executor(Executor::Threads)
+    ///     .run("Write a haiku about tea")?;
+    /// assert!(!run.answer.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn executor(mut self, executor: Executor) -> Self {
+        self.executor = Some(executor);
         self
     }
 
@@ -305,6 +338,15 @@ impl Runtime {
 
     pub(crate) fn parallel_cap(&self) -> Option<usize> {
         self.max_parallel.or(self.team.config().max_parallel)
+    }
+
+    /// The executor setting in effect: [`Runtime::executor`], else
+    /// `team.yaml`'s, else [`Executor::Auto`].
+    #[must_use]
+    pub fn executor_setting(&self) -> Executor {
+        self.executor
+            .or(self.team.config().executor)
+            .unwrap_or_default()
     }
 
     /// Runs the task to the end: an answer, or an error.

@@ -15,6 +15,7 @@ const TEAM_KEYS: &[&str] = &[
     "process",
     "max_rounds",
     "max_parallel",
+    "executor",
     "max_assignments_per_member",
     "models",
     "token_budget",
@@ -211,6 +212,10 @@ pub struct TeamConfig {
     /// Members that run at once (default: all of a round).
     #[serde(default)]
     pub max_parallel: Option<usize>,
+    /// What runs a round's members: `auto` (default), `rayon` or `threads`
+    /// (see [`Executor`](crate::Executor)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executor: Option<crate::runtime::Executor>,
     /// Assignments one member may get in one round (default 8): `ASSIGN`
     /// lines past it are dropped, and the master is told so in its next
     /// turn (a `review_decision` event's `rejected` says it too).

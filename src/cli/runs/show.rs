@@ -106,6 +106,13 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
             events.items.len()
         ),
     }
+    let ran: Vec<String> = boardroom::Event::executors_of(&events.items)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    if !ran.is_empty() {
+        out!("members ran on {}", ran.join(", then "));
+    }
     out!("task: {}", s.task().trim());
     if let Some(e) = &s.error() {
         out!("error: {e}");

@@ -56,6 +56,7 @@ fn spans_follow_the_call_graph_and_carry_errors() {
                 members: 1,
                 max_rounds: 2,
                 process: "blackboard".into(),
+                executor: None,
             },
         ),
         ev("master", None, 1100, turn("t0001", 0, Phase::Plan, None)),
@@ -224,6 +225,7 @@ fn a_resumed_stream_shares_the_trace_never_a_span_id() {
                 members: 1,
                 max_rounds: 2,
                 process: "blackboard".into(),
+                executor: None,
             },
         )
     };

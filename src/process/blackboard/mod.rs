@@ -7,8 +7,10 @@
 //! The driver thread owns the [`RunState`]; member threads touch only the
 //! [`Room`] (the board: one short write lock per entry; through the core,
 //! the usage totals and the plan). The room is borrowed by the run's
-//! thread pool for the whole run: its threads start once, while the master
-//! plans, and serve every phase (see `runtime/pool.rs`).
+//! thread pool for the whole run (rayon's or the run's own, by the
+//! executor setting; the driver does not know which): its threads start
+//! once, while the master plans, and serve every phase (see
+//! `runtime/pool.rs`).
 //!
 //! Here: the run's shape and the loop over phases. `master.rs`: the
 //! master's turns (plan, review, final answer) and its decisions;
@@ -133,8 +135,12 @@ impl<'a> BlackboardRun<'a> {
         // a call in flight of its own (issue 14). No cap: the pool grows
         // to each phase's size.
         let cap = room.core.rt.parallel_cap().unwrap_or(usize::MAX);
+        // `auto` is judged by the widest round the run expects: a member
+        // each (a plan may give some several, and the pool grows to it).
+        let executor = room.core.rt.executor_setting();
+        let width = room.team.members().count();
         std::thread::scope(|scope| {
-            let pool = Pool::new(scope, "member", cap);
+            let pool = Pool::new(scope, executor, width, "member", cap);
             Blackboard { room: &room, state }.drive(&pool)
         })
     }
@@ -164,6 +170,7 @@ impl<'d> Blackboard<'d> {
                 members: self.team.members().count(),
                 max_rounds: self.core.rt.rounds_cap(),
                 process: "blackboard".to_string(),
+                executor: Some(pool.executor()),
             },
         );
         self.core.emit_user_message();

@@ -111,6 +111,7 @@ impl<'a> Handoff<'a> {
                 members: self.chain().count(),
                 max_rounds: self.settings.max_turns,
                 process: "handoff".to_string(),
+                executor: None,
             },
         );
         self.core.emit_user_message();

@@ -1,0 +1,182 @@
+//! What runs a round's members: a rayon pool, the run's own pool of
+//! threads, or the choice between them by the round's width.
+//!
+//! Both executors give a member a thread of its own for the whole of its
+//! call (model calls block on I/O): the pool is sized to the round's width
+//! (capped by `max_parallel`), its threads are named, started once for the
+//! run and ended before the run returns.
+//!
+//! The rule `auto` follows, and the figures behind it, are on
+//! [`Executor::auto_limit`].
+
+use serde::{Deserialize, Serialize};
+
+/// What runs a round's members in parallel: `team.yaml`'s `executor:`,
+/// [`Runtime::executor`](crate::Runtime::executor), `--executor`.
+///
+/// A run's `run_started` event names the executor that ran its members
+/// ([`Executor::Rayon`] or [`Executor::Threads`], never `Auto`).
+///
+/// # Examples
+///
+/// ```
+/// use boardroom::Executor;
+///
+/// let e: Executor = "threads".parse()?;
+/// assert_eq!(e, Executor::Threads);
+/// assert_eq!(Executor::Rayon.to_string(), "rayon");
+/// assert_eq!(Executor::Auto.resolve(8), Executor::Rayon);
+/// assert_eq!(Executor::Auto.resolve(1_000_000), Executor::Threads);
+/// assert_eq!(
+///     "rayn".parse::<Executor>().unwrap_err().to_string(),
+///     "unknown executor 'rayn' (did you mean 'rayon'?), expected one of 'auto', 'rayon', 'threads'"
+/// );
+/// # Ok::<(), boardroom::ParseExecutorError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Executor {
+    /// rayon for rounds up to [`Executor::auto_limit`] members, the own
+    /// pool above (the default).
+    #[default]
+    Auto,
+    /// A rayon `ThreadPool` owned by the run, a thread per member of the
+    /// widest round.
+    Rayon,
+    /// The run's own pool: parked threads woken once per job; nothing
+    /// searches other threads' queues, so it scales to thousands of
+    /// blocked members.
+    Threads,
+}
+
+/// The names `--executor` and `executor:` accept.
+const NAMES: [&str; 3] = ["auto", "rayon", "threads"];
+
+impl Executor {
+    /// The members rayon runs per core under [`Executor::Auto`] (see
+    /// [`Executor::auto_limit`] for the figures behind it).
+    pub const AUTO_RAYON_PER_CORE: usize = 64;
+
+    /// The name as `team.yaml`, `--executor` and `events.jsonl` spell it.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Executor::Auto => "auto",
+            Executor::Rayon => "rayon",
+            Executor::Threads => "threads",
+        }
+    }
+
+    /// The widest round [`Executor::Auto`] runs on rayon on this machine:
+    /// [`Executor::AUTO_RAYON_PER_CORE`] × the cores the process may use
+    /// (`std::thread::available_parallelism`): 128 members on 2 cores,
+    /// 1024 on 16. The width a run is judged by is the widest round it
+    /// expects when it starts: the team's members, capped by
+    /// `max_parallel`.
+    ///
+    /// rayon's idle workers look for work in every other worker's queue,
+    /// so a round of N blocked members costs O(N) searching per idle
+    /// worker: nothing while N is a small multiple of the cores, a collapse
+    /// when it is not. Measured with a pool of N threads and N jobs that
+    /// each block 100 ms (the round's wall over 100 ms; a thread per job
+    /// in brackets): on 2 cores rayon was 1.01 at 64 (1.03), 1.27–1.79 at
+    /// 512 (1.33–1.38) and 27–273 at 2048 (2.7–3.3); on 16 cores 1.00 at
+    /// 64 (1.02), 1.04 at 512 (1.14–1.33), 2.3–3.4 at 2048 (2.1–2.7) and
+    /// 770 at 4096 (2.8–4.0). rayon is as good or better up to between 64
+    /// and 512 members per 2 cores and between 512 and 2048 per 16 cores;
+    /// 64 per core stays below both edges. `boardroom bench --executor
+    /// rayon,threads,auto` measures the three side by side on any machine.
+    #[must_use]
+    pub fn auto_limit() -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        Self::AUTO_RAYON_PER_CORE.saturating_mul(cores)
+    }
+
+    /// The executor that runs rounds `width` members wide: `Auto` becomes
+    /// `Rayon` up to [`Executor::auto_limit`], `Threads` above; the others
+    /// stay what they are.
+    #[must_use]
+    pub fn resolve(self, width: usize) -> Executor {
+        match self {
+            Executor::Auto if width <= Self::auto_limit() => Executor::Rayon,
+            Executor::Auto => Executor::Threads,
+            other => other,
+        }
+    }
+}
+
+impl std::fmt::Display for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that is not an [`Executor`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ParseExecutorError {
+    /// The name as given.
+    pub name: String,
+    /// The closest executor name, if one is close.
+    pub suggestion: Option<&'static str>,
+}
+
+impl std::fmt::Display for ParseExecutorError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown executor '{}'", self.name)?;
+        if let Some(s) = self.suggestion {
+            write!(f, " (did you mean '{s}'?)")?;
+        }
+        let quoted: Vec<String> = NAMES.iter().map(|n| format!("'{n}'")).collect();
+        write!(f, ", expected one of {}", quoted.join(", "))
+    }
+}
+
+impl std::error::Error for ParseExecutorError {}
+
+/// Read by name through [`FromStr`](std::str::FromStr), so that
+/// `team.yaml` says what [`ParseExecutorError`] says (at the key's line).
+impl<'de> Deserialize<'de> for Executor {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl std::str::FromStr for Executor {
+    type Err = ParseExecutorError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Executor::Auto),
+            "rayon" => Ok(Executor::Rayon),
+            "threads" => Ok(Executor::Threads),
+            _ => Err(ParseExecutorError {
+                name: s.to_string(),
+                suggestion: crate::protocol::closest(s.trim(), &NAMES)
+                    .and_then(|c| NAMES.iter().copied().find(|n| *n == c)),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_auto_splits_at_the_limit() {
+        for e in [Executor::Auto, Executor::Rayon, Executor::Threads] {
+            assert_eq!(e.as_str().parse::<Executor>(), Ok(e));
+            let json = serde_json::to_string(&e).unwrap();
+            assert_eq!(json, format!("\"{e}\""));
+        }
+        let limit = Executor::auto_limit();
+        assert!(limit >= Executor::AUTO_RAYON_PER_CORE);
+        assert_eq!(Executor::Auto.resolve(limit), Executor::Rayon);
+        assert_eq!(Executor::Auto.resolve(limit + 1), Executor::Threads);
+        assert_eq!(Executor::Rayon.resolve(limit + 1), Executor::Rayon);
+        assert_eq!(Executor::Threads.resolve(1), Executor::Threads);
+    }
+}
