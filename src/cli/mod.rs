@@ -91,7 +91,8 @@ fn quiet_panics() {
     std::panic::set_hook(Box::new(move |info| {
         let thread = std::thread::current();
         let name = thread.name().unwrap_or("");
-        if name.starts_with("boardroom-member-") || name.starts_with("boardroom-challenger-") {
+        let pooled = ["boardroom-member-", "boardroom-rayon-"];
+        if pooled.iter().any(|prefix| name.starts_with(prefix)) {
             log::debug!("{name} panicked (kept on the board as an error entry): {info}");
             return;
         }
