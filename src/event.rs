@@ -173,9 +173,11 @@ pub enum EventKind {
         /// (absent in events saved before it was recorded).
         #[serde(default)]
         process: String,
-        /// What ran the members in parallel: [`Executor::Rayon`] or
-        /// [`Executor::Threads`] (`None` for a handoff run, which runs one
-        /// agent at a time, and in events saved before it was recorded).
+        /// What ran the members in parallel:
+        /// [`Executor::Rayon`](crate::Executor::Rayon) or
+        /// [`Executor::Threads`](crate::Executor::Threads) (`None` for a
+        /// handoff run, which runs one agent at a time, and in events saved
+        /// before it was recorded).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         executor: Option<crate::runtime::Executor>,
     },
