@@ -123,7 +123,8 @@ impl McpServerConfig {
 }
 
 /// Fills every `${VAR}` in `text` from the environment, pushing each value
-/// filled in onto `values` (the secrets to mask where they appear).
+/// filled in onto `values` (the secrets to mask where they appear) and
+/// remembering it as a secret of the process ([`crate::secrets`]).
 ///
 /// # Errors
 ///
@@ -142,6 +143,8 @@ pub(crate) fn expand_env(text: &str, values: &mut Vec<String>) -> Result<String,
         let value =
             std::env::var(name).map_err(|_| format!("environment variable '{name}' is not set"))?;
         out.push_str(&value);
+        // Masked in every file, span, log line and tool result (issue 28).
+        crate::secrets::remember(&value);
         values.push(value);
         rest = &after[end + 1..];
     }

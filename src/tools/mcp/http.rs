@@ -131,6 +131,7 @@ impl Http {
             // credential headers; masking every value would also hide
             // harmless words like a client name in error texts.
             if template.contains("${") || is_credential(key) {
+                crate::secrets::remember_header_value(&value);
                 if let Some((_scheme, token)) = value.split_once(' ') {
                     secrets.push(token.trim().to_string());
                 }
