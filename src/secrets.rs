@@ -52,12 +52,13 @@ pub(crate) fn remember(secret: &str) {
     ANY.store(true, Ordering::Release);
 }
 
-/// Remembers the secrets in a credential header value: the whole value and,
-/// for `Scheme token`, the token.
+/// Remembers the secret in a credential header value: for `Scheme token`
+/// (`Bearer ...`, `Basic ...`) the token, not the scheme (the word
+/// `Bearer` stays readable); else the whole value.
 pub(crate) fn remember_header_value(value: &str) {
-    remember(value);
-    if let Some((_scheme, token)) = value.trim().split_once(' ') {
-        remember(token);
+    match value.trim().split_once(' ') {
+        Some((_scheme, token)) => remember(token),
+        None => remember(value),
     }
 }
 

@@ -290,6 +290,12 @@ impl ChatModel for OpenAi {
             let (error, retry_after, queue) = match outcome {
                 Ok(mut response) => {
                     response.retries = attempt - 1;
+                    // A key the endpoint put in the answer goes no further
+                    // (issue 28, finding 19): not into the board, the
+                    // answer, the files or the spans.
+                    if let std::borrow::Cow::Owned(text) = crate::secrets::mask(&response.text) {
+                        response.text = text;
+                    }
                     return Ok(response);
                 }
                 Err(Failure::Fatal(e)) => return Err(with_attempts(e, attempt)),
