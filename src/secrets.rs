@@ -34,30 +34,43 @@ const MASK: &str = "***";
 
 static ANY: AtomicBool = AtomicBool::new(false);
 static KNOWN: RwLock<Option<Arc<Masker>>> = RwLock::new(None);
-static ADDED: RwLock<Vec<String>> = RwLock::new(Vec::new());
+/// What was remembered: each secret, and whether it is masked only where
+/// it appears whole.
+static ADDED: RwLock<Vec<(String, bool)>> = RwLock::new(Vec::new());
 
 /// Remembers `secret` (trimmed; empty is ignored) for every later mask.
 pub(crate) fn remember(secret: &str) {
+    add(secret, false);
+}
+
+fn add(secret: &str, whole: bool) {
     let secret = secret.trim();
     if secret.is_empty() {
         return;
     }
     let mut added = ADDED.write().unwrap_or_else(PoisonError::into_inner);
-    if added.iter().any(|s| s == secret) {
+    if added.iter().any(|(s, w)| s == secret && *w == whole) {
         return;
     }
-    added.push(secret.to_string());
-    let masker = Masker::new(added.iter().map(String::as_str));
+    added.push((secret.to_string(), whole));
+    let masker = Masker::with_whole(
+        added.iter().filter(|(_, w)| !w).map(|(s, _)| s.as_str()),
+        added.iter().filter(|(_, w)| *w).map(|(s, _)| s.as_str()),
+    );
     *KNOWN.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(masker));
     ANY.store(true, Ordering::Release);
 }
 
 /// Remembers the secret in a credential header value: for `Scheme token`
-/// (`Bearer ...`, `Basic ...`) the token, not the scheme (the word
-/// `Bearer` stays readable); else the whole value.
+/// (`Bearer ...`, `Basic ...`) the token, in any piece, and the whole value
+/// where it appears whole (the word `Bearer` alone stays readable); else
+/// the value.
 pub(crate) fn remember_header_value(value: &str) {
     match value.trim().split_once(' ') {
-        Some((_scheme, token)) => remember(token),
+        Some((_scheme, token)) => {
+            remember(token);
+            add(value, true);
+        }
         None => remember(value),
     }
 }
@@ -234,6 +247,7 @@ pub(crate) fn redact_urls(text: &str) -> Cow<'_, str> {
 /// let line = "GET https://user:pw@mcp.example/sse?token=abc123";
 /// assert_eq!(boardroom::redact(line), "GET https://mcp.example/sse?token=***");
 /// ```
+#[must_use]
 pub fn redact(text: &str) -> Cow<'_, str> {
     let urls = redact_urls(text);
     match mask(&urls) {
@@ -355,6 +369,8 @@ pub(crate) struct Masker {
     json_windows: Windows,
     /// Secrets shorter than [`PIECE`] characters: masked as whole words.
     short: Vec<String>,
+    /// Values masked wherever they appear whole (`Bearer <token>`).
+    whole: Vec<String>,
 }
 
 impl std::fmt::Debug for Masker {
@@ -370,10 +386,25 @@ fn is_word(c: char) -> bool {
 impl Masker {
     /// A masker for `secrets` (empty ones ignored).
     pub(crate) fn new<'a>(secrets: impl IntoIterator<Item = &'a str>) -> Self {
+        Self::with_whole(secrets, [])
+    }
+
+    /// A masker for `secrets`, and for `whole` values masked only where
+    /// they appear whole.
+    pub(crate) fn with_whole<'a>(
+        secrets: impl IntoIterator<Item = &'a str>,
+        whole: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
         let mut m = Masker {
             windows: Windows::default(),
             json_windows: Windows::default(),
             short: Vec::new(),
+            whole: whole
+                .into_iter()
+                .map(str::trim)
+                .filter(|w| !w.is_empty())
+                .map(str::to_string)
+                .collect(),
         };
         for s in secrets {
             let s = s.trim();
@@ -391,7 +422,7 @@ impl Masker {
                 m.json_windows.insert(escaped);
             }
         }
-        m.short.sort_by(|a, b| b.len().cmp(&a.len()));
+        m.short.sort();
         m.short.dedup();
         m
     }
@@ -411,7 +442,13 @@ impl Masker {
                 }
             }
         }
-        if !self.short.is_empty() {
+        for w in &self.whole {
+            out.extend(
+                text.match_indices(w.as_str())
+                    .map(|(i, _)| (i, i + w.len())),
+            );
+        }
+        if !self.short.is_empty() || !self.whole.is_empty() {
             out.sort_unstable();
             let mut merged: Vec<(usize, usize)> = Vec::with_capacity(out.len());
             for (s, e) in out {
@@ -447,7 +484,12 @@ impl Masker {
         let mut out = Vec::new();
         self.windows.cover(text, &mut out);
         self.json_windows.cover(text, &mut out);
-        !out.is_empty() || self.short.iter().any(|s| text.contains(s.as_str()))
+        !out.is_empty()
+            || self
+                .short
+                .iter()
+                .chain(&self.whole)
+                .any(|s| text.contains(s.as_str()))
     }
 
     /// Masks every string in `value`, object keys included.

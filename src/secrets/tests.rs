@@ -42,6 +42,15 @@ fn short_secrets_are_masked_only_as_whole_words() {
     assert_eq!(masked(&["abc12"], "Bearer abc12."), "Bearer ***.");
 }
 
+/// A credential header's value is masked whole; its scheme word alone
+/// stays readable.
+#[test]
+fn a_header_value_is_masked_whole_and_its_token_in_pieces() {
+    let m = Masker::with_whole(["tok-12345678"], ["Bearer tok-12345678"]);
+    assert_eq!(m.mask("got Bearer tok-12345678!"), "got ***!");
+    assert_eq!(m.mask("a Bearer scheme, k-1234"), "a Bearer scheme, ***");
+}
+
 #[test]
 fn json_stays_valid_and_escaped_secrets_are_found() {
     let m = Masker::new(["tok\"en-with-quote"]);
