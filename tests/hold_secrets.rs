@@ -301,3 +301,92 @@ fn echoed_tokens_and_keys_appear_nowhere() {
     );
     drop(collector);
 }
+
+/// Finding 17: a short key (`OPENAI_API_KEY=x`) an endpoint echoes in an
+/// error is masked as the word it is, and garbles no other word
+/// (`engine` stayed `engin***` before).
+#[test]
+fn a_short_key_in_an_error_garbles_no_other_word() {
+    let llm = Server::start(|_: &Request| {
+        Reply::status(
+            400,
+            "{\"error\":{\"message\":\"engine refused key x for max tokens\"}}",
+        )
+    });
+    let runs = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["run", "--runs-dir"])
+        .arg(runs.path())
+        .arg("--model")
+        .arg(format!("{}#m,stream=false", llm.base_url()))
+        .args(["--no-memory", "Write a note"])
+        .env("OPENAI_API_KEY", "x")
+        .env_remove("RUST_LOG")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "http 400 from {}/chat/completions: engine refused key *** for max tokens\n",
+            llm.base_url()
+        )),
+        "{stderr}"
+    );
+}
+
+/// Finding 18: a token in the query of an MCP URL (`?token=${VAR}`) or of
+/// the OTLP collector URL, and a password in the model's base URL, print
+/// nowhere at `RUST_LOG=trace`; the OTLP path goes before the query.
+#[test]
+fn tokens_in_url_queries_never_print_at_trace() {
+    const OTLP_KEY: &str = "otlp-q-key-5Tz8Wm2Qa9";
+    let collector = Collector::start();
+    let mcp = echoing_mcp();
+    let team = tempfile::tempdir().unwrap();
+    let runs = tempfile::tempdir().unwrap();
+    write_team(team.path(), &format!("http://127.0.0.1:{}/mcp", mcp.port));
+    let out = Command::new(BIN)
+        .args(["run", "--team"])
+        .arg(team.path())
+        .arg("--runs-dir")
+        .arg(runs.path())
+        .args([
+            "--model",
+            r#"sim:tool=writer:remote.echo:{"message":"hi"}"#,
+            "--no-memory",
+            "Write a note",
+        ])
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://127.0.0.1:{}?api_key={OTLP_KEY}", collector.port),
+        )
+        .env("RUST_LOG", "trace")
+        .env("HOLD_MCP_TOKEN", TOKEN)
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("?token=***"),
+        "the MCP URL is logged, redacted"
+    );
+    let spans = collector.requests.lock().clone();
+    assert!(!spans.is_empty(), "no spans exported");
+    for (path, _) in &spans {
+        assert_eq!(path, &format!("/v1/traces?api_key={OTLP_KEY}"));
+    }
+    let mut everything: Vec<(String, Vec<u8>)> = Vec::new();
+    files(runs.path(), &mut everything);
+    everything.push(("stdout".into(), out.stdout.clone()));
+    everything.push(("stderr".into(), out.stderr.clone()));
+    for (name, bytes) in &everything {
+        for secret in [TOKEN, OTLP_KEY] {
+            if let Some(piece) = leak(bytes, secret) {
+                panic!("'{piece}' of {secret} in {name}");
+            }
+        }
+    }
+}
