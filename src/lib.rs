@@ -57,6 +57,7 @@ pub mod plan;
 mod process;
 pub mod protocol;
 mod runtime;
+mod secrets;
 mod shard;
 pub mod store;
 mod team;
@@ -148,6 +149,7 @@ pub use runtime::{
     Cancel, Executor, MasterPhase, ParseExecutorError, RunError, RunHandle, RunOutcome, Runtime,
     ThreadError,
 };
+pub use secrets::redact;
 pub use team::{AgentRole, AgentSpec, Process, Team, TeamConfig, TeamError};
 pub use tools::{Tool, ToolContext, ToolError};
 

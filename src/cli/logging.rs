@@ -7,6 +7,8 @@
 //! submodule (`ureq_proto::util=trace`) would outrank a module filter in
 //! `env_logger`: the guard looks at each record's target instead. While
 //! the live view is on screen, a record prints above it, never through it.
+//! Every record goes through [`boardroom::redact`]: URLs lose credentials
+//! and query values, known secrets are masked (issue 28).
 
 use log::{Level, Log, Metadata, Record};
 
@@ -52,6 +54,10 @@ impl Log for Guard {
         if unsafe_record(record.target(), record.level()) || !self.inner.matches(record) {
             return;
         }
+        // No URL credential or query value, no known secret (issue 28):
+        // `ureq` prints whole URLs at trace.
+        let text = record.args().to_string();
+        let text = boardroom::redact(&text);
         // While the live view is on screen a log line prints above it
         // (whole), never through it.
         if super::render::is_live() {
@@ -59,10 +65,19 @@ impl Log for Guard {
                 "{:<5} {}: {}",
                 record.level(),
                 record.target(),
-                record.args()
+                text
             ));
         } else {
-            self.inner.log(record);
+            self.inner.log(
+                &Record::builder()
+                    .args(format_args!("{text}"))
+                    .level(record.level())
+                    .target(record.target())
+                    .module_path(record.module_path())
+                    .file(record.file())
+                    .line(record.line())
+                    .build(),
+            );
         }
     }
 

@@ -23,9 +23,9 @@ use serde::{Deserialize, Serialize};
 
 pub use error::ModelError;
 pub(crate) use openai::from_endpoint as openai_from_endpoint;
+pub(crate) use openai::redact_url;
 pub use openai::{LimitChange, LimitReason, LimitWatch, LimitWatcher};
 pub use openai::{OPENAI_DEFAULT_BASE_URL, OpenAi, OpenAiBuilder, RetryPolicy};
-pub(crate) use openai::{mask_key, redact_url};
 pub use scripted::{Scripted, ScriptedReply};
 pub use sim::{Sim, SimOptions, SimStats, SimToolCall};
 pub use spec::{ModelSpecError, resolve_model};

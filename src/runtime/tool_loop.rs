@@ -240,7 +240,9 @@ impl Core<'_> {
                 (true, format!("error: {e}"))
             }
         };
-        let text = cut(text);
+        // Known secrets (an MCP token a server echoed) never reach the
+        // model, the events or the files (issue 28).
+        let text = cut(crate::secrets::mask(&text).into_owned());
         self.emit(
             &agent.name,
             parent,

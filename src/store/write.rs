@@ -46,8 +46,16 @@ impl EventLog {
                 let mut out = std::io::BufWriter::with_capacity(64 * 1024, file);
                 let mut failed = false;
                 for event in rx.iter() {
-                    let written = serde_json::to_writer(&mut out, &event)
-                        .map_err(std::io::Error::other)
+                    // Known secrets masked (issue 28); a process that knows
+                    // none writes straight through.
+                    let written = if crate::secrets::any() {
+                        serde_json::to_vec(&event)
+                            .map_err(std::io::Error::other)
+                            .and_then(|line| out.write_all(&crate::secrets::mask_json(&line)))
+                    } else {
+                        serde_json::to_writer(&mut out, &event).map_err(std::io::Error::other)
+                    };
+                    let written = written
                         .and_then(|()| out.write_all(b"\n"))
                         .and_then(|()| if rx.is_empty() { out.flush() } else { Ok(()) });
                     if let Err(e) = written {
@@ -197,11 +205,31 @@ impl RunDir {
     }
 }
 
+/// `bytes` with every known secret masked: a JSON document stays valid
+/// JSON, other UTF-8 text is masked as text, other bytes are left.
+fn masked(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if !crate::secrets::any() {
+        return std::borrow::Cow::Borrowed(bytes);
+    }
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if matches!(first, Some(b'{' | b'[')) {
+        return crate::secrets::mask_json(bytes);
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => match crate::secrets::mask(text) {
+            std::borrow::Cow::Borrowed(_) => std::borrow::Cow::Borrowed(bytes),
+            std::borrow::Cow::Owned(t) => std::borrow::Cow::Owned(t.into_bytes()),
+        },
+        Err(_) => std::borrow::Cow::Borrowed(bytes),
+    }
+}
+
 /// One JSON line, written with a single `write` and flushed, so a crash
 /// leaves at worst a torn last line that readers skip.
 fn append(file: &Mutex<File>, path: &Path, value: &impl Serialize) -> Result<(), StoreError> {
-    let mut line =
+    let line =
         serde_json::to_vec(value).map_err(|e| StoreError::json(path, "cannot serialise", e))?;
+    let mut line = crate::secrets::mask_json(&line).into_owned();
     line.push(b'\n');
     let mut f = file.lock();
     f.write_all(&line)
@@ -211,7 +239,9 @@ fn append(file: &Mutex<File>, path: &Path, value: &impl Serialize) -> Result<(),
 
 /// Writes `bytes` to `path` so that readers see the old file or the new
 /// one, never half of one, and the new one survives a power cut: a temp
-/// file beside it, fsync, rename, fsync of the directory.
+/// file beside it, fsync, rename, fsync of the directory. Known secrets
+/// are masked on the way (issue 28): in the strings of a JSON document,
+/// else in the text.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     replace(path, bytes, true)
 }
@@ -223,6 +253,8 @@ pub(crate) fn write_replace(path: &Path, bytes: &[u8]) -> Result<(), StoreError>
 }
 
 fn replace(path: &Path, bytes: &[u8], durable: bool) -> Result<(), StoreError> {
+    let bytes = masked(bytes);
+    let bytes: &[u8] = &bytes;
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     let name = path
         .file_name()

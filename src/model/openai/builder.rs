@@ -184,6 +184,11 @@ impl OpenAiBuilder {
                 timeout.describe()
             )));
         }
+        // Masked in every file, span, log line and tool result (issue 28).
+        if let Some(k) = &self.key {
+            crate::secrets::remember(&k.0);
+        }
+        crate::secrets::remember_url(base);
         let ceiling = self.max_in_flight.unwrap_or(limit::DEFAULT_CEILING);
         let url = format!("{base}/chat/completions");
         Ok(OpenAi {

@@ -231,38 +231,12 @@ pub(crate) fn redact_url(url: &str) -> String {
     }
 }
 
-/// The shortest piece of the key that is masked where it appears.
-const KEY_PREFIX_MASKED: usize = 8;
-
-/// `text` with the key, and any piece of it of 8 characters or more from
-/// its start (a server may echo a cut key), replaced by `***`.
+/// `text` with the key, and any piece of it of 6 characters or more at
+/// any position (a server may echo a cut key, or one without its `sk-`
+/// prefix), replaced by `***`; a key shorter than that only as a whole
+/// word. The shared rule of [`crate::secrets`].
 pub(crate) fn mask_key(text: &str, key: &str) -> String {
-    let key = key.as_bytes();
-    if key.is_empty() {
-        return text.to_string();
-    }
-    let probe = &key[..key.len().min(KEY_PREFIX_MASKED)];
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i..].starts_with(probe) {
-            let len = bytes[i..]
-                .iter()
-                .zip(key)
-                .take_while(|(a, b)| a == b)
-                .count();
-            out.extend_from_slice(b"***");
-            i += len;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    // A match can end inside a multi-byte character only where the key
-    // and the text share that character's first bytes: lossy keeps that
-    // rare case printable.
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    crate::secrets::Masker::new([key]).mask(text).into_owned()
 }
 
 impl ChatModel for OpenAi {
@@ -316,6 +290,12 @@ impl ChatModel for OpenAi {
             let (error, retry_after, queue) = match outcome {
                 Ok(mut response) => {
                     response.retries = attempt - 1;
+                    // A key the endpoint put in the answer goes no further
+                    // (issue 28, finding 19): not into the board, the
+                    // answer, the files or the spans.
+                    if let std::borrow::Cow::Owned(text) = crate::secrets::mask(&response.text) {
+                        response.text = text;
+                    }
                     return Ok(response);
                 }
                 Err(Failure::Fatal(e)) => return Err(with_attempts(e, attempt)),
@@ -390,12 +370,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_key_and_any_long_prefix_of_it_are_masked() {
+    fn the_key_and_any_long_piece_of_it_are_masked() {
         let key = "sk-abcdefghijklmnop";
         assert_eq!(mask_key("say sk-abcdefghijklmnop now", key), "say *** now");
-        // A server that echoes a cut key: 8 characters or more are masked.
+        // A server that echoes a cut key: 6 characters or more are masked,
+        // wherever they start (issue 28, finding 17).
         assert_eq!(mask_key("got sk-abcde…", key), "got ***…");
-        assert_eq!(mask_key("got sk-abcd", key), "got sk-abcd");
+        assert_eq!(mask_key("got sk-abc", key), "got ***");
+        assert_eq!(mask_key("got sk-ab", key), "got sk-ab");
+        assert_eq!(mask_key("got ghijklmnop.", key), "got ***.");
+        assert_eq!(mask_key("engine failed", "x"), "engine failed");
         assert_eq!(
             mask_key("twice sk-abcdefgh sk-abcdefghij", key),
             "twice *** ***"

@@ -42,15 +42,35 @@ impl std::fmt::Debug for OtlpConfig {
     }
 }
 
-/// A URL as it may be printed: a `user:password@` in it becomes `***@`.
+/// A URL as it may be printed: a `user:password@` in it becomes `***@`,
+/// every query value `***` (a token may travel there; issue 28).
 pub(crate) fn shown(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
+    let redacted = crate::secrets::redact_url(url);
+    let Some((_, rest)) = url.split_once("://") else {
+        return redacted;
     };
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{scheme}://***{}", &rest[at..]),
-        None => url.to_string(),
+    if rest[..authority_end].contains('@') {
+        redacted.replacen("://", "://***@", 1)
+    } else {
+        redacted
+    }
+}
+
+/// The traces URL of a base URL: `/v1/traces` goes at the end of the path,
+/// before any query or fragment (`http://h:4318?k=v` gives
+/// `http://h:4318/v1/traces?k=v`); a URL whose path already ends in
+/// `/v1/traces` is kept.
+fn traces_url(url: &str) -> String {
+    let split = url.split_once("://").map_or(0, |(scheme, rest)| {
+        scheme.len() + 3 + rest.find(['?', '#']).unwrap_or(rest.len())
+    });
+    let (base, tail) = url.split_at(split);
+    let base = base.trim_end_matches('/');
+    if base.ends_with("/v1/traces") {
+        format!("{base}{tail}")
+    } else {
+        format!("{base}/v1/traces{tail}")
     }
 }
 
@@ -151,11 +171,13 @@ impl OtlpConfig {
                 value: shown(url),
             });
         }
-        let endpoint = if base && !url.trim_end_matches('/').ends_with("/v1/traces") {
-            format!("{}/v1/traces", url.trim_end_matches('/'))
+        let endpoint = if base {
+            traces_url(url)
         } else {
             url.to_string()
         };
+        // Its credentials are masked wherever they appear (issue 28).
+        crate::secrets::remember_url(url);
         Ok(OtlpConfig {
             endpoint,
             headers: Vec::new(),
@@ -190,6 +212,9 @@ impl OtlpConfig {
         };
         if let Some(h) = var("OTEL_EXPORTER_OTLP_HEADERS") {
             config.headers = parse_headers(&h)?;
+            for (name, value) in &config.headers {
+                remember_header(name, value);
+            }
         }
         if let Some(name) = var("OTEL_SERVICE_NAME") {
             config.service_name = name;
@@ -212,7 +237,9 @@ impl OtlpConfig {
     /// Adds a header to every request (e.g. `Authorization` for Langfuse).
     #[must_use]
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
+        let (name, value) = (name.into(), value.into());
+        remember_header(&name, &value);
+        self.headers.push((name, value));
         self
     }
 
@@ -255,6 +282,15 @@ impl OtlpConfig {
     /// The traces URL as it may be printed (a password in it masked).
     pub(crate) fn shown_endpoint(&self) -> String {
         shown(&self.endpoint)
+    }
+}
+
+/// Remembers a header's value as a secret to mask wherever it appears
+/// (issue 28): a credential's (by its name) always, another's when it is
+/// long enough to be a key (`x-honeycomb-team`), not a word like `red`.
+fn remember_header(name: &str, value: &str) {
+    if crate::secrets::is_credential_name(name) || value.trim().len() >= 8 {
+        crate::secrets::remember_header_value(value);
     }
 }
 
@@ -309,6 +345,15 @@ mod tests {
             c.endpoint(),
             "https://cloud.langfuse.com/api/public/otel/v1/traces"
         );
+        // Issue 28, finding 18: the path goes before the query.
+        let c = OtlpConfig::new("http://127.0.0.1:4318/?tenant=a&key=b").unwrap();
+        assert_eq!(
+            c.endpoint(),
+            "http://127.0.0.1:4318/v1/traces?tenant=a&key=b"
+        );
+        let c = OtlpConfig::new("http://h:4318/otel/v1/traces?k=v").unwrap();
+        assert_eq!(c.endpoint(), "http://h:4318/otel/v1/traces?k=v");
+        assert_eq!(c.shown_endpoint(), "http://h:4318/otel/v1/traces?k=***");
         let e = OtlpConfig::new("localhost:4318").unwrap_err();
         assert_eq!(
             e.to_string(),

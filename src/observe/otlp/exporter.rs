@@ -309,7 +309,41 @@ impl Poster {
     }
 }
 
-fn encode(service_name: &str, spans: Vec<Span>) -> Vec<u8> {
+/// `s` with every known secret masked (issue 28).
+fn mask_string(s: &mut String) {
+    if let std::borrow::Cow::Owned(m) = crate::secrets::mask(s) {
+        *s = m;
+    }
+}
+
+fn mask_any(v: &mut super::proto::AnyValue) {
+    use super::proto::Value;
+    match &mut v.value {
+        Some(Value::String(s)) => mask_string(s),
+        Some(Value::Array(a)) => a.values.iter_mut().for_each(mask_any),
+        _ => {}
+    }
+}
+
+/// Every text of a span (its name, attributes and status) with every known
+/// secret masked: a key an endpoint echoed into an answer is not exported
+/// with the content (issue 28).
+fn mask_span(span: &mut Span) {
+    mask_string(&mut span.name);
+    for kv in &mut span.attributes {
+        if let Some(v) = &mut kv.value {
+            mask_any(v);
+        }
+    }
+    if let Some(status) = &mut span.status {
+        mask_string(&mut status.message);
+    }
+}
+
+fn encode(service_name: &str, mut spans: Vec<Span>) -> Vec<u8> {
+    if crate::secrets::any() {
+        spans.iter_mut().for_each(mask_span);
+    }
     ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
             resource: Some(Resource {

@@ -123,7 +123,11 @@ impl McpServerConfig {
 }
 
 /// Fills every `${VAR}` in `text` from the environment, pushing each value
-/// filled in onto `values` (the secrets to mask where they appear).
+/// filled in onto `values`. In a URL, the values filled into its
+/// `user:password@` or its query, and a query value whose name says it is a
+/// credential (`?token=...`), are remembered as secrets of the process
+/// ([`crate::secrets`], issue 28); a host or path is not a secret. (Header
+/// values are remembered by the caller, which knows the header's name.)
 ///
 /// # Errors
 ///
@@ -141,12 +145,35 @@ pub(crate) fn expand_env(text: &str, values: &mut Vec<String>) -> Result<String,
         let name = &after[..end];
         let value =
             std::env::var(name).map_err(|_| format!("environment variable '{name}' is not set"))?;
+        if in_url_secret(text, text.len() - rest.len() + start) {
+            crate::secrets::remember(&value);
+        }
         out.push_str(&value);
         values.push(value);
         rest = &after[end + 1..];
     }
     out.push_str(rest);
+    if text.contains("://") {
+        crate::secrets::remember_url(&out);
+    }
     Ok(out)
+}
+
+/// Whether byte `at` of the URL `text` is in its `user:password@` or its
+/// query (false for text that is not a URL).
+fn in_url_secret(text: &str, at: usize) -> bool {
+    let Some(scheme_end) = text.find("://").map(|i| i + 3) else {
+        return false;
+    };
+    if at < scheme_end {
+        return false;
+    }
+    let authority_end = text[scheme_end..]
+        .find(['/', '?', '#'])
+        .map_or(text.len(), |i| scheme_end + i);
+    let in_userinfo = at < authority_end && text[at..authority_end].contains('@');
+    let in_query = text.find('?').is_some_and(|q| at > q);
+    in_userinfo || in_query
 }
 
 #[derive(Deserialize)]
@@ -257,6 +284,21 @@ mod tests {
             stdio.check().unwrap_err(),
             "'headers' are for 'url' servers, not 'command'"
         );
+    }
+
+    /// Issue 28, finding 18: `${VAR}`s in a URL's credentials or query are
+    /// secrets; in its host or path they are not.
+    #[test]
+    fn url_variables_in_credentials_and_query_are_secrets() {
+        let t = "http://${U}:${P}@${HOST}:1/${PATH}?token=${T}&x=${X}";
+        let at = |name: &str| t.find(&format!("${{{name}}}")).unwrap();
+        assert!(in_url_secret(t, at("U")));
+        assert!(in_url_secret(t, at("P")));
+        assert!(!in_url_secret(t, at("HOST")));
+        assert!(!in_url_secret(t, at("PATH")));
+        assert!(in_url_secret(t, at("T")));
+        assert!(in_url_secret(t, at("X")));
+        assert!(!in_url_secret("Bearer ${T}", 7));
     }
 
     #[test]

@@ -71,7 +71,6 @@ struct Inner {
     /// The url as configured (`${VAR}` not filled), for messages.
     shown_url: String,
     headers: Vec<(String, String)>,
-    secrets: Vec<String>,
     agent: ureq::Agent,
     state: RwLock<State>,
 }
@@ -130,19 +129,12 @@ impl Http {
             // What a value holds is only known for `${VAR}`s and the usual
             // credential headers; masking every value would also hide
             // harmless words like a client name in error texts.
+            // (`${VAR}` values are remembered by `expand_env`.)
             if template.contains("${") || is_credential(key) {
-                if let Some((_scheme, token)) = value.split_once(' ') {
-                    secrets.push(token.trim().to_string());
-                }
-                secrets.push(value.clone());
+                crate::secrets::remember_header_value(&value);
             }
             headers.push((key.clone(), value));
         }
-        // (The url's `${VAR}` values are in `secrets` already.)
-        secrets.retain(|s| s.len() >= 6);
-        // Longest first, so that a whole value is masked before a part.
-        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        secrets.dedup();
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_connect(Some(CONNECT_TIMEOUT))
@@ -158,7 +150,6 @@ impl Http {
                 url,
                 shown_url,
                 headers,
-                secrets,
                 agent,
                 state: RwLock::new(State::default()),
             }),
@@ -329,15 +320,12 @@ impl Inner {
         req.call()
     }
 
-    /// `text` with every configured secret, and any piece of one of 8
-    /// characters or more from its start (a server may echo it cut short),
-    /// replaced by `***`, as for the model API key.
+    /// `text` with every configured secret, and any piece of one of 6
+    /// characters or more (a server may echo it cut short), replaced by
+    /// `***`, as for the model API key.
     fn mask(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for s in &self.secrets {
-            out = crate::model::mask_key(&out, s);
-        }
-        out
+        // Every configured secret is one the process knows (issue 28).
+        crate::secrets::mask(text).into_owned()
     }
 
     fn unreachable(&self, detail: &str) -> McpError {
