@@ -117,7 +117,7 @@ impl MasterMemory {
     ///
     /// A [`StoreError::Io`] when the file exists but cannot be read.
     pub fn load(&self) -> Result<String, StoreError> {
-        match std::fs::read_to_string(&self.path) {
+        match crate::store::read_text_lossy(&self.path, crate::store::MAX_RECORD_FILE) {
             Ok(text) => Ok(text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
             Err(e) => Err(StoreError::io(&self.path, e)),

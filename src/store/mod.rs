@@ -19,6 +19,7 @@
 //! [`Turn`]. [`MasterMemory`] is the master's notes kept across runs.
 
 mod error;
+mod file;
 mod lock;
 mod read;
 mod record;
@@ -33,6 +34,9 @@ pub use crate::memory::{DEFAULT_MEMORY_CHARS, MasterMemory};
 pub use crate::process::handoff::{HandoffState, HandoffStep};
 pub use crate::runtime::{ParseTurnIdError, RunPhase, RunState, Turn, TurnId, UserNote};
 
+pub(crate) use file::{
+    MAX_LOG_FILE, MAX_RECORD_FILE, MAX_TEAM_FILE, open_regular, read_capped, read_text_lossy,
+};
 pub(crate) use lock::RunLock;
 pub(crate) use read::{MAX_SEQ, read_journal};
 pub(crate) use record::JournalRecord;

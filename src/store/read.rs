@@ -29,7 +29,9 @@ pub struct Lines<T> {
 /// [`StoreError::Json`] for one that is not a run record.
 pub fn load_run(dir: &Path) -> Result<RunRecord, StoreError> {
     let path = dir.join(RUN_FILE);
-    let text = match std::fs::read_to_string(&path) {
+    let text = match super::read_capped(&path, super::MAX_RECORD_FILE)
+        .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))
+    {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(StoreError::NotFound {
@@ -105,7 +107,7 @@ fn read_lines<T: DeserializeOwned>(path: &Path) -> Result<Lines<T>, StoreError> 
 }
 
 fn read_lines_from<T: DeserializeOwned>(path: &Path, from: u64) -> Result<Lines<T>, StoreError> {
-    let mut bytes = match std::fs::read(path) {
+    let mut bytes = match super::read_capped(path, super::MAX_LOG_FILE) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(StoreError::io(path, e)),
@@ -171,7 +173,8 @@ pub fn list_runs(runs_dir: &Path) -> Result<Vec<RunListing>, StoreError> {
     let mut dirs: Vec<PathBuf> = read
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.join(RUN_FILE).is_file())
+        // Whatever is there (a FIFO too) is listed, with its error.
+        .filter(|p| p.is_dir() && p.join(RUN_FILE).symlink_metadata().is_ok())
         .collect();
     dirs.sort();
     Ok(dirs

@@ -86,10 +86,7 @@ impl Drop for EventLog {
 }
 
 fn open_append(path: &Path) -> Result<File, StoreError> {
-    OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
+    super::open_regular(path, OpenOptions::new().create(true).append(true))
         .map_err(|e| StoreError::io(path, e))
 }
 
@@ -97,8 +94,10 @@ fn open_append(path: &Path) -> Result<File, StoreError> {
 /// Reads the last byte only: `events.jsonl` holds every delta of a run.
 fn end_with_newline(path: &Path) -> Result<(), StoreError> {
     use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut f) = File::open(path) else {
-        return Ok(());
+    let mut f = match super::open_regular(path, OpenOptions::new().read(true)) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(StoreError::io(path, e)),
     };
     let mut last = [0u8; 1];
     let torn =
