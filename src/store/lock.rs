@@ -75,6 +75,11 @@ impl RunLock {
         RunLock::acquire_file(dir, LOCK_FILE)
     }
 
+    /// Takes the lock of `dir` if nobody holds it, without retries.
+    pub(crate) fn try_acquire(dir: &Path) -> Result<RunLock, StoreError> {
+        try_take(dir, LOCK_FILE).map(|file| RunLock { _file: file })
+    }
+
     /// As [`RunLock::acquire`], with the lock file `name` in `dir` (a
     /// chat's directory locks the same way as a run's).
     pub(crate) fn acquire_file(dir: &Path, name: &str) -> Result<RunLock, StoreError> {

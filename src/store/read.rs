@@ -144,6 +144,45 @@ fn read_lines_from<T: DeserializeOwned>(path: &Path, from: u64) -> Result<Lines<
     Ok(out)
 }
 
+/// Removes `dir` when it is what a kill left before a run's first save: a
+/// run directory (or one being made, `.<id>.new`) with a `run.lock` that
+/// nobody holds, no `run.json` and no model call recorded. Nothing was
+/// done in it, so there is nothing to list or resume. Returns whether it
+/// was removed; anything else is left alone.
+fn clean_early_kill(dir: &Path) -> bool {
+    if !dir.join(super::lock::LOCK_FILE).is_file() {
+        return false;
+    }
+    let empty = |name: &str| {
+        dir.join(name)
+            .symlink_metadata()
+            .map_or(true, |m| m.is_file() && m.len() == 0)
+    };
+    if !(empty(TURNS_FILE) && empty(JOURNAL_FILE)) {
+        return false;
+    }
+    let Ok(_lock) = super::RunLock::try_acquire(dir) else {
+        return false;
+    };
+    // Under the lock: a run cannot have started saving since the checks.
+    if dir.join(RUN_FILE).symlink_metadata().is_ok() {
+        return false;
+    }
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => {
+            log::info!(
+                "removed {}: a run stopped before its first save",
+                dir.display()
+            );
+            true
+        }
+        Err(e) => {
+            log::warn!("cannot remove {}: {e}", dir.display());
+            false
+        }
+    }
+}
+
 /// One directory under the runs directory.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -173,8 +212,16 @@ pub fn list_runs(runs_dir: &Path) -> Result<Vec<RunListing>, StoreError> {
     let mut dirs: Vec<PathBuf> = read
         .filter_map(Result::ok)
         .map(|e| e.path())
-        // Whatever is there (a FIFO too) is listed, with its error.
-        .filter(|p| p.is_dir() && p.join(RUN_FILE).symlink_metadata().is_ok())
+        .filter(|p| p.is_dir())
+        // Whatever is there (a FIFO too) is listed, with its error; a
+        // directory a kill left before its first save is cleaned up.
+        .filter(|p| {
+            if p.join(RUN_FILE).symlink_metadata().is_ok() {
+                return true;
+            }
+            clean_early_kill(p);
+            false
+        })
         .collect();
     dirs.sort();
     Ok(dirs
