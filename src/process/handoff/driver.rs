@@ -34,6 +34,7 @@ use crate::runtime::call::{Ask, Attempt, Intercepted};
 use crate::runtime::core::Core;
 use crate::runtime::persist::Opening;
 use crate::runtime::{RunError, RunOutcome, RunPhase, RunState, Runtime, Turn};
+use crate::store::JournalRecord;
 use crate::team::{AfterWork, AgentSpec, HandoffSettings, Team, render};
 use crate::tools::wire_name;
 
@@ -142,6 +143,11 @@ impl<'a> Handoff<'a> {
                 self.checkpoint();
                 return Err(e);
             }
+            // The step first, in the journal (one write, no fsync): a kill
+            // before the snapshot below is written does not call this
+            // step's model again on resume (issue 28, finding 11).
+            self.journal_step();
+            crash_point("handoff-step-journaled");
             // Filed under the next step from here on: a resume replays
             // the usage of the calls that finish after this snapshot.
             self.state.round = self.hs.steps.len() as u32;
@@ -708,6 +714,21 @@ impl<'a> Handoff<'a> {
         Ok(())
     }
 
+    /// Journals where the loop stands after a step or a routing decision,
+    /// under the round it was taken at.
+    fn journal_step(&self) {
+        if !self.core.journaling() {
+            return;
+        }
+        self.core.journal(&JournalRecord::Handoff {
+            round: self.state.round,
+            status: self.state.status,
+            phase: self.state.phase,
+            answer: self.state.answer.clone(),
+            handoff: self.hs.clone(),
+        });
+    }
+
     fn checkpoint(&self) {
         let mut state = self.state.clone();
         state.handoff = Some(self.hs.clone());
@@ -747,5 +768,26 @@ impl<'a> Handoff<'a> {
             plan: self.core.plan.lock().clone(),
             steps,
         }
+    }
+}
+
+/// A test seam for the kill -9 tests: the process aborts (no destructors,
+/// no flush, as a kill would leave it) when `BOARDROOM_TEST_CRASH_AT`
+/// names this point, after as many passes as its `:N` suffix says
+/// (`handoff-step-journaled:2`, the first pass when there is none).
+/// Unset, it costs one environment lookup.
+fn crash_point(name: &str) {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static PASSES: AtomicU32 = AtomicU32::new(0);
+    let Ok(at) = std::env::var("BOARDROOM_TEST_CRASH_AT") else {
+        return;
+    };
+    let (point, nth) = match at.split_once(':') {
+        Some((p, n)) => (p, n.parse().unwrap_or(1)),
+        None => (at.as_str(), 1),
+    };
+    if point == name && PASSES.fetch_add(1, Ordering::SeqCst) + 1 == nth {
+        log::error!("crash point {name} reached: aborting (BOARDROOM_TEST_CRASH_AT)");
+        std::process::abort();
     }
 }
