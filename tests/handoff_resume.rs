@@ -211,3 +211,53 @@ fn issue28_a_kill_between_a_steps_call_and_its_snapshot_does_not_call_it_again()
         }
     }
 }
+
+#[test]
+fn issue28_a_kill_after_the_memory_note_keeps_its_call_in_the_totals() {
+    // Finding 12: after a kill near the memory note, `run.json` totals
+    // stayed below the sum over `turns.jsonl` for good. The crash point
+    // aborts between the note (its call filed, its note kept) and the
+    // snapshot after it.
+    let tmp = tempfile::tempdir().unwrap();
+    let (team_dir, runs) = (tmp.path().join("team"), tmp.path().join("runs"));
+    team(&team_dir);
+    let out = boardroom_env(
+        &[
+            "run",
+            "--team",
+            team_dir.to_str().unwrap(),
+            "--model",
+            "sim",
+            "Explain tea",
+        ],
+        &runs,
+        &[("BOARDROOM_TEST_CRASH_AT", "memory-noted")],
+    );
+    assert_eq!(
+        out.status.code(),
+        None,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = run_dir(&runs).unwrap();
+    let turns = read_turns(&dir).unwrap().items;
+    assert!(
+        turns.iter().any(|t| t.phase == Phase::Memory),
+        "the note was asked for"
+    );
+    let sum: u64 = turns.iter().map(|t| t.usage.total()).sum();
+    // Loaded: the totals are the turns' sum.
+    assert_eq!(load_run(&dir).unwrap().state.usage().total(), sum);
+    // Resumed: nothing owed (the note is kept), the totals still agree,
+    // and no call is made again.
+    let id = dir.file_name().unwrap().to_str().unwrap();
+    let out = boardroom_env(&["resume", id], &runs, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(read_turns(&dir).unwrap().items.len(), turns.len());
+    assert_eq!(load_run(&dir).unwrap().state.usage().total(), sum);
+}

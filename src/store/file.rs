@@ -87,8 +87,18 @@ pub(crate) fn open_regular(path: &Path, options: &mut OpenOptions) -> io::Result
 /// Those of [`open_regular`], any read error,
 /// and [`io::ErrorKind::FileTooLarge`] past `cap` (`is larger than 16 MiB`).
 pub(crate) fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
-    let file = open_regular(path, OpenOptions::new().read(true))?;
-    let hint = file.metadata().map_or(0, |m| m.len()).min(cap);
+    read_capped_from(path, 0, cap)
+}
+
+/// As [`read_capped`], from byte `from` on (nothing past the end).
+pub(crate) fn read_capped_from(path: &Path, from: u64, cap: u64) -> io::Result<Vec<u8>> {
+    use std::io::{Seek as _, SeekFrom};
+    let mut file = open_regular(path, OpenOptions::new().read(true))?;
+    file.seek(SeekFrom::Start(from))?;
+    let hint = file
+        .metadata()
+        .map_or(0, |m| m.len().saturating_sub(from))
+        .min(cap);
     let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(0));
     file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > cap {

@@ -35,7 +35,8 @@ pub use crate::process::handoff::{HandoffState, HandoffStep};
 pub use crate::runtime::{ParseTurnIdError, RunPhase, RunState, Turn, TurnId, UserNote};
 
 pub(crate) use file::{
-    MAX_LOG_FILE, MAX_RECORD_FILE, MAX_TEAM_FILE, open_regular, read_capped, read_text_lossy,
+    MAX_LOG_FILE, MAX_RECORD_FILE, MAX_TEAM_FILE, open_regular, read_capped, read_capped_from,
+    read_text_lossy,
 };
 pub(crate) use lock::RunLock;
 pub(crate) use read::{MAX_SEQ, read_journal};

@@ -57,8 +57,9 @@ pub fn load_run(dir: &Path) -> Result<RunRecord, StoreError> {
             supported: RUN_FORMAT_VERSION,
         });
     }
-    let record: RunRecord = serde_json::from_value(value)
+    let mut record: RunRecord = serde_json::from_value(value)
         .map_err(|e| StoreError::json(&path, "not a run record", e))?;
+    count_late_calls(dir, &mut record);
     // Entries are numbered 1, 2, 3, ... in board order: anything else was
     // not written by boardroom (and a number at the top of the range
     // would overflow the next entry's).
@@ -73,6 +74,42 @@ pub fn load_run(dir: &Path) -> Result<RunRecord, StoreError> {
         last = e.seq;
     }
     Ok(record)
+}
+
+/// A finished run's calls after its last snapshot (the memory note's, when
+/// a kill came between the note and the snapshot after it) count in its
+/// totals, as they do in `turns.jsonl`: their usage is in the journal past
+/// the snapshot's `journal_len`, and the record read back moves its
+/// `journal_len` past them so that nothing counts them twice.
+fn count_late_calls(dir: &Path, record: &mut RunRecord) {
+    if record.state.phase != crate::runtime::RunPhase::Finished {
+        return;
+    }
+    let Some(from) = record.journal_len else {
+        return;
+    };
+    let path = dir.join(JOURNAL_FILE);
+    let Ok(len) = std::fs::metadata(&path).map(|m| m.len()) else {
+        return;
+    };
+    if len <= from {
+        return;
+    }
+    let Ok(journal) = read_journal(dir, from) else {
+        return;
+    };
+    for r in journal.items {
+        if let JournalRecord::Usage { agent, usage, .. } = r {
+            record.state.usage.add(usage);
+            record
+                .state
+                .usage_by_agent
+                .entry(agent)
+                .or_default()
+                .add(usage);
+        }
+    }
+    record.journal_len = Some(len);
 }
 
 /// Past any board a run could write (2^53: exact in every JSON reader).
@@ -107,13 +144,11 @@ fn read_lines<T: DeserializeOwned>(path: &Path) -> Result<Lines<T>, StoreError> 
 }
 
 fn read_lines_from<T: DeserializeOwned>(path: &Path, from: u64) -> Result<Lines<T>, StoreError> {
-    let mut bytes = match super::read_capped(path, super::MAX_LOG_FILE) {
+    let bytes = match super::read_capped_from(path, from, super::MAX_LOG_FILE) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(StoreError::io(path, e)),
     };
-    let from = usize::try_from(from).unwrap_or(usize::MAX).min(bytes.len());
-    bytes.drain(..from);
     let text = String::from_utf8_lossy(&bytes);
     let name = path
         .file_name()

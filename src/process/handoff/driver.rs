@@ -156,6 +156,7 @@ impl<'a> Handoff<'a> {
         }
         if remember::leaves_a_note(self.state.status) {
             self.update_memory();
+            crash_point("memory-noted");
             self.checkpoint();
         }
         Ok(self.finish())
