@@ -509,6 +509,24 @@ fn greet_resumed(chat: &mut Chat, io: &mut Io, id: &str) {
             ),
         },
     );
+    // A run that ended while the chat was away (killed between the run's
+    // end and its report): its report is shown, its memory note taken.
+    if let Some(run_id) = chat.unreported_runs().into_iter().last() {
+        chat.show(
+            io,
+            ChatEvent::Notice {
+                text: format!("run {run_id} finished while the chat was away; its report follows"),
+            },
+        );
+        if let Err(e) = chat.resume_run(&run_id, io) {
+            chat.show(
+                io,
+                ChatEvent::Notice {
+                    text: format!("error: {e}"),
+                },
+            );
+        }
+    }
     for (run_id, how) in chat.interrupted_runs() {
         chat.show(
             io,

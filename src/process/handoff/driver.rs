@@ -147,7 +147,7 @@ impl<'a> Handoff<'a> {
             // before the snapshot below is written does not call this
             // step's model again on resume (issue 28, finding 11).
             self.journal_step();
-            crash_point("handoff-step-journaled");
+            crate::store::crash_point("handoff-step-journaled");
             // Filed under the next step from here on: a resume replays
             // the usage of the calls that finish after this snapshot.
             self.state.round = self.hs.steps.len() as u32;
@@ -156,7 +156,7 @@ impl<'a> Handoff<'a> {
         }
         if remember::leaves_a_note(self.state.status) {
             self.update_memory();
-            crash_point("memory-noted");
+            crate::store::crash_point("memory-noted");
             self.checkpoint();
         }
         Ok(self.finish())
@@ -769,26 +769,5 @@ impl<'a> Handoff<'a> {
             plan: self.core.plan.lock().clone(),
             steps,
         }
-    }
-}
-
-/// A test seam for the kill -9 tests: the process aborts (no destructors,
-/// no flush, as a kill would leave it) when `BOARDROOM_TEST_CRASH_AT`
-/// names this point, after as many passes as its `:N` suffix says
-/// (`handoff-step-journaled:2`, the first pass when there is none).
-/// Unset, it costs one environment lookup.
-fn crash_point(name: &str) {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static PASSES: AtomicU32 = AtomicU32::new(0);
-    let Ok(at) = std::env::var("BOARDROOM_TEST_CRASH_AT") else {
-        return;
-    };
-    let (point, nth) = match at.split_once(':') {
-        Some((p, n)) => (p, n.parse().unwrap_or(1)),
-        None => (at.as_str(), 1),
-    };
-    if point == name && PASSES.fetch_add(1, Ordering::SeqCst) + 1 == nth {
-        log::error!("crash point {name} reached: aborting (BOARDROOM_TEST_CRASH_AT)");
-        std::process::abort();
     }
 }
