@@ -192,25 +192,34 @@ impl MasterMemory {
     }
 
     /// The lock every writer of this memory holds while it reads and
-    /// rewrites the file (the file itself is replaced by a rename, so the
-    /// lock is on `<file>.lock` beside it), held until dropped. It waits
-    /// for the holder: a note is written in moments.
+    /// rewrites the file, held until dropped; it waits for the holder (a
+    /// note is written in moments). The file itself is replaced by a
+    /// rename, so the lock is on the directory it is in (on Unix; a
+    /// `<file>.lock` beside it elsewhere), which leaves nothing beside the
+    /// notes.
     fn lock(&self) -> Result<std::fs::File, StoreError> {
-        if let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| StoreError::io(parent, e))?;
-        }
-        let mut name = self.path.as_os_str().to_owned();
-        name.push(".lock");
-        let path = PathBuf::from(name);
-        let file = crate::store::open_regular(
-            &path,
-            std::fs::OpenOptions::new()
+        let dir = self
+            .path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| Path::new("."));
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+        #[cfg(unix)]
+        let (path, file) = (dir.to_path_buf(), std::fs::File::open(dir));
+        #[cfg(not(unix))]
+        let (path, file) = {
+            let mut name = self.path.as_os_str().to_owned();
+            name.push(".lock");
+            let path = PathBuf::from(name);
+            let file = std::fs::OpenOptions::new()
                 .read(true)
                 .write(true)
                 .create(true)
-                .truncate(false),
-        )
-        .map_err(|e| StoreError::io(&path, e))?;
+                .truncate(false)
+                .open(&path);
+            (path, file)
+        };
+        let file = file.map_err(|e| StoreError::io(&path, e))?;
         file.lock().map_err(|e| StoreError::io(&path, e))?;
         Ok(file)
     }
