@@ -141,3 +141,123 @@ fn a_handoff_run_killed_mid_chain_resumes_without_running_a_completed_step_again
         "usage equals the sum over turns.jsonl"
     );
 }
+
+/// `boardroom ARGS --runs-dir RUNS`, with `env` set.
+fn boardroom_env(args: &[&str], runs: &Path, env: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .arg("--runs-dir")
+        .arg(runs)
+        .env_remove("BOARDROOM_TEST_CRASH_AT")
+        .env_remove("BOARDROOM_MODEL")
+        .env_remove("RUST_LOG");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn issue28_a_kill_between_a_steps_call_and_its_snapshot_does_not_call_it_again() {
+    // Finding 11: in 3 of 42 kills a completed step's model call ran
+    // again after resume. The window is between the call's end and the
+    // step's snapshot; the crash point aborts the process right there,
+    // at each step of the chain in turn.
+    for nth in 1..=3 {
+        let tmp = tempfile::tempdir().unwrap();
+        let (team_dir, runs) = (tmp.path().join("team"), tmp.path().join("runs"));
+        team(&team_dir);
+        let crash = format!("handoff-step-journaled:{nth}");
+        let out = boardroom_env(
+            &[
+                "run",
+                "--team",
+                team_dir.to_str().unwrap(),
+                "--model",
+                "sim",
+                "Explain tea",
+            ],
+            &runs,
+            &[("BOARDROOM_TEST_CRASH_AT", &crash)],
+        );
+        assert_eq!(
+            out.status.code(),
+            None,
+            "aborted at {crash}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dir = run_dir(&runs).unwrap();
+        // The snapshot does not hold the step the crash cut off.
+        assert_eq!(steps(&dir), nth - 1, "{crash}");
+        let before = turns_by_agent(&dir);
+        assert_eq!(before.values().sum::<usize>(), nth, "{crash}: {before:?}");
+
+        let id = dir.file_name().unwrap().to_str().unwrap();
+        let out = boardroom_env(&["resume", id], &runs, &[]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let after = load_run(&dir).unwrap().state;
+        assert_eq!(after.status(), RunStatus::Done);
+        assert_eq!(after.handoff().unwrap().steps.len(), AGENTS.len());
+        // The calls as made: one per agent, none again.
+        let turns = turns_by_agent(&dir);
+        assert_eq!(turns.len(), AGENTS.len(), "{crash}: {turns:?}");
+        for (agent, n) in turns {
+            assert_eq!(n, 1, "{crash}: {agent} was called again");
+        }
+    }
+}
+
+#[test]
+fn issue28_a_kill_after_the_memory_note_keeps_its_call_in_the_totals() {
+    // Finding 12: after a kill near the memory note, `run.json` totals
+    // stayed below the sum over `turns.jsonl` for good. The crash point
+    // aborts between the note (its call filed, its note kept) and the
+    // snapshot after it.
+    let tmp = tempfile::tempdir().unwrap();
+    let (team_dir, runs) = (tmp.path().join("team"), tmp.path().join("runs"));
+    team(&team_dir);
+    let out = boardroom_env(
+        &[
+            "run",
+            "--team",
+            team_dir.to_str().unwrap(),
+            "--model",
+            "sim",
+            "Explain tea",
+        ],
+        &runs,
+        &[("BOARDROOM_TEST_CRASH_AT", "memory-noted")],
+    );
+    assert_eq!(
+        out.status.code(),
+        None,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = run_dir(&runs).unwrap();
+    let turns = read_turns(&dir).unwrap().items;
+    assert!(
+        turns.iter().any(|t| t.phase == Phase::Memory),
+        "the note was asked for"
+    );
+    let sum: u64 = turns.iter().map(|t| t.usage.total()).sum();
+    // Loaded: the totals are the turns' sum.
+    assert_eq!(load_run(&dir).unwrap().state.usage().total(), sum);
+    // Resumed: nothing owed (the note is kept), the totals still agree,
+    // and no call is made again.
+    let id = dir.file_name().unwrap().to_str().unwrap();
+    let out = boardroom_env(&["resume", id], &runs, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(read_turns(&dir).unwrap().items.len(), turns.len());
+    assert_eq!(load_run(&dir).unwrap().state.usage().total(), sum);
+}

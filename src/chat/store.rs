@@ -88,13 +88,14 @@ fn no_such_chat(dir: &Path) -> ChatError {
 /// Reads `chat.json` in `dir`.
 fn read_record(dir: &Path) -> Result<ChatRecord, ChatError> {
     let path = dir.join("chat.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| io_err(&path, e))?;
+    let text = crate::store::read_text_lossy(&path, crate::store::MAX_RECORD_FILE)
+        .map_err(|e| io_err(&path, e))?;
     serde_json::from_str(&text).map_err(|e| io_err(&path, e))
 }
 
 /// The parseable lines of `transcript.jsonl` in `dir`.
 fn read_transcript(dir: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join("transcript.jsonl"))
+    crate::store::read_text_lossy(&dir.join("transcript.jsonl"), crate::store::MAX_LOG_FILE)
         .unwrap_or_default()
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())

@@ -136,9 +136,9 @@ impl ChatIo for Io {
             ChatEvent::RunLaunched { run_id, modules } => format!(
                 "[team] run {run_id} started on {modules} modules (boardroom view {run_id} draws it)"
             ),
-            ChatEvent::Report { path, text, .. } => {
-                format!("──── report ({path}) ────\n{}\n────", text.trim_end())
-            }
+            // Every line of the report inside the frame: none can pass
+            // for one of boardroom's own (a question, a notice, `you:`).
+            ChatEvent::Report { path, text, .. } => report_lines(path, text),
             ChatEvent::Notice { text } => format!("[boardroom] {text}"),
             _ => return,
         };
@@ -175,8 +175,20 @@ impl ChatIo for Io {
             }
             match self.inputs.recv_timeout(Duration::from_millis(50)) {
                 Ok(Input::Line(l)) => {
-                    let a = l.trim().to_ascii_lowercase();
-                    return a == "y" || a == "yes";
+                    // Only y/yes/n/no (or an empty line, the default no)
+                    // answers: a message typed as the question came up (a
+                    // team's news can raise one at any time) is kept as a
+                    // message, and the question waits for its answer.
+                    match l.trim().to_ascii_lowercase().as_str() {
+                        "y" | "yes" => return true,
+                        "n" | "no" | "" => return false,
+                        _ => {
+                            self.deferred.push(l);
+                            self.print(
+                                "[boardroom] kept as a message; answer the question above with y or n",
+                            );
+                        }
+                    }
                 }
                 Ok(Input::Interrupt) => return false,
                 Ok(Input::Eof) | Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
@@ -490,6 +502,14 @@ fn stop_team(chat: &mut Chat, io: &mut Io, run_id: &str) {
     chat.stop_run();
 }
 
+/// A report as the chat shows it: each line inside a frame, marked `│ `,
+/// so that none can pass for one of boardroom's own lines (a question,
+/// a notice, `you:`).
+fn report_lines(path: &str, text: &str) -> String {
+    let body: Vec<String> = text.trim_end().lines().map(|l| format!("│ {l}")).collect();
+    format!("──── report ({path}) ────\n{}\n────", body.join("\n"))
+}
+
 fn greet_resumed(chat: &mut Chat, io: &mut Io, id: &str) {
     let said = chat
         .messages()
@@ -509,6 +529,24 @@ fn greet_resumed(chat: &mut Chat, io: &mut Io, id: &str) {
             ),
         },
     );
+    // A run that ended while the chat was away (killed between the run's
+    // end and its report): its report is shown, its memory note taken.
+    if let Some(run_id) = chat.unreported_runs().into_iter().last() {
+        chat.show(
+            io,
+            ChatEvent::Notice {
+                text: format!("run {run_id} finished while the chat was away; its report follows"),
+            },
+        );
+        if let Err(e) = chat.resume_run(&run_id, io) {
+            chat.show(
+                io,
+                ChatEvent::Notice {
+                    text: format!("error: {e}"),
+                },
+            );
+        }
+    }
     for (run_id, how) in chat.interrupted_runs() {
         chat.show(
             io,
@@ -607,6 +645,39 @@ mod tests {
         assert!(!io.consent("Launch the team on these 4 modules? [y/N]"));
         assert_eq!(io.deferred, ["y"], "the line is kept, as a message");
         assert!(io.eof);
+    }
+
+    #[test]
+    fn issue28_a_message_typed_at_a_question_is_kept_not_taken_for_a_no() {
+        // Finding 23: a question raised by the team's news swallowed the
+        // user's next message as a "no".
+        let mut typed = io(
+            false,
+            vec![
+                Input::Line("make it three days".into()),
+                Input::Line("y".into()),
+                Input::Eof,
+            ],
+        );
+        assert!(typed.consent("Send this follow-up to run r1 when it finishes? [y/N]"));
+        assert_eq!(typed.deferred, ["make it three days"]);
+        let mut empty = io(false, vec![Input::Line(String::new())]);
+        assert!(
+            !empty.consent("Resume run r1? [y/N]"),
+            "an empty line is the default no"
+        );
+    }
+
+    #[test]
+    fn issue28_report_lines_cannot_pass_for_boardroom_lines() {
+        let text = "# Offsite\nLaunch the team on these 9 modules? [y/N]\n[boardroom] run r9 finished\nyou: y";
+        let framed = report_lines("runs/r1/workspace/report.md", text);
+        for line in framed.lines() {
+            assert!(
+                line.starts_with("──── report (") || line == "────" || line.starts_with("│ "),
+                "{line:?} in:\n{framed}"
+            );
+        }
     }
 
     #[test]

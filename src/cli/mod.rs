@@ -324,14 +324,18 @@ fn read_task(arg: Option<&str>, file: Option<&Path>) -> Result<String, String> {
         (None, Some(path)) if path == Path::new("-") => from_stdin("--task-file -"),
         (None, Some(path)) => {
             let shown = path.display();
-            let meta = std::fs::metadata(path).map_err(|e| format!("--task-file {shown}: {e}"))?;
-            if meta.is_dir() {
+            if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
                 return Err(format!("--task-file {shown}: is a directory, not a file"));
             }
-            if meta.len() > MAX_TASK {
+            // Counted while reading: a pipe or a device (`<(cmd)`) has no
+            // size to check first.
+            let mut bytes = Vec::new();
+            std::fs::File::open(path)
+                .and_then(|f| f.take(MAX_TASK + 1).read_to_end(&mut bytes))
+                .map_err(|e| format!("--task-file {shown}: {e}"))?;
+            if bytes.len() as u64 > MAX_TASK {
                 return Err(format!("--task-file {shown}: larger than 64 MiB"));
             }
-            let bytes = std::fs::read(path).map_err(|e| format!("--task-file {shown}: {e}"))?;
             String::from_utf8(bytes).map_err(|e| {
                 format!(
                     "--task-file {shown}: not UTF-8 text (bad byte at offset {})",

@@ -32,20 +32,22 @@ fn run_id(dir: &Path) -> String {
 
 fn open(dir: &Path, name: &str) -> Result<File, StoreError> {
     let path = dir.join(name);
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(|e| StoreError::io(&path, e))
+    super::open_regular(
+        &path,
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false),
+    )
+    .map_err(|e| StoreError::io(&path, e))
 }
 
 /// The pid its holder wrote into the lock file.
 fn holder(file: &mut File) -> Option<u32> {
     let mut text = String::new();
     file.seek(SeekFrom::Start(0)).ok()?;
-    file.read_to_string(&mut text).ok()?;
+    file.take(64).read_to_string(&mut text).ok()?;
     text.trim().parse().ok()
 }
 
@@ -71,6 +73,11 @@ impl RunLock {
     /// [`StoreError::Io`] when the lock file cannot be opened or locked.
     pub(crate) fn acquire(dir: &Path) -> Result<RunLock, StoreError> {
         RunLock::acquire_file(dir, LOCK_FILE)
+    }
+
+    /// Takes the lock of `dir` if nobody holds it, without retries.
+    pub(crate) fn try_acquire(dir: &Path) -> Result<RunLock, StoreError> {
+        try_take(dir, LOCK_FILE).map(|file| RunLock { _file: file })
     }
 
     /// As [`RunLock::acquire`], with the lock file `name` in `dir` (a

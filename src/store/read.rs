@@ -29,7 +29,9 @@ pub struct Lines<T> {
 /// [`StoreError::Json`] for one that is not a run record.
 pub fn load_run(dir: &Path) -> Result<RunRecord, StoreError> {
     let path = dir.join(RUN_FILE);
-    let text = match std::fs::read_to_string(&path) {
+    let text = match super::read_capped(&path, super::MAX_RECORD_FILE)
+        .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))
+    {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(StoreError::NotFound {
@@ -55,8 +57,9 @@ pub fn load_run(dir: &Path) -> Result<RunRecord, StoreError> {
             supported: RUN_FORMAT_VERSION,
         });
     }
-    let record: RunRecord = serde_json::from_value(value)
+    let mut record: RunRecord = serde_json::from_value(value)
         .map_err(|e| StoreError::json(&path, "not a run record", e))?;
+    count_late_calls(dir, &mut record);
     // Entries are numbered 1, 2, 3, ... in board order: anything else was
     // not written by boardroom (and a number at the top of the range
     // would overflow the next entry's).
@@ -71,6 +74,42 @@ pub fn load_run(dir: &Path) -> Result<RunRecord, StoreError> {
         last = e.seq;
     }
     Ok(record)
+}
+
+/// A finished run's calls after its last snapshot (the memory note's, when
+/// a kill came between the note and the snapshot after it) count in its
+/// totals, as they do in `turns.jsonl`: their usage is in the journal past
+/// the snapshot's `journal_len`, and the record read back moves its
+/// `journal_len` past them so that nothing counts them twice.
+fn count_late_calls(dir: &Path, record: &mut RunRecord) {
+    if record.state.phase != crate::runtime::RunPhase::Finished {
+        return;
+    }
+    let Some(from) = record.journal_len else {
+        return;
+    };
+    let path = dir.join(JOURNAL_FILE);
+    let Ok(len) = std::fs::metadata(&path).map(|m| m.len()) else {
+        return;
+    };
+    if len <= from {
+        return;
+    }
+    let Ok(journal) = read_journal(dir, from) else {
+        return;
+    };
+    for r in journal.items {
+        if let JournalRecord::Usage { agent, usage, .. } = r {
+            record.state.usage.add(usage);
+            record
+                .state
+                .usage_by_agent
+                .entry(agent)
+                .or_default()
+                .add(usage);
+        }
+    }
+    record.journal_len = Some(len);
 }
 
 /// Past any board a run could write (2^53: exact in every JSON reader).
@@ -105,13 +144,11 @@ fn read_lines<T: DeserializeOwned>(path: &Path) -> Result<Lines<T>, StoreError> 
 }
 
 fn read_lines_from<T: DeserializeOwned>(path: &Path, from: u64) -> Result<Lines<T>, StoreError> {
-    let mut bytes = match std::fs::read(path) {
+    let bytes = match super::read_capped_from(path, from, super::MAX_LOG_FILE) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(StoreError::io(path, e)),
     };
-    let from = usize::try_from(from).unwrap_or(usize::MAX).min(bytes.len());
-    bytes.drain(..from);
     let text = String::from_utf8_lossy(&bytes);
     let name = path
         .file_name()
@@ -140,6 +177,45 @@ fn read_lines_from<T: DeserializeOwned>(path: &Path, from: u64) -> Result<Lines<
         }
     }
     Ok(out)
+}
+
+/// Removes `dir` when it is what a kill left before a run's first save: a
+/// run directory (or one being made, `.<id>.new`) with a `run.lock` that
+/// nobody holds, no `run.json` and no model call recorded. Nothing was
+/// done in it, so there is nothing to list or resume. Returns whether it
+/// was removed; anything else is left alone.
+fn clean_early_kill(dir: &Path) -> bool {
+    if !dir.join(super::lock::LOCK_FILE).is_file() {
+        return false;
+    }
+    let empty = |name: &str| {
+        dir.join(name)
+            .symlink_metadata()
+            .map_or(true, |m| m.is_file() && m.len() == 0)
+    };
+    if !(empty(TURNS_FILE) && empty(JOURNAL_FILE)) {
+        return false;
+    }
+    let Ok(_lock) = super::RunLock::try_acquire(dir) else {
+        return false;
+    };
+    // Under the lock: a run cannot have started saving since the checks.
+    if dir.join(RUN_FILE).symlink_metadata().is_ok() {
+        return false;
+    }
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => {
+            log::info!(
+                "removed {}: a run stopped before its first save",
+                dir.display()
+            );
+            true
+        }
+        Err(e) => {
+            log::warn!("cannot remove {}: {e}", dir.display());
+            false
+        }
+    }
 }
 
 /// One directory under the runs directory.
@@ -171,7 +247,16 @@ pub fn list_runs(runs_dir: &Path) -> Result<Vec<RunListing>, StoreError> {
     let mut dirs: Vec<PathBuf> = read
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.join(RUN_FILE).is_file())
+        .filter(|p| p.is_dir())
+        // Whatever is there (a FIFO too) is listed, with its error; a
+        // directory a kill left before its first save is cleaned up.
+        .filter(|p| {
+            if p.join(RUN_FILE).symlink_metadata().is_ok() {
+                return true;
+            }
+            clean_early_kill(p);
+            false
+        })
         .collect();
     dirs.sort();
     Ok(dirs

@@ -182,4 +182,15 @@ pub(crate) enum JournalRecord {
         agent: String,
         usage: crate::model::Usage,
     },
+    /// A handoff run took a step (or a routing decision) at `round`: the
+    /// state it left, journaled before the (slower, fsynced) snapshot, so
+    /// a kill in between does not call the step's model again on resume.
+    Handoff {
+        round: u32,
+        status: crate::event::RunStatus,
+        phase: RunPhase,
+        #[serde(default)]
+        answer: Option<String>,
+        handoff: crate::process::handoff::HandoffState,
+    },
 }

@@ -185,3 +185,36 @@ fn temp_files_are_unique_per_writer_and_never_left_behind() {
         .collect();
     assert_eq!(left, vec![std::ffi::OsString::from("run.json")]);
 }
+
+#[test]
+fn issue28_a_run_killed_before_its_first_save_is_cleaned_up() {
+    // Finding 13: a kill in the first moment left a run directory that
+    // `runs` did not list and `resume` could not find. What such a kill
+    // leaves is a created (or half-made) directory whose lock nobody
+    // holds and no `run.json`: dropping the `RunDir` leaves the same.
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let killed = runs.join("20260101-000000-000-aaaa");
+    drop(RunDir::create(&killed).unwrap());
+    let half_made = runs.join(".20260101-000000-000-bbbb.new");
+    std::fs::create_dir_all(&half_made).unwrap();
+    drop(RunLock::acquire(&half_made).unwrap());
+    // A run that is being made (its lock held) and a finished one stay.
+    let live = runs.join("20260101-000000-000-cccc");
+    let held = RunDir::create(&live).unwrap();
+    let done = runs.join("20260101-000000-000-dddd");
+    save(&done, &record("20260101-000000-000-dddd"));
+    // Not a run directory of ours: left alone.
+    std::fs::create_dir_all(runs.join("memory")).unwrap();
+
+    let listed: Vec<String> = list_runs(&runs)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(listed, vec!["20260101-000000-000-dddd".to_string()]);
+    assert!(!killed.exists(), "the killed run's directory is removed");
+    assert!(!half_made.exists());
+    assert!(live.is_dir() && runs.join("memory").is_dir());
+    drop(held);
+}

@@ -94,10 +94,7 @@ impl Drop for EventLog {
 }
 
 fn open_append(path: &Path) -> Result<File, StoreError> {
-    OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
+    super::open_regular(path, OpenOptions::new().create(true).append(true))
         .map_err(|e| StoreError::io(path, e))
 }
 
@@ -105,8 +102,10 @@ fn open_append(path: &Path) -> Result<File, StoreError> {
 /// Reads the last byte only: `events.jsonl` holds every delta of a run.
 fn end_with_newline(path: &Path) -> Result<(), StoreError> {
     use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut f) = File::open(path) else {
-        return Ok(());
+    let mut f = match super::open_regular(path, OpenOptions::new().read(true)) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(StoreError::io(path, e)),
     };
     let mut last = [0u8; 1];
     let torn =
@@ -121,20 +120,49 @@ fn end_with_newline(path: &Path) -> Result<(), StoreError> {
 impl RunDir {
     /// Creates the directory of a new run at `path` (its parents as
     /// needed) and locks it. An existing directory is never reused.
+    ///
+    /// The directory is made and locked under a hidden name beside it
+    /// (`.<id>.new`) and then renamed into place, so a run directory never
+    /// appears unlocked: one without `run.json` whose lock nobody holds is
+    /// what a kill before the first save left, and [`super::list_runs`]
+    /// cleans it up.
     pub(crate) fn create(path: &Path) -> Result<Self, StoreError> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| StoreError::io(parent, e))?;
+        let exists = || StoreError::Exists {
+            path: path.to_path_buf(),
+        };
+        let parent = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| Path::new("."));
+        std::fs::create_dir_all(parent).map_err(|e| StoreError::io(parent, e))?;
+        if path.symlink_metadata().is_ok() {
+            return Err(exists());
         }
-        match std::fs::create_dir(path) {
+        let name = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let staging = parent.join(format!(".{name}{STAGING_SUFFIX}"));
+        match std::fs::create_dir(&staging) {
             Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                return Err(StoreError::Exists {
-                    path: path.to_path_buf(),
-                });
-            }
-            Err(e) => return Err(StoreError::io(path, e)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Err(exists()),
+            Err(e) => return Err(StoreError::io(&staging, e)),
         }
-        Self::open(path)
+        let lock = match RunLock::acquire(&staging) {
+            Ok(lock) => lock,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&staging);
+                return Err(e);
+            }
+        };
+        if path.symlink_metadata().is_ok() {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(exists());
+        }
+        if let Err(e) = std::fs::rename(&staging, path) {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(StoreError::io(path, e));
+        }
+        Self::open_locked(path, Arc::new(lock))
     }
 
     /// Opens an existing run directory again (to resume it) and locks it.
@@ -223,6 +251,9 @@ fn masked(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
         Err(_) => std::borrow::Cow::Borrowed(bytes),
     }
 }
+
+/// The end of a new run directory's name while it is being made.
+pub(crate) const STAGING_SUFFIX: &str = ".new";
 
 /// One JSON line, written with a single `write` and flushed, so a crash
 /// leaves at worst a torn last line that readers skip.

@@ -585,10 +585,13 @@ pub(crate) fn read_text(path: &Path) -> Result<String, String> {
     if path.is_dir() {
         return Err("is a directory, not a file".into());
     }
-    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => "not found".to_string(),
-        _ => e.to_string(),
-    })?;
+    let bytes =
+        crate::store::read_capped(path, crate::store::MAX_TEAM_FILE).map_err(|e| {
+            match e.kind() {
+                std::io::ErrorKind::NotFound => "not found".to_string(),
+                _ => e.to_string(),
+            }
+        })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;

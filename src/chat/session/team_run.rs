@@ -76,6 +76,42 @@ impl Chat {
             .collect()
     }
 
+    /// The runs of this chat that finished while no chat heard of it (the
+    /// chat was killed between the run's end and its report): no one holds
+    /// them, their snapshot is finished, and the transcript holds no
+    /// report of theirs. Resuming one ([`Chat::resume_run`]) takes the
+    /// memory note it still owes, writes its report if it has none, and
+    /// brings its news (and report) to this chat.
+    pub fn unreported_runs(&self) -> Vec<String> {
+        let reported: Vec<String> = self
+            .store
+            .as_ref()
+            .map(|(store, _, _)| store.transcript())
+            .unwrap_or_default()
+            .iter()
+            .filter(|e| e["type"] == "report")
+            .filter_map(|e| e["run_id"].as_str().map(str::to_string))
+            .collect();
+        self.runs
+            .iter()
+            .filter(|id| !reported.contains(id))
+            .filter(|id| {
+                let dir = self.runs_dir.join(id);
+                let Ok(record) = crate::store::load_run(&dir) else {
+                    return false;
+                };
+                let s = &record.state;
+                s.phase == crate::runtime::RunPhase::Finished
+                    && !matches!(
+                        s.status,
+                        RunStatus::Cancelled | RunStatus::AwaitingUser | RunStatus::Failed
+                    )
+                    && crate::store::run_holder(&dir).is_none()
+            })
+            .cloned()
+            .collect()
+    }
+
     pub(super) fn start(
         &mut self,
         io: &mut dyn ChatIo,
@@ -150,6 +186,7 @@ impl Chat {
                         error: e.to_string(),
                     },
                 };
+                crate::store::crash_point("chat-run-ended");
                 inbox.push(InboxItem::TeamEvent(news));
                 let _ = wake.send(());
             })

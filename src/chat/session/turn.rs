@@ -44,7 +44,11 @@ impl Chat {
                     ..
                 }) = item
                 {
-                    let text = std::fs::read_to_string(path).unwrap_or_default();
+                    let text = crate::store::read_text_lossy(
+                        std::path::Path::new(path),
+                        crate::store::MAX_RECORD_FILE,
+                    )
+                    .unwrap_or_default();
                     self.show(
                         io,
                         ChatEvent::Report {

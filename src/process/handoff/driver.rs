@@ -34,6 +34,7 @@ use crate::runtime::call::{Ask, Attempt, Intercepted};
 use crate::runtime::core::Core;
 use crate::runtime::persist::Opening;
 use crate::runtime::{RunError, RunOutcome, RunPhase, RunState, Runtime, Turn};
+use crate::store::JournalRecord;
 use crate::team::{AfterWork, AgentSpec, HandoffSettings, Team, render};
 use crate::tools::wire_name;
 
@@ -142,6 +143,11 @@ impl<'a> Handoff<'a> {
                 self.checkpoint();
                 return Err(e);
             }
+            // The step first, in the journal (one write, no fsync): a kill
+            // before the snapshot below is written does not call this
+            // step's model again on resume (issue 28, finding 11).
+            self.journal_step();
+            crate::store::crash_point("handoff-step-journaled");
             // Filed under the next step from here on: a resume replays
             // the usage of the calls that finish after this snapshot.
             self.state.round = self.hs.steps.len() as u32;
@@ -150,6 +156,7 @@ impl<'a> Handoff<'a> {
         }
         if remember::leaves_a_note(self.state.status) {
             self.update_memory();
+            crate::store::crash_point("memory-noted");
             self.checkpoint();
         }
         Ok(self.finish())
@@ -706,6 +713,21 @@ impl<'a> Handoff<'a> {
         self.end_with(status, stop.what().to_string());
         self.checkpoint();
         Ok(())
+    }
+
+    /// Journals where the loop stands after a step or a routing decision,
+    /// under the round it was taken at.
+    fn journal_step(&self) {
+        if !self.core.journaling() {
+            return;
+        }
+        self.core.journal(&JournalRecord::Handoff {
+            round: self.state.round,
+            status: self.state.status,
+            phase: self.state.phase,
+            answer: self.state.answer.clone(),
+            handoff: self.hs.clone(),
+        });
     }
 
     fn checkpoint(&self) {

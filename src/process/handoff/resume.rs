@@ -23,18 +23,34 @@ pub(crate) fn prepare(
     for w in &journal.warnings {
         log::warn!("{}: {w}", dir.display());
     }
+    // In journal order: a step journaled after the snapshot is taken as
+    // done (its call is not made again), and the calls after it are
+    // filed under the round it moved the run to.
     for r in journal.items {
-        if let JournalRecord::Usage {
-            round,
-            phase,
-            agent,
-            usage,
-        } = r
-        {
-            if round == state.round && phase == state.phase {
+        match r {
+            JournalRecord::Usage {
+                round,
+                phase,
+                agent,
+                usage,
+            } if round == state.round && phase == state.phase => {
                 state.usage.add(usage);
                 state.usage_by_agent.entry(agent).or_default().add(usage);
             }
+            JournalRecord::Handoff {
+                round,
+                status,
+                phase,
+                answer,
+                handoff,
+            } if round == state.round && state.phase == RunPhase::Step => {
+                state.round = handoff.steps.len() as u32;
+                state.status = status;
+                state.phase = phase;
+                state.answer = answer;
+                state.handoff = Some(handoff);
+            }
+            _ => {}
         }
     }
     // The message first: it is refused by the status the run was saved
