@@ -332,6 +332,19 @@ pub enum TemplateError {
         /// What is wrong.
         detail: String,
     },
+    /// It uses a construct that could make its output unbounded (text
+    /// repeated with `*`, a `{% set %}`, a filter off the allowed list).
+    Unbounded {
+        /// 1-based line in the template.
+        line: usize,
+        /// What is not allowed, and what is.
+        detail: String,
+    },
+    /// Its output would pass the limit: its own length plus 1 MiB.
+    TooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
 }
 
 impl TemplateError {
@@ -341,6 +354,8 @@ impl TemplateError {
         match self {
             TemplateError::Undeclared { line, .. } => Some(*line),
             TemplateError::Syntax { line, .. } => *line,
+            TemplateError::Unbounded { line, .. } => Some(*line),
+            TemplateError::TooLarge { .. } => None,
         }
     }
 
@@ -355,6 +370,12 @@ impl TemplateError {
                 )
             }
             TemplateError::Syntax { detail, .. } => format!("template: {detail}"),
+            TemplateError::Unbounded { detail, .. } => format!("template: {detail}"),
+            TemplateError::TooLarge { limit } => format!(
+                "template: the output would pass {limit} bytes (the template's length plus \
+                 {} bytes)",
+                super::bound::RENDER_EXTRA_BYTES
+            ),
         }
     }
 }
@@ -409,6 +430,7 @@ pub fn check_template(template: &str, known: &[String]) -> Result<(), TemplateEr
     if !template.contains("{{") && !template.contains("{%") {
         return Ok(());
     }
+    super::bound::check_bound(template, None)?;
     let env = environment();
     let tmpl = env.template_from_str(template).map_err(syntax_error)?;
     let mut undeclared: Vec<(usize, String)> = tmpl
@@ -434,7 +456,12 @@ pub fn check_template(template: &str, known: &[String]) -> Result<(), TemplateEr
 ///
 /// # Errors
 ///
-/// A [`TemplateError`] naming the undeclared variable or the syntax error.
+/// A [`TemplateError`] naming the undeclared variable or the syntax error;
+/// [`TemplateError::Unbounded`] for a construct that could make the output
+/// unbounded (text repeated with `*`, `{% set %}`, a filter off the short
+/// list) and [`TemplateError::TooLarge`] when the output would pass the
+/// template's length plus 1 MiB, so that no template, task or soul can take
+/// more memory than that.
 ///
 /// # Examples
 ///
@@ -449,13 +476,27 @@ pub fn render(template: &str, vars: &Variables) -> Result<String, TemplateError>
     if !template.contains("{{") && !template.contains("{%") {
         return Ok(template.to_string());
     }
+    super::bound::check_bound(template, Some(vars))?;
     check_template(template, &vars.names())?;
     let env = environment();
-    env.render_str(template, vars.context())
-        .map_err(syntax_error)
+    let tmpl = env.template_from_str(template).map_err(syntax_error)?;
+    let mut out = super::bound::Capped {
+        buf: Vec::new(),
+        limit: super::bound::output_limit(template),
+        over: false,
+    };
+    match tmpl.render_captured_to(vars.context(), &mut out) {
+        Ok(_) => String::from_utf8(out.buf).map_err(|_| TemplateError::Syntax {
+            line: None,
+            detail: "the output is not UTF-8".to_string(),
+        }),
+        Err(_) if out.over => Err(TemplateError::TooLarge { limit: out.limit }),
+        Err(e) => Err(syntax_error(e)),
+    }
 }
 
-/// Renders a task: the user's text, which may use the team's variables
+/// Renders a task: the user's text (only on a team that declares
+/// variables, within the bound [`render`] holds), which may use the team's variables
 /// (`Write about {{ topic }}`) but may also be about template syntax
 /// itself (`Explain {{ name }} in Jinja`). Where it is not a valid template
 /// over the declared variables it is returned as written, never an error.
@@ -471,6 +512,11 @@ pub fn render(template: &str, vars: &Variables) -> Result<String, TemplateError>
 /// ```
 #[must_use]
 pub fn render_task(task: &str, vars: &Variables) -> String {
+    // A team without variables has nothing to render into a task: the
+    // user's text is not run as a template at all.
+    if vars.is_empty() {
+        return task.to_string();
+    }
     match render(task, vars) {
         Ok(text) => text,
         Err(e) => {
@@ -666,5 +712,45 @@ mod tests {
         // An ordinary loop over a few hundred items still renders.
         let fine = render("{% for i in range(300) %}{{ i }} {% endfor %}", &vars()).unwrap();
         assert!(fine.starts_with("0 1 2"), "{fine}");
+    }
+
+    /// Issue 28 (2): what a bounded template may still do, and what not.
+    #[test]
+    fn bounded_templates_keep_ordinary_forms() {
+        let v = vars();
+        for (t, want) in [
+            ("{{ max_revisions * 2 }}", "6"),
+            (
+                "{% for i in range(3) %}{{ loop.index * i }}{% endfor %}",
+                "026",
+            ),
+            (
+                "{%- if max_revisions is divisibleby(3) -%} yes {%- endif %}",
+                "yes",
+            ),
+            (
+                "{{ audience | upper }} {{ strict | default('none') }}",
+                "BEGINNERS False",
+            ),
+            ("{% raw %}{{ 'x' * 9 }}{% endraw %}", "{{ 'x' * 9 }}"),
+            ("{# {{ 'x' * 9 }} #}ok", "ok"),
+        ] {
+            assert_eq!(render(t, &v).unwrap(), want, "{t}");
+        }
+        for t in [
+            "{{ 'x' * 100000000 }}",
+            "{{ audience * 3 }}",
+            "{% for c in audience %}{{ c * 3 }}{% endfor %}",
+            "{{ (max_revisions ~ 'x') * 3 }}",
+            "{{ audience | center(1000000) }}",
+            "{% set s = 'x' %}",
+            "{{ namespace(s=1) }}",
+        ] {
+            let err = render(t, &v).unwrap_err();
+            assert!(
+                matches!(err, TemplateError::Unbounded { line: 1, .. }),
+                "{t}: {err}"
+            );
+        }
     }
 }
