@@ -21,13 +21,91 @@ pub(super) const STREAM_FOR: Duration = Duration::from_secs(30);
 /// How often an idle stream looks at the file again.
 const POLL: Duration = Duration::from_millis(150);
 
-pub(super) fn handle(
-    request: Request,
-    runs_dir: &Path,
-    stop: &AtomicBool,
-    hosts: Option<&[String]>,
-) {
-    if let Some(hosts) = hosts {
+/// Who may be served: the Host names on loopback, the access token.
+#[derive(Debug)]
+pub(super) struct Access {
+    /// On loopback: the `Host` values that name this server.
+    pub(super) hosts: Option<std::sync::Arc<[String]>>,
+    /// The token every request must carry, when set.
+    pub(super) token: Option<std::sync::Arc<str>>,
+}
+
+/// The cookie that carries the token after a `?token=` page visit.
+const COOKIE: &str = "boardroom_view";
+
+/// Equal in time independent of where they differ.
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+/// The value of a header, if present.
+fn header_value<'r>(request: &'r Request, name: &'static str) -> Option<&'r str> {
+    request
+        .headers()
+        .iter()
+        .find(|h| h.field.equiv(name))
+        .map(|h| h.value.as_str())
+}
+
+/// Whether the request carries the token in a header or the cookie.
+fn has_token(request: &Request, token: &str) -> bool {
+    let bearer = header_value(request, "Authorization")
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|t| same(t.trim(), token));
+    let cookie = header_value(request, "Cookie").is_some_and(|v| {
+        v.split(';')
+            .filter_map(|c| c.trim().split_once('='))
+            .any(|(k, t)| k == COOKIE && same(t, token))
+    });
+    bearer || cookie
+}
+
+/// The `token` parameter of a URL's query.
+fn query_token(url: &str) -> Option<&str> {
+    let query = url.split_once('?')?.1.split('#').next()?;
+    query.split('&').find_map(|kv| kv.strip_prefix("token="))
+}
+
+pub(super) fn handle(request: Request, runs_dir: &Path, stop: &AtomicBool, access: &Access) {
+    if let Some(token) = access.token.as_deref() {
+        if !has_token(&request, token) {
+            let url = request.url().to_string();
+            let path = url.split(['?', '#']).next().unwrap_or("/").to_string();
+            let result = if query_token(&url).is_some_and(|t| same(t, token)) {
+                // A page opened with its token: keep the token in a cookie
+                // for the page's own requests, not in the address bar.
+                let location = if path.starts_with('/') && !path.starts_with("//") {
+                    path
+                } else {
+                    "/".to_string()
+                };
+                request.respond(
+                    html(303, "<p>See <a href=\"/\">the runs</a>.</p>".into())
+                        .with_header(header("Location", &location))
+                        .with_header(header(
+                            "Set-Cookie",
+                            &format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"),
+                        )),
+                )
+            } else {
+                request.respond(html(
+                    401,
+                    "<h1>401</h1><p>This view needs its access token: open the URL \
+                     it printed (with <code>?token=</code>).</p>"
+                        .into(),
+                ))
+            };
+            if let Err(e) = result {
+                log::debug!("view: {e}");
+            }
+            return;
+        }
+    }
+    if let Some(hosts) = access.hosts.as_deref() {
         let host = request
             .headers()
             .iter()
