@@ -9,6 +9,7 @@
 //! declare is an error that names the variable and the known ones, at load
 //! time for souls and conditions.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -28,9 +29,33 @@ use serde::{Deserialize, Serialize};
 /// assert_eq!(boardroom::template::render("at most {{ max_revisions }}", &vars).unwrap(), "at most 5");
 /// assert!(vars.set("max_revision", "5").is_err());
 /// ```
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct Variables {
     vars: Vec<(String, serde_json::Value)>,
+    /// Where each name is in `vars`: a look-up costs one probe, so that
+    /// checking a team with many variables is linear (issue 28, finding 22).
+    index: HashMap<String, usize>,
+}
+
+impl PartialEq for Variables {
+    fn eq(&self, other: &Self) -> bool {
+        self.vars == other.vars
+    }
+}
+
+/// How many name look-ups [`Variables`] made on this thread: a test counts
+/// them to show that checking a team costs one per variable, not one per
+/// pair.
+#[cfg(test)]
+pub(crate) mod probes {
+    use std::cell::Cell;
+    thread_local!(static PROBES: Cell<usize> = const { Cell::new(0) });
+    pub(crate) fn count() {
+        PROBES.with(|p| p.set(p.get() + 1));
+    }
+    pub(crate) fn take() -> usize {
+        PROBES.with(|p| p.replace(0))
+    }
 }
 
 /// Why a variable could not be set.
@@ -86,15 +111,29 @@ impl Variables {
         I: IntoIterator<Item = (S, serde_json::Value)>,
         S: Into<String>,
     {
-        Variables {
-            vars: vars.into_iter().map(|(n, v)| (n.into(), v)).collect(),
+        Variables::from_vec(vars.into_iter().map(|(n, v)| (n.into(), v)).collect())
+    }
+
+    /// Indexes `vars` (a name declared twice: the first stands).
+    fn from_vec(vars: Vec<(String, serde_json::Value)>) -> Variables {
+        let mut index = HashMap::with_capacity(vars.len());
+        for (i, (name, _)) in vars.iter().enumerate() {
+            index.entry(name.clone()).or_insert(i);
         }
+        Variables { vars, index }
+    }
+
+    /// Where `name` is in `vars`.
+    fn position(&self, name: &str) -> Option<usize> {
+        #[cfg(test)]
+        probes::count();
+        self.index.get(name).copied()
     }
 
     /// The value of a declared variable.
     #[must_use]
     pub fn get(&self, name: &str) -> Option<&serde_json::Value> {
-        self.vars.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+        self.position(name).map(|i| &self.vars[i].1)
     }
 
     /// The value as text, as a template prints it.
@@ -128,14 +167,14 @@ impl Variables {
     /// [`VarError::Unknown`] when the name is not declared, naming the
     /// declared ones.
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), VarError> {
-        let known = self.names();
-        let Some(slot) = self.vars.iter_mut().find(|(n, _)| n == name) else {
+        let Some(i) = self.position(name) else {
             return Err(VarError::Unknown {
                 name: name.to_string(),
-                known,
+                known: self.names(),
             });
         };
-        slot.1 = coerce(value, &slot.1);
+        let slot = &mut self.vars[i].1;
+        *slot = coerce(value, slot);
         Ok(())
     }
 
@@ -304,7 +343,7 @@ impl<'de> Deserialize<'de> for Variables {
                     }
                     vars.push((name, value));
                 }
-                Ok(Variables { vars })
+                Ok(Variables::from_vec(vars))
             }
         }
         d.deserialize_any(V)
@@ -433,10 +472,11 @@ pub fn check_template(template: &str, known: &[String]) -> Result<(), TemplateEr
     super::bound::check_bound(template, None)?;
     let env = environment();
     let tmpl = env.template_from_str(template).map_err(syntax_error)?;
+    let known_set: std::collections::HashSet<&str> = known.iter().map(String::as_str).collect();
     let mut undeclared: Vec<(usize, String)> = tmpl
         .undeclared_variables(false)
         .into_iter()
-        .filter(|n| !known.contains(n) && !GLOBALS.contains(&n.as_str()))
+        .filter(|n| !known_set.contains(n.as_str()) && !GLOBALS.contains(&n.as_str()))
         .map(|n| (name_line(template, &n), n))
         .collect();
     undeclared.sort();
@@ -752,5 +792,47 @@ mod tests {
                 "{t}: {err}"
             );
         }
+    }
+
+    /// Issue 28 (22): checking a team costs one name look-up per variable
+    /// (and a few per template), not one per pair: counted, not timed.
+    #[test]
+    fn checking_many_variables_costs_one_look_up_each() {
+        let n = 20_000;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("agents")).unwrap();
+        std::fs::create_dir(dir.path().join("souls")).unwrap();
+        for (name, role) in [("lead", "master"), ("scribe", "member")] {
+            std::fs::write(
+                dir.path().join(format!("agents/{name}.md")),
+                format!("---\nname: {name}\nrole: {role}\ndescription: d\n---\n"),
+            )
+            .unwrap();
+            std::fs::write(
+                dir.path().join(format!("souls/{name}.md")),
+                format!("For {{{{ v{} }}}}.\n", n - 1),
+            )
+            .unwrap();
+        }
+        let mut yaml = String::from("name: wide\ncontext_variables:\n");
+        for i in 0..n {
+            yaml.push_str(&format!("  v{i}: {i}\n"));
+        }
+        std::fs::write(dir.path().join("team.yaml"), yaml).unwrap();
+        probes::take();
+        let team = crate::team::Team::load(dir.path()).unwrap();
+        team.check_templates().unwrap();
+        // What `check` prints: each name with its value.
+        let vars = team.variables();
+        let listed = vars
+            .names()
+            .iter()
+            .filter(|name| vars.get_text(name).is_some())
+            .count();
+        assert_eq!(listed, n);
+        let mut changed = vars.clone();
+        changed.set(&format!("v{}", n - 1), "7").unwrap();
+        let probes = probes::take();
+        assert!(probes <= 2 * n, "{probes} look-ups for {n} variables");
     }
 }
