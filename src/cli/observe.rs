@@ -26,8 +26,14 @@ pub(crate) struct ViewArgs {
     #[arg(long, default_value_t = 0)]
     port: u16,
     /// The address to listen on (default 127.0.0.1, this machine only).
+    /// An address off loopback needs --token.
     #[arg(long)]
     host: Option<String>,
+    /// The access token every request must carry (as `?token=` on the
+    /// printed URL, a cookie, or `Authorization: Bearer`); required with a
+    /// --host off loopback.
+    #[arg(long, env = "BOARDROOM_VIEW_TOKEN", hide_env_values = true)]
+    token: Option<String>,
     /// Where runs are saved (default: runs/ in
     /// $BOARDROOM_HOME, else ~/.local/share/boardroom).
     #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value_os_t = super::home::runs_dir(), hide_default_value = true)]
@@ -52,17 +58,28 @@ pub(crate) struct ExportArgs {
 }
 
 /// Starts the view server, saying where it listens.
-fn serve(runs_dir: &Path, host: Option<&str>, port: u16) -> Result<ViewServer, u8> {
+fn serve(
+    runs_dir: &Path,
+    host: Option<&str>,
+    port: u16,
+    token: Option<&str>,
+) -> Result<ViewServer, u8> {
     let bind = host.unwrap_or(LOOPBACK);
-    match ViewServer::start(runs_dir, bind, port) {
+    match ViewServer::start_with_token(runs_dir, bind, port, token) {
         Ok(v) => {
             if host.is_some_and(|h| !is_loopback(h)) {
                 eprintln!(
-                    "view: listening on {} as asked by --host: anyone who can reach it can read these runs",
+                    "view: listening on {} as asked by --host: anyone who can reach it and has the token can read these runs",
                     v.addr()
                 );
             }
             Ok(v)
+        }
+        Err(e @ boardroom::view::ViewError::NeedsToken { .. }) => {
+            eprintln!(
+                "error: view: {e}; give --token TOKEN (or set BOARDROOM_VIEW_TOKEN) to require it of every request, or leave out --host"
+            );
+            Err(EXIT_BAD_INPUT)
         }
         Err(e) => {
             eprintln!("error: view: {e}");
@@ -105,11 +122,15 @@ pub(crate) fn view(args: &ViewArgs) -> u8 {
         );
         return EXIT_OK;
     }
-    let server = match serve(&runs_dir, args.host.as_deref(), args.port) {
+    let token = args.token.as_deref().filter(|t| !t.is_empty());
+    let server = match serve(&runs_dir, args.host.as_deref(), args.port, token) {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let url = run_id.map_or_else(|| server.url(), |id| server.run_url(&id));
+    let mut url = run_id.map_or_else(|| server.url(), |id| server.run_url(&id));
+    if let Some(token) = token {
+        url = format!("{url}?token={token}");
+    }
     println!("{url}");
     eprintln!("view: serving {} (Ctrl-C to stop)", runs_dir.display());
     server.wait();
@@ -194,7 +215,7 @@ impl Observers {
         };
         let view = if view {
             std::fs::create_dir_all(runs_dir).ok();
-            let v = serve(runs_dir, None, 0)?;
+            let v = serve(runs_dir, None, 0, None)?;
             eprintln!("view: {}", v.url());
             Some(v)
         } else {

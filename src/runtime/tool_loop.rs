@@ -9,6 +9,7 @@
 //! tool calls and their results.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::Runtime;
 use super::call::{Ask, Intercepted};
@@ -22,6 +23,14 @@ use crate::tools::{Tool, ToolContext, ToolError, ToolRegistry, spec_of, wire_nam
 pub(crate) const MAX_TOOL_STEPS: usize = 8;
 /// Characters of one tool result the model is shown at most.
 const MAX_RESULT_CHARS: usize = 20_000;
+
+/// Threads one reply's tool calls run on at most (issue 28: a reply with a
+/// thousand calls started a thousand threads).
+const TOOL_THREADS: usize = 8;
+
+/// Tool calls of one reply that are run, as a streamed reply is held to;
+/// each call past them is answered with an error, not run.
+const MAX_CALLS_A_REPLY: usize = 128;
 
 /// The tools of a run: built-ins, the program's own, and the tools of the
 /// MCP servers the team's agents use (started here, ended when the run is
@@ -152,8 +161,8 @@ impl Core<'_> {
         }
     }
 
-    /// Runs the calls (on scoped threads when there are several) and
-    /// returns one result text per call, in order.
+    /// Runs the calls (on at most [`TOOL_THREADS`] scoped threads when
+    /// there are several) and returns one result text per call, in order.
     fn run_tools(
         &self,
         agent: &AgentSpec,
@@ -161,6 +170,18 @@ impl Core<'_> {
         granted: &[Arc<dyn Tool>],
         calls: &[ToolCall],
     ) -> Vec<String> {
+        if calls.len() > MAX_CALLS_A_REPLY {
+            let (run, rest) = calls.split_at(MAX_CALLS_A_REPLY);
+            let mut results = self.run_tools(agent, request, granted, run);
+            results.extend(rest.iter().map(|call| {
+                format!(
+                    "error: tool '{}' not run: a reply may ask for at most \
+                     {MAX_CALLS_A_REPLY} tool calls; ask for fewer at a time",
+                    call.name
+                )
+            }));
+            return results;
+        }
         if calls.is_empty() {
             return Vec::new();
         }
@@ -180,27 +201,55 @@ impl Core<'_> {
                 format!("error: tool '{}' panicked", call.name)
             })];
         }
-        std::thread::scope(|s| {
-            let handles: Vec<_> = calls
-                .iter()
-                .map(|call| {
+        // At most TOOL_THREADS threads, whatever the reply asked for: each
+        // takes the next call until none is left.
+        let workers = calls.len().min(TOOL_THREADS);
+        let next = AtomicUsize::new(0);
+        let take = || {
+            let mut done = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(call) = calls.get(i) else {
+                    return done;
+                };
+                let one = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    self.run_tool(agent, request, granted, call)
+                }));
+                done.push((
+                    i,
+                    one.unwrap_or_else(|_| format!("error: tool '{}' panicked", call.name)),
+                ));
+            }
+        };
+        let mut results: Vec<(usize, String)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
                     std::thread::Builder::new()
                         .name(format!("tool-{}", agent.name))
-                        .spawn_scoped(s, move || self.run_tool(agent, request, granted, call))
+                        .spawn_scoped(s, take)
                 })
                 .collect();
-            handles
-                .into_iter()
-                .zip(calls)
-                .map(|(h, call)| match h {
-                    Ok(h) => h
-                        .join()
-                        .unwrap_or_else(|_| format!("error: tool '{}' panicked", call.name)),
-                    // No thread to be had: run it here.
-                    Err(_) => self.run_tool(agent, request, granted, call),
-                })
-                .collect()
-        })
+            // No thread to be had at all: run them here.
+            let mut all = if handles.iter().all(Result::is_err) {
+                take()
+            } else {
+                Vec::new()
+            };
+            for h in handles.into_iter().flatten() {
+                all.extend(h.join().unwrap_or_default());
+            }
+            all
+        });
+        results.sort_by_key(|(i, _)| *i);
+        let mut results = results.into_iter().peekable();
+        calls
+            .iter()
+            .enumerate()
+            .map(|(i, call)| match results.next_if(|(j, _)| *j == i) {
+                Some((_, text)) => text,
+                None => format!("error: tool '{}' did not run", call.name),
+            })
+            .collect()
     }
 
     /// One call: events before and after, errors turned into the result.

@@ -5,6 +5,7 @@
 //! an optional `team.yaml`. Every mistake is reported with its file and
 //! line.
 
+mod bound;
 mod check;
 mod config;
 mod error;

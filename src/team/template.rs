@@ -9,6 +9,7 @@
 //! declare is an error that names the variable and the known ones, at load
 //! time for souls and conditions.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -28,9 +29,33 @@ use serde::{Deserialize, Serialize};
 /// assert_eq!(boardroom::template::render("at most {{ max_revisions }}", &vars).unwrap(), "at most 5");
 /// assert!(vars.set("max_revision", "5").is_err());
 /// ```
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct Variables {
     vars: Vec<(String, serde_json::Value)>,
+    /// Where each name is in `vars`: a look-up costs one probe, so that
+    /// checking a team with many variables is linear (issue 28, finding 22).
+    index: HashMap<String, usize>,
+}
+
+impl PartialEq for Variables {
+    fn eq(&self, other: &Self) -> bool {
+        self.vars == other.vars
+    }
+}
+
+/// How many name look-ups [`Variables`] made on this thread: a test counts
+/// them to show that checking a team costs one per variable, not one per
+/// pair.
+#[cfg(test)]
+pub(crate) mod probes {
+    use std::cell::Cell;
+    thread_local!(static PROBES: Cell<usize> = const { Cell::new(0) });
+    pub(crate) fn count() {
+        PROBES.with(|p| p.set(p.get() + 1));
+    }
+    pub(crate) fn take() -> usize {
+        PROBES.with(|p| p.replace(0))
+    }
 }
 
 /// Why a variable could not be set.
@@ -86,15 +111,29 @@ impl Variables {
         I: IntoIterator<Item = (S, serde_json::Value)>,
         S: Into<String>,
     {
-        Variables {
-            vars: vars.into_iter().map(|(n, v)| (n.into(), v)).collect(),
+        Variables::from_vec(vars.into_iter().map(|(n, v)| (n.into(), v)).collect())
+    }
+
+    /// Indexes `vars` (a name declared twice: the first stands).
+    fn from_vec(vars: Vec<(String, serde_json::Value)>) -> Variables {
+        let mut index = HashMap::with_capacity(vars.len());
+        for (i, (name, _)) in vars.iter().enumerate() {
+            index.entry(name.clone()).or_insert(i);
         }
+        Variables { vars, index }
+    }
+
+    /// Where `name` is in `vars`.
+    fn position(&self, name: &str) -> Option<usize> {
+        #[cfg(test)]
+        probes::count();
+        self.index.get(name).copied()
     }
 
     /// The value of a declared variable.
     #[must_use]
     pub fn get(&self, name: &str) -> Option<&serde_json::Value> {
-        self.vars.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+        self.position(name).map(|i| &self.vars[i].1)
     }
 
     /// The value as text, as a template prints it.
@@ -128,14 +167,14 @@ impl Variables {
     /// [`VarError::Unknown`] when the name is not declared, naming the
     /// declared ones.
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), VarError> {
-        let known = self.names();
-        let Some(slot) = self.vars.iter_mut().find(|(n, _)| n == name) else {
+        let Some(i) = self.position(name) else {
             return Err(VarError::Unknown {
                 name: name.to_string(),
-                known,
+                known: self.names(),
             });
         };
-        slot.1 = coerce(value, &slot.1);
+        let slot = &mut self.vars[i].1;
+        *slot = coerce(value, slot);
         Ok(())
     }
 
@@ -304,7 +343,7 @@ impl<'de> Deserialize<'de> for Variables {
                     }
                     vars.push((name, value));
                 }
-                Ok(Variables { vars })
+                Ok(Variables::from_vec(vars))
             }
         }
         d.deserialize_any(V)
@@ -332,6 +371,19 @@ pub enum TemplateError {
         /// What is wrong.
         detail: String,
     },
+    /// It uses a construct that could make its output unbounded (text
+    /// repeated with `*`, a `{% set %}`, a filter off the allowed list).
+    Unbounded {
+        /// 1-based line in the template.
+        line: usize,
+        /// What is not allowed, and what is.
+        detail: String,
+    },
+    /// Its output would pass the limit: its own length plus 1 MiB.
+    TooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
 }
 
 impl TemplateError {
@@ -341,6 +393,8 @@ impl TemplateError {
         match self {
             TemplateError::Undeclared { line, .. } => Some(*line),
             TemplateError::Syntax { line, .. } => *line,
+            TemplateError::Unbounded { line, .. } => Some(*line),
+            TemplateError::TooLarge { .. } => None,
         }
     }
 
@@ -355,6 +409,12 @@ impl TemplateError {
                 )
             }
             TemplateError::Syntax { detail, .. } => format!("template: {detail}"),
+            TemplateError::Unbounded { detail, .. } => format!("template: {detail}"),
+            TemplateError::TooLarge { limit } => format!(
+                "template: the output would pass {limit} bytes (the template's length plus \
+                 {} bytes)",
+                super::bound::RENDER_EXTRA_BYTES
+            ),
         }
     }
 }
@@ -409,12 +469,14 @@ pub fn check_template(template: &str, known: &[String]) -> Result<(), TemplateEr
     if !template.contains("{{") && !template.contains("{%") {
         return Ok(());
     }
+    super::bound::check_bound(template, None)?;
     let env = environment();
     let tmpl = env.template_from_str(template).map_err(syntax_error)?;
+    let known_set: std::collections::HashSet<&str> = known.iter().map(String::as_str).collect();
     let mut undeclared: Vec<(usize, String)> = tmpl
         .undeclared_variables(false)
         .into_iter()
-        .filter(|n| !known.contains(n) && !GLOBALS.contains(&n.as_str()))
+        .filter(|n| !known_set.contains(n.as_str()) && !GLOBALS.contains(&n.as_str()))
         .map(|n| (name_line(template, &n), n))
         .collect();
     undeclared.sort();
@@ -434,7 +496,12 @@ pub fn check_template(template: &str, known: &[String]) -> Result<(), TemplateEr
 ///
 /// # Errors
 ///
-/// A [`TemplateError`] naming the undeclared variable or the syntax error.
+/// A [`TemplateError`] naming the undeclared variable or the syntax error;
+/// [`TemplateError::Unbounded`] for a construct that could make the output
+/// unbounded (text repeated with `*`, `{% set %}`, a filter off the short
+/// list) and [`TemplateError::TooLarge`] when the output would pass the
+/// template's length plus 1 MiB, so that no template, task or soul can take
+/// more memory than that.
 ///
 /// # Examples
 ///
@@ -449,13 +516,27 @@ pub fn render(template: &str, vars: &Variables) -> Result<String, TemplateError>
     if !template.contains("{{") && !template.contains("{%") {
         return Ok(template.to_string());
     }
+    super::bound::check_bound(template, Some(vars))?;
     check_template(template, &vars.names())?;
     let env = environment();
-    env.render_str(template, vars.context())
-        .map_err(syntax_error)
+    let tmpl = env.template_from_str(template).map_err(syntax_error)?;
+    let mut out = super::bound::Capped {
+        buf: Vec::new(),
+        limit: super::bound::output_limit(template),
+        over: false,
+    };
+    match tmpl.render_captured_to(vars.context(), &mut out) {
+        Ok(_) => String::from_utf8(out.buf).map_err(|_| TemplateError::Syntax {
+            line: None,
+            detail: "the output is not UTF-8".to_string(),
+        }),
+        Err(_) if out.over => Err(TemplateError::TooLarge { limit: out.limit }),
+        Err(e) => Err(syntax_error(e)),
+    }
 }
 
-/// Renders a task: the user's text, which may use the team's variables
+/// Renders a task: the user's text (only on a team that declares
+/// variables, within the bound [`render`] holds), which may use the team's variables
 /// (`Write about {{ topic }}`) but may also be about template syntax
 /// itself (`Explain {{ name }} in Jinja`). Where it is not a valid template
 /// over the declared variables it is returned as written, never an error.
@@ -471,6 +552,11 @@ pub fn render(template: &str, vars: &Variables) -> Result<String, TemplateError>
 /// ```
 #[must_use]
 pub fn render_task(task: &str, vars: &Variables) -> String {
+    // A team without variables has nothing to render into a task: the
+    // user's text is not run as a template at all.
+    if vars.is_empty() {
+        return task.to_string();
+    }
     match render(task, vars) {
         Ok(text) => text,
         Err(e) => {
@@ -666,5 +752,87 @@ mod tests {
         // An ordinary loop over a few hundred items still renders.
         let fine = render("{% for i in range(300) %}{{ i }} {% endfor %}", &vars()).unwrap();
         assert!(fine.starts_with("0 1 2"), "{fine}");
+    }
+
+    /// Issue 28 (2): what a bounded template may still do, and what not.
+    #[test]
+    fn bounded_templates_keep_ordinary_forms() {
+        let v = vars();
+        for (t, want) in [
+            ("{{ max_revisions * 2 }}", "6"),
+            (
+                "{% for i in range(3) %}{{ loop.index * i }}{% endfor %}",
+                "026",
+            ),
+            (
+                "{%- if max_revisions is divisibleby(3) -%} yes {%- endif %}",
+                "yes",
+            ),
+            (
+                "{{ audience | upper }} {{ strict | default('none') }}",
+                "BEGINNERS False",
+            ),
+            ("{% raw %}{{ 'x' * 9 }}{% endraw %}", "{{ 'x' * 9 }}"),
+            ("{# {{ 'x' * 9 }} #}ok", "ok"),
+        ] {
+            assert_eq!(render(t, &v).unwrap(), want, "{t}");
+        }
+        for t in [
+            "{{ 'x' * 100000000 }}",
+            "{{ audience * 3 }}",
+            "{% for c in audience %}{{ c * 3 }}{% endfor %}",
+            "{{ (max_revisions ~ 'x') * 3 }}",
+            "{{ audience | center(1000000) }}",
+            "{% set s = 'x' %}",
+            "{{ namespace(s=1) }}",
+        ] {
+            let err = render(t, &v).unwrap_err();
+            assert!(
+                matches!(err, TemplateError::Unbounded { line: 1, .. }),
+                "{t}: {err}"
+            );
+        }
+    }
+
+    /// Issue 28 (22): checking a team costs one name look-up per variable
+    /// (and a few per template), not one per pair: counted, not timed.
+    #[test]
+    fn checking_many_variables_costs_one_look_up_each() {
+        let n = 20_000;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("agents")).unwrap();
+        std::fs::create_dir(dir.path().join("souls")).unwrap();
+        for (name, role) in [("lead", "master"), ("scribe", "member")] {
+            std::fs::write(
+                dir.path().join(format!("agents/{name}.md")),
+                format!("---\nname: {name}\nrole: {role}\ndescription: d\n---\n"),
+            )
+            .unwrap();
+            std::fs::write(
+                dir.path().join(format!("souls/{name}.md")),
+                format!("For {{{{ v{} }}}}.\n", n - 1),
+            )
+            .unwrap();
+        }
+        let mut yaml = String::from("name: wide\ncontext_variables:\n");
+        for i in 0..n {
+            yaml.push_str(&format!("  v{i}: {i}\n"));
+        }
+        std::fs::write(dir.path().join("team.yaml"), yaml).unwrap();
+        probes::take();
+        let team = crate::team::Team::load(dir.path()).unwrap();
+        team.check_templates().unwrap();
+        // What `check` prints: each name with its value.
+        let vars = team.variables();
+        let listed = vars
+            .names()
+            .iter()
+            .filter(|name| vars.get_text(name).is_some())
+            .count();
+        assert_eq!(listed, n);
+        let mut changed = vars.clone();
+        changed.set(&format!("v{}", n - 1), "7").unwrap();
+        let probes = probes::take();
+        assert!(probes <= 2 * n, "{probes} look-ups for {n} variables");
     }
 }

@@ -14,6 +14,14 @@
 //! all joined by [`ViewServer::stop`]; it binds where it is told
 //! (loopback unless the caller asks otherwise).
 //!
+//! On loopback a request must name the server's own address in its `Host`
+//! header (a DNS name a web page rebound to 127.0.0.1 is refused). Off
+//! loopback the server starts only with an access token
+//! ([`ViewServer::start_with_token`]), and every request must carry it: an
+//! `Authorization: Bearer` header, the `boardroom_view` cookie, or
+//! `?token=` on a page's URL (answered with a redirect that sets the cookie
+//! and drops the token from the address bar).
+//!
 //! [`list_runs`]: crate::store::list_runs
 
 mod routes;
@@ -42,6 +50,12 @@ pub enum ViewError {
     },
     /// A worker thread could not be spawned.
     Thread(std::io::Error),
+    /// The address is not loopback and no access token was given: anyone
+    /// who could reach it could read the runs.
+    NeedsToken {
+        /// The address it would have listened on.
+        addr: String,
+    },
 }
 
 impl std::fmt::Display for ViewError {
@@ -55,6 +69,11 @@ impl std::fmt::Display for ViewError {
             }
             ViewError::Bind { addr, source } => write!(f, "cannot listen on {addr}: {source}"),
             ViewError::Thread(e) => write!(f, "cannot start the view's threads: {e}"),
+            ViewError::NeedsToken { addr } => write!(
+                f,
+                "refusing to listen on {addr} without an access token: the address is not \
+                 loopback, so anyone who can reach it could read these runs"
+            ),
         }
     }
 }
@@ -63,6 +82,7 @@ impl std::error::Error for ViewError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             ViewError::Bind { source, .. } | ViewError::Thread(source) => Some(source),
+            ViewError::NeedsToken { .. } => None,
         }
     }
 }
@@ -101,7 +121,28 @@ impl ViewServer {
     /// [`ViewError::Bind`] when the address cannot be had (in use, not an
     /// address of this machine), [`ViewError::Thread`] when the workers
     /// cannot start.
+    /// [`ViewError::NeedsToken`] when the address is not loopback (use
+    /// [`ViewServer::start_with_token`] there).
     pub fn start(runs_dir: impl AsRef<Path>, host: &str, port: u16) -> Result<Self, ViewError> {
+        Self::start_with_token(runs_dir, host, port, None)
+    }
+
+    /// Serves the runs under `runs_dir` on `host:port`, answering only
+    /// requests that carry `token` (when given): as `Authorization: Bearer
+    /// TOKEN`, as the `boardroom_view` cookie, or as `?token=TOKEN` on a
+    /// page's URL. An address off loopback requires a token.
+    ///
+    /// # Errors
+    ///
+    /// As [`ViewServer::start`]; [`ViewError::NeedsToken`] off loopback
+    /// without a token (or with an empty one).
+    pub fn start_with_token(
+        runs_dir: impl AsRef<Path>,
+        host: &str,
+        port: u16,
+        token: Option<&str>,
+    ) -> Result<Self, ViewError> {
+        let token: Option<Arc<str>> = token.filter(|t| !t.is_empty()).map(Arc::from);
         let shown = if host.contains(':') {
             format!("[{host}]:{port}")
         } else {
@@ -113,6 +154,9 @@ impl ViewServer {
         };
         let listener = TcpListener::bind((host, port)).map_err(bind)?;
         let addr = listener.local_addr().map_err(bind)?;
+        if token.is_none() && !addr.ip().is_loopback() {
+            return Err(ViewError::NeedsToken { addr: shown });
+        }
         let server = tiny_http::Server::from_listener(listener, None)
             .map_err(|e| bind(std::io::Error::other(e.to_string())))?;
         let server = Arc::new(server);
@@ -128,15 +172,16 @@ impl ViewServer {
             ]
             .into()
         });
+        let access = Arc::new(routes::Access { hosts, token });
         let stop = Arc::new(AtomicBool::new(false));
         let runs_dir: Arc<PathBuf> = Arc::new(runs_dir.as_ref().to_path_buf());
         let mut workers = Vec::with_capacity(WORKERS);
         for i in 0..WORKERS {
-            let (srv, halt, runs_dir, hosts) = (
+            let (srv, halt, runs_dir, access) = (
                 Arc::clone(&server),
                 Arc::clone(&stop),
                 Arc::clone(&runs_dir),
-                hosts.clone(),
+                Arc::clone(&access),
             );
             let worker = std::thread::Builder::new()
                 .name(format!("boardroom-view-{i}"))
@@ -144,7 +189,7 @@ impl ViewServer {
                     while !halt.load(Ordering::Relaxed) {
                         match srv.recv_timeout(Duration::from_millis(200)) {
                             Ok(Some(request)) => {
-                                routes::handle(request, &runs_dir, &halt, hosts.as_deref());
+                                routes::handle(request, &runs_dir, &halt, &access);
                             }
                             Ok(None) => {}
                             Err(e) => {

@@ -21,13 +21,91 @@ pub(super) const STREAM_FOR: Duration = Duration::from_secs(30);
 /// How often an idle stream looks at the file again.
 const POLL: Duration = Duration::from_millis(150);
 
-pub(super) fn handle(
-    request: Request,
-    runs_dir: &Path,
-    stop: &AtomicBool,
-    hosts: Option<&[String]>,
-) {
-    if let Some(hosts) = hosts {
+/// Who may be served: the Host names on loopback, the access token.
+#[derive(Debug)]
+pub(super) struct Access {
+    /// On loopback: the `Host` values that name this server.
+    pub(super) hosts: Option<std::sync::Arc<[String]>>,
+    /// The token every request must carry, when set.
+    pub(super) token: Option<std::sync::Arc<str>>,
+}
+
+/// The cookie that carries the token after a `?token=` page visit.
+const COOKIE: &str = "boardroom_view";
+
+/// Equal in time independent of where they differ.
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+/// The value of a header, if present.
+fn header_value<'r>(request: &'r Request, name: &'static str) -> Option<&'r str> {
+    request
+        .headers()
+        .iter()
+        .find(|h| h.field.equiv(name))
+        .map(|h| h.value.as_str())
+}
+
+/// Whether the request carries the token in a header or the cookie.
+fn has_token(request: &Request, token: &str) -> bool {
+    let bearer = header_value(request, "Authorization")
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|t| same(t.trim(), token));
+    let cookie = header_value(request, "Cookie").is_some_and(|v| {
+        v.split(';')
+            .filter_map(|c| c.trim().split_once('='))
+            .any(|(k, t)| k == COOKIE && same(t, token))
+    });
+    bearer || cookie
+}
+
+/// The `token` parameter of a URL's query.
+fn query_token(url: &str) -> Option<&str> {
+    let query = url.split_once('?')?.1.split('#').next()?;
+    query.split('&').find_map(|kv| kv.strip_prefix("token="))
+}
+
+pub(super) fn handle(request: Request, runs_dir: &Path, stop: &AtomicBool, access: &Access) {
+    if let Some(token) = access.token.as_deref() {
+        if !has_token(&request, token) {
+            let url = request.url().to_string();
+            let path = url.split(['?', '#']).next().unwrap_or("/").to_string();
+            let result = if query_token(&url).is_some_and(|t| same(t, token)) {
+                // A page opened with its token: keep the token in a cookie
+                // for the page's own requests, not in the address bar.
+                let location = if path.starts_with('/') && !path.starts_with("//") {
+                    path
+                } else {
+                    "/".to_string()
+                };
+                request.respond(
+                    html(303, "<p>See <a href=\"/\">the runs</a>.</p>".into())
+                        .with_header(header("Location", &location))
+                        .with_header(header(
+                            "Set-Cookie",
+                            &format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"),
+                        )),
+                )
+            } else {
+                request.respond(html(
+                    401,
+                    "<h1>401</h1><p>This view needs its access token: open the URL \
+                     it printed (with <code>?token=</code>).</p>"
+                        .into(),
+                ))
+            };
+            if let Err(e) = result {
+                log::debug!("view: {e}");
+            }
+            return;
+        }
+    }
+    if let Some(hosts) = access.hosts.as_deref() {
         let host = request
             .headers()
             .iter()
@@ -233,29 +311,95 @@ fn list_page(runs_dir: &Path) -> String {
 
 /// What the page draws a run from, besides its events: `run.json`, the
 /// board entries journaled since, the turns, and the plan.
+/// What one `state.json` holds from `turns.jsonl` and from the journal's
+/// entries, each: the rest is counted and left out, so that a request costs
+/// a bounded amount of memory however large the run's files grew (a 60 MiB
+/// task copied into every turn made a 300 MB `turns.jsonl`).
+pub(super) const STATE_BUDGET: usize = 8 << 20;
+
+/// A single record longer than this is left out (counted) unread.
+pub(super) const RECORD_CAP: usize = 2 << 20;
+
+/// The records of a JSON-lines file, read a line at a time: the newest
+/// that fit in [`STATE_BUDGET`] (each at most [`RECORD_CAP`]), in file
+/// order, and how many were left out.
+fn bounded_lines(
+    path: &Path,
+    keep: impl Fn(&serde_json::Value) -> Option<serde_json::Value>,
+) -> (Vec<serde_json::Value>, usize) {
+    let Ok(file) = std::fs::File::open(path) else {
+        return (Vec::new(), 0);
+    };
+    let mut reader = std::io::BufReader::new(file);
+    let mut kept: std::collections::VecDeque<(usize, serde_json::Value)> =
+        std::collections::VecDeque::new();
+    let (mut held, mut omitted) = (0usize, 0usize);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        // At most RECORD_CAP + 1 bytes of a line are held; the rest of a
+        // longer one is skipped.
+        let n = match (&mut reader)
+            .take(RECORD_CAP as u64 + 1)
+            .read_until(b'\n', &mut line)
+        {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if n > RECORD_CAP && line.last() != Some(&b'\n') {
+            omitted += 1;
+            // Skip to the end of this line.
+            let mut sink = Vec::new();
+            loop {
+                sink.clear();
+                match (&mut reader).take(1 << 16).read_until(b'\n', &mut sink) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) if sink.last() == Some(&b'\n') => break,
+                    Ok(_) => {}
+                }
+            }
+            continue;
+        }
+        let Some(value) = serde_json::from_slice::<serde_json::Value>(&line)
+            .ok()
+            .and_then(|v| keep(&v))
+        else {
+            continue;
+        };
+        held += n;
+        kept.push_back((n, value));
+        while held > STATE_BUDGET {
+            let Some((size, _)) = kept.pop_front() else {
+                break;
+            };
+            held -= size;
+            omitted += 1;
+        }
+    }
+    (kept.into_iter().map(|(_, v)| v).collect(), omitted)
+}
+
 fn state(dir: &Path) -> serde_json::Value {
     let read_json = |p: PathBuf| {
-        std::fs::read_to_string(p)
-            .ok()
+        // run.json holds the task (at most 64 MiB); a file past that is
+        // not one a run wrote, and is left out.
+        let small = std::fs::metadata(&p).is_ok_and(|m| m.len() <= 72 << 20);
+        small
+            .then(|| std::fs::read_to_string(&p).ok())
+            .flatten()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
             .unwrap_or(serde_json::Value::Null)
     };
-    let lines = |p: PathBuf| -> Vec<serde_json::Value> {
-        std::fs::read_to_string(p)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    };
-    let entries: Vec<serde_json::Value> = lines(dir.join("journal.jsonl"))
-        .into_iter()
-        .filter(|r| r["record"] == "entry")
-        .map(|r| r["entry"].clone())
-        .collect();
+    let (entries, entries_omitted) = bounded_lines(&dir.join("journal.jsonl"), |r| {
+        (r["record"] == "entry").then(|| r["entry"].clone())
+    });
+    let (turns, turns_omitted) = bounded_lines(&dir.join("turns.jsonl"), |r| Some(r.clone()));
     serde_json::json!({
         "run": read_json(dir.join("run.json")),
         "entries": entries,
-        "turns": lines(dir.join("turns.jsonl")),
+        "entries_omitted": entries_omitted,
+        "turns": turns,
+        "turns_omitted": turns_omitted,
         "plan": read_json(dir.join("workspace").join("plan.json")),
     })
 }

@@ -294,8 +294,7 @@ impl<'a> Handoff<'a> {
         let soul = self.rendered(&agent.soul, &format!("the soul of '{name}'"))?;
         // A task is the user's text: one that is not a valid template
         // (a stray `{{`) is used as it stands.
-        let task = render(&self.state.task, &self.hs.variables)
-            .unwrap_or_else(|_| self.state.task.clone());
+        let task = crate::team::render_task(&self.state.task, &self.hs.variables);
         let mut rules: Vec<(String, Option<String>)> = Vec::new();
         for r in self.settings.rules_from(name) {
             let condition = match &r.condition {

@@ -95,6 +95,68 @@ pub(crate) fn skip_line(reader: &mut impl BufRead) -> io::Result<bool> {
     }
 }
 
+/// JSON values one message from a server may hold (issue 28: 500,000
+/// small items in one 12 MB line took 808 MB as parsed values). Far above
+/// a listing of a few thousand files with their fields.
+pub(crate) const MAX_VALUES: usize = 200_000;
+
+/// How many JSON values `line` holds, about: the opening brackets and
+/// separators outside strings, plus one. Stops counting past `cap`.
+fn values_in(line: &[u8], cap: usize) -> usize {
+    let (mut n, mut in_string, mut escaped) = (1usize, false, false);
+    for &b in line {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else if b == b'"' {
+            in_string = true;
+        } else if matches!(b, b'{' | b'[' | b',') {
+            n += 1;
+            if n > cap {
+                break;
+            }
+        }
+    }
+    n
+}
+
+/// Parses one JSON-RPC message, holding at most [`MAX_VALUES`] parsed
+/// values: a message with more becomes an error answer to its request (its
+/// `id` read without building the rest), so the call fails with a message
+/// that says why instead of taking the memory.
+///
+/// # Errors
+///
+/// What `serde_json` says of a line that is not JSON.
+pub(crate) fn parse_message(line: &[u8]) -> serde_json::Result<serde_json::Value> {
+    if values_in(line, MAX_VALUES) <= MAX_VALUES {
+        return serde_json::from_slice(line);
+    }
+    #[derive(serde::Deserialize)]
+    struct Head {
+        #[serde(default)]
+        id: serde_json::Value,
+    }
+    let head: Head = serde_json::from_slice(line)?;
+    Ok(serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": head.id,
+        "error": {
+            "code": -32603,
+            "message": format!(
+                "the server's answer holds more than {MAX_VALUES} JSON values \
+                 ({} bytes); boardroom keeps at most {MAX_VALUES}",
+                line.len()
+            ),
+        },
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,5 +183,27 @@ mod tests {
         let mut buf = Vec::new();
         assert_eq!(read_line(&mut r, &mut buf, 1 << 20).unwrap(), Read::TooLong);
         assert_eq!(buf.len(), 1 << 20);
+    }
+
+    /// Issue 28 (5): 500,000 small items are an error answer to their
+    /// request, not 800 MB of parsed values.
+    #[test]
+    fn a_message_of_too_many_values_becomes_an_error_answer() {
+        let items = vec!["{\"a\":1}"; 500_000].join(",");
+        let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{{\"content\":[{items}]}}}}");
+        let msg = parse_message(line.as_bytes()).unwrap();
+        assert_eq!(msg["id"], 7);
+        assert!(msg.get("result").is_none());
+        let text = msg["error"]["message"].as_str().unwrap();
+        assert!(
+            text.starts_with("the server's answer holds more than 200000 JSON values"),
+            "{text}"
+        );
+        // Commas inside strings do not count; an ordinary answer parses.
+        let ok = format!(
+            "{{\"id\":1,\"result\":{{\"text\":\"{}\"}}}}",
+            ",".repeat(300_000)
+        );
+        assert_eq!(parse_message(ok.as_bytes()).unwrap()["id"], 1);
     }
 }

@@ -239,7 +239,7 @@ fn read_loop(
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let msg: Value = match serde_json::from_slice(&line) {
+        let msg: Value = match super::lines::parse_message(&line) {
             Ok(v) => v,
             Err(e) => {
                 let shown: String = String::from_utf8_lossy(&line).chars().take(200).collect();
