@@ -213,6 +213,28 @@ impl OpenAi {
         }
     }
 
+    /// The call ran out of time: the caller's deadline where it came
+    /// first, else the call's own.
+    pub(super) fn past(&self, caller_first: bool, attempts: u32) -> ModelError {
+        if caller_first {
+            self.past_caller_deadline(attempts)
+        } else {
+            self.past_deadline(attempts)
+        }
+    }
+
+    /// The caller's deadline passed before an answer.
+    pub(super) fn past_caller_deadline(&self, attempts: u32) -> ModelError {
+        ModelError::Transport {
+            model: self.inner.label.clone(),
+            detail: "no complete answer before the caller's deadline (a run's time limit, or \
+                     the memory note's own)"
+                .to_string(),
+            attempts: attempts.max(1),
+            source: None,
+        }
+    }
+
     /// The server asked for a wait (`Retry-After`) that would end past the
     /// call's deadline: say so instead of failing without a reason.
     pub(super) fn over_deadline(&self, mut error: ModelError, asked: Duration) -> ModelError {
