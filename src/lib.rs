@@ -145,8 +145,8 @@ pub use model::{
     Phase, Role, SharedModel, ToolCall, ToolSpec, Usage,
 };
 pub use runtime::{
-    Cancel, Executor, MasterPhase, ParseExecutorError, RunError, RunHandle, RunOutcome, Runtime,
-    ThreadError,
+    Cancel, DraftFailures, Executor, MasterPhase, ParseExecutorError, RunError, RunHandle,
+    RunOutcome, Runtime, ThreadError,
 };
 pub use team::{AgentRole, AgentSpec, Process, Team, TeamConfig, TeamError};
 pub use tools::{Tool, ToolContext, ToolError};
