@@ -7,7 +7,10 @@
 //! window, as TCP's congestion control and Netflix's concurrency-limits
 //! keep one. It starts generous (at its ceiling: a round goes out whole).
 //! A 429 or 503 brings it down to the requests the server took: the others
-//! still in flight when the refusal came back (never below one); no blind
+//! still in flight when the refusal came back (never below one, nor below
+//! the most the endpoint demonstrably held without a refusal; a request
+//! refused while alone says nothing about concurrency and leaves the limit
+//! where it is, its retry backs off instead); no blind
 //! halving, which against a server that refuses above K saws between K/2
 //! and K. Answers arriving well slower than their recent floor (a server
 //! queueing) halve it, at most once per window (the answers to requests
@@ -110,6 +113,11 @@ struct State {
     /// The average recent latency, in seconds.
     average: Option<f64>,
     changes: u64,
+    /// The most requests in flight at once that the endpoint demonstrably
+    /// held: in flight when an answer came back, with no refusal since it
+    /// was sent. A refusal brings the limit no lower than it; a wave of
+    /// refusals that begins at or below it halves it.
+    held: usize,
 }
 
 impl State {
@@ -199,6 +207,7 @@ impl Endpoint {
                 floor: None,
                 average: None,
                 changes: 0,
+                held: 0,
             }),
             freed: Condvar::new(),
             watchers: Mutex::new(Vec::new()),
@@ -337,6 +346,9 @@ impl EndpointPermit<'_> {
             .average
             .map_or(latency, |a| a + (latency - a) * EWMA_WEIGHT);
         s.average = Some(average);
+        if self.waves == s.waves && s.wave.is_none() {
+            s.held = s.held.max(s.in_flight);
+        }
         if !self.after_last_decrease(&s) {
             return;
         }
@@ -385,7 +397,9 @@ impl EndpointPermit<'_> {
     }
 
     /// The server answered 429 or 503: the limit comes down to the other
-    /// requests in flight now (those the server took; at least one).
+    /// requests in flight now (those the server took; at least one), but
+    /// not below what the endpoint demonstrably held, and not at all for
+    /// a request refused alone.
     /// Returns whether the retry should wait for one of them to end (a
     /// slot) rather than sleep a backoff: it should when there are any.
     ///
@@ -396,8 +410,20 @@ impl EndpointPermit<'_> {
         let e = self.endpoint;
         let mut s = e.state.lock();
         let others = s.in_flight.saturating_sub(1);
-        let change = if others < s.limit() {
-            decrease(&mut s, &e.name, others.max(1), reason, agent)
+        let waves = self.waves;
+        let new_wave = !s.wave.as_ref().is_some_and(|w| waves < w.number);
+        // A wave that begins at or below what the endpoint held says that
+        // is stale: it halves (a wave at a time, not a refusal at a time).
+        if new_wave && s.in_flight <= s.held {
+            s.held = others.max(s.held / 2);
+        }
+        // Refused alone: nothing says how many at once the endpoint takes
+        // (a rate limit, a plan call refused once): the retry backs off,
+        // the limit stays. Else it comes down to the others in flight, but
+        // never below what the endpoint demonstrably held.
+        let to = others.max(s.held).max(1);
+        let change = if others > 0 && to < s.limit() {
+            decrease(&mut s, &e.name, to, reason, agent)
         } else {
             None
         };
