@@ -81,11 +81,8 @@ impl OpenAi {
                 .get("retry-after")
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| retry::parse_retry_after(v, SystemTime::now()));
-            let text = response
-                .body_mut()
-                .with_config()
-                .limit(64 * 1024)
-                .read_to_string()
+            let text = read_capped(response.body_mut().as_reader(), 64 * 1024)
+                .map(|(t, _)| t)
                 .unwrap_or_default();
             // Mask the key first, then shorten: a cut must never leave a
             // piece of the key that the mask no longer recognises.
@@ -116,22 +113,18 @@ impl OpenAi {
                 on_delta,
             );
         }
-        let text = response
-            .body_mut()
-            .with_config()
-            .limit(wire::MAX_ANSWER_BYTES)
-            .read_to_string()
-            .map_err(|e| match e {
-                ureq::Error::BodyExceedsLimit(_) => Failure::Fatal(self.bad(format!(
-                    "the answer is larger than {} MiB",
-                    wire::MAX_ANSWER_BYTES >> 20
-                ))),
-                e => self.transport_from(
-                    &format!("reading the answer: {e}"),
-                    true,
-                    Some(Box::new(e)),
-                ),
+        // The cap counts the bytes held, after any `Content-Encoding` is
+        // undone: 1 MB of gzip can expand to 1 GB.
+        let (text, whole) = read_capped(response.body_mut().as_reader(), wire::MAX_ANSWER_BYTES)
+            .map_err(|e| {
+                self.transport_from(&format!("reading the answer: {e}"), true, Some(Box::new(e)))
             })?;
+        if !whole {
+            return Err(Failure::Fatal(self.bad(format!(
+                "the answer is larger than {} MiB (decompressed)",
+                wire::MAX_ANSWER_BYTES >> 20
+            ))));
+        }
         let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
             let mut error = self.bad(wire::not_json(&content_type, &self.redact(&text), &e));
             if let ModelError::BadResponse { source, .. } = &mut error {
@@ -329,6 +322,21 @@ impl OpenAi {
             attempts: 1,
         }
     }
+}
+
+/// Reads at most `cap` bytes of `reader` (decompressed, as held in
+/// memory) as text; `false` when there was more. Invalid UTF-8 is
+/// replaced.
+pub(super) fn read_capped(reader: impl Read, cap: u64) -> std::io::Result<(String, bool)> {
+    let mut bytes = Vec::new();
+    reader.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+    let whole = bytes.len() as u64 <= cap;
+    bytes.truncate(usize::try_from(cap).unwrap_or(usize::MAX));
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
+    Ok((text, whole))
 }
 
 /// Connection failures, timeouts and cut connections are worth another
