@@ -75,6 +75,29 @@ impl OpenAi {
             503 => slot.congested(LimitReason::Overloaded, &request.agent),
             _ => false,
         };
+        if (300..400).contains(&status) {
+            let to = response
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let to: String = self.redact(&redact_url(to)).chars().take(300).collect();
+            let detail = match to.strip_suffix("/chat/completions") {
+                _ if to.is_empty() => {
+                    "the endpoint redirected (with no Location); redirects are not followed"
+                        .to_string()
+                }
+                Some(base) if base.contains("://") => format!(
+                    "the endpoint redirected to '{to}'; redirects are not followed: set the \
+                     base URL to '{base}'"
+                ),
+                _ => format!(
+                    "the endpoint redirected to '{to}'; redirects are not followed: set the \
+                     base URL to where it points"
+                ),
+            };
+            return Err(Failure::Fatal(self.http_error(status, &detail)));
+        }
         if !(200..300).contains(&status) {
             let retry_after = response
                 .headers()
@@ -152,16 +175,25 @@ impl OpenAi {
         let mut decoder = sse::SseDecoder::default();
         let mut state = wire::StreamState::default();
         let mut buf = [0u8; 8192];
+        // The first bytes, and whether any event came: a server that sends
+        // JSON labelled as an event stream is told apart from a cut.
+        let mut first = Vec::new();
+        let mut events_seen = false;
         loop {
             let n = reader.read(&mut buf).map_err(|e| {
                 self.transport_from(&format!("reading the stream: {e}"), true, Some(Box::new(e)))
             })?;
+            if first.len() < 64 {
+                let take = n.min(64 - first.len());
+                first.extend_from_slice(&buf[..take]);
+            }
             let events = if n == 0 {
                 decoder.finish()
             } else {
                 decoder.push(&buf[..n])
             }
             .map_err(|e| Failure::Fatal(self.bad(e)))?;
+            events_seen |= !events.is_empty();
             for data in events {
                 let delta = match state.apply(&data) {
                     Ok(delta) => delta,
@@ -187,6 +219,18 @@ impl OpenAi {
             }
         }
         if !state.done {
+            let start = String::from_utf8_lossy(&first);
+            let start = start.trim_start();
+            if !events_seen && (start.starts_with('{') || start.starts_with('[')) {
+                return Err(Failure::Fatal(
+                    self.bad(
+                        "the endpoint sent JSON labelled as an event stream (Content-Type: \
+                     text/event-stream, no 'data:' lines): it does not stream this way; turn \
+                     streaming off for this model (stream=false in the model spec)"
+                            .to_string(),
+                    ),
+                ));
+            }
             return Err(self.transport("the stream ended before [DONE]", true));
         }
         Ok(state.finish(request))
