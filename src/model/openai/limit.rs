@@ -474,7 +474,7 @@ impl EndpointPermit<'_> {
         let mut s = e.state.lock();
         let others = s.in_flight.saturating_sub(1);
         let waves = self.waves;
-        let new_wave = !s.wave.as_ref().is_some_and(|w| waves < w.number);
+        let new_wave = s.wave.as_ref().is_none_or(|w| waves >= w.number);
         // A wave that begins at or below what the endpoint held says that
         // is stale: it halves (a wave at a time, not a refusal at a time).
         if new_wave && s.in_flight <= s.held {
