@@ -146,8 +146,8 @@ pub use model::{
     Phase, Role, SharedModel, ToolCall, ToolSpec, Usage,
 };
 pub use runtime::{
-    Cancel, Executor, MasterPhase, ParseExecutorError, RunError, RunHandle, RunOutcome, Runtime,
-    ThreadError,
+    Cancel, DraftFailures, Executor, MasterPhase, ParseExecutorError, RunError, RunHandle,
+    RunOutcome, Runtime, ThreadError,
 };
 pub use secrets::redact;
 pub use team::{AgentRole, AgentSpec, Process, Team, TeamConfig, TeamError};

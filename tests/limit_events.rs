@@ -8,6 +8,7 @@ mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use boardroom::openai::LimitChange;
 use boardroom::{
@@ -20,10 +21,12 @@ const MEMBERS: usize = 6;
 
 #[test]
 fn every_limit_change_of_a_run_is_an_event_before_it_finishes() {
-    // The master's review (the run's last call) is refused once: the limit
-    // comes down in the very last call, and grows again as it is answered.
-    let reviews = Arc::new(AtomicUsize::new(0));
-    let r = Arc::clone(&reviews);
+    // The first draft is refused once while the other drafts are in flight
+    // (a refusal alone says nothing about concurrency and changes no
+    // limit, issue 28): the limit comes down, and grows again as the
+    // answers come back.
+    let drafts = Arc::new(AtomicUsize::new(0));
+    let d = Arc::clone(&drafts);
     let server = Server::start(move |req| {
         let text = req.all_text();
         if text.contains("Split this task") {
@@ -32,13 +35,16 @@ fn every_limit_change_of_a_run_is_an_event_before_it_finishes() {
                 .collect();
             Reply::answer(req, &plan)
         } else if text.contains("Round 1 of") {
-            if r.fetch_add(1, Ordering::SeqCst) == 0 {
-                return Reply::status(429, r#"{"error":{"message":"slow down"}}"#)
-                    .with_header("Retry-After", "0");
-            }
             Reply::answer(req, "DONE\nThe parts, merged.")
+        } else if d.fetch_add(1, Ordering::SeqCst) == 0 {
+            let refused = Reply::status(429, r#"{"error":{"message":"slow down"}}"#)
+                .with_header("Retry-After", "0");
+            Reply::Delayed(Duration::from_millis(500), Box::new(refused))
         } else {
-            Reply::answer(req, "A draft.")
+            Reply::Delayed(
+                Duration::from_millis(1500),
+                Box::new(Reply::answer(req, "A draft.")),
+            )
         }
     });
     // A small ceiling: answers grow it back within the run.
@@ -60,10 +66,9 @@ fn every_limit_change_of_a_run_is_an_event_before_it_finishes() {
         .run("Write the parts")
         .unwrap();
     assert_eq!(outcome.status, RunStatus::Done);
-    assert_eq!(
-        reviews.load(Ordering::SeqCst),
-        2,
-        "the review was refused once"
+    assert!(
+        drafts.load(Ordering::SeqCst) > MEMBERS,
+        "a draft was refused once and sent again"
     );
     let events: Vec<Event> = rx.try_iter().collect();
     let limit: Vec<(usize, usize, String)> = events

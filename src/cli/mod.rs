@@ -52,6 +52,10 @@ const EXIT_BAD_INPUT: u8 = 2;
 const EXIT_STOPPED: u8 = 130;
 /// The run waits for its user's reply (`resume RUN_ID --message TEXT`).
 pub(crate) const EXIT_WAITING: u8 = 3;
+/// Exit code: the run gave an answer, but some members' drafts failed
+/// (the master answered from what arrived; stderr says `N of M drafts
+/// failed: ...`).
+const EXIT_PARTIAL: u8 = 4;
 
 /// How long calls in flight may take to return after the first Ctrl-C
 /// before they are abandoned (the run is then resumed from its last saved
@@ -472,7 +476,14 @@ pub(crate) fn drive_and_report(
             match outcome.status {
                 RunStatus::Failed => EXIT_FAILED,
                 RunStatus::AwaitingUser => EXIT_WAITING,
-                _ => EXIT_OK,
+                _ => match outcome.draft_failures() {
+                    // No silent partial success (issue 28).
+                    Some(failures) => {
+                        eprintln!("partial: {}", runs::terminal_safe(&failures.to_string()));
+                        EXIT_PARTIAL
+                    }
+                    None => EXIT_OK,
+                },
             }
         }
         Err(e @ RunError::NoUsableDraft { .. }) => {

@@ -185,6 +185,10 @@ pub struct ChatRequest {
     pub temperature: Option<f32>,
     /// Cap on completion tokens.
     pub max_tokens: Option<u32>,
+    /// When the caller stops waiting (the run's time limit, or the memory
+    /// note's own short deadline): a provider ends the call by then, or
+    /// at its own call deadline if that is earlier.
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl ChatRequest {
@@ -199,6 +203,7 @@ impl ChatRequest {
             schema: None,
             temperature: None,
             max_tokens: None,
+            deadline: None,
         }
     }
 }

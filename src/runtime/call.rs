@@ -23,7 +23,12 @@ use crate::model::{
 use crate::team::AgentSpec;
 
 use super::Turn;
+use super::budget::Stop;
 use super::core::Core;
+
+/// The most a memory note's call may take: the answer is decided by then,
+/// and the note is worth less than the wait.
+pub(crate) const MEMORY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// Extra attempts after an unusable answer.
 pub(crate) const LOGICAL_RETRIES: usize = 2;
@@ -125,6 +130,7 @@ impl Core<'_> {
         request.temperature = agent.temperature;
         request.max_tokens = info.max_tokens;
         request.schema = ask.schema.clone();
+        request.deadline = self.call_deadline(phase);
         let parent = self.parent_of(agent);
         let call = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
         self.emit(
@@ -162,6 +168,15 @@ impl Core<'_> {
         );
         let started = std::time::Instant::now();
         let result = self.tool_exchange(agent, ask, &model, &mut request, &mut on_delta);
+        // A call the run's time limit (or a stop) cut short is the run
+        // stopping, not a member failing: the process sees it as such.
+        let result = match result {
+            Err(e) if !matches!(e, ModelError::Cancelled) && self.cut_by_the_run(phase) => {
+                log::debug!("{} ({}): {e}", agent.name, phase.as_str());
+                Err(ModelError::Cancelled)
+            }
+            other => other,
+        };
         let turn = self.record_turn(agent, request, &result, started.elapsed());
         (ask.on_turn)(turn);
         self.emit(
@@ -192,6 +207,27 @@ impl Core<'_> {
             Err(e) => log::warn!("{} ({}) round {round}: {e}", agent.name, phase.as_str()),
         }
         result
+    }
+
+    /// When a call must end: the run's time limit, and for the memory note
+    /// [`MEMORY_DEADLINE`] from now (the answer is decided; a slow note
+    /// must not hold it).
+    fn call_deadline(&self, phase: Phase) -> Option<std::time::Instant> {
+        let own = (phase == Phase::Memory).then(|| std::time::Instant::now() + MEMORY_DEADLINE);
+        match (self.deadline, own) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether a failed call was cut by the run stopping (its time limit
+    /// or a cancel) rather than failing on its own.
+    fn cut_by_the_run(&self, phase: Phase) -> bool {
+        // A socket timeout set to the time left may fire a moment early.
+        let near = std::time::Instant::now() + std::time::Duration::from_millis(200);
+        phase != Phase::Memory
+            && (matches!(self.stop_reason(), Some(Stop::TimedOut | Stop::Cancelled))
+                || self.deadline.is_some_and(|d| near >= d))
     }
 
     /// Calls until `accept` takes the answer, asking again with a note that

@@ -124,6 +124,68 @@ pub struct RunOutcome {
     pub steps: Vec<crate::process::handoff::HandoffStep>,
 }
 
+/// Members' assignments that failed in a run that still gave an answer
+/// ([`RunOutcome::draft_failures`]): the run is a partial success.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DraftFailures {
+    /// Assignments whose last attempt ended in an error.
+    pub failed: usize,
+    /// Assignments given to members in the run.
+    pub total: usize,
+    /// The first failure's text, as the board has it.
+    pub first: String,
+}
+
+impl std::fmt::Display for DraftFailures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} of {} drafts failed: {}",
+            self.failed, self.total, self.first
+        )
+    }
+}
+
+impl RunOutcome {
+    /// The members' assignments that ended in an error (the board's
+    /// `error` entries with an assignment), if any: a run whose master
+    /// answered from what arrived while some drafts failed. `None` when
+    /// every assignment has a draft.
+    #[must_use]
+    pub fn draft_failures(&self) -> Option<DraftFailures> {
+        use crate::board::EntryKind;
+        // The last entry per assignment wins (a resumed run redoes failed
+        // ones).
+        let mut last: std::collections::HashMap<(u32, &str, &str), &Entry> =
+            std::collections::HashMap::new();
+        for e in &self.board {
+            let Some(task) = e.task.as_deref() else {
+                continue;
+            };
+            if matches!(e.kind, EntryKind::Draft | EntryKind::Error) {
+                last.insert((e.round, e.author.as_str(), task), e);
+            }
+        }
+        let total = last.len();
+        let first = self
+            .board
+            .iter()
+            .filter(|e| e.kind == EntryKind::Error)
+            .find(|e| {
+                e.task
+                    .as_deref()
+                    .is_some_and(|t| last.get(&(e.round, e.author.as_str(), t)) == Some(e))
+            })?;
+        let failed = last.values().filter(|e| e.kind == EntryKind::Error).count();
+        Some(DraftFailures {
+            failed,
+            total,
+            first: first.text.clone(),
+        })
+    }
+}
+
 impl Runtime {
     /// A runtime for `team` whose agents use `model` unless their `model:`
     /// names another.

@@ -53,6 +53,10 @@ impl Agents {
             .map(|_| {
                 let config = ureq::Agent::config_builder()
                     .http_status_as_error(false)
+                    // A redirect is reported, not followed: a 301/302
+                    // would turn the POST into a GET (and carry the key
+                    // to wherever it points).
+                    .max_redirects(0)
                     .max_idle_connections(per_shard.max(10))
                     .max_idle_connections_per_host(per_shard.max(3))
                     .input_buffer_size(CONNECTION_BUFFER)

@@ -75,17 +75,37 @@ impl OpenAi {
             503 => slot.congested(LimitReason::Overloaded, &request.agent),
             _ => false,
         };
+        if (300..400).contains(&status) {
+            let to = response
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let to: String = self.redact(&redact_url(to)).chars().take(300).collect();
+            let detail = match to.strip_suffix("/chat/completions") {
+                _ if to.is_empty() => {
+                    "the endpoint redirected (with no Location); redirects are not followed"
+                        .to_string()
+                }
+                Some(base) if base.contains("://") => format!(
+                    "the endpoint redirected to '{to}'; redirects are not followed: set the \
+                     base URL to '{base}'"
+                ),
+                _ => format!(
+                    "the endpoint redirected to '{to}'; redirects are not followed: set the \
+                     base URL to where it points"
+                ),
+            };
+            return Err(Failure::Fatal(self.http_error(status, &detail)));
+        }
         if !(200..300).contains(&status) {
             let retry_after = response
                 .headers()
                 .get("retry-after")
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| retry::parse_retry_after(v, SystemTime::now()));
-            let text = response
-                .body_mut()
-                .with_config()
-                .limit(64 * 1024)
-                .read_to_string()
+            let text = read_capped(response.body_mut().as_reader(), 64 * 1024)
+                .map(|(t, _)| t)
                 .unwrap_or_default();
             // Mask the key first, then shorten: a cut must never leave a
             // piece of the key that the mask no longer recognises.
@@ -116,22 +136,18 @@ impl OpenAi {
                 on_delta,
             );
         }
-        let text = response
-            .body_mut()
-            .with_config()
-            .limit(wire::MAX_ANSWER_BYTES)
-            .read_to_string()
-            .map_err(|e| match e {
-                ureq::Error::BodyExceedsLimit(_) => Failure::Fatal(self.bad(format!(
-                    "the answer is larger than {} MiB",
-                    wire::MAX_ANSWER_BYTES >> 20
-                ))),
-                e => self.transport_from(
-                    &format!("reading the answer: {e}"),
-                    true,
-                    Some(Box::new(e)),
-                ),
+        // The cap counts the bytes held, after any `Content-Encoding` is
+        // undone: 1 MB of gzip can expand to 1 GB.
+        let (text, whole) = read_capped(response.body_mut().as_reader(), wire::MAX_ANSWER_BYTES)
+            .map_err(|e| {
+                self.transport_from(&format!("reading the answer: {e}"), true, Some(Box::new(e)))
             })?;
+        if !whole {
+            return Err(Failure::Fatal(self.bad(format!(
+                "the answer is larger than {} MiB (decompressed)",
+                wire::MAX_ANSWER_BYTES >> 20
+            ))));
+        }
         let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
             let mut error = self.bad(wire::not_json(&content_type, &self.redact(&text), &e));
             if let ModelError::BadResponse { source, .. } = &mut error {
@@ -159,16 +175,25 @@ impl OpenAi {
         let mut decoder = sse::SseDecoder::default();
         let mut state = wire::StreamState::default();
         let mut buf = [0u8; 8192];
+        // The first bytes, and whether any event came: a server that sends
+        // JSON labelled as an event stream is told apart from a cut.
+        let mut first = Vec::new();
+        let mut events_seen = false;
         loop {
             let n = reader.read(&mut buf).map_err(|e| {
                 self.transport_from(&format!("reading the stream: {e}"), true, Some(Box::new(e)))
             })?;
+            if first.len() < 64 {
+                let take = n.min(64 - first.len());
+                first.extend_from_slice(&buf[..take]);
+            }
             let events = if n == 0 {
                 decoder.finish()
             } else {
                 decoder.push(&buf[..n])
             }
             .map_err(|e| Failure::Fatal(self.bad(e)))?;
+            events_seen |= !events.is_empty();
             for data in events {
                 let delta = match state.apply(&data) {
                     Ok(delta) => delta,
@@ -194,6 +219,18 @@ impl OpenAi {
             }
         }
         if !state.done {
+            let start = String::from_utf8_lossy(&first);
+            let start = start.trim_start();
+            if !events_seen && (start.starts_with('{') || start.starts_with('[')) {
+                return Err(Failure::Fatal(
+                    self.bad(
+                        "the endpoint sent JSON labelled as an event stream (Content-Type: \
+                     text/event-stream, no 'data:' lines): it does not stream this way; turn \
+                     streaming off for this model (stream=false in the model spec)"
+                            .to_string(),
+                    ),
+                ));
+            }
             return Err(self.transport("the stream ended before [DONE]", true));
         }
         Ok(state.finish(request))
@@ -208,6 +245,28 @@ impl OpenAi {
                  included; change it with timeout= in the model spec or timeout: in team.yaml)",
                 crate::model::duration::human(self.inner.timeout)
             ),
+            attempts: attempts.max(1),
+            source: None,
+        }
+    }
+
+    /// The call ran out of time: the caller's deadline where it came
+    /// first, else the call's own.
+    pub(super) fn past(&self, caller_first: bool, attempts: u32) -> ModelError {
+        if caller_first {
+            self.past_caller_deadline(attempts)
+        } else {
+            self.past_deadline(attempts)
+        }
+    }
+
+    /// The caller's deadline passed before an answer.
+    pub(super) fn past_caller_deadline(&self, attempts: u32) -> ModelError {
+        ModelError::Transport {
+            model: self.inner.label.clone(),
+            detail: "no complete answer before the caller's deadline (a run's time limit, or \
+                     the memory note's own)"
+                .to_string(),
             attempts: attempts.max(1),
             source: None,
         }
@@ -307,6 +366,21 @@ impl OpenAi {
             attempts: 1,
         }
     }
+}
+
+/// Reads at most `cap` bytes of `reader` (decompressed, as held in
+/// memory) as text; `false` when there was more. Invalid UTF-8 is
+/// replaced.
+pub(super) fn read_capped(reader: impl Read, cap: u64) -> std::io::Result<(String, bool)> {
+    let mut bytes = Vec::new();
+    reader.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+    let whole = bytes.len() as u64 <= cap;
+    bytes.truncate(usize::try_from(cap).unwrap_or(usize::MAX));
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
+    Ok((text, whole))
 }
 
 /// Connection failures, timeouts and cut connections are worth another

@@ -7,7 +7,10 @@
 //! window, as TCP's congestion control and Netflix's concurrency-limits
 //! keep one. It starts generous (at its ceiling: a round goes out whole).
 //! A 429 or 503 brings it down to the requests the server took: the others
-//! still in flight when the refusal came back (never below one); no blind
+//! still in flight when the refusal came back (never below one, nor below
+//! the most the endpoint demonstrably held without a refusal; a request
+//! refused while alone says nothing about concurrency and leaves the limit
+//! where it is, its retry backs off instead); no blind
 //! halving, which against a server that refuses above K saws between K/2
 //! and K. Answers arriving well slower than their recent floor (a server
 //! queueing) halve it, at most once per window (the answers to requests
@@ -48,6 +51,67 @@ const EWMA_WEIGHT: f64 = 0.1;
 /// How fast the latency floor forgets its minimum, per answer (so that a
 /// server that became slower for good sets a new floor).
 const FLOOR_DRIFT: f64 = 0.01;
+
+/// File descriptors kept out of the connections' share: run files, pipes
+/// to MCP servers, logs.
+const FD_RESERVE: u64 = 128;
+
+/// The soft open-file limit boardroom raises itself to, where the hard
+/// limit allows (room for [`DEFAULT_CEILING`] connections and their
+/// idle pool).
+const FD_WANTED: u64 = 4096;
+
+/// The most connections the open-file limit leaves room for, once: the
+/// soft limit is first raised towards [`FD_WANTED`] where the hard limit
+/// allows; half of what is left after [`FD_RESERVE`] goes to requests in
+/// flight (the other half to idle pooled connections). `None` when there
+/// is room for [`DEFAULT_CEILING`].
+static FD_CEILING: LazyLock<Option<usize>> = LazyLock::new(fd_ceiling);
+
+/// `ceiling`, or less where the open-file limit leaves room for fewer
+/// connections (said once per endpoint, as a warning).
+fn fd_capped(name: &str, ceiling: usize) -> usize {
+    match *FD_CEILING {
+        Some(room) if room < ceiling => {
+            log::warn!(
+                "{name}: at most {room} requests at once (not {ceiling}): the open-file limit \
+                 of this process leaves room for no more connections (raise it with `ulimit -n`)"
+            );
+            room
+        }
+        _ => ceiling.max(1),
+    }
+}
+
+#[cfg(unix)]
+fn fd_ceiling() -> Option<usize> {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    // `None` is unlimited.
+    let mut soft = limit.current?;
+    let hard = limit.maximum.unwrap_or(u64::MAX);
+    if soft < FD_WANTED && hard > soft {
+        let raised = FD_WANTED.min(hard);
+        let new = Rlimit {
+            current: Some(raised),
+            maximum: limit.maximum,
+        };
+        match setrlimit(Resource::Nofile, new) {
+            Ok(()) => {
+                log::debug!("open-file limit raised from {soft} to {raised}");
+                soft = raised;
+            }
+            Err(e) => log::debug!("open-file limit {soft}: not raised ({e})"),
+        }
+    }
+    let room = usize::try_from(soft.saturating_sub(FD_RESERVE) / 2).unwrap_or(usize::MAX);
+    (room < DEFAULT_CEILING).then_some(room.max(1))
+}
+
+#[cfg(not(unix))]
+fn fd_ceiling() -> Option<usize> {
+    None
+}
 
 /// The key of an endpoint in the registry: the URL and a hash of the key
 /// (the key itself is never kept twice, nor printed).
@@ -110,6 +174,11 @@ struct State {
     /// The average recent latency, in seconds.
     average: Option<f64>,
     changes: u64,
+    /// The most requests in flight at once that the endpoint demonstrably
+    /// held: in flight when an answer came back, with no refusal since it
+    /// was sent. A refusal brings the limit no lower than it; a wave of
+    /// refusals that begins at or below it halves it.
+    held: usize,
 }
 
 impl State {
@@ -161,6 +230,7 @@ impl Endpoint {
             url: url.to_string(),
             key_hash: h.finish(),
         };
+        let ceiling = fd_capped(&super::redact_url(url), ceiling);
         let mut registry = REGISTRY.lock();
         registry.retain(|_, e| e.strong_count() > 0);
         if let Some(e) = registry.get(&k).and_then(Weak::upgrade) {
@@ -180,9 +250,10 @@ impl Endpoint {
         e
     }
 
-    /// A limit of its own (not in the registry), starting at `ceiling`.
+    /// A limit of its own (not in the registry), starting at `ceiling`
+    /// (at most what the process's open-file limit leaves room for).
     pub(crate) fn new(name: &str, ceiling: usize) -> Endpoint {
-        let ceiling = ceiling.max(1);
+        let ceiling = fd_capped(name, ceiling);
         Endpoint {
             name: name.to_string(),
             agents: super::agents::Agents::new(ceiling.max(DEFAULT_CEILING)),
@@ -199,6 +270,7 @@ impl Endpoint {
                 floor: None,
                 average: None,
                 changes: 0,
+                held: 0,
             }),
             freed: Condvar::new(),
             watchers: Mutex::new(Vec::new()),
@@ -337,6 +409,9 @@ impl EndpointPermit<'_> {
             .average
             .map_or(latency, |a| a + (latency - a) * EWMA_WEIGHT);
         s.average = Some(average);
+        if self.waves == s.waves && s.wave.is_none() {
+            s.held = s.held.max(s.in_flight);
+        }
         if !self.after_last_decrease(&s) {
             return;
         }
@@ -385,7 +460,9 @@ impl EndpointPermit<'_> {
     }
 
     /// The server answered 429 or 503: the limit comes down to the other
-    /// requests in flight now (those the server took; at least one).
+    /// requests in flight now (those the server took; at least one), but
+    /// not below what the endpoint demonstrably held, and not at all for
+    /// a request refused alone.
     /// Returns whether the retry should wait for one of them to end (a
     /// slot) rather than sleep a backoff: it should when there are any.
     ///
@@ -396,8 +473,20 @@ impl EndpointPermit<'_> {
         let e = self.endpoint;
         let mut s = e.state.lock();
         let others = s.in_flight.saturating_sub(1);
-        let change = if others < s.limit() {
-            decrease(&mut s, &e.name, others.max(1), reason, agent)
+        let waves = self.waves;
+        let new_wave = s.wave.as_ref().is_none_or(|w| waves >= w.number);
+        // A wave that begins at or below what the endpoint held says that
+        // is stale: it halves (a wave at a time, not a refusal at a time).
+        if new_wave && s.in_flight <= s.held {
+            s.held = others.max(s.held / 2);
+        }
+        // Refused alone: nothing says how many at once the endpoint takes
+        // (a rate limit, a plan call refused once): the retry backs off,
+        // the limit stays. Else it comes down to the others in flight, but
+        // never below what the endpoint demonstrably held.
+        let to = others.max(s.held).max(1);
+        let change = if others > 0 && to < s.limit() {
+            decrease(&mut s, &e.name, to, reason, agent)
         } else {
             None
         };

@@ -261,8 +261,14 @@ impl ChatModel for OpenAi {
         let body = wire::request_json(&i.model, request, i.stream);
         // The deadline starts once the call holds its first slot: waiting
         // behind other calls is bounded by their own deadlines.
-        let mut first_slot = self.slot(None);
-        let deadline = Instant::now() + i.timeout;
+        // The caller's deadline (a run's time limit) bounds every wait.
+        let mut first_slot = self.slot(request.deadline);
+        if first_slot.is_none() {
+            return Err(self.past_caller_deadline(0));
+        }
+        let own = Instant::now() + i.timeout;
+        let deadline = request.deadline.map_or(own, |d| d.min(own));
+        let caller_first = request.deadline.is_some_and(|d| d < own);
         let mut attempt = 0u32;
         loop {
             attempt += 1;
@@ -273,7 +279,7 @@ impl ChatModel for OpenAi {
                     None => self.slot(Some(deadline)),
                 };
                 let Some(mut slot) = slot else {
-                    return Err(self.past_deadline(attempt - 1));
+                    return Err(self.past(caller_first, attempt - 1));
                 };
                 log::debug!(
                     "{}: POST {} for {} (attempt {attempt})",
@@ -306,7 +312,7 @@ impl ChatModel for OpenAi {
                 }) => (error, retry_after, queue),
             };
             if Instant::now() >= deadline {
-                return Err(self.past_deadline(attempt));
+                return Err(self.past(caller_first, attempt));
             }
             // Refused for too many at once, with no `Retry-After`: the
             // endpoint's limit came down to the requests still in flight,

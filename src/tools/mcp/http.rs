@@ -13,7 +13,7 @@
 //! open for messages the server sends on its own (a server that does not
 //! offer one answers 405 and the thread ends). Shutting down sends DELETE.
 
-use std::io::BufReader;
+use std::io::{BufReader, Read};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -462,12 +462,14 @@ impl Inner {
         }
         if !(200..300).contains(&status) {
             let mut response = response;
-            let text = response
+            // Capped after any `Content-Encoding` is undone.
+            let mut bytes = Vec::new();
+            let _ = response
                 .body_mut()
-                .with_config()
-                .limit(ERROR_BODY)
-                .read_to_string()
-                .unwrap_or_default();
+                .as_reader()
+                .take(ERROR_BODY)
+                .read_to_end(&mut bytes);
+            let text = String::from_utf8_lossy(&bytes).into_owned();
             let detail: String = one_line(&self.mask(&text)).chars().take(300).collect();
             return Err(McpError::Http { status, detail });
         }
@@ -492,12 +494,7 @@ impl Inner {
             self.read_stream(&mut events, session, expect, method, within)
                 .map_err(timed_out)?
         } else if kind.starts_with("application/json") {
-            let text = response
-                .into_body()
-                .with_config()
-                .limit(MAX_LINE as u64)
-                .read_to_string()
-                .map_err(|e| self.read_error(method, timeout, &e))?;
+            let text = self.read_json_body(method, timeout, response.into_body())?;
             self.route_json(&text, session, within)?;
             // A request's JSON answer is its response (spec); one without it
             // is not waited on until the call's timeout.
@@ -522,6 +519,44 @@ impl Inner {
                 .resume(session, expect, method, last_id, retry, within, timeout)
                 .map_err(timed_out),
         }
+    }
+
+    /// A JSON body, capped at [`MAX_LINE`] bytes as held in memory: after
+    /// any `Content-Encoding` is undone (a small gzip body can expand a
+    /// thousandfold).
+    fn read_json_body(
+        &self,
+        method: &str,
+        timeout: Duration,
+        body: ureq::Body,
+    ) -> Result<String, McpError> {
+        let mut bytes = Vec::new();
+        if let Err(e) = body
+            .into_reader()
+            .take(MAX_LINE as u64 + 1)
+            .read_to_end(&mut bytes)
+        {
+            if let Some(u) = e.get_ref().and_then(|i| i.downcast_ref::<ureq::Error>()) {
+                return Err(self.read_error(method, timeout, u));
+            }
+            if e.kind() == std::io::ErrorKind::TimedOut {
+                return Err(McpError::Timeout {
+                    method: method.to_string(),
+                    after: timeout,
+                });
+            }
+            return Err(self.unreachable(&format!("reading the answer: {e}")));
+        }
+        if bytes.len() > MAX_LINE {
+            return Err(McpError::LineTooLong {
+                stream: "the http body (decompressed)",
+                limit: MAX_LINE,
+            });
+        }
+        Ok(match String::from_utf8(bytes) {
+            Ok(t) => t,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        })
     }
 
     fn read_error(&self, method: &str, timeout: Duration, e: &ureq::Error) -> McpError {

@@ -27,6 +27,9 @@ use super::{McpError, McpServerConfig};
 
 /// How long the end of a session waits for the rest of its stderr.
 const STDERR_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+/// How long ending a session waits for its reader threads once the
+/// process group is ended.
+const JOIN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 /// Bytes of one stderr line read (the rest is skipped, unread into memory).
 const STDERR_READ: usize = 64 * 1024;
 /// Lines queued for a server that is not reading its input; past this a
@@ -169,9 +172,25 @@ impl Stdio {
             let _ = child.kill();
             let _ = child.wait();
         }
+        // A process that left the group (`setsid`) may still hold stdout
+        // or stderr open: its reader threads are waited for with a bound,
+        // then left to end when it closes them (they hold nothing but the
+        // pipe and the session).
         let threads = std::mem::take(&mut *self.threads.lock());
+        let deadline = std::time::Instant::now() + JOIN_GRACE;
         for t in threads {
-            let _ = t.join();
+            while !t.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            if t.is_finished() {
+                let _ = t.join();
+            } else {
+                log::debug!(
+                    "mcp: pid {}: its output is still held open (by a process outside its \
+                     group?); not waiting for it",
+                    self.pid
+                );
+            }
         }
     }
 }

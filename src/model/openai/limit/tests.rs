@@ -44,11 +44,44 @@ fn a_refusal_brings_the_limit_to_the_others_in_flight_and_growth_holds_a_window(
         e.acquire_until(None).unwrap().succeeded("a");
     }
     assert_eq!(e.limit(), 10);
-    // Alone and refused: the limit is one, and nothing to queue behind.
+    // Alone and refused: nothing to queue behind, and nothing said about
+    // how many at once the endpoint takes (issue 28): the limit stays.
     let p = e.acquire_until(None).unwrap();
     assert!(!p.congested(LimitReason::Overloaded, "a"));
-    assert_eq!(e.limit(), 1);
+    assert_eq!(e.limit(), 10);
     assert_eq!(e.peak_in_flight(), 40);
+}
+
+/// Issue 28: one 429 on a plan call, alone in flight, pinned a round of
+/// 2048 members to one request at a time; and a refusal never brings the
+/// limit below what the endpoint held without refusals.
+#[test]
+fn a_lone_refusal_keeps_the_limit_and_what_was_held_is_a_floor() {
+    let e = Endpoint::new("test", 64);
+    e.acquire_until(None)
+        .unwrap()
+        .congested(LimitReason::RateLimited, "plan");
+    assert_eq!(e.limit(), 64, "a lone refusal");
+    // 20 held at once, all answered.
+    let permits: Vec<_> = (0..20).map(|_| e.acquire_until(None).unwrap()).collect();
+    for p in permits {
+        p.succeeded("a");
+    }
+    // 30 in flight, and every one refused, one after another (a rate
+    // limit's wave): the limit comes down no lower than 20.
+    let mut permits: Vec<_> = (0..30).map(|_| e.acquire_until(None).unwrap()).collect();
+    while let Some(p) = permits.pop() {
+        p.congested(LimitReason::RateLimited, "a");
+    }
+    assert_eq!(e.limit(), 20);
+    // A new wave refused at 4 in flight, within what was held: the floor
+    // is stale and halves (a server that really takes fewer now is
+    // followed down, a wave at a time).
+    let mut permits: Vec<_> = (0..4).map(|_| e.acquire_until(None).unwrap()).collect();
+    while let Some(p) = permits.pop() {
+        p.congested(LimitReason::RateLimited, "a");
+    }
+    assert_eq!(e.limit(), 10);
 }
 
 /// Issue 14: a wave of refusals was told as one change per step down
@@ -147,9 +180,10 @@ fn endpoints_are_shared_by_url_and_key() {
     let changes = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&changes);
     let watch = b.watch(Arc::new(move |c: &LimitChange| seen.lock().push(c.clone())));
+    let other = a.acquire_until(None).unwrap();
     let p = a.acquire_until(None).unwrap();
     p.congested(LimitReason::RateLimited, "m1");
-    drop(p);
+    drop((p, other));
     assert_eq!(changes.lock().len(), 1);
     assert_eq!(changes.lock()[0].to, 1);
     drop(watch);
@@ -157,8 +191,10 @@ fn endpoints_are_shared_by_url_and_key() {
         a.acquire_until(None).unwrap().succeeded("m1");
     }
     assert_eq!(a.limit(), 2, "grown again, after a window's hold");
+    let other = a.acquire_until(None).unwrap();
     let p = a.acquire_until(None).unwrap();
     p.congested(LimitReason::RateLimited, "m1");
+    drop(other);
     assert_eq!(a.limit(), 1);
     assert_eq!(
         changes.lock().len(),
