@@ -14,8 +14,10 @@ use serde::{Deserialize, Serialize};
 /// What runs a round's members in parallel: `team.yaml`'s `executor:`,
 /// [`Runtime::executor`](crate::Runtime::executor), `--executor`.
 ///
-/// A run's `run_started` event names the executor that ran its members
-/// ([`Executor::Rayon`] or [`Executor::Threads`], never `Auto`).
+/// A run's `run_started` event names the executor the run started on
+/// ([`Executor::Rayon`] or [`Executor::Threads`], never `Auto`); under
+/// `Auto` a round wider than [`Executor::auto_limit`] runs on the own pool,
+/// and so does every round after it.
 ///
 /// # Examples
 ///
@@ -71,9 +73,10 @@ impl Executor {
     /// The widest round [`Executor::Auto`] runs on rayon on this machine:
     /// [`Executor::AUTO_RAYON_PER_CORE`] × the cores the process may use
     /// (`std::thread::available_parallelism`): 128 members on 2 cores,
-    /// 1024 on 16. The width a run is judged by is the widest round it
-    /// expects when it starts: the team's members, capped by
-    /// `max_parallel`.
+    /// 1024 on 16. Each round is judged by its own width: its
+    /// assignments (a member may have several), capped by `max_parallel`;
+    /// the first round wider than this ends rayon's threads and runs, with
+    /// every later round of the run, on the own pool.
     ///
     /// rayon's idle workers look for work in every other worker's queue,
     /// so a round of N blocked members costs O(N) searching per idle

@@ -201,6 +201,13 @@ impl<'scope, 'env> RayonPool<'scope, 'env> {
         drop(pool);
     }
 
+    /// Ends the pool's threads and waits until they have: for a run that
+    /// goes on with the own pool, which must not start while they live.
+    pub(crate) fn release_and_wait(&self) {
+        self.release();
+        self.threads.wait_for(0);
+    }
+
     #[cfg(test)]
     pub(super) fn begun(&self) -> Arc<AtomicUsize> {
         Arc::clone(&self.threads.begun)
