@@ -306,3 +306,37 @@ fn auto_runs_a_round_wider_than_its_limit_on_the_own_pool() {
     });
     assert_eq!(started, Some(Some(Executor::Rayon)));
 }
+
+/// A resumed run keeps the executor its run was started with; a flag
+/// given on resume still wins.
+#[test]
+fn resume_keeps_the_executor_of_the_run_and_a_flag_wins() {
+    let runs = tempfile::tempdir().unwrap();
+    let out = with_runs_dir(
+        &["run", "--json", "--executor", "threads", "Write a haiku"],
+        runs.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(started_with(&out.stdout), "threads");
+    let id = run_id(&out.stdout);
+    let out = with_runs_dir(
+        &["resume", &id, "--json", "--message", "and one more"],
+        runs.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(started_with(&out.stdout), "threads");
+    let out = with_runs_dir(
+        &[
+            "resume",
+            &id,
+            "--json",
+            "--executor",
+            "rayon",
+            "--message",
+            "and another",
+        ],
+        runs.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(started_with(&out.stdout), "rayon");
+}
