@@ -340,3 +340,20 @@ fn resume_keeps_the_executor_of_the_run_and_a_flag_wins() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(started_with(&out.stdout), "rayon");
 }
+
+/// A run started from inside a rayon pool's job (a library caller's
+/// `par_iter`) runs its members on the own pool, never waiting in a rayon
+/// scope where its thread would take its caller's jobs, and completes.
+#[test]
+fn a_run_started_inside_a_rayon_job_runs_on_the_own_pool() {
+    let outer = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let (names, ran) = outer.install(|| member_threads(Some(Executor::Rayon)));
+    assert!(
+        names.iter().all(|n| n.starts_with("boardroom-member-")),
+        "{names:?}"
+    );
+    assert_eq!(ran, Some(Executor::Threads));
+}
