@@ -173,9 +173,11 @@ pub enum EventKind {
         /// (absent in events saved before it was recorded).
         #[serde(default)]
         process: String,
-        /// What ran the members in parallel:
+        /// What the run started its members on:
         /// [`Executor::Rayon`](crate::Executor::Rayon) or
-        /// [`Executor::Threads`](crate::Executor::Threads) (`None` for a
+        /// [`Executor::Threads`](crate::Executor::Threads); under `auto` a
+        /// round wider than [`Executor::auto_limit`](crate::Executor::auto_limit)
+        /// runs on the own pool, and so does every later one (`None` for a
         /// handoff run, which runs one agent at a time, and in events saved
         /// before it was recorded).
         #[serde(default, skip_serializing_if = "Option::is_none")]

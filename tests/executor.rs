@@ -7,10 +7,10 @@ use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
-use boardroom::testing::Sim;
+use boardroom::testing::{Scripted, Sim};
 use boardroom::{
-    ChatModel, ChatRequest, ChatResponse, Event, EventKind, Executor, ModelError, Phase, RunStatus,
-    Runtime, Team,
+    AgentSpec, ChatModel, ChatRequest, ChatResponse, Event, EventKind, Executor, ModelError, Phase,
+    RunStatus, Runtime, Team, TeamConfig,
 };
 use parking_lot::Mutex;
 
@@ -227,4 +227,133 @@ fn an_old_run_started_without_an_executor_still_reads() {
         EventKind::RunStarted { executor: None, .. }
     ));
     assert!(Event::executors_of(&[event]).is_empty());
+}
+
+/// The threads of a model's member calls (a draft each).
+struct Drafts<M> {
+    model: M,
+    names: Arc<Mutex<Vec<String>>>,
+}
+
+impl<M: ChatModel> ChatModel for Drafts<M> {
+    fn name(&self) -> String {
+        self.model.name()
+    }
+
+    fn chat(
+        &self,
+        req: &ChatRequest,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<ChatResponse, ModelError> {
+        if req.phase == Phase::Draft {
+            let name = std::thread::current().name().unwrap_or("").to_string();
+            self.names.lock().push(name);
+        }
+        self.model.chat(req, on_delta)
+    }
+}
+
+/// `auto` is judged per round, not by the team's size: a narrow team whose
+/// plan gives each member several assignments has a round wider than
+/// `auto`'s limit (set small here), and that round runs on the own pool;
+/// the run started on rayon, as its `run_started` says.
+#[test]
+fn auto_runs_a_round_wider_than_its_limit_on_the_own_pool() {
+    let mut plan = String::new();
+    for i in 0..4 {
+        plan.push_str(&format!(
+            "ASSIGN:writer:part {i}\nASSIGN:editor:check {i}\n"
+        ));
+    }
+    let model = Scripted::new()
+        .reply("lead", plan)
+        .otherwise("lead", "DONE\nThe answer.")
+        .otherwise("writer", "A draft.")
+        .otherwise("editor", "Checked.");
+    let names = Arc::new(Mutex::new(Vec::new()));
+    let model = Drafts {
+        model,
+        names: Arc::clone(&names),
+    };
+    let team = Team::new(
+        "narrow",
+        TeamConfig::default(),
+        vec![
+            AgentSpec::master("lead", "You lead."),
+            AgentSpec::member("writer", "Writes", "You write."),
+            AgentSpec::member("editor", "Checks", "You check."),
+        ],
+    )
+    .unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let run = Runtime::new(team, model)
+        .events(tx)
+        .executor(Executor::Auto)
+        .auto_limit_for_tests(4)
+        .max_rounds(1)
+        .run("Write four parts")
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Done, "{run:?}");
+    let names = names.lock().clone();
+    assert_eq!(names.len(), 8, "{names:?}");
+    assert!(
+        names.iter().all(|n| n.starts_with("boardroom-member-")),
+        "{names:?}"
+    );
+    let started = rx.try_iter().find_map(|e| match e.kind {
+        EventKind::RunStarted { executor, .. } => Some(executor),
+        _ => None,
+    });
+    assert_eq!(started, Some(Some(Executor::Rayon)));
+}
+
+/// A resumed run keeps the executor its run was started with; a flag
+/// given on resume still wins.
+#[test]
+fn resume_keeps_the_executor_of_the_run_and_a_flag_wins() {
+    let runs = tempfile::tempdir().unwrap();
+    let out = with_runs_dir(
+        &["run", "--json", "--executor", "threads", "Write a haiku"],
+        runs.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(started_with(&out.stdout), "threads");
+    let id = run_id(&out.stdout);
+    let out = with_runs_dir(
+        &["resume", &id, "--json", "--message", "and one more"],
+        runs.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(started_with(&out.stdout), "threads");
+    let out = with_runs_dir(
+        &[
+            "resume",
+            &id,
+            "--json",
+            "--executor",
+            "rayon",
+            "--message",
+            "and another",
+        ],
+        runs.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(started_with(&out.stdout), "rayon");
+}
+
+/// A run started from inside a rayon pool's job (a library caller's
+/// `par_iter`) runs its members on the own pool, never waiting in a rayon
+/// scope where its thread would take its caller's jobs, and completes.
+#[test]
+fn a_run_started_inside_a_rayon_job_runs_on_the_own_pool() {
+    let outer = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let (names, ran) = outer.install(|| member_threads(Some(Executor::Rayon)));
+    assert!(
+        names.iter().all(|n| n.starts_with("boardroom-member-")),
+        "{names:?}"
+    );
+    assert_eq!(ran, Some(Executor::Threads));
 }

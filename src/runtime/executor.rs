@@ -14,8 +14,10 @@ use serde::{Deserialize, Serialize};
 /// What runs a round's members in parallel: `team.yaml`'s `executor:`,
 /// [`Runtime::executor`](crate::Runtime::executor), `--executor`.
 ///
-/// A run's `run_started` event names the executor that ran its members
-/// ([`Executor::Rayon`] or [`Executor::Threads`], never `Auto`).
+/// A run's `run_started` event names the executor the run started on
+/// ([`Executor::Rayon`] or [`Executor::Threads`], never `Auto`); under
+/// `Auto` a round wider than [`Executor::auto_limit`] runs on the own pool,
+/// and so does every round after it.
 ///
 /// # Examples
 ///
@@ -26,7 +28,7 @@ use serde::{Deserialize, Serialize};
 /// assert_eq!(e, Executor::Threads);
 /// assert_eq!(Executor::Rayon.to_string(), "rayon");
 /// assert_eq!(Executor::Auto.resolve(8), Executor::Rayon);
-/// assert_eq!(Executor::Auto.resolve(1_000_000), Executor::Threads);
+/// assert_eq!(Executor::Auto.resolve(Executor::auto_limit() + 1), Executor::Threads);
 /// assert_eq!(
 ///     "rayn".parse::<Executor>().unwrap_err().to_string(),
 ///     "unknown executor 'rayn' (did you mean 'rayon'?), expected one of 'auto', 'rayon', 'threads'"
@@ -58,6 +60,11 @@ impl Executor {
     /// [`Executor::auto_limit`] for the figures behind it).
     pub const AUTO_RAYON_PER_CORE: usize = 64;
 
+    /// The most members [`Executor::Auto`] runs on rayon however many cores
+    /// the machine has: the widest round measured good on rayon (16 cores,
+    /// 1024 members); past it the rule would extrapolate.
+    pub const AUTO_RAYON_MAX: usize = 1024;
+
     /// The name as `team.yaml`, `--executor` and `events.jsonl` spell it.
     #[must_use]
     pub fn as_str(self) -> &'static str {
@@ -70,10 +77,12 @@ impl Executor {
 
     /// The widest round [`Executor::Auto`] runs on rayon on this machine:
     /// [`Executor::AUTO_RAYON_PER_CORE`] × the cores the process may use
-    /// (`std::thread::available_parallelism`): 128 members on 2 cores,
-    /// 1024 on 16. The width a run is judged by is the widest round it
-    /// expects when it starts: the team's members, capped by
-    /// `max_parallel`.
+    /// (`std::thread::available_parallelism`), at most
+    /// [`Executor::AUTO_RAYON_MAX`]: 128 members on 2 cores, 1024 on 16
+    /// and more. Each round is judged by its own width: its
+    /// assignments (a member may have several), capped by `max_parallel`;
+    /// the first round wider than this ends rayon's threads and runs, with
+    /// every later round of the run, on the own pool.
     ///
     /// rayon's idle workers look for work in every other worker's queue,
     /// so a round of N blocked members costs O(N) searching per idle
@@ -93,7 +102,9 @@ impl Executor {
     #[must_use]
     pub fn auto_limit() -> usize {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-        Self::AUTO_RAYON_PER_CORE.saturating_mul(cores)
+        Self::AUTO_RAYON_PER_CORE
+            .saturating_mul(cores)
+            .min(Self::AUTO_RAYON_MAX)
     }
 
     /// The executor that runs rounds `width` members wide: `Auto` becomes
@@ -177,6 +188,7 @@ mod tests {
         }
         let limit = Executor::auto_limit();
         assert!(limit >= Executor::AUTO_RAYON_PER_CORE);
+        assert!(limit <= Executor::AUTO_RAYON_MAX);
         assert_eq!(Executor::Auto.resolve(limit), Executor::Rayon);
         assert_eq!(Executor::Auto.resolve(limit + 1), Executor::Threads);
         assert_eq!(Executor::Rayon.resolve(limit + 1), Executor::Rayon);

@@ -60,6 +60,9 @@ pub struct Runtime {
     pub(crate) max_parallel: Option<usize>,
     /// What runs a round's members (see [`Runtime::executor`]).
     pub(crate) executor: Option<Executor>,
+    /// The widest phase `auto` runs on rayon, when a test sets it (else
+    /// [`Executor::auto_limit`]).
+    pub(crate) auto_limit: Option<usize>,
     pub(crate) events: Option<Sender<Event>>,
     /// Whether [`Runtime::start`] gives each run a channel of its own.
     pub(crate) per_run_events: bool,
@@ -196,6 +199,7 @@ impl Runtime {
             max_rounds: None,
             max_parallel: None,
             executor: None,
+            auto_limit: None,
             events: None,
             per_run_events: false,
             run_events: None,
@@ -248,7 +252,8 @@ impl Runtime {
     /// pool above. Either way every member of a round (up to
     /// [`Runtime::max_parallel`]) has a thread of its own, named, and every
     /// thread ends before the run returns. The run's `run_started` event
-    /// names the executor that ran. A handoff team runs one agent at a time
+    /// names the executor it started on (under `auto`, a wider round goes
+    /// on the own pool). A handoff team runs one agent at a time
     /// and does not use it.
     ///
     /// # Examples
@@ -266,6 +271,15 @@ impl Runtime {
     #[must_use]
     pub fn executor(mut self, executor: Executor) -> Self {
         self.executor = Some(executor);
+        self
+    }
+
+    /// For tests: the widest phase [`Executor::Auto`] runs on rayon, in
+    /// place of [`Executor::auto_limit`].
+    #[doc(hidden)]
+    #[must_use]
+    pub fn auto_limit_for_tests(mut self, limit: usize) -> Self {
+        self.auto_limit = Some(limit);
         self
     }
 
@@ -409,6 +423,11 @@ impl Runtime {
         self.executor
             .or(self.team.config().executor)
             .unwrap_or_default()
+    }
+
+    /// The widest phase [`Executor::Auto`] runs on rayon.
+    pub(crate) fn auto_limit(&self) -> usize {
+        self.auto_limit.unwrap_or_else(Executor::auto_limit)
     }
 
     /// Runs the task to the end: an answer, or an error.

@@ -116,6 +116,7 @@ impl Persist {
                 token_budget: rt.token_budget,
                 protocol: rt.protocol,
                 vars: rt.vars.clone(),
+                executor: rt.executor,
             },
             state,
         }
@@ -204,7 +205,7 @@ impl Runtime {
     }
 
     /// A runtime for a saved run, as it was started: its team (as saved,
-    /// souls included), round cap, parallelism, token budget and protocol,
+    /// souls included), round cap, parallelism, token budget, protocol and executor,
     /// with `model` as the default model (build it from
     /// [`RunSettings::model_spec`] or choose another). Add what the saved
     /// run cannot know (events, memory, a time limit), then call
@@ -229,6 +230,9 @@ impl Runtime {
         }
         if let Some(p) = settings.protocol {
             rt = rt.protocol(p);
+        }
+        if let Some(x) = settings.executor {
+            rt = rt.executor(x);
         }
         for (name, value) in &settings.vars {
             rt = rt.var(name, value);

@@ -23,6 +23,7 @@
 mod rayon_pool;
 mod threads;
 
+use std::sync::OnceLock;
 use std::thread::Scope;
 
 use super::Executor;
@@ -43,55 +44,120 @@ pub(crate) fn threads_for(jobs: usize, max_parallel: Option<usize>) -> usize {
 
 /// A run's member pool, on whichever executor runs it (see the module
 /// docs). The drivers only see this.
-pub(crate) enum Pool<'scope, 'env> {
-    /// A rayon `ThreadPool` owned by the run.
-    Rayon(rayon_pool::RayonPool<'scope, 'env>),
-    /// The run's own pool of parked threads.
-    Threads(threads::Threads<'scope, 'env>),
+///
+/// Under [`Executor::Auto`] the executor is chosen per phase: a phase of
+/// up to [`Executor::auto_limit`] threads (after the cap) runs on rayon,
+/// a wider one on the own pool, which is started then, once rayon's
+/// threads have ended (so the run never has more threads than the cap),
+/// and runs every later phase of the run: a run goes from rayon to the
+/// own pool at most once.
+pub(crate) struct Pool<'scope, 'env> {
+    scope: &'scope Scope<'scope, 'env>,
+    label: &'static str,
+    cap: usize,
+    /// The widest phase rayon runs (`Some` under `Auto`).
+    limit: Option<usize>,
+    /// The run's rayon pool (`None` on `Threads`, or when the driver is
+    /// itself a rayon worker).
+    rayon: Option<rayon_pool::RayonPool<'scope, 'env>>,
+    /// The run's own pool, started at the first phase it runs.
+    own: OnceLock<threads::Threads<'scope, 'env>>,
 }
 
 impl<'scope, 'env> Pool<'scope, 'env> {
-    /// A pool of no threads yet on `executor` (`Auto` resolved by `width`,
-    /// the widest round the run expects), capped at `cap`. The own pool's
-    /// threads are named `boardroom-{label}-{i}`, rayon's
-    /// `boardroom-rayon-{i}`; all live in `scope`.
+    /// A pool of no threads yet on `executor`, capped at `cap`, its
+    /// threads living in `scope`. `Auto` keeps rayon for phases up to
+    /// `auto_limit` threads (see [`Pool`]). The own pool's threads are
+    /// named `boardroom-{label}-{i}`; rayon's are always
+    /// `boardroom-rayon-{i}` (the label applies to the own pool only).
+    ///
+    /// A driver that is itself a rayon worker (a library caller running a
+    /// run inside `par_iter`) gets the own pool whatever `executor` says:
+    /// waiting in a rayon scope, its thread would run unrelated jobs of
+    /// its caller's pool.
     pub(crate) fn new(
         scope: &'scope Scope<'scope, 'env>,
         executor: Executor,
-        width: usize,
+        auto_limit: usize,
         label: &'static str,
         cap: usize,
     ) -> Self {
-        match executor.resolve(width.min(cap)) {
-            Executor::Rayon => Pool::Rayon(rayon_pool::RayonPool::new(scope, cap)),
-            _ => Pool::Threads(threads::Threads::new(scope, label, cap)),
+        let inside_rayon = rayon::current_thread_index().is_some();
+        let (rayon, limit) = match executor {
+            _ if inside_rayon => (None, None),
+            Executor::Rayon => (Some(rayon_pool::RayonPool::new(scope, cap)), None),
+            Executor::Auto => (
+                Some(rayon_pool::RayonPool::new(scope, cap)),
+                Some(auto_limit),
+            ),
+            _ => (None, None),
+        };
+        Pool {
+            scope,
+            label,
+            cap,
+            limit,
+            rayon,
+            own: OnceLock::new(),
         }
     }
 
-    /// The executor that runs this pool's jobs: `Rayon` or `Threads`.
+    /// The own pool, started if it was not.
+    fn own(&self) -> &threads::Threads<'scope, 'env> {
+        self.own
+            .get_or_init(|| threads::Threads::new(self.scope, self.label, self.cap))
+    }
+
+    /// The rayon pool if it runs a phase of `threads` threads, `None` when
+    /// the own pool does.
+    fn rayon_for(&self, threads: usize) -> Option<&rayon_pool::RayonPool<'scope, 'env>> {
+        let rayon = self.rayon.as_ref()?;
+        if self.own.get().is_some() {
+            return None;
+        }
+        match self.limit {
+            Some(limit) if threads.min(self.cap) > limit => None,
+            _ => Some(rayon),
+        }
+    }
+
+    /// The executor that runs the pool's next phase of up to the limit
+    /// (the first phase of a run that starts narrow): `Rayon` or
+    /// `Threads`.
     pub(crate) fn executor(&self) -> Executor {
-        match self {
-            Pool::Rayon(_) => Executor::Rayon,
-            Pool::Threads(_) => Executor::Threads,
+        if self.rayon_for(1).is_some() {
+            Executor::Rayon
+        } else {
+            Executor::Threads
+        }
+    }
+
+    /// The executor a phase of `threads` threads runs on.
+    #[cfg(test)]
+    pub(crate) fn executor_for(&self, threads: usize) -> Executor {
+        if self.rayon_for(threads).is_some() {
+            Executor::Rayon
+        } else {
+            Executor::Threads
         }
     }
 
     /// Threads the pool has now.
     #[cfg(test)]
     pub(crate) fn threads(&self) -> usize {
-        match self {
-            Pool::Rayon(p) => p.threads(),
-            Pool::Threads(p) => p.threads(),
-        }
+        self.rayon
+            .as_ref()
+            .map_or(0, rayon_pool::RayonPool::threads)
+            + self.own.get().map_or(0, threads::Threads::threads)
     }
 
     /// Starts threads up to `n` (at most the cap) on a helper thread and
     /// returns at once: the caller goes on (the master's plan call) while
     /// they start.
     pub(crate) fn prestart(&self, n: usize) {
-        match self {
-            Pool::Rayon(p) => p.prestart(n),
-            Pool::Threads(p) => p.prestart(n),
+        match self.rayon_for(n) {
+            Some(p) => p.prestart(n),
+            None => self.own().prestart(n),
         }
     }
 
@@ -115,10 +181,19 @@ impl<'scope, 'env> Pool<'scope, 'env> {
         R: Send + 'env,
         F: Fn(T) -> R + Send + Sync + 'env,
     {
-        match self {
-            Pool::Rayon(p) => p.run(threads, items, f),
-            Pool::Threads(p) => p.run(threads, items, f),
+        let width = threads.clamp(1, items.len().max(1));
+        if let Some(p) = self.rayon_for(width) {
+            return p.run(threads, items, f);
         }
+        if let Some(p) = &self.rayon {
+            if self.own.get().is_none() {
+                // Auto, a phase wider than rayon runs well: rayon's threads
+                // end before the own pool starts, so the cap holds.
+                log::info!("a phase of {width} threads runs on the own pool from now on");
+                p.release_and_wait();
+            }
+        }
+        self.own().run(threads, items, f)
     }
 
     /// Ends the pool's threads now, while the caller goes on: for a run
@@ -127,9 +202,11 @@ impl<'scope, 'env> Pool<'scope, 'env> {
     /// than after it, when the run is over and its caller waits for them.
     /// A phase run after this starts threads again.
     pub(crate) fn release(&self) {
-        match self {
-            Pool::Rayon(p) => p.release(),
-            Pool::Threads(p) => p.release(),
+        if let Some(p) = &self.rayon {
+            p.release();
+        }
+        if let Some(p) = self.own.get() {
+            p.release();
         }
     }
 }
@@ -150,7 +227,7 @@ where
     F: Fn(T) -> R + Send + Sync,
 {
     std::thread::scope(|scope| {
-        let pool = Pool::new(scope, executor, threads, "t", threads);
+        let pool = Pool::new(scope, executor, Executor::auto_limit(), "t", threads);
         pool.run(threads, items, f)
     })
 }

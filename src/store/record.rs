@@ -66,6 +66,10 @@ pub struct RunSettings {
     /// a resumed run renders its souls and task over the same values.
     #[serde(default)]
     pub vars: Vec<(String, String)>,
+    /// The executor the caller chose (`--executor`), if any: a resumed run
+    /// runs on it too (absent in runs saved before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executor: Option<crate::runtime::Executor>,
 }
 
 /// A team as stored in `run.json`.

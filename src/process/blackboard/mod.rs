@@ -135,12 +135,12 @@ impl<'a> BlackboardRun<'a> {
         // a call in flight of its own (issue 14). No cap: the pool grows
         // to each phase's size.
         let cap = room.core.rt.parallel_cap().unwrap_or(usize::MAX);
-        // `auto` is judged by the widest round the run expects: a member
-        // each (a plan may give some several, and the pool grows to it).
+        // `auto` is judged per phase by its width (a plan may give a
+        // member several assignments): see `Pool`.
         let executor = room.core.rt.executor_setting();
-        let width = room.team.members().count();
+        let auto_limit = room.core.rt.auto_limit();
         std::thread::scope(|scope| {
-            let pool = Pool::new(scope, executor, width, "member", cap);
+            let pool = Pool::new(scope, executor, auto_limit, "member", cap);
             Blackboard { room: &room, state }.drive(&pool)
         })
     }

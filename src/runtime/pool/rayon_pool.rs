@@ -129,12 +129,23 @@ impl<'scope, 'env> RayonPool<'scope, 'env> {
         let helper = std::thread::Builder::new()
             .name("boardroom-start-rayon".into())
             .spawn_scoped(self.scope, move || {
-                let mut slot = pool.lock();
-                if slot.released {
-                    return;
-                }
-                if let Err(e) = ensure(&mut slot, &threads, scope, want) {
-                    log::debug!("{}; threads start with the phase", e.0);
+                // Caught here: a panic would end the helper, and the run's
+                // scope would panic again when it joins it. The lock does
+                // not poison; a phase builds what is missing.
+                let built = catch_unwind(AssertUnwindSafe(|| {
+                    let mut slot = pool.lock();
+                    if slot.released {
+                        return;
+                    }
+                    if let Err(e) = ensure(&mut slot, &threads, scope, want) {
+                        log::debug!("{}; threads start with the phase", e.0);
+                    }
+                }));
+                if let Err(p) = built {
+                    let text = crate::runtime::tool_loop::panic_text(p.as_ref());
+                    log::warn!(
+                        "rayon: the prestart panicked ({text}); threads start with the phase"
+                    );
                 }
             });
         if let Err(e) = helper {
@@ -199,6 +210,13 @@ impl<'scope, 'env> RayonPool<'scope, 'env> {
             std::mem::take(&mut slot.pools)
         };
         drop(pool);
+    }
+
+    /// Ends the pool's threads and waits until they have: for a run that
+    /// goes on with the own pool, which must not start while they live.
+    pub(crate) fn release_and_wait(&self) {
+        self.release();
+        self.threads.wait_for(0);
     }
 
     #[cfg(test)]

@@ -65,7 +65,7 @@ fn pool<'scope, 'env>(
     executor: Executor,
     cap: usize,
 ) -> Pool<'scope, 'env> {
-    let pool = Pool::new(scope, executor, 1, "t", cap);
+    let pool = Pool::new(scope, executor, Executor::auto_limit(), "t", cap);
     assert_eq!(pool.executor(), executor);
     pool
 }
@@ -78,36 +78,28 @@ fn prefix(executor: Executor) -> &'static str {
     }
 }
 
-impl<'scope, 'env> Pool<'scope, 'env> {
+impl Pool<'_, '_> {
     /// Threads that began to run (the count outlives the pool).
     fn begun(&self) -> std::sync::Arc<AtomicUsize> {
-        match self {
-            Pool::Rayon(p) => p.begun(),
-            Pool::Threads(p) => p.begun(),
+        match &self.rayon {
+            Some(p) => p.begun(),
+            None => self.own().begun(),
         }
     }
 
     /// Threads started and not ended.
     fn alive(&self) -> usize {
-        match self {
-            Pool::Rayon(p) => p.alive(),
-            Pool::Threads(p) => p.alive(),
+        match &self.rayon {
+            Some(p) => p.alive(),
+            None => self.own().alive(),
         }
     }
 
     /// The next `n` thread starts fail.
     fn refuse(&self, n: usize) {
-        match self {
-            Pool::Rayon(p) => p.refuse(n),
-            Pool::Threads(p) => p.refuse(n),
-        }
-    }
-
-    /// The own pool (for the tests of its internals).
-    fn own(&self) -> &threads::Threads<'scope, 'env> {
-        match self {
-            Pool::Threads(p) => p,
-            Pool::Rayon(_) => panic!("not the own pool"),
+        match &self.rayon {
+            Some(p) => p.refuse(n),
+            None => self.own().refuse(n),
         }
     }
 }
@@ -481,13 +473,10 @@ fn the_driver_of_a_phase_is_woken_once_not_once_a_job() {
         let woken = std::thread::scope(|scope| {
             let pool = pool(scope, executor, jobs);
             // Every thread started before the phase that is counted.
-            match &pool {
-                Pool::Threads(p) => {
-                    p.grow(jobs);
-                }
-                Pool::Rayon(_) => {
-                    pool.run(jobs, (0..jobs).collect(), |i: usize| i).unwrap();
-                }
+            if pool.rayon.is_none() {
+                pool.own().grow(jobs);
+            } else {
+                pool.run(jobs, (0..jobs).collect(), |i: usize| i).unwrap();
             }
             let before = switches();
             let out = pool
@@ -515,17 +504,45 @@ fn thread_counts() {
     assert_eq!(threads_for(0, None), 1);
 }
 
-/// `auto` is rayon up to its limit and the own pool above it, judged by
-/// the width capped by the pool's cap.
+/// `auto` is chosen per phase: rayon for a phase up to its limit (judged
+/// by the phase's threads under the cap), the own pool for a wider one
+/// and for every phase after it; rayon's threads end before the own
+/// pool's start.
 #[test]
-fn auto_picks_rayon_for_narrow_rounds_and_the_own_pool_for_wide_ones() {
-    let limit = Executor::auto_limit();
+fn auto_runs_narrow_phases_on_rayon_and_a_wide_one_on_the_own_pool() {
+    let name = || std::thread::current().name().unwrap_or("").to_string();
     std::thread::scope(|scope| {
-        let narrow = Pool::new(scope, Executor::Auto, limit, "t", usize::MAX);
-        assert_eq!(narrow.executor(), Executor::Rayon);
-        let wide = Pool::new(scope, Executor::Auto, limit + 1, "t", usize::MAX);
-        assert_eq!(wide.executor(), Executor::Threads);
-        let capped = Pool::new(scope, Executor::Auto, limit + 1, "t", limit);
-        assert_eq!(capped.executor(), Executor::Rayon);
+        let capped = Pool::new(scope, Executor::Auto, 2, "t", 2);
+        assert_eq!(capped.executor_for(3), Executor::Rayon);
+        let pool = Pool::new(scope, Executor::Auto, 2, "t", usize::MAX);
+        assert_eq!(pool.executor(), Executor::Rayon);
+        assert_eq!(pool.executor_for(2), Executor::Rayon);
+        assert_eq!(pool.executor_for(3), Executor::Threads);
+        let narrow = pool.run(2, vec![0, 1], |_: i32| name()).unwrap();
+        assert!(
+            narrow
+                .iter()
+                .flatten()
+                .all(|n| n.starts_with("boardroom-rayon-")),
+            "{narrow:?}"
+        );
+        let wide = pool.run(3, vec![0, 1, 2], |_: i32| name()).unwrap();
+        assert!(
+            wide.iter().flatten().all(|n| n.starts_with("boardroom-t-")),
+            "{wide:?}"
+        );
+        assert_eq!(
+            pool.rayon.as_ref().map(rayon_pool::RayonPool::alive),
+            Some(0)
+        );
+        assert_eq!(pool.executor(), Executor::Threads);
+        let after = pool.run(1, vec![0], |_: i32| name()).unwrap();
+        assert!(
+            after
+                .iter()
+                .flatten()
+                .all(|n| n.starts_with("boardroom-t-")),
+            "{after:?}"
+        );
     });
 }
