@@ -142,10 +142,9 @@ impl Event {
             if let EventKind::RunStarted {
                 executor: Some(x), ..
             } = e.kind
+                && !ran.contains(&x)
             {
-                if !ran.contains(&x) {
-                    ran.push(x);
-                }
+                ran.push(x);
             }
         }
         ran

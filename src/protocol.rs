@@ -172,10 +172,10 @@ fn strip_decoration(line: &str) -> &str {
             .trim_start_matches(['*', '_', '`', '#', '>', '"', '\''])
             .trim_start();
         // "-", "+", "•" bullets, and "1." / "1)" numbering.
-        if let Some(rest) = s.strip_prefix(['-', '+', '•']) {
-            if rest.starts_with(char::is_whitespace) || rest.starts_with(['*', '_', '`']) {
-                s = rest.trim_start();
-            }
+        if let Some(rest) = s.strip_prefix(['-', '+', '•'])
+            && (rest.starts_with(char::is_whitespace) || rest.starts_with(['*', '_', '`']))
+        {
+            s = rest.trim_start();
         }
         let digits = s.bytes().take_while(u8::is_ascii_digit).count();
         if digits > 0 && digits < 4 {

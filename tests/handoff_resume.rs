@@ -78,12 +78,12 @@ fn a_handoff_run_killed_mid_chain_resumes_without_running_a_completed_step_again
         .unwrap();
     let started = Instant::now();
     let dir = loop {
-        if let Some(dir) = run_dir(&runs) {
-            if steps(&dir) >= 2 {
-                child.kill().unwrap();
-                child.wait().unwrap();
-                break dir;
-            }
+        if let Some(dir) = run_dir(&runs)
+            && steps(&dir) >= 2
+        {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            break dir;
         }
         if let Ok(Some(status)) = child.try_wait() {
             panic!("the run ended before it could be killed: {status}");

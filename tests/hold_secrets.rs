@@ -146,10 +146,10 @@ impl Collector {
                     if r.read_line(&mut line).is_err() || line.trim_end().is_empty() {
                         break;
                     }
-                    if let Some((k, v)) = line.trim_end().split_once(':') {
-                        if k.eq_ignore_ascii_case("content-length") {
-                            len = v.trim().parse().unwrap_or(0);
-                        }
+                    if let Some((k, v)) = line.trim_end().split_once(':')
+                        && k.eq_ignore_ascii_case("content-length")
+                    {
+                        len = v.trim().parse().unwrap_or(0);
                     }
                 }
                 let mut body = vec![0; len];

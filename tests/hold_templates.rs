@@ -27,14 +27,13 @@ fn boardroom(args: &[&str], dir: &Path, runs: &Path) -> (Option<i32>, String, u6
     let status_path = format!("/proc/{}/status", child.id());
     let mut peak_kib = 0u64;
     let status = loop {
-        if let Ok(text) = std::fs::read_to_string(&status_path) {
-            if let Some(kib) = text
+        if let Ok(text) = std::fs::read_to_string(&status_path)
+            && let Some(kib) = text
                 .lines()
                 .find_map(|l| l.strip_prefix("VmHWM:"))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            {
-                peak_kib = peak_kib.max(kib);
-            }
+        {
+            peak_kib = peak_kib.max(kib);
         }
         if peak_kib / 1024 > LIMIT_MIB {
             let _ = child.kill();

@@ -212,12 +212,12 @@ fn run_and_kill_mid_round(runs: &Path, task: &str, extra: &[&str]) -> PathBuf {
 fn kill_after_drafts(mut child: Child, runs: &Path, n: usize) -> PathBuf {
     let started = Instant::now();
     loop {
-        if let Some(dir) = run_dir(runs) {
-            if drafted(&dir).len() >= n {
-                child.kill().unwrap();
-                child.wait().unwrap();
-                return dir;
-            }
+        if let Some(dir) = run_dir(runs)
+            && drafted(&dir).len() >= n
+        {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return dir;
         }
         if let Ok(Some(status)) = child.try_wait() {
             panic!("the run ended before it could be killed: {status}");
@@ -343,12 +343,12 @@ fn spawn_quiet(cmd: &mut Command) -> Child {
 fn kill_when(mut child: Child, runs: &Path, ready: impl Fn(&Path) -> bool) -> PathBuf {
     let started = Instant::now();
     loop {
-        if let Some(dir) = run_dir(runs) {
-            if ready(&dir) {
-                child.kill().unwrap();
-                child.wait().unwrap();
-                return dir;
-            }
+        if let Some(dir) = run_dir(runs)
+            && ready(&dir)
+        {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return dir;
         }
         if let Ok(Some(status)) = child.try_wait() {
             panic!("the run ended before it could be killed: {status}");

@@ -248,10 +248,10 @@ fn read_request(r: &mut BufReader<std::net::TcpStream>) -> Option<(String, Strin
         if h.is_empty() {
             break;
         }
-        if let Some((k, v)) = h.split_once(':') {
-            if k.trim().eq_ignore_ascii_case("content-length") {
-                length = v.trim().parse().ok()?;
-            }
+        if let Some((k, v)) = h.split_once(':')
+            && k.trim().eq_ignore_ascii_case("content-length")
+        {
+            length = v.trim().parse().ok()?;
         }
     }
     let mut body = vec![0; length];

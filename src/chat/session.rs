@@ -224,16 +224,15 @@ impl Chat {
             *created = record.created_ms;
         }
         // A run that still waits for the user's answer asks again.
-        if let Some(run_id) = self.runs.last() {
-            if let Ok(r) = crate::store::load_run(&self.runs_dir.join(run_id)) {
-                if r.state.status == RunStatus::AwaitingUser {
-                    self.inbox
-                        .push(InboxItem::TeamEvent(TeamNews::AwaitingUser {
-                            run_id: run_id.clone(),
-                            question: r.state.answer.unwrap_or_default(),
-                        }));
-                }
-            }
+        if let Some(run_id) = self.runs.last()
+            && let Ok(r) = crate::store::load_run(&self.runs_dir.join(run_id))
+            && r.state.status == RunStatus::AwaitingUser
+        {
+            self.inbox
+                .push(InboxItem::TeamEvent(TeamNews::AwaitingUser {
+                    run_id: run_id.clone(),
+                    question: r.state.answer.unwrap_or_default(),
+                }));
         }
         self
     }

@@ -554,15 +554,15 @@ fn greet_resumed(chat: &mut Chat, io: &mut Io, id: &str) {
                 text: format!("run {run_id} was {how} (its last saved phase is kept)"),
             },
         );
-        if chat.ask(io, &format!("Resume run {run_id}? [y/N]")) {
-            if let Err(e) = chat.resume_run(&run_id, io) {
-                chat.show(
-                    io,
-                    ChatEvent::Notice {
-                        text: format!("error: {e}"),
-                    },
-                );
-            }
+        if chat.ask(io, &format!("Resume run {run_id}? [y/N]"))
+            && let Err(e) = chat.resume_run(&run_id, io)
+        {
+            chat.show(
+                io,
+                ChatEvent::Notice {
+                    text: format!("error: {e}"),
+                },
+            );
         }
     }
 }

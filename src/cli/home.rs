@@ -27,10 +27,10 @@ pub(crate) fn home() -> Option<PathBuf> {
     if let Some(data) = var("XDG_DATA_HOME").filter(|p| p.is_absolute()) {
         return Some(data.join("boardroom"));
     }
-    if cfg!(windows) {
-        if let Some(local) = var("LOCALAPPDATA") {
-            return Some(local.join("boardroom"));
-        }
+    if cfg!(windows)
+        && let Some(local) = var("LOCALAPPDATA")
+    {
+        return Some(local.join("boardroom"));
     }
     var("HOME").map(|h| h.join(".local").join("share").join("boardroom"))
 }

@@ -280,11 +280,11 @@ fn run(args: RunArgs) -> u8 {
             },
         );
         let asked = code == EXIT_WAITING && !args.json && std::io::stdin().is_terminal();
-        if let (true, Some(id)) = (asked, run_id.into_inner()) {
-            if let Some(reply) = ask_inline() {
-                answer = Some((args.runs_dir.join(id), reply));
-                continue;
-            }
+        if let (true, Some(id)) = (asked, run_id.into_inner())
+            && let Some(reply) = ask_inline()
+        {
+            answer = Some((args.runs_dir.join(id), reply));
+            continue;
         }
         observers.finish();
         return code;

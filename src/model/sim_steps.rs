@@ -56,10 +56,10 @@ pub(crate) fn handoff_draft(
     );
     for (i, point) in points.iter().enumerate() {
         let mut text = Manner::Writer.sentence(agent, i, own, &subject, false);
-        if user.length != Length::Short {
-            if let Some((_, fact)) = facts.iter().find(|(p, _)| p.eq_ignore_ascii_case(point)) {
-                let _ = write!(text, " {fact}");
-            }
+        if user.length != Length::Short
+            && let Some((_, fact)) = facts.iter().find(|(p, _)| p.eq_ignore_ascii_case(point))
+        {
+            let _ = write!(text, " {fact}");
         }
         if revised {
             let why = Manner::Analyst.sentence(agent, i, own, &subject, false);

@@ -226,10 +226,10 @@ pub(crate) fn title(task: &str) -> String {
     for verb in [
         "write ", "draft ", "create ", "prepare ", "produce ", "give ",
     ] {
-        if let Some(rest) = lower.strip_prefix(verb) {
-            if ["a ", "an ", "the "].iter().any(|a| rest.starts_with(a)) {
-                return capital(&head[verb.len()..]);
-            }
+        if let Some(rest) = lower.strip_prefix(verb)
+            && ["a ", "an ", "the "].iter().any(|a| rest.starts_with(a))
+        {
+            return capital(&head[verb.len()..]);
         }
     }
     if head.is_empty() {
@@ -493,14 +493,15 @@ pub(crate) fn notes(
     }
     for (i, point) in points.iter().enumerate() {
         let mut sentence = part.manner.sentence(agent, i, own, &subject, false);
-        if i == 0 && part.manner == Manner::Writer {
-            if let Some((_, a)) = user.answers.last() {
-                let _ = write!(
-                    sentence,
-                    " For {}, plan around it from the start.",
-                    a.trim_end_matches('.')
-                );
-            }
+        if i == 0
+            && part.manner == Manner::Writer
+            && let Some((_, a)) = user.answers.last()
+        {
+            let _ = write!(
+                sentence,
+                " For {}, plan around it from the start.",
+                a.trim_end_matches('.')
+            );
         }
         if user.length == Length::Long || revised_after.is_some() {
             let more = part.manner.sentence(agent, i, own, &subject, true);
@@ -544,11 +545,13 @@ fn parse(body: &str) -> Parsed {
     let mut p = Parsed::default();
     for line in body.lines() {
         let t = line.trim();
-        if p.rank.is_none() && p.topic.is_none() && p.items.is_empty() {
-            if let Some(m) = Manner::from_label(t) {
-                p.rank = Some(m);
-                continue;
-            }
+        if p.rank.is_none()
+            && p.topic.is_none()
+            && p.items.is_empty()
+            && let Some(m) = Manner::from_label(t)
+        {
+            p.rank = Some(m);
+            continue;
         }
         if let Some(topic) = t.strip_prefix("### ") {
             p.topic = Some(topic.trim().to_string());

@@ -556,10 +556,10 @@ pub(crate) fn parse_rule_choice(answer: &str, rules: usize) -> Option<usize> {
         if lower.starts_with("none") || lower.starts_with("no rule") {
             return None;
         }
-        if let Some(rest) = lower.strip_prefix("rule") {
-            if let Some(n) = number(rest) {
-                return pick(n);
-            }
+        if let Some(rest) = lower.strip_prefix("rule")
+            && let Some(n) = number(rest)
+        {
+            return pick(n);
         }
     }
     lines

@@ -139,7 +139,7 @@ pub(crate) fn humantime(d: std::time::Duration) -> String {
     if ms < 1000 {
         return format!("{ms}ms");
     }
-    if ms < 60_000 && ms % 1000 != 0 {
+    if ms < 60_000 && !ms.is_multiple_of(1000) {
         return format!("{:.1}s", d.as_secs_f64());
     }
     let s = d.as_secs();

@@ -381,10 +381,10 @@ fn watch_limits(
         let watcher: crate::model::LimitWatcher = Arc::new(move |c: &crate::model::LimitChange| {
             let _ = tx.send(c.clone());
         });
-        if let Some(w) = model.watch_limit(watcher) {
-            if !watches.iter().any(|seen| seen.same_endpoint(&w)) {
-                watches.push(w);
-            }
+        if let Some(w) = model.watch_limit(watcher)
+            && !watches.iter().any(|seen| seen.same_endpoint(&w))
+        {
+            watches.push(w);
         }
     }
     (rx, watches)

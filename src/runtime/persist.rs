@@ -141,11 +141,12 @@ impl Persist {
         // a report.
         let asking = record.state.status == crate::event::RunStatus::AwaitingUser
             && record.state.handoff.is_none();
-        if record.state.phase == RunPhase::Finished && !asking {
-            if let Some(answer) = &record.state.answer {
-                let report = report(&record.state.task, answer);
-                write_replace(&ws.join("report.md"), report.as_bytes())?;
-            }
+        if record.state.phase == RunPhase::Finished
+            && !asking
+            && let Some(answer) = &record.state.answer
+        {
+            let report = report(&record.state.task, answer);
+            write_replace(&ws.join("report.md"), report.as_bytes())?;
         }
         Ok(())
     }
@@ -384,10 +385,10 @@ fn mark_failed_with(rt: &Runtime, run_id: &str, error: String) {
     record.state.status = RunStatus::Failed;
     record.state.error = Some(error);
     record.saved_ms = now_ms();
-    if let Ok(json) = serde_json::to_vec_pretty(&record) {
-        if let Err(e) = write_atomic(&dir.join(store::RUN_FILE), &json) {
-            log::error!("cannot save the failed run: {e}");
-        }
+    if let Ok(json) = serde_json::to_vec_pretty(&record)
+        && let Err(e) = write_atomic(&dir.join(store::RUN_FILE), &json)
+    {
+        log::error!("cannot save the failed run: {e}");
     }
 }
 

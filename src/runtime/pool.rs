@@ -185,13 +185,13 @@ impl<'scope, 'env> Pool<'scope, 'env> {
         if let Some(p) = self.rayon_for(width) {
             return p.run(threads, items, f);
         }
-        if let Some(p) = &self.rayon {
-            if self.own.get().is_none() {
-                // Auto, a phase wider than rayon runs well: rayon's threads
-                // end before the own pool starts, so the cap holds.
-                log::info!("a phase of {width} threads runs on the own pool from now on");
-                p.release_and_wait();
-            }
+        if let Some(p) = &self.rayon
+            && self.own.get().is_none()
+        {
+            // Auto, a phase wider than rayon runs well: rayon's threads
+            // end before the own pool starts, so the cap holds.
+            log::info!("a phase of {width} threads runs on the own pool from now on");
+            p.release_and_wait();
         }
         self.own().run(threads, items, f)
     }

@@ -184,10 +184,10 @@ impl TurnTracker {
         } else {
             self.last_master
         };
-        if let Some(p) = previous {
-            if !parents.contains(&p) {
-                parents.push(p);
-            }
+        if let Some(p) = previous
+            && !parents.contains(&p)
+        {
+            parents.push(p);
         }
         parents
     }

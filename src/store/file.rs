@@ -60,10 +60,10 @@ fn not_a_file(ft: std::fs::FileType) -> io::Error {
 /// the file is (`is a named pipe (FIFO), not a regular file; refused`).
 pub(crate) fn open_regular(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
     // A socket cannot be opened at all (ENXIO): say what it is instead.
-    if let Ok(meta) = std::fs::metadata(path) {
-        if !meta.is_file() {
-            return Err(not_a_file(meta.file_type()));
-        }
+    if let Ok(meta) = std::fs::metadata(path)
+        && !meta.is_file()
+    {
+        return Err(not_a_file(meta.file_type()));
     }
     #[cfg(unix)]
     {
@@ -110,7 +110,7 @@ pub(crate) fn read_capped_from(path: &Path, from: u64, cap: u64) -> io::Result<V
 /// The error for a file past its cap, in the unit a person reads.
 pub(crate) fn too_large(cap: u64) -> io::Error {
     let mib = cap / (1024 * 1024);
-    let shown = if mib >= 1024 && mib % 1024 == 0 {
+    let shown = if mib >= 1024 && mib.is_multiple_of(1024) {
         format!("{} GiB", mib / 1024)
     } else {
         format!("{mib} MiB")

@@ -308,10 +308,8 @@ fn replace(path: &Path, bytes: &[u8], durable: bool) -> Result<(), StoreError> {
     }
     // Make the rename itself durable. Not every platform can open a
     // directory; the rename is still atomic there.
-    if durable {
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
+    if durable && let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
     }
     Ok(())
 }

@@ -324,10 +324,10 @@ impl TeamConfig {
         if let Some((key, _)) = zero.iter().find(|(_, zero)| *zero) {
             return Err(at(key, format!("{key} must be at least 1")));
         }
-        if let Some(t) = &config.timeout {
-            if let Err(e) = crate::runtime::parse_timeout(t) {
-                return Err(at("timeout", format!("timeout: {e}")));
-            }
+        if let Some(t) = &config.timeout
+            && let Err(e) = crate::runtime::parse_timeout(t)
+        {
+            return Err(at("timeout", format!("timeout: {e}")));
         }
         for (name, _) in config.context_variables.iter() {
             if let Err(why) = super::template::check_var_name(name) {

@@ -645,14 +645,14 @@ fn parse_agent(
             "missing key 'role' (master, member or partner)",
         ));
     };
-    if let Some(t) = fm.temperature {
-        if !(0.0..=2.0).contains(&t) {
-            return Err(TeamError::at(
-                path,
-                line_of("temperature"),
-                format!("temperature {t} is outside 0..=2"),
-            ));
-        }
+    if let Some(t) = fm.temperature
+        && !(0.0..=2.0).contains(&t)
+    {
+        return Err(TeamError::at(
+            path,
+            line_of("temperature"),
+            format!("temperature {t} is outside 0..=2"),
+        ));
     }
     let soul = soul(&name).map_err(|why| TeamError::at(path, line_of("name"), why))?;
     Ok(AgentSpec {

@@ -71,39 +71,39 @@ fn query_token(url: &str) -> Option<&str> {
 }
 
 pub(super) fn handle(request: Request, runs_dir: &Path, stop: &AtomicBool, access: &Access) {
-    if let Some(token) = access.token.as_deref() {
-        if !has_token(&request, token) {
-            let url = request.url().to_string();
-            let path = url.split(['?', '#']).next().unwrap_or("/").to_string();
-            let result = if query_token(&url).is_some_and(|t| same(t, token)) {
-                // A page opened with its token: keep the token in a cookie
-                // for the page's own requests, not in the address bar.
-                let location = if path.starts_with('/') && !path.starts_with("//") {
-                    path
-                } else {
-                    "/".to_string()
-                };
-                request.respond(
-                    html(303, "<p>See <a href=\"/\">the runs</a>.</p>".into())
-                        .with_header(header("Location", &location))
-                        .with_header(header(
-                            "Set-Cookie",
-                            &format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"),
-                        )),
-                )
+    if let Some(token) = access.token.as_deref()
+        && !has_token(&request, token)
+    {
+        let url = request.url().to_string();
+        let path = url.split(['?', '#']).next().unwrap_or("/").to_string();
+        let result = if query_token(&url).is_some_and(|t| same(t, token)) {
+            // A page opened with its token: keep the token in a cookie
+            // for the page's own requests, not in the address bar.
+            let location = if path.starts_with('/') && !path.starts_with("//") {
+                path
             } else {
-                request.respond(html(
-                    401,
-                    "<h1>401</h1><p>This view needs its access token: open the URL \
-                     it printed (with <code>?token=</code>).</p>"
-                        .into(),
-                ))
+                "/".to_string()
             };
-            if let Err(e) = result {
-                log::debug!("view: {e}");
-            }
-            return;
+            request.respond(
+                html(303, "<p>See <a href=\"/\">the runs</a>.</p>".into())
+                    .with_header(header("Location", &location))
+                    .with_header(header(
+                        "Set-Cookie",
+                        &format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"),
+                    )),
+            )
+        } else {
+            request.respond(html(
+                401,
+                "<h1>401</h1><p>This view needs its access token: open the URL \
+                     it printed (with <code>?token=</code>).</p>"
+                    .into(),
+            ))
+        };
+        if let Err(e) = result {
+            log::debug!("view: {e}");
         }
+        return;
     }
     if let Some(hosts) = access.hosts.as_deref() {
         let host = request
@@ -425,27 +425,27 @@ fn stream(mut w: Box<dyn Write + Send>, dir: &Path, skip: u64, stop: &AtomicBool
     let mut quiet_over = 0u32;
     while !stop.load(Ordering::Relaxed) && started.elapsed() < STREAM_FOR {
         let mut out = String::new();
-        if let Ok(mut f) = std::fs::File::open(&path) {
-            if f.seek(SeekFrom::Start(offset)).is_ok() {
-                let mut r = std::io::BufReader::new(f);
-                let mut line = String::new();
-                while let Ok(n) = r.read_line(&mut line) {
-                    if n == 0 || !line.ends_with('\n') {
-                        break;
-                    }
-                    offset += n as u64;
-                    line_no += 1;
-                    let text = line.trim_end();
-                    if line_no > skip && !text.is_empty() {
-                        out.push_str(&format!("id: {line_no}\ndata: {text}\n\n"));
-                    }
-                    if text.contains("\"type\":\"run_finished\"") {
-                        finished = true;
-                    }
-                    line.clear();
-                    if out.len() > 256 * 1024 {
-                        break;
-                    }
+        if let Ok(mut f) = std::fs::File::open(&path)
+            && f.seek(SeekFrom::Start(offset)).is_ok()
+        {
+            let mut r = std::io::BufReader::new(f);
+            let mut line = String::new();
+            while let Ok(n) = r.read_line(&mut line) {
+                if n == 0 || !line.ends_with('\n') {
+                    break;
+                }
+                offset += n as u64;
+                line_no += 1;
+                let text = line.trim_end();
+                if line_no > skip && !text.is_empty() {
+                    out.push_str(&format!("id: {line_no}\ndata: {text}\n\n"));
+                }
+                if text.contains("\"type\":\"run_finished\"") {
+                    finished = true;
+                }
+                line.clear();
+                if out.len() > 256 * 1024 {
+                    break;
                 }
             }
         }

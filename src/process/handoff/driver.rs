@@ -382,15 +382,13 @@ impl<'a> Handoff<'a> {
                 if !calls.contains(&call.name) {
                     calls.push(call.name.clone());
                 }
-                if call.name.contains("workspace_write") {
-                    if let Some(path) = serde_json::from_str::<serde_json::Value>(&call.arguments)
+                if call.name.contains("workspace_write")
+                    && let Some(path) = serde_json::from_str::<serde_json::Value>(&call.arguments)
                         .ok()
                         .and_then(|v| v["path"].as_str().map(str::to_string))
-                    {
-                        if !files.contains(&path) {
-                            files.push(path);
-                        }
-                    }
+                    && !files.contains(&path)
+                {
+                    files.push(path);
                 }
             }
         };

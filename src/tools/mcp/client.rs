@@ -436,10 +436,10 @@ fn content_text(result: &Value) -> String {
             }
         }
     }
-    if parts.is_empty() {
-        if let Some(s) = result.get("structuredContent") {
-            return s.to_string();
-        }
+    if parts.is_empty()
+        && let Some(s) = result.get("structuredContent")
+    {
+        return s.to_string();
     }
     parts.join("\n")
 }

@@ -412,15 +412,16 @@ impl Inner {
             let wait = asked.map_or(BACKOFF * 2u32.pow(attempt - 1), |a| {
                 a.max(BACKOFF * 2u32.pow(attempt - 1))
             });
-            if attempt < ATTEMPTS && Instant::now() + wait >= deadline {
-                if let Some(a) = asked {
-                    return Err(self.unreachable(&format!(
-                        "{retry_reason}: the server asked to wait {} s, past the call's \
+            if attempt < ATTEMPTS
+                && Instant::now() + wait >= deadline
+                && let Some(a) = asked
+            {
+                return Err(self.unreachable(&format!(
+                    "{retry_reason}: the server asked to wait {} s, past the call's \
                          timeout of {} s",
-                        a.as_secs_f64(),
-                        timeout.as_secs_f64()
-                    )));
-                }
+                    a.as_secs_f64(),
+                    timeout.as_secs_f64()
+                )));
             }
             if attempt >= ATTEMPTS || Instant::now() + wait >= deadline {
                 return Err(self.unreachable(&format!("{retry_reason} after {attempt} attempts")));
