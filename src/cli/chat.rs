@@ -368,15 +368,19 @@ pub(crate) fn chat(args: &ChatArgs) -> u8 {
     main_loop(&mut chat, &mut io, &interrupts, terminal);
 
     let queued = chat.queued_follow_ups().to_vec();
+    let last_run = chat.runs().last().cloned();
     let stopped = chat.close();
-    if let Some(run_id) = stopped {
+    if let Some(run_id) = &stopped {
         io.emit(&ChatEvent::Notice {
             text: format!(
                 "the team was stopped; run {run_id} is saved: boardroom chat --resume {id} \
                  (or boardroom resume {run_id}) continues it"
             ),
         });
-        // Queued follow-ups live in this process: say which were not sent.
+    }
+    // Queued follow-ups live in this process: say which were not sent,
+    // whether or not closing stopped the run (it may have just ended).
+    if let Some(run_id) = stopped.or(last_run) {
         for message in queued {
             io.emit(&ChatEvent::Notice {
                 text: format!(

@@ -305,11 +305,23 @@ impl Chat {
         if self.queued.is_empty() {
             return None;
         }
+        if status == RunStatus::AwaitingUser {
+            // The run is not over: it asks the user first. The follow-ups
+            // stay queued and go to it when it finishes after the answer.
+            let text = format!(
+                "run {run_id} asks you a question first; your queued follow-up stays queued \
+                 and goes to it when the run finishes"
+            );
+            self.show(io, ChatEvent::Notice { text: text.clone() });
+            return Some(format!("Note: {text}."));
+        }
         let message = std::mem::take(&mut self.queued).join("\n");
         if status != RunStatus::Done {
             let text = format!(
-                "the follow-up queued for run {run_id} was not sent: the run ended {}",
-                status.as_str()
+                "the follow-up queued for run {run_id} was not sent: the run ended {} \
+                 (boardroom resume {run_id} --message {} sends it)",
+                status.as_str(),
+                shell_quoted(&message)
             );
             self.show(io, ChatEvent::Notice { text: text.clone() });
             return Some(format!("The user's {text}."));
@@ -339,7 +351,11 @@ impl Chat {
                     self.show(
                         io,
                         ChatEvent::Notice {
-                            text: format!("the follow-up could not be started: {e}"),
+                            text: format!(
+                                "the follow-up could not be started: {e} (boardroom resume \
+                                 {run_id} --message {} sends it)",
+                                shell_quoted(&message)
+                            ),
                         },
                     );
                     format!("The follow-up the user asked for could not be started: {e}")
@@ -396,4 +412,9 @@ impl Chat {
             Err(e) => Err(format!("the follow-up could not be started: {e}")),
         }
     }
+}
+
+/// `text` as one single-quoted shell word, for a command the user can copy.
+fn shell_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
 }
