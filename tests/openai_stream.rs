@@ -12,7 +12,7 @@ use support::{Reply, Server};
 
 fn model(server: &Server, stream: bool) -> OpenAi {
     OpenAi::builder(server.base_url(), "test-model")
-        .api_key("sk-stream-test")
+        .api_key("sk-test-4f9a1c77e2b0")
         .stream(stream)
         .sleep_with(|_| {})
         .build()
@@ -88,7 +88,10 @@ fn the_request_is_in_openai_shape() {
     m.chat(&req, &mut |_| {}).unwrap();
     let seen = &server.seen()[0];
     assert_eq!(seen.path, "/v1/chat/completions");
-    assert_eq!(seen.header("authorization"), Some("Bearer sk-stream-test"));
+    assert_eq!(
+        seen.header("authorization"),
+        Some("Bearer sk-test-4f9a1c77e2b0")
+    );
     assert_eq!(seen.body["model"], "test-model");
     assert_eq!(seen.body["stream"], true);
     assert_eq!(seen.body["stream_options"]["include_usage"], true);
