@@ -7,6 +7,8 @@
 
 use std::fmt::Write as _;
 
+use crate::util::text::escape_xml;
+
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
@@ -166,22 +168,6 @@ pub(crate) fn render_context(entries: &[Entry]) -> String {
         let _ = writeln!(out, ">\n{}\n</entry>", escape_xml(e.text.trim()));
     }
     out.push_str("</board>");
-    out
-}
-
-/// Escapes the five XML special characters.
-pub(crate) fn escape_xml(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c => out.push(c),
-        }
-    }
     out
 }
 

@@ -57,8 +57,6 @@ pub mod plan;
 mod process;
 pub mod protocol;
 mod runtime;
-mod secrets;
-mod shard;
 pub mod store;
 mod team;
 
@@ -66,6 +64,7 @@ pub mod openai;
 pub mod template;
 pub mod testing;
 pub mod tools;
+mod util;
 
 /// The channels events travel on: `crossbeam-channel`, re-exported so a
 /// program can follow the examples without adding it.
@@ -149,16 +148,16 @@ pub use runtime::{
     Cancel, DraftFailures, Executor, MasterPhase, ParseExecutorError, RunError, RunHandle,
     RunOutcome, Runtime, ThreadError,
 };
-pub use secrets::redact;
 pub use team::{AgentRole, AgentSpec, Process, Team, TeamConfig, TeamError};
 pub use tools::{Tool, ToolContext, ToolError};
+pub use util::secrets::redact;
 
 /// The parts of a team file (`team.yaml`) below [`TeamConfig`]: models and
 /// endpoints, handoff rules and settings, and the duration syntax of
 /// `timeout:` and `--timeout`.
 pub mod config {
-    pub use crate::runtime::{TimeoutError, parse_timeout};
     pub use crate::team::{
         AfterWork, EndpointConfig, HandoffRule, HandoffRuleConfig, HandoffSettings, ModelConfig,
     };
+    pub use crate::util::duration::{TimeoutError, parse_timeout};
 }

@@ -10,6 +10,7 @@
 //! member's name) and rejects what is wrong with a [`ProtocolError`] that
 //! goes back to the master in its next turn.
 
+use crate::util::text::closest;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -384,32 +385,6 @@ pub fn parse_verdict(reply: &str) -> Result<Verdict, ProtocolError> {
             expected: "CHALLENGE:<what is wrong and why> or AGREE",
         })
     }
-}
-
-/// The roster name closest to `name`, if it is close enough to be a typo.
-pub(crate) fn closest(name: &str, candidates: &[&str]) -> Option<String> {
-    let name = name.to_ascii_lowercase();
-    candidates
-        .iter()
-        .map(|c| (edit_distance(&name, &c.to_ascii_lowercase()), *c))
-        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c.to_string())
-}
-
-/// Levenshtein distance over chars.
-pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 mod ask;

@@ -4,8 +4,8 @@
 //! their text is escaped so a run's output cannot forge one.
 
 use super::inbox::{InboxItem, TeamNews};
-use crate::board::escape_xml;
 use crate::model::Message;
+use crate::util::text::escape_xml;
 
 /// The message the model reads for `item`.
 #[must_use]

@@ -7,7 +7,6 @@
 //! Providers: [`Sim`] (offline, deterministic), [`Scripted`] (exact replies
 //! for tests) and [`OpenAi`] (any OpenAI-compatible HTTP server).
 
-pub(crate) mod duration;
 mod error;
 pub(crate) mod no_tools;
 mod openai;

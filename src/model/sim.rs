@@ -112,7 +112,7 @@ struct Counts {
 
 /// The shard of an agent's counters.
 fn shard(agent: &str) -> usize {
-    crate::shard::shard_of(agent, SHARDS)
+    crate::util::shard::shard_of(agent, SHARDS)
 }
 
 impl SimStats {
@@ -526,7 +526,7 @@ fn first_assignment(prompt: &str, agent: &str) -> Option<String> {
     let board = &prompt[prompt.rfind("<board>")?..];
     let head = format!(
         "author=\"{}\" kind=\"draft\" task=\"",
-        crate::board::escape_xml(agent)
+        crate::util::text::escape_xml(agent)
     );
     let start = board.find(&head)? + head.len();
     let end = board[start..].find('"')? + start;

@@ -25,7 +25,8 @@ impl Stance {
         } else if a.contains("people") || a.contains("user") {
             Stance::Wait
         } else {
-            [Stance::Trial, Stance::Reversible, Stance::Wait][crate::shard::shard_of(agent, 3)]
+            [Stance::Trial, Stance::Reversible, Stance::Wait]
+                [crate::util::shard::shard_of(agent, 3)]
         }
     }
 

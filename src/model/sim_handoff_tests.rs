@@ -360,7 +360,7 @@ fn unescape_inverts_the_boards_escape() {
         "&",
         "",
     ] {
-        let escaped = crate::board::escape_xml(text);
+        let escaped = crate::util::text::escape_xml(text);
         assert_eq!(super::unescape(&escaped), text, "{escaped}");
     }
 }

@@ -407,7 +407,7 @@ impl Manner {
         } else {
             1
         };
-        let variant = (crate::shard::shard_of(agent, 2) + usize::from(other)) % 2;
+        let variant = (crate::util::shard::shard_of(agent, 2) + usize::from(other)) % 2;
         self.pool()[place][variant].replace("{s}", subject)
     }
 }

@@ -203,7 +203,7 @@ pub(crate) fn parse_sim_options(options: &str) -> Result<SimOptions, String> {
     for part in options.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (key, value) = part.split_once('=').unwrap_or((part, ""));
         match key {
-            "latency" => o.latency = super::duration::SIM_LATENCY.parse("latency", value)?,
+            "latency" => o.latency = crate::util::duration::SIM_LATENCY.parse("latency", value)?,
             "latency_phases" => {
                 for p in value.split('+') {
                     o.latency_phases.push(parse_phase(p)?);

@@ -19,10 +19,11 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{closest, strip_decoration, strip_markers};
-use crate::board::escape_xml;
+use super::{strip_decoration, strip_markers};
 use crate::model::{Message, OutputSchema, ToolSpec};
 use crate::team::Variables;
+use crate::util::text::closest;
+use crate::util::text::escape_xml;
 
 /// The name of the built-in handoff tool.
 pub(crate) const HANDOFF_TOOL: &str = "handoff";

@@ -11,11 +11,12 @@
 //! [`parse_verdict`]; a reply with no JSON object at all is read with the
 //! line protocol.
 
+use crate::util::text::closest;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{
-    Assignment, Decision, MasterReply, ProtocolError, Verdict, closest, parse_master, parse_verdict,
+    Assignment, Decision, MasterReply, ProtocolError, Verdict, parse_master, parse_verdict,
 };
 use crate::model::OutputSchema;
 

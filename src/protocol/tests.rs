@@ -1,6 +1,7 @@
 //! Table-driven tests over replies as real models write them.
 
 use super::*;
+use crate::util::text::{closest, edit_distance};
 
 const MEMBERS: &[&str] = &["researcher", "writer", "critic", "data_analyst"];
 

@@ -105,7 +105,7 @@ impl UsageBook {
 
     /// The shard of an agent.
     fn shard(&self, agent: &str) -> &Mutex<UsageShard> {
-        &self.shards[crate::shard::shard_of(agent, self.shards.len())]
+        &self.shards[crate::util::shard::shard_of(agent, self.shards.len())]
     }
 
     fn add(&self, agent: &str, usage: Usage) {

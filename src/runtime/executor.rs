@@ -168,7 +168,7 @@ impl std::str::FromStr for Executor {
             "threads" => Ok(Executor::Threads),
             _ => Err(ParseExecutorError {
                 name: s.to_string(),
-                suggestion: crate::protocol::closest(s.trim(), &NAMES)
+                suggestion: crate::util::text::closest(s.trim(), &NAMES)
                     .and_then(|c| NAMES.iter().copied().find(|n| *n == c)),
             }),
         }

@@ -31,7 +31,6 @@ use crate::event::{Event, RunStatus};
 use crate::model::{ChatModel, SharedModel, Usage};
 use crate::team::Team;
 
-pub use budget::{TimeoutError, parse_timeout};
 pub use error::{MasterPhase, RunError, ThreadError};
 pub use executor::{Executor, ParseExecutorError};
 pub use handle::{Cancel, RunHandle};

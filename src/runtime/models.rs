@@ -72,5 +72,5 @@ fn did_you_mean(team: &Team, name: &str) -> Option<String> {
     }
     let mut known: Vec<&str> = team.config().models.keys().map(String::as_str).collect();
     known.extend(["default", "sim", "openai"]);
-    crate::protocol::closest(name, &known).map(|c| format!("did you mean '{c}'?"))
+    crate::util::text::closest(name, &known).map(|c| format!("did you mean '{c}'?"))
 }

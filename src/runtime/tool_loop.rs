@@ -291,7 +291,7 @@ impl Core<'_> {
         };
         // Known secrets (an MCP token a server echoed) never reach the
         // model, the events or the files (issue 28).
-        let text = cut(crate::secrets::mask(&text).into_owned());
+        let text = cut(crate::util::secrets::mask(&text).into_owned());
         self.emit(
             &agent.name,
             parent,

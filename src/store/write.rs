@@ -48,10 +48,10 @@ impl EventLog {
                 for event in rx.iter() {
                     // Known secrets masked (issue 28); a process that knows
                     // none writes straight through.
-                    let written = if crate::secrets::any() {
+                    let written = if crate::util::secrets::any() {
                         serde_json::to_vec(&event)
                             .map_err(std::io::Error::other)
-                            .and_then(|line| out.write_all(&crate::secrets::mask_json(&line)))
+                            .and_then(|line| out.write_all(&crate::util::secrets::mask_json(&line)))
                     } else {
                         serde_json::to_writer(&mut out, &event).map_err(std::io::Error::other)
                     };
@@ -236,15 +236,15 @@ impl RunDir {
 /// `bytes` with every known secret masked: a JSON document stays valid
 /// JSON, other UTF-8 text is masked as text, other bytes are left.
 fn masked(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
-    if !crate::secrets::any() {
+    if !crate::util::secrets::any() {
         return std::borrow::Cow::Borrowed(bytes);
     }
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if matches!(first, Some(b'{' | b'[')) {
-        return crate::secrets::mask_json(bytes);
+        return crate::util::secrets::mask_json(bytes);
     }
     match std::str::from_utf8(bytes) {
-        Ok(text) => match crate::secrets::mask(text) {
+        Ok(text) => match crate::util::secrets::mask(text) {
             std::borrow::Cow::Borrowed(_) => std::borrow::Cow::Borrowed(bytes),
             std::borrow::Cow::Owned(t) => std::borrow::Cow::Owned(t.into_bytes()),
         },
@@ -260,7 +260,7 @@ pub(crate) const STAGING_SUFFIX: &str = ".new";
 fn append(file: &Mutex<File>, path: &Path, value: &impl Serialize) -> Result<(), StoreError> {
     let line =
         serde_json::to_vec(value).map_err(|e| StoreError::json(path, "cannot serialise", e))?;
-    let mut line = crate::secrets::mask_json(&line).into_owned();
+    let mut line = crate::util::secrets::mask_json(&line).into_owned();
     line.push(b'\n');
     let mut f = file.lock();
     f.write_all(&line)

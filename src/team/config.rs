@@ -111,7 +111,7 @@ struct CallTimeout(Option<f64>);
 
 impl<'de> Deserialize<'de> for CallTimeout {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        crate::model::duration::de_call_timeout(d).map(CallTimeout)
+        crate::util::duration::de_call_timeout(d).map(CallTimeout)
     }
 }
 
@@ -178,7 +178,7 @@ pub struct EndpointConfig {
     pub api_key_env: Option<String>,
     /// The deadline of one model call in seconds, every retry and wait
     /// included (default 300; allowed 0.001 to 86400).
-    #[serde(default, deserialize_with = "crate::model::duration::de_call_timeout")]
+    #[serde(default, deserialize_with = "crate::util::duration::de_call_timeout")]
     pub timeout: Option<f64>,
     /// Requests in flight at once to this endpoint (1 to 4096).
     #[serde(default, deserialize_with = "de_max_in_flight")]
@@ -325,7 +325,7 @@ impl TeamConfig {
             return Err(at(key, format!("{key} must be at least 1")));
         }
         if let Some(t) = &config.timeout
-            && let Err(e) = crate::runtime::parse_timeout(t)
+            && let Err(e) = crate::util::duration::parse_timeout(t)
         {
             return Err(at("timeout", format!("timeout: {e}")));
         }
@@ -359,6 +359,6 @@ impl TeamConfig {
     pub fn timeout(&self) -> Option<std::time::Duration> {
         self.timeout
             .as_deref()
-            .and_then(|t| crate::runtime::parse_timeout(t).ok())
+            .and_then(|t| crate::util::duration::parse_timeout(t).ok())
     }
 }

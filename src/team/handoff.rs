@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::template::check_template;
 use super::yaml::{Outline, Step};
 use super::{AgentSpec, Process, TeamConfig, TeamError};
-use crate::protocol::closest;
+use crate::util::text::closest;
 
 /// Handoffs a run may make unless `max_handoffs` says otherwise.
 pub(super) const DEFAULT_MAX_HANDOFFS: u32 = 20;

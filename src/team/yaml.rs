@@ -15,7 +15,7 @@ use serde::de::{DeserializeOwned, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::{Error as YamlError, Location, Spanned};
 
 use super::TeamError;
-use crate::protocol::closest;
+use crate::util::text::closest;
 
 /// One node of a YAML document: what it holds, where it starts.
 #[derive(Debug)]

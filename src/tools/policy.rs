@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use super::ToolRegistry;
-use crate::protocol::closest;
 use crate::team::{Team, TeamError};
+use crate::util::text::closest;
 
 pub(super) fn check(registry: &ToolRegistry, team: &Team) -> Result<(), TeamError> {
     let all = registry.names();

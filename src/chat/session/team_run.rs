@@ -265,8 +265,8 @@ impl Chat {
         // `<team_event>` is.
         format!(
             "<team_status run=\"{}\">\n{}\n</team_status>",
-            crate::board::escape_xml(run_id),
-            crate::board::escape_xml(out.trim_end())
+            crate::util::text::escape_xml(run_id),
+            crate::util::text::escape_xml(out.trim_end())
         )
     }
 

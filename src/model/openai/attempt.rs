@@ -243,7 +243,7 @@ impl OpenAi {
             detail: format!(
                 "no complete answer within the call deadline of {} (every attempt and wait \
                  included; change it with timeout= in the model spec or timeout: in team.yaml)",
-                crate::model::duration::human(self.inner.timeout)
+                crate::util::duration::human(self.inner.timeout)
             ),
             attempts: attempts.max(1),
             source: None,
@@ -278,7 +278,7 @@ impl OpenAi {
         let note = format!(
             "the server asked to wait {} s (Retry-After), which is over the call deadline of {}",
             asked.as_secs_f64().ceil() as u64,
-            crate::model::duration::human(self.inner.timeout)
+            crate::util::duration::human(self.inner.timeout)
         );
         if let ModelError::Http { detail, .. } | ModelError::Transport { detail, .. } = &mut error {
             *detail = if detail.is_empty() {

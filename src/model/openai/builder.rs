@@ -176,19 +176,19 @@ impl OpenAiBuilder {
         if self.model.trim().is_empty() {
             return Err(err("no model name (add #MODEL to the url)".into()));
         }
-        let timeout = crate::model::duration::CALL_TIMEOUT;
+        let timeout = crate::util::duration::CALL_TIMEOUT;
         if self.timeout < timeout.min || self.timeout > timeout.max {
             return Err(err(format!(
                 "timeout: {} is out of range (allowed {})",
-                crate::model::duration::human(self.timeout),
+                crate::util::duration::human(self.timeout),
                 timeout.describe()
             )));
         }
         // Masked in every file, span, log line and tool result (issue 28).
         if let Some(k) = &self.key {
-            crate::secrets::remember(&k.0);
+            crate::util::secrets::remember(&k.0);
         }
-        crate::secrets::remember_url(base);
+        crate::util::secrets::remember_url(base);
         let ceiling = self.max_in_flight.unwrap_or(limit::DEFAULT_CEILING);
         let url = format!("{base}/chat/completions");
         Ok(OpenAi {

@@ -234,9 +234,11 @@ pub(crate) fn redact_url(url: &str) -> String {
 /// `text` with the key, and any piece of it of 6 characters or more at
 /// any position (a server may echo a cut key, or one without its `sk-`
 /// prefix), replaced by `***`; a key shorter than that only as a whole
-/// word. The shared rule of [`crate::secrets`].
+/// word. The shared rule of [`crate::util::secrets`].
 pub(crate) fn mask_key(text: &str, key: &str) -> String {
-    crate::secrets::Masker::new([key]).mask(text).into_owned()
+    crate::util::secrets::Masker::new([key])
+        .mask(text)
+        .into_owned()
 }
 
 impl ChatModel for OpenAi {
@@ -299,7 +301,9 @@ impl ChatModel for OpenAi {
                     // A key the endpoint put in the answer goes no further
                     // (issue 28, finding 19): not into the board, the
                     // answer, the files or the spans.
-                    if let std::borrow::Cow::Owned(text) = crate::secrets::mask(&response.text) {
+                    if let std::borrow::Cow::Owned(text) =
+                        crate::util::secrets::mask(&response.text)
+                    {
                         response.text = text;
                     }
                     return Ok(response);

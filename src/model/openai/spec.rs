@@ -8,8 +8,8 @@
 
 use super::{OpenAi, OpenAiBuilder, env_base_url, env_model, redact_url};
 use crate::model::ModelSpecError;
-use crate::model::duration::CALL_TIMEOUT;
 use crate::team::EndpointConfig;
+use crate::util::duration::CALL_TIMEOUT;
 
 /// Builds the model a spec names (`openai:...`, `http://...`, `https://...`).
 pub(crate) fn from_spec(spec: &str) -> Result<OpenAi, ModelSpecError> {

@@ -45,7 +45,7 @@ impl std::fmt::Debug for OtlpConfig {
 /// A URL as it may be printed: a `user:password@` in it becomes `***@`,
 /// every query value `***` (a token may travel there; issue 28).
 pub(crate) fn shown(url: &str) -> String {
-    let redacted = crate::secrets::redact_url(url);
+    let redacted = crate::util::secrets::redact_url(url);
     let Some((_, rest)) = url.split_once("://") else {
         return redacted;
     };
@@ -177,7 +177,7 @@ impl OtlpConfig {
             url.to_string()
         };
         // Its credentials are masked wherever they appear (issue 28).
-        crate::secrets::remember_url(url);
+        crate::util::secrets::remember_url(url);
         Ok(OtlpConfig {
             endpoint,
             headers: Vec::new(),
@@ -289,8 +289,8 @@ impl OtlpConfig {
 /// (issue 28): a credential's (by its name) always, another's when it is
 /// long enough to be a key (`x-honeycomb-team`), not a word like `red`.
 fn remember_header(name: &str, value: &str) {
-    if crate::secrets::is_credential_name(name) || value.trim().len() >= 8 {
-        crate::secrets::remember_header_value(value);
+    if crate::util::secrets::is_credential_name(name) || value.trim().len() >= 8 {
+        crate::util::secrets::remember_header_value(value);
     }
 }
 

@@ -311,7 +311,7 @@ impl Poster {
 
 /// `s` with every known secret masked (issue 28).
 fn mask_string(s: &mut String) {
-    if let std::borrow::Cow::Owned(m) = crate::secrets::mask(s) {
+    if let std::borrow::Cow::Owned(m) = crate::util::secrets::mask(s) {
         *s = m;
     }
 }
@@ -341,7 +341,7 @@ fn mask_span(span: &mut Span) {
 }
 
 fn encode(service_name: &str, mut spans: Vec<Span>) -> Vec<u8> {
-    if crate::secrets::any() {
+    if crate::util::secrets::any() {
         spans.iter_mut().for_each(mask_span);
     }
     ExportTraceServiceRequest {

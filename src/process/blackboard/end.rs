@@ -3,8 +3,9 @@
 
 use crate::board::EntryKind;
 use crate::event::RunStatus;
-use crate::runtime::budget::{Stop, capitalized, humantime};
+use crate::runtime::budget::Stop;
 use crate::runtime::{RunError, RunPhase};
+use crate::util::text::{capitalized, humantime};
 
 use super::Blackboard;
 

@@ -4,9 +4,10 @@
 use std::fmt::Write as _;
 
 use super::structured::Wording;
-use crate::board::{Entry, escape_xml, render_context};
+use crate::board::{Entry, render_context};
 use crate::model::Message;
 use crate::team::{AgentSpec, Team};
+use crate::util::text::escape_xml;
 
 pub(crate) const MASTER_RULES: &str = "\
 ## How you direct the team

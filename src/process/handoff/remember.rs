@@ -5,9 +5,9 @@
 //! is not over and leaves none until it ends; a run that timed out makes
 //! no call past its deadline.
 
-use crate::board::escape_xml;
 use crate::event::RunStatus;
 use crate::model::Message;
+use crate::util::text::escape_xml;
 
 /// Whether a run that ended with `status` leaves a note.
 pub(super) fn leaves_a_note(status: RunStatus) -> bool {

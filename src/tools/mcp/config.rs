@@ -33,7 +33,7 @@ pub struct McpServerConfig {
     #[serde(default)]
     pub cwd: Option<String>,
     /// Seconds a tool call may take (default 60; allowed 0.001 to 86400).
-    #[serde(default, deserialize_with = "crate::model::duration::de_mcp_timeout")]
+    #[serde(default, deserialize_with = "crate::util::duration::de_mcp_timeout")]
     pub timeout: Option<f64>,
     /// The server's URL (Streamable HTTP servers); `${VAR}` is filled from
     /// the environment.
@@ -126,7 +126,7 @@ impl McpServerConfig {
 /// filled in onto `values`. In a URL, the values filled into its
 /// `user:password@` or its query, and a query value whose name says it is a
 /// credential (`?token=...`), are remembered as secrets of the process
-/// ([`crate::secrets`], issue 28); a host or path is not a secret. (Header
+/// ([`crate::util::secrets`], issue 28); a host or path is not a secret. (Header
 /// values are remembered by the caller, which knows the header's name.)
 ///
 /// # Errors
@@ -146,7 +146,7 @@ pub(crate) fn expand_env(text: &str, values: &mut Vec<String>) -> Result<String,
         let value =
             std::env::var(name).map_err(|_| format!("environment variable '{name}' is not set"))?;
         if in_url_secret(text, text.len() - rest.len() + start) {
-            crate::secrets::remember(&value);
+            crate::util::secrets::remember(&value);
         }
         out.push_str(&value);
         values.push(value);
@@ -154,7 +154,7 @@ pub(crate) fn expand_env(text: &str, values: &mut Vec<String>) -> Result<String,
     }
     out.push_str(rest);
     if text.contains("://") {
-        crate::secrets::remember_url(&out);
+        crate::util::secrets::remember_url(&out);
     }
     Ok(out)
 }

@@ -133,7 +133,7 @@ impl Http {
             // harmless words like a client name in error texts.
             // (`${VAR}` values are remembered by `expand_env`.)
             if template.contains("${") || is_credential(key) {
-                crate::secrets::remember_header_value(&value);
+                crate::util::secrets::remember_header_value(&value);
             }
             headers.push((key.clone(), value));
         }
@@ -327,7 +327,7 @@ impl Inner {
     /// `***`, as for the model API key.
     fn mask(&self, text: &str) -> String {
         // Every configured secret is one the process knows (issue 28).
-        crate::secrets::mask(text).into_owned()
+        crate::util::secrets::mask(text).into_owned()
     }
 
     fn unreachable(&self, detail: &str) -> McpError {

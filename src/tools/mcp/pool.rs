@@ -89,7 +89,7 @@ impl McpPool {
             let timeout = config
                 .timeout
                 .and_then(|t| {
-                    crate::model::duration::MCP_TIMEOUT
+                    crate::util::duration::MCP_TIMEOUT
                         .check_secs_f64("timeout", t)
                         .ok()
                 })

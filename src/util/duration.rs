@@ -238,3 +238,68 @@ mod tests {
         );
     }
 }
+
+/// Reads a run's time limit: `500ms`, `90s`, `10m`, `1.5h`, or a number of
+/// seconds, from 1 ms to 365 days (the one duration parser every setting
+/// uses). Zero, negative and non-finite values are refused.
+///
+/// # Errors
+///
+/// A message that names the value and what is allowed.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use boardroom::config::parse_timeout;
+/// assert_eq!(parse_timeout("10m"), Ok(Duration::from_secs(600)));
+/// let e: Box<dyn std::error::Error> = parse_timeout("0s").unwrap_err().into();
+/// assert!(!e.to_string().is_empty());
+/// ```
+///
+/// # Errors
+///
+/// A [`TimeoutError`] that names the value and what is allowed.
+pub fn parse_timeout(text: &str) -> Result<std::time::Duration, TimeoutError> {
+    RUN_TIMEOUT.parse("", text).map_err(TimeoutError)
+}
+
+/// Why a duration could not be read ([`parse_timeout`]): its message names
+/// the value and what is allowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimeoutError(String);
+
+impl std::fmt::Display for TimeoutError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TimeoutError {}
+
+#[cfg(test)]
+mod run_timeout_tests {
+    use super::*;
+    use crate::util::text::humantime;
+    use std::time::Duration;
+
+    #[test]
+    fn time_limits_parse_and_refuse_zero() {
+        assert_eq!(parse_timeout("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_timeout("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_timeout("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_timeout("250ms"), Ok(Duration::from_millis(250)));
+        for bad in ["0", "-1s", "nan", "soon", ""] {
+            assert!(parse_timeout(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        assert_eq!(humantime(Duration::from_millis(500)), "500ms");
+        assert_eq!(humantime(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(humantime(Duration::from_secs(90)), "1m30s");
+        assert_eq!(humantime(Duration::from_secs(600)), "10m");
+        assert_eq!(humantime(Duration::from_secs(3700)), "1h1m");
+    }
+}

@@ -1,0 +1,7 @@
+//! The ground floor: small helpers every layer may use, importing nothing
+//! else from the crate.
+
+pub(crate) mod duration;
+pub(crate) mod secrets;
+pub(crate) mod shard;
+pub(crate) mod text;
