@@ -46,6 +46,7 @@
 pub mod bench;
 pub mod board;
 pub mod chat;
+mod core;
 #[cfg(test)]
 mod error_chains;
 mod event;
@@ -145,8 +146,8 @@ pub use model::{
     Phase, Role, SharedModel, ToolCall, ToolSpec, Usage,
 };
 pub use runtime::{
-    Cancel, DraftFailures, Executor, MasterPhase, ParseExecutorError, RunError, RunHandle,
-    RunOutcome, Runtime, ThreadError,
+    Cancel, DraftFailures, Executor, MasterPhase, ParseExecutorError, Refusal, RunError, RunHandle,
+    RunOutcome, Runtime, TemplatePlace, ThreadError,
 };
 pub use team::{AgentRole, AgentSpec, Process, Team, TeamConfig, TeamError};
 pub use tools::{Tool, ToolContext, ToolError};

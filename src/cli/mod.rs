@@ -501,7 +501,16 @@ pub(crate) fn drive_and_report(
             e @ (RunError::EmptyTask
             | RunError::Model { .. }
             | RunError::Tools(_)
-            | RunError::Process(_)),
+            | RunError::EmptyMessage
+            | RunError::BadRunId { .. }
+            | RunError::WrongProcess { .. }
+            | RunError::Variables(_)
+            | RunError::Template { .. }
+            | RunError::ForeignPhase { .. }
+            | RunError::NotAHandoffTeam { .. }
+            | RunError::UnknownAgent { .. }
+            | RunError::MessageRefused { .. }
+            | RunError::StillRunning { .. }),
         ) => {
             eprintln!("error: {}", runs::terminal_safe(&e.to_string()));
             EXIT_BAD_INPUT

@@ -5,8 +5,8 @@
 
 use std::fmt::Display;
 
+use crate::core::call::Attempt;
 use crate::memory::MasterMemory;
-use crate::runtime::call::Attempt;
 
 /// Keeps the note the master gave for run `run_id` of `task` in `memory`,
 /// or logs why there is none.

@@ -1,42 +1,14 @@
 //! A run on its own thread, with its own stop flag: [`Runtime::start`].
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::Receiver;
 
-use super::{RunError, RunOutcome, Runtime, ThreadError, id};
+use super::resume::Start;
+use super::{Cancel, RunError, RunOutcome, Runtime, ThreadError, id};
+use crate::core::RunContext;
 use crate::event::Event;
-
-/// A stop flag for one run. Cheap to clone; every clone stops the same run.
-///
-/// Setting it stops the run gracefully: no new model calls are sent, the
-/// calls in flight return (each within its own deadline), the state is
-/// saved with status [`RunStatus::Cancelled`](crate::RunStatus::Cancelled)
-/// and [`Runtime::resume`] continues it from where it stood.
-#[derive(Debug, Clone, Default)]
-pub struct Cancel(Arc<AtomicBool>);
-
-impl Cancel {
-    /// A flag that is not set.
-    #[must_use]
-    pub fn new() -> Self {
-        Cancel::default()
-    }
-
-    /// Asks the run to stop.
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-
-    /// Whether the run was asked to stop.
-    #[must_use]
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
-    }
-}
 
 /// A run started with [`Runtime::start`] or [`Runtime::start_resume`]: its
 /// id, a way to stop it, its own events (when the runtime asked for them
@@ -112,7 +84,7 @@ impl RunHandle {
         self.thread.join().unwrap_or_else(|panic| {
             Err(RunError::Pool(ThreadError::Panicked {
                 thread: "the run thread",
-                message: super::tool_loop::panic_text(panic.as_ref()),
+                message: crate::core::tool_loop::panic_text(panic.as_ref()),
             }))
         })
     }
@@ -135,7 +107,9 @@ impl Runtime {
             run_id.clone(),
             task.trim().to_string(),
         ));
-        self.spawn(run_id, move |rt| rt.drive(state))
+        self.spawn(run_id, move |rt, ctx| {
+            rt.drive_in(ctx, Start::Snapshot(state))
+        })
     }
 
     /// Resumes a saved run (see [`Runtime::resume`]) on a new thread with a
@@ -151,7 +125,7 @@ impl Runtime {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        self.spawn(run_id, move |rt| rt.resume(&dir))
+        self.spawn(run_id, move |rt, ctx| rt.resume_in(ctx, &dir, None))
     }
 
     /// [`Runtime::resume_with_message`] on a new thread with a stop flag of
@@ -159,7 +133,7 @@ impl Runtime {
     ///
     /// # Errors
     ///
-    /// [`RunError::Process`] for an empty message; [`RunError::Pool`] when
+    /// [`RunError::EmptyMessage`] for an empty message; [`RunError::Pool`] when
     /// the thread cannot be started; everything else comes from
     /// [`RunHandle::wait`].
     pub fn start_resume_with_message(
@@ -170,36 +144,37 @@ impl Runtime {
         let dir: PathBuf = run_dir.into();
         let message: String = message.into();
         if message.trim().is_empty() {
-            return Err(RunError::Process("the message is empty".into()));
+            return Err(RunError::EmptyMessage);
         }
         let run_id = dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        self.spawn(run_id, move |rt| rt.resume_with_message(&dir, &message))
+        self.spawn(run_id, move |rt, ctx| {
+            rt.resume_in(ctx, &dir, Some(message.trim()))
+        })
     }
 
     fn spawn(
         &self,
         run_id: String,
-        go: impl FnOnce(&Runtime) -> Result<RunOutcome, RunError> + Send + 'static,
+        go: impl FnOnce(&Runtime, RunContext) -> Result<RunOutcome, RunError> + Send + 'static,
     ) -> Result<RunHandle, RunError> {
-        let mut rt = self.clone();
-        rt.cancel = Cancel::new();
-        let cancel = rt.cancel.clone();
-        // The run's own channel: its only sender lives in the run's
-        // runtime, so the receiver ends when the run thread does.
-        let events = if rt.per_run_events {
+        let rt = self.clone();
+        let mut ctx = self.context();
+        let cancel = ctx.cancel.clone();
+        // The run's own channel: its only sender goes with the run, so the
+        // receiver ends when the run does.
+        let events = if self.config().per_run_events {
             let (tx, rx) = crossbeam_channel::unbounded();
-            rt.run_events = Some(tx);
+            ctx.events = Some(tx);
             Some(rx)
         } else {
-            rt.run_events = None;
             None
         };
         let thread = std::thread::Builder::new()
             .name("boardroom-run".into())
-            .spawn(move || go(&rt))
+            .spawn(move || go(&rt, ctx))
             .map_err(|source| {
                 RunError::Pool(ThreadError::Spawn {
                     thread: "the run thread",

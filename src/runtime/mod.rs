@@ -1,46 +1,38 @@
-//! The runtime and the run core every process drives: the [`Runtime`]
-//! builder, [`RunHandle`], and the core of one run (`core.rs`: ids,
-//! models, tools, budget and usage, turns, cancellation, the run
-//! directory, the event bus). The processes themselves live in
-//! `crate::process`.
+//! The public face of a run: the [`Runtime`] builder, [`RunHandle`],
+//! starting and resuming runs, and the choice of the process that drives
+//! them (`resume.rs`, one `match` on the team's process). The run core is
+//! `crate::core`; the processes are `crate::process`.
 
-pub(crate) mod budget;
-mod bus;
-pub(crate) mod call;
-pub(crate) mod core;
-mod error;
 mod executor;
 mod handle;
 pub(crate) mod id;
-mod models;
-pub(crate) mod persist;
-pub(crate) mod pool;
+mod resume;
 mod seed;
 mod state;
 #[cfg(test)]
 mod tests;
-pub(crate) mod tool_loop;
 pub(crate) mod turns;
 
 use std::sync::Arc;
 
 use crossbeam_channel::Sender;
 
-use crate::board::Entry;
-use crate::event::{Event, RunStatus};
-use crate::model::{ChatModel, SharedModel, Usage};
+use crate::core::RunConfig;
+use crate::event::Event;
+use crate::model::{ChatModel, SharedModel};
 use crate::team::Team;
 
-pub use error::{MasterPhase, RunError, ThreadError};
+pub use crate::core::{
+    Cancel, DraftFailures, MasterPhase, Refusal, RunError, RunOutcome, TemplatePlace, ThreadError,
+};
 pub use executor::{Executor, ParseExecutorError};
-pub use handle::{Cancel, RunHandle};
+pub use handle::RunHandle;
 pub use state::{RunPhase, RunState, UserNote};
 pub use turns::{ParseTurnIdError, Turn, TurnId};
 
-/// The default round cap.
-pub(crate) const DEFAULT_MAX_ROUNDS: u32 = 5;
-
-/// Runs a team on a task. Cheap to clone.
+/// Runs a team on a task. Cheap to clone: the settings sit in an `Arc`,
+/// frozen for every run started from them (a setting changed on a clone
+/// changes that clone's copy only).
 ///
 /// # Examples
 ///
@@ -53,138 +45,19 @@ pub(crate) const DEFAULT_MAX_ROUNDS: u32 = 5;
 /// ```
 #[derive(Clone)]
 pub struct Runtime {
-    pub(crate) team: Team,
-    pub(crate) model: SharedModel,
-    pub(crate) max_rounds: Option<u32>,
-    pub(crate) max_parallel: Option<usize>,
-    /// What runs a round's members (see [`Runtime::executor`]).
-    pub(crate) executor: Option<Executor>,
-    /// The widest phase `auto` runs on rayon, when a test sets it (else
-    /// [`Executor::auto_limit`]).
-    pub(crate) auto_limit: Option<usize>,
-    pub(crate) events: Option<Sender<Event>>,
-    /// Whether [`Runtime::start`] gives each run a channel of its own.
-    pub(crate) per_run_events: bool,
-    /// The sending side of this run's own channel (set per spawned run).
-    pub(crate) run_events: Option<Sender<Event>>,
-    /// This run's stop flag: fresh for every [`Runtime::start`], so a
-    /// stopped run never stops the next one or a clone's.
-    pub(crate) cancel: Cancel,
-    pub(crate) memory: String,
-    pub(crate) workspace: Option<std::path::PathBuf>,
-    pub(crate) token_budget: Option<u64>,
-    pub(crate) timeout: Option<std::time::Duration>,
-    pub(crate) protocol: Option<crate::protocol::Protocol>,
-    pub(crate) runs_dir: Option<std::path::PathBuf>,
-    pub(crate) master_memory: Option<crate::memory::MasterMemory>,
-    pub(crate) model_spec: Option<String>,
-    pub(crate) tools: Vec<Arc<dyn crate::tools::Tool>>,
-    /// Work modules a new run starts with (see [`Runtime::modules`]).
-    pub(crate) seed: crate::plan::Plan,
-    /// The agent that launched the run (see [`Runtime::parent`]).
-    pub(crate) parent: Option<String>,
-    /// Context variables set for this run (`--var`), in order.
-    pub(crate) vars: Vec<(String, String)>,
-    /// The user's message this resumed run took (announced once as a
-    /// `user_message` event when it starts).
-    pub(crate) user_message: Option<String>,
+    config: Arc<RunConfig>,
 }
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = &self.config;
         f.debug_struct("Runtime")
-            .field("team", &self.team.name())
-            .field("model", &self.model.name())
-            .field("max_rounds", &self.max_rounds)
-            .field("max_parallel", &self.max_parallel)
-            .field("executor", &self.executor)
+            .field("team", &c.team.name())
+            .field("model", &c.model.name())
+            .field("max_rounds", &c.max_rounds)
+            .field("max_parallel", &c.max_parallel)
+            .field("executor", &c.executor)
             .finish_non_exhaustive()
-    }
-}
-
-/// What a finished run gives back.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct RunOutcome {
-    /// The run's id.
-    pub run_id: String,
-    /// The final answer.
-    pub answer: String,
-    /// How it ended.
-    pub status: RunStatus,
-    /// Rounds of members that ran (a handoff run: its steps).
-    pub rounds: u32,
-    /// The whole board.
-    pub board: Vec<Entry>,
-    /// Tokens used.
-    pub usage: Usage,
-    /// Tokens used by each agent.
-    pub usage_by_agent: std::collections::BTreeMap<String, Usage>,
-    /// The work modules.
-    pub plan: crate::plan::Plan,
-    /// The steps of a handoff run (empty for a blackboard run).
-    pub steps: Vec<crate::process::handoff::HandoffStep>,
-}
-
-/// Members' assignments that failed in a run that still gave an answer
-/// ([`RunOutcome::draft_failures`]): the run is a partial success.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct DraftFailures {
-    /// Assignments whose last attempt ended in an error.
-    pub failed: usize,
-    /// Assignments given to members in the run.
-    pub total: usize,
-    /// The first failure's text, as the board has it.
-    pub first: String,
-}
-
-impl std::fmt::Display for DraftFailures {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} of {} drafts failed: {}",
-            self.failed, self.total, self.first
-        )
-    }
-}
-
-impl RunOutcome {
-    /// The members' assignments that ended in an error (the board's
-    /// `error` entries with an assignment), if any: a run whose master
-    /// answered from what arrived while some drafts failed. `None` when
-    /// every assignment has a draft.
-    #[must_use]
-    pub fn draft_failures(&self) -> Option<DraftFailures> {
-        use crate::board::EntryKind;
-        // The last entry per assignment wins (a resumed run redoes failed
-        // ones).
-        let mut last: std::collections::HashMap<(u32, &str, &str), &Entry> =
-            std::collections::HashMap::new();
-        for e in &self.board {
-            let Some(task) = e.task.as_deref() else {
-                continue;
-            };
-            if matches!(e.kind, EntryKind::Draft | EntryKind::Error) {
-                last.insert((e.round, e.author.as_str(), task), e);
-            }
-        }
-        let total = last.len();
-        let first = self
-            .board
-            .iter()
-            .filter(|e| e.kind == EntryKind::Error)
-            .find(|e| {
-                e.task
-                    .as_deref()
-                    .is_some_and(|t| last.get(&(e.round, e.author.as_str(), t)) == Some(e))
-            })?;
-        let failed = last.values().filter(|e| e.kind == EntryKind::Error).count();
-        Some(DraftFailures {
-            failed,
-            total,
-            first: first.text.clone(),
-        })
     }
 }
 
@@ -192,39 +65,25 @@ impl Runtime {
     /// A runtime for `team` whose agents use `model` unless their `model:`
     /// names another.
     pub fn new(team: Team, model: impl ChatModel + 'static) -> Self {
-        Runtime {
-            team,
-            model: Arc::new(model),
-            max_rounds: None,
-            max_parallel: None,
-            executor: None,
-            auto_limit: None,
-            events: None,
-            per_run_events: false,
-            run_events: None,
-            cancel: Cancel::new(),
-            memory: String::new(),
-            workspace: None,
-            token_budget: None,
-            timeout: None,
-            protocol: None,
-            runs_dir: None,
-            master_memory: None,
-            model_spec: None,
-            tools: Vec::new(),
-            seed: crate::plan::Plan::default(),
-            parent: None,
-            vars: Vec::new(),
-            user_message: None,
-        }
+        Runtime::with_shared_model(team, Arc::new(model))
     }
 
     /// A runtime whose default model is already shared.
     pub fn with_shared_model(team: Team, model: SharedModel) -> Self {
         Runtime {
-            model,
-            ..Runtime::new(team, crate::model::Sim::new())
+            config: Arc::new(RunConfig::new(team, model)),
         }
+    }
+
+    /// The settings, to change (a copy of them if a run or a clone
+    /// shares them).
+    fn set(&mut self) -> &mut RunConfig {
+        Arc::make_mut(&mut self.config)
+    }
+
+    /// The settings runs start with.
+    pub(crate) fn config(&self) -> &RunConfig {
+        &self.config
     }
 
     /// Caps the rounds of members (default: `team.yaml`, else 5). A
@@ -232,7 +91,7 @@ impl Runtime {
     /// `max_handoffs` in `team.yaml` (the CLI refuses `--rounds` for it).
     #[must_use]
     pub fn max_rounds(mut self, rounds: u32) -> Self {
-        self.max_rounds = Some(rounds.max(1));
+        self.set().max_rounds = Some(rounds.max(1));
         self
     }
 
@@ -241,7 +100,7 @@ impl Runtime {
     /// use it (the CLI refuses `--parallel` for it).
     #[must_use]
     pub fn max_parallel(mut self, parallel: usize) -> Self {
-        self.max_parallel = Some(parallel.max(1));
+        self.set().max_parallel = Some(parallel.max(1));
         self
     }
 
@@ -269,7 +128,7 @@ impl Runtime {
     /// ```
     #[must_use]
     pub fn executor(mut self, executor: Executor) -> Self {
-        self.executor = Some(executor);
+        self.set().executor = Some(executor);
         self
     }
 
@@ -278,7 +137,7 @@ impl Runtime {
     #[doc(hidden)]
     #[must_use]
     pub fn auto_limit_for_tests(mut self, limit: usize) -> Self {
-        self.auto_limit = Some(limit);
+        self.set().auto_limit = Some(limit);
         self
     }
 
@@ -288,7 +147,7 @@ impl Runtime {
     /// [`Runtime::events_per_run`].
     #[must_use]
     pub fn events(mut self, sender: Sender<Event>) -> Self {
-        self.events = Some(sender);
+        self.set().events = Some(sender);
         self
     }
 
@@ -327,14 +186,14 @@ impl Runtime {
     /// ```
     #[must_use]
     pub fn events_per_run(mut self) -> Self {
-        self.per_run_events = true;
+        self.set().per_run_events = true;
         self
     }
 
     /// Gives the master this memory of earlier runs.
     #[must_use]
     pub fn memory(mut self, memory: impl Into<String>) -> Self {
-        self.memory = memory.into();
+        self.set().memory = memory.into();
         self
     }
 
@@ -342,7 +201,7 @@ impl Runtime {
     /// `report.md`). Without one, workspace tools refuse to run.
     #[must_use]
     pub fn workspace(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
-        self.workspace = Some(dir.into());
+        self.set().workspace = Some(dir.into());
         self
     }
 
@@ -351,7 +210,7 @@ impl Runtime {
     /// limit). Calls in flight finish, so a run may end a little over.
     #[must_use]
     pub fn token_budget(mut self, tokens: u64) -> Self {
-        self.token_budget = Some(tokens);
+        self.set().token_budget = Some(tokens);
         self
     }
 
@@ -364,7 +223,7 @@ impl Runtime {
     /// fails instead ([`RunError::NoUsableDraft`]).
     #[must_use]
     pub fn timeout(mut self, limit: std::time::Duration) -> Self {
-        self.timeout = Some(limit);
+        self.set().timeout = Some(limit);
         self
     }
 
@@ -372,7 +231,7 @@ impl Runtime {
     /// `team.yaml`'s `protocol`, else [`Protocol::Line`](crate::protocol::Protocol::Line)).
     #[must_use]
     pub fn protocol(mut self, protocol: crate::protocol::Protocol) -> Self {
-        self.protocol = Some(protocol);
+        self.set().protocol = Some(protocol);
         self
     }
 
@@ -381,7 +240,7 @@ impl Runtime {
     /// `tools:` grants its name.
     #[must_use]
     pub fn tool(mut self, tool: impl crate::tools::Tool + 'static) -> Self {
-        self.tools.push(Arc::new(tool));
+        self.set().tools.push(Arc::new(tool));
         self
     }
 
@@ -390,43 +249,30 @@ impl Runtime {
     /// the last value wins.
     ///
     /// A name the team does not declare makes the run fail to start with
-    /// [`RunError::Process`], naming the declared ones.
+    /// [`RunError::Variables`], naming the declared ones.
     #[must_use]
     pub fn var(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.vars.push((name.into(), value.into()));
+        self.set().vars.push((name.into(), value.into()));
         self
     }
 
     /// The team.
     #[must_use]
     pub fn team(&self) -> &Team {
-        &self.team
+        &self.config.team
     }
 
     /// The effective round cap.
     #[must_use]
     pub fn rounds_cap(&self) -> u32 {
-        self.max_rounds
-            .or(self.team.config().max_rounds)
-            .unwrap_or(DEFAULT_MAX_ROUNDS)
-    }
-
-    pub(crate) fn parallel_cap(&self) -> Option<usize> {
-        self.max_parallel.or(self.team.config().max_parallel)
+        self.config.rounds_cap()
     }
 
     /// The executor setting in effect: [`Runtime::executor`], else
     /// `team.yaml`'s, else [`Executor::Auto`].
     #[must_use]
     pub fn executor_setting(&self) -> Executor {
-        self.executor
-            .or(self.team.config().executor)
-            .unwrap_or_default()
-    }
-
-    /// The widest phase [`Executor::Auto`] runs on rayon.
-    pub(crate) fn auto_limit(&self) -> usize {
-        self.auto_limit.unwrap_or_else(Executor::auto_limit)
+        self.config.executor_setting()
     }
 
     /// Runs the task to the end: an answer, or an error.
@@ -440,15 +286,18 @@ impl Runtime {
             return Err(RunError::EmptyTask);
         }
         let state = self.seeded(RunState::new(id::new_run_id(), task.trim().to_string()));
-        self.drive_in(state, persist::Opening::New)
+        self.drive_in(self.context(), resume::Start::New(state))
     }
 
-    /// Continues a run from a snapshot of its state.
+    /// Continues a run from a snapshot of its state (what
+    /// [`Runtime::start`] does on its thread; the unit tests call it, and
+    /// `lib.rs` shows that a caller cannot skip resume's checks with it).
     ///
     /// # Errors
     ///
     /// As [`Runtime::run`].
+    #[cfg_attr(not(test), expect(dead_code, reason = "the tests' way in"))]
     pub(crate) fn drive(&self, state: RunState) -> Result<RunOutcome, RunError> {
-        self.drive_in(state, persist::Opening::Either)
+        self.drive_in(self.context(), resume::Start::Snapshot(state))
     }
 }

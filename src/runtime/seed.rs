@@ -30,7 +30,7 @@ impl Runtime {
     /// ```
     #[must_use]
     pub fn modules(mut self, plan: Plan) -> Self {
-        self.seed = plan;
+        self.set().seed = plan;
         self
     }
 
@@ -39,15 +39,19 @@ impl Runtime {
     /// run under it.
     #[must_use]
     pub fn parent(mut self, agent: impl Into<String>) -> Self {
-        self.parent = Some(agent.into());
+        self.set().parent = Some(agent.into());
         self
     }
 
     /// A new run's state with the seeded modules, marked as added by the
     /// parent.
     pub(crate) fn seeded(&self, mut state: RunState) -> RunState {
-        let by = self.parent.clone().unwrap_or_else(|| "caller".into());
-        state.plan = self.seed.clone();
+        let by = self
+            .config
+            .parent
+            .clone()
+            .unwrap_or_else(|| "caller".into());
+        state.plan = self.config.seed.clone();
         for m in &mut state.plan.tasks {
             m.status = match m.status {
                 ModuleStatus::Completed => ModuleStatus::Completed,

@@ -17,7 +17,7 @@ use crate::event::{EventKind, now_ms};
 use crate::model::{ChatRequest, ChatResponse, Message, ModelError, Phase, ToolCall, Usage};
 use crate::team::{AgentRole, AgentSpec};
 
-use super::core::Core;
+use crate::core::Core;
 
 /// A turn's id: `t0001`, `t0002`, ... in the order a run's calls
 /// finished. Written and read as that string (in `turns.jsonl`, in events).

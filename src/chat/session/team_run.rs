@@ -41,9 +41,9 @@ impl Chat {
     /// cannot be started.
     pub fn resume_run(&mut self, run_id: &str, io: &mut dyn ChatIo) -> Result<(), ChatError> {
         if let Some(id) = self.running() {
-            return Err(ChatError::Run(crate::runtime::RunError::Process(format!(
-                "run {id} is still under way"
-            ))));
+            return Err(ChatError::Run(crate::runtime::RunError::StillRunning {
+                run_id: id.to_string(),
+            }));
         }
         let dir = self.runs_dir.join(run_id);
         let plan = crate::store::load_run(&dir)

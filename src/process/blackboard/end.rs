@@ -2,9 +2,10 @@
 //! reasons themselves are the core's: see `runtime/budget.rs`).
 
 use crate::board::EntryKind;
+use crate::core::RunError;
+use crate::core::budget::Stop;
 use crate::event::RunStatus;
-use crate::runtime::budget::Stop;
-use crate::runtime::{RunError, RunPhase};
+use crate::runtime::RunPhase;
 use crate::util::text::{capitalized, humantime};
 
 use super::Blackboard;
@@ -23,6 +24,7 @@ impl Blackboard<'_> {
             Stop::TimedOut | Stop::Budget => {}
         }
         let has_draft = self
+            .room
             .board
             .snapshot()
             .iter()
@@ -38,7 +40,7 @@ impl Blackboard<'_> {
             _ => RunStatus::BudgetExhausted,
         };
         if self.state.answer.is_none() {
-            let note = match (stop, self.core.timeout) {
+            let note = match (stop, self.room.core.timeout) {
                 (Stop::TimedOut, Some(t)) => format!(
                     "The run's time limit ({}) ran out; the drafts so far:",
                     humantime(t)

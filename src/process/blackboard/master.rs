@@ -2,12 +2,13 @@
 //! answer, and what its decisions do to the run.
 
 use crate::board::EntryKind;
+use crate::core::RunError;
+use crate::core::call::Attempt;
+use crate::core::pool::Pool;
 use crate::event::{EventKind, ReviewVerdict, RoomStatus, RunStatus};
 use crate::model::{Message, ModelError, Phase};
 use crate::protocol::Decision;
-use crate::runtime::call::Attempt;
-use crate::runtime::pool::Pool;
-use crate::runtime::{RunError, RunPhase};
+use crate::runtime::RunPhase;
 
 use super::{Blackboard, prompt};
 
@@ -15,16 +16,16 @@ impl<'d> Blackboard<'d> {
     pub(super) fn plan(&mut self) -> Result<(), RunError> {
         self.status(RoomStatus::Thinking);
         let messages = prompt::plan(
-            &self.team,
-            &self.core.memory,
+            &self.room.team,
+            &self.room.core.memory,
             &self.task_text(),
-            &self.core.plan.lock(),
-            self.wording(),
+            &self.room.core.plan.lock(),
+            self.room.wording(),
         );
         let (decision, problems) =
             self.master_turn(Phase::Plan, 0, messages)
                 .map_err(|source| RunError::Master {
-                    phase: crate::runtime::MasterPhase::Plan,
+                    phase: crate::core::MasterPhase::Plan,
                     source,
                 })?;
         self.state.feedback = problems;
@@ -34,7 +35,7 @@ impl<'d> Blackboard<'d> {
             // No usable plan after the logical retries (no directive, or a
             // DONE before any member worked): the error goes on the board
             // and the run fails with no usable draft.
-            let master = self.team.master().name.clone();
+            let master = self.room.team.master().name.clone();
             let text = format!(
                 "the master gave no usable plan: {}",
                 self.state.feedback.join("; ")
@@ -48,15 +49,15 @@ impl<'d> Blackboard<'d> {
     pub(super) fn review(&mut self, pool: &Pool<'_, 'd>) {
         let round = self.state.round;
         self.status(RoomStatus::Thinking);
-        let board = self.board.snapshot();
+        let board = self.room.board.snapshot();
         let messages = prompt::review(
-            &self.team,
-            &self.core.memory,
+            &self.room.team,
+            &self.room.core.memory,
             &self.task_text(),
             &board,
             (round, self.cap()),
             &self.state.feedback,
-            self.wording(),
+            self.room.wording(),
         );
         drop(board);
         // The last round's review cannot ask for another: the members'
@@ -66,7 +67,7 @@ impl<'d> Blackboard<'d> {
         if round >= self.cap() {
             pool.release();
         }
-        let master = self.team.master().name.clone();
+        let master = self.room.team.master().name.clone();
         match self.master_turn(Phase::Review, round, messages) {
             Ok((decision, problems)) => {
                 self.state.feedback = problems;
@@ -97,13 +98,17 @@ impl<'d> Blackboard<'d> {
     pub(super) fn final_answer(&mut self, pool: &Pool<'_, 'd>) -> Result<(), RunError> {
         self.no_draft_check()?;
         self.status(RoomStatus::Thinking);
-        let board = self.board.snapshot();
-        let messages =
-            prompt::final_answer(&self.team, &self.core.memory, &self.task_text(), &board);
+        let board = self.room.board.snapshot();
+        let messages = prompt::final_answer(
+            &self.room.team,
+            &self.room.core.memory,
+            &self.task_text(),
+            &board,
+        );
         drop(board);
         pool.release();
-        let master = self.team.master();
-        match self.call_until(
+        let master = self.room.team.master();
+        match self.room.call_until(
             master,
             Phase::Final,
             self.state.round,
@@ -114,9 +119,9 @@ impl<'d> Blackboard<'d> {
             Ok(Attempt::Usable(answer)) => self.state.answer = Some(answer),
             Ok(Attempt::Unusable(problems)) => {
                 return Err(RunError::Master {
-                    phase: crate::runtime::MasterPhase::Final,
+                    phase: crate::core::MasterPhase::Final,
                     source: ModelError::BadResponse {
-                        model: self.core.model_for(&master.name).name(),
+                        model: self.room.core.model_for(&master.name).name(),
                         detail: problems.join("; "),
                         source: None,
                     },
@@ -124,7 +129,7 @@ impl<'d> Blackboard<'d> {
             }
             Err(source) => {
                 return Err(RunError::Master {
-                    phase: crate::runtime::MasterPhase::Final,
+                    phase: crate::core::MasterPhase::Final,
                     source,
                 });
             }
@@ -147,16 +152,16 @@ impl<'d> Blackboard<'d> {
         round: u32,
         messages: Vec<Message>,
     ) -> Result<(Option<Decision>, Vec<String>), ModelError> {
-        let master = self.team.master();
-        let members: Vec<&str> = self.team.members().map(|m| m.name.as_str()).collect();
-        let outcome = self.call_until(
+        let master = self.room.team.master();
+        let members: Vec<&str> = self.room.team.members().map(|m| m.name.as_str()).collect();
+        let outcome = self.room.call_until(
             master,
             phase,
             round,
             messages,
-            self.master_expected(phase),
+            self.room.master_expected(phase),
             |r| {
-                let reply = self.read_master(&r.text, &members, &master.name);
+                let reply = self.room.read_master(&r.text, &members, &master.name);
                 let mut problems: Vec<String> =
                     reply.errors.iter().map(ToString::to_string).collect();
                 match reply.decision {
@@ -169,7 +174,7 @@ impl<'d> Blackboard<'d> {
                     // A junk plan of thousands of lines for one member
                     // runs the first few: the rest are said back.
                     Some(Decision::Assign(mut v)) => {
-                        let limit = self.team.config().max_assignments_per_member();
+                        let limit = self.room.team.config().max_assignments_per_member();
                         let dropped = crate::protocol::limit_per_member(&mut v, limit);
                         problems.extend(dropped.iter().map(ToString::to_string));
                         Ok((Decision::Assign(v), problems, r.text.clone()))
@@ -192,7 +197,8 @@ impl<'d> Blackboard<'d> {
                     problems.join("; ")
                 );
                 log::warn!("{message}");
-                self.core
+                self.room
+                    .core
                     .emit(&master.name, None, EventKind::Error { round, message });
                 (None, problems)
             }
@@ -201,14 +207,14 @@ impl<'d> Blackboard<'d> {
 
     /// Applies a decision taken after round `round` (0: the plan).
     fn decide(&mut self, round: u32, decision: Option<Decision>) {
-        let master = self.team.master().name.clone();
+        let master = self.room.team.master().name.clone();
         let (verdict, count) = match &decision {
             Some(Decision::Assign(v)) => (ReviewVerdict::Assign, v.len()),
             Some(Decision::Done(_)) => (ReviewVerdict::Done, 0),
             Some(Decision::Ask(_)) => (ReviewVerdict::Ask, 0),
             None => (ReviewVerdict::None, 0),
         };
-        self.core.emit(
+        self.room.core.emit(
             &master,
             None,
             EventKind::ReviewDecision {
@@ -233,7 +239,7 @@ impl<'d> Blackboard<'d> {
                 // The run waits for its user: saved as awaiting_user, the
                 // question as its answer; a reply resumes it where it
                 // stood (see resume::take_message).
-                self.core.emit(
+                self.room.core.emit(
                     &master,
                     None,
                     EventKind::AwaitingUser {
@@ -252,7 +258,7 @@ impl<'d> Blackboard<'d> {
                 }
                 self.state.round = round + 1;
                 for a in &assignments {
-                    self.core.emit(
+                    self.room.core.emit(
                         &a.member,
                         Some(&master),
                         EventKind::TaskAssigned {

@@ -67,7 +67,7 @@ fn stamp(m: &mut WorkModule, key: &str) {
 impl Blackboard<'_> {
     /// The master decided after round `round` (0: the plan).
     pub(crate) fn plan_decided(&self, round: u32, decision: Option<&Decision>) {
-        let mut plan = self.core.plan.lock();
+        let mut plan = self.room.core.plan.lock();
         match decision {
             Some(Decision::Assign(assignments)) if round < self.cap() => {
                 let next = round + 1;
@@ -140,7 +140,7 @@ impl Blackboard<'_> {
 
     /// Every module still waiting for review is accepted.
     pub(crate) fn complete_reviewed_modules(&self) {
-        complete(&mut self.core.plan.lock());
+        complete(&mut self.room.core.plan.lock());
     }
 }
 

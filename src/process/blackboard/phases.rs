@@ -2,12 +2,13 @@
 //! the challengers' verdicts, each phase on the run's pool.
 
 use crate::board::{EntryKind, NewEntry};
+use crate::core::RunError;
+use crate::core::call::Attempt;
+use crate::core::pool::{Pool, threads_for};
 use crate::event::{EventKind, RoomStatus};
 use crate::model::{ModelError, Phase};
 use crate::protocol::{Assignment, Verdict};
-use crate::runtime::call::Attempt;
-use crate::runtime::pool::{Pool, threads_for};
-use crate::runtime::{RunError, RunPhase};
+use crate::runtime::RunPhase;
 use crate::team::AgentSpec;
 
 use super::{Blackboard, Room, prompt, resume};
@@ -34,11 +35,11 @@ impl<'d> Blackboard<'d> {
         // are not called again; those that failed on the transport are.
         // The board as it stood when the round started, resumed or not: no
         // member sees a draft of its own round.
-        let mut snapshot = self.board.snapshot();
+        let mut snapshot = self.room.board.snapshot();
         let (todo, again) = resume::still_to_do(&self.state, &snapshot);
         if !again.is_empty() {
-            self.core.emit(
-                &self.team.master().name,
+            self.room.core.emit(
+                &self.room.team.master().name,
                 None,
                 EventKind::Rerun {
                     round,
@@ -51,10 +52,10 @@ impl<'d> Blackboard<'d> {
                 },
             );
         }
-        let threads = threads_for(todo.len(), self.core.rt.parallel_cap());
+        let threads = threads_for(todo.len(), self.room.core.config.parallel_cap());
         self.status(RoomStatus::Working);
-        self.core.emit(
-            &self.team.master().name,
+        self.room.core.emit(
+            &self.room.team.master().name,
             None,
             EventKind::RoundStarted {
                 round,
@@ -69,7 +70,7 @@ impl<'d> Blackboard<'d> {
         if at_once {
             // Only members the team has: an assignment of a saved round
             // whose member is gone is never run, and its module stays.
-            let team = &self.team;
+            let team = &self.room.team;
             let known = todo.iter().filter(|a| team.agent(&a.member).is_some());
             self.room.modules_started(round, known);
         }
@@ -81,12 +82,12 @@ impl<'d> Blackboard<'d> {
             |room, ctx, a| room.member_turn(ctx, a),
             |a| (a.member.as_str(), Some(a.task.as_str())),
         )?;
-        if self.core.stop_reason().is_some() {
+        if self.room.core.stop_reason().is_some() {
             // Stopped mid-round: the phase stays, a resume finishes it.
             return Ok(());
         }
         self.no_draft_check()?;
-        let has_challengers = self.team.members().any(|m| m.can_challenge);
+        let has_challengers = self.room.team.members().any(|m| m.can_challenge);
         self.state.phase = if has_challengers {
             RunPhase::Challenge
         } else {
@@ -100,7 +101,7 @@ impl<'d> Blackboard<'d> {
         let challengers: Vec<&AgentSpec> =
             room.team.members().filter(|m| m.can_challenge).collect();
         self.status(RoomStatus::Working);
-        let snapshot = self.board.snapshot();
+        let snapshot = self.room.board.snapshot();
         self.on_pool(
             pool,
             snapshot,
@@ -109,7 +110,7 @@ impl<'d> Blackboard<'d> {
             |room, ctx, c| room.challenger_turn(ctx, c),
             |c| (c.name.as_str(), None),
         )?;
-        if self.core.stop_reason().is_none() {
+        if self.room.core.stop_reason().is_none() {
             self.state.phase = RunPhase::Review;
         }
         Ok(())
@@ -132,7 +133,7 @@ impl<'d> Blackboard<'d> {
         T: Clone + Send + 'd,
     {
         let round = self.state.round;
-        let threads = threads_for(items.len(), self.core.rt.parallel_cap());
+        let threads = threads_for(items.len(), self.room.core.config.parallel_cap());
         let ctx = PhaseCtx {
             round,
             at: (self.state.round, self.state.phase),

@@ -10,7 +10,7 @@ impl Blackboard<'_> {
     /// Asks the master for a memory note and stores it (when the runtime
     /// has a [`MasterMemory`](crate::store::MasterMemory) and the run has an answer).
     pub(crate) fn update_memory(&self) {
-        let Some(memory) = &self.core.rt.master_memory else {
+        let Some(memory) = &self.room.core.config.master_memory else {
             return;
         };
         let Some(answer) = self
@@ -24,13 +24,13 @@ impl Blackboard<'_> {
         if !matches!(
             self.state.status,
             RunStatus::Done | RunStatus::RoundLimit | RunStatus::BudgetExhausted
-        ) || memory.remembers(&self.core.run_id)
+        ) || memory.remembers(&self.room.core.run_id)
         {
             return;
         }
-        let master = self.team.master();
-        let messages = prompt::memory(&self.team, &self.state.task, answer);
-        let asked = self.call_until(
+        let master = self.room.team.master();
+        let messages = prompt::memory(&self.room.team, &self.state.task, answer);
+        let asked = self.room.call_until(
             master,
             Phase::Memory,
             self.state.round,
@@ -38,6 +38,6 @@ impl Blackboard<'_> {
             "a few short bullet points",
             |r| Ok(r.text.trim().to_string()),
         );
-        crate::process::memory_note::keep(memory, &self.core.run_id, &self.state.task, asked);
+        crate::process::memory_note::keep(memory, &self.room.core.run_id, &self.state.task, asked);
     }
 }

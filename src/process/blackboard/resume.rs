@@ -6,8 +6,9 @@
 use std::path::Path;
 
 use crate::board::{Entry, EntryKind};
+use crate::core::{Refusal, RunError};
 use crate::event::RunStatus;
-use crate::runtime::{RunError, RunPhase, RunState, UserNote};
+use crate::runtime::{RunPhase, RunState, UserNote};
 use crate::store::{self, JournalRecord, RunRecord, StoreError};
 
 /// The state a saved blackboard run goes on from.
@@ -92,15 +93,11 @@ pub(crate) fn check_message(state: &RunState) -> Result<(), RunError> {
 }
 
 fn not_for_a_message(state: &RunState) -> RunError {
-    let how = match state.status {
-        RunStatus::Failed => "failed and has not finished".to_string(),
-        RunStatus::Cancelled => "was stopped and has not finished".to_string(),
-        other => format!("is {} and not finished", other.as_str()),
-    };
-    RunError::Process(format!(
-        "run {} {how}: resume it without --message first",
-        state.run_id
-    ))
+    RunError::MessageRefused {
+        run_id: state.run_id.clone(),
+        status: state.status,
+        why: Refusal::NotFinished,
+    }
 }
 
 /// The last snapshot of a run, with the journal records written after it

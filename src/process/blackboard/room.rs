@@ -3,11 +3,11 @@
 //! the entry's module, its events).
 
 use crate::board::{Entry, EntryKind, NewEntry};
+use crate::core::call::{Ask, Attempt};
 use crate::event::EventKind;
 use crate::model::{ChatResponse, Message, ModelError, Phase};
 use crate::runtime::RunPhase;
 use crate::runtime::Turn;
-use crate::runtime::call::{Ask, Attempt};
 use crate::store::JournalRecord;
 use crate::team::AgentSpec;
 

@@ -66,11 +66,7 @@ pub(crate) const JSON: Wording = Wording {
 impl Room<'_> {
     /// The protocol of this run: the runtime's, else the team's, else lines.
     pub(crate) fn protocol(&self) -> Protocol {
-        self.core
-            .rt
-            .protocol
-            .or(self.team.config().protocol)
-            .unwrap_or_default()
+        self.core.config.protocol_setting().unwrap_or_default()
     }
 
     fn json(&self) -> bool {

@@ -4,7 +4,9 @@
 mod driver;
 mod remember;
 pub(crate) mod resume;
+mod route;
 mod state;
+mod turn;
 
 pub(crate) use driver::Handoff;
 pub use state::{HandoffState, HandoffStep};

@@ -6,8 +6,9 @@
 use std::path::Path;
 
 use super::state::{HandoffStep, USER};
+use crate::core::{Refusal, RunError};
 use crate::event::RunStatus;
-use crate::runtime::{RunError, RunPhase, RunState};
+use crate::runtime::{RunPhase, RunState};
 use crate::store::{self, JournalRecord, RunRecord};
 
 /// The state a saved handoff run goes on from.
@@ -73,10 +74,11 @@ pub(crate) fn prepare(
 /// user's, and the agent that had the last turn goes on.
 fn take_message(state: &mut RunState, message: &str) -> Result<(), RunError> {
     let Some(hs) = state.handoff.as_mut() else {
-        return Err(RunError::Process(format!(
-            "run {}: no handoff state to continue",
-            state.run_id
-        )));
+        return Err(refused(
+            &state.run_id,
+            state.status,
+            Refusal::NoHandoffState,
+        ));
     };
     match state.status {
         // Finished: done, waiting, or ended at a cap that a reply resets
@@ -88,18 +90,9 @@ fn take_message(state: &mut RunState, message: &str) -> Result<(), RunError> {
         | RunStatus::HandoffLimit
         | RunStatus::TimedOut => {}
         RunStatus::BudgetExhausted => {
-            return Err(RunError::Process(format!(
-                "run {} is budget_exhausted: its token budget is spent, so it takes no more messages",
-                state.run_id
-            )));
+            return Err(refused(&state.run_id, state.status, Refusal::BudgetSpent));
         }
-        status => {
-            return Err(RunError::Process(format!(
-                "run {} is {}: only a finished run or one that waits for its user takes a message (resume it without --message)",
-                state.run_id,
-                status.as_str()
-            )));
-        }
+        _ => return Err(refused(&state.run_id, state.status, Refusal::NotWaiting)),
     }
     hs.steps.push(HandoffStep {
         step_id: hs.next_id(),
@@ -120,4 +113,12 @@ fn take_message(state: &mut RunState, message: &str) -> Result<(), RunError> {
     state.answer = None;
     state.round = hs.steps.len() as u32;
     Ok(())
+}
+
+fn refused(run_id: &str, status: RunStatus, why: Refusal) -> RunError {
+    RunError::MessageRefused {
+        run_id: run_id.to_string(),
+        status,
+        why,
+    }
 }

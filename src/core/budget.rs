@@ -1,9 +1,9 @@
 //! How a run stops before its master has finished: one mechanism for the
 //! token budget (`--token-budget` / `token_budget` in `team.yaml` /
-//! [`Runtime::token_budget`](super::Runtime::token_budget)), the wall-clock
+//! [`Runtime::token_budget`](crate::Runtime::token_budget)), the wall-clock
 //! limit (`--timeout` / `timeout` in `team.yaml` /
-//! [`Runtime::timeout`](super::Runtime::timeout)) and cancellation (Ctrl-C,
-//! [`RunHandle::cancel`](super::RunHandle::cancel)).
+//! [`Runtime::timeout`](crate::Runtime::timeout)) and cancellation (Ctrl-C,
+//! [`RunHandle::cancel`](crate::RunHandle::cancel)).
 //!
 //! [`Run::stop_reason`] is checked before every model call and between
 //! phases; calls already in flight finish, so a run may end a little over
@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use crate::model::ModelError;
 
-use super::core::Core;
+use super::run::Core;
 
 /// Why a run stops before the master has finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +44,7 @@ impl Stop {
 impl Core<'_> {
     /// The effective budget in tokens, if any.
     pub(crate) fn token_budget(&self) -> Option<u64> {
-        self.rt.token_budget.or(self.team.config().token_budget)
+        self.config.token_budget()
     }
 
     /// Fails when the budget is spent.

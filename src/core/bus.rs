@@ -2,8 +2,8 @@
 //! subscribers. The run never asks a subscriber anything back.
 //!
 //! - The caller's channels get every event: the runtime's
-//!   ([`Runtime::events`](super::Runtime::events)) and the run's own
-//!   ([`Runtime::events_per_run`](super::Runtime::events_per_run)).
+//!   ([`Runtime::events`](crate::Runtime::events)) and the run's own
+//!   ([`Runtime::events_per_run`](crate::Runtime::events_per_run)).
 //! - The run store gets every event too, on a writer thread of its own
 //!   (`events.jsonl`, buffered: a streaming delta costs a channel send, not
 //!   a lock and a write), and the turn records and journal records, which
@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use crossbeam_channel::Sender;
 
-use super::Turn;
 use crate::event::Event;
+use crate::runtime::Turn;
 use crate::store::{EventLog, JournalRecord, RunDir};
 
 /// One consumer of a run's stream. Every method has a default that

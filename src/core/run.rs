@@ -1,17 +1,4 @@
-//! The run core: what every run has, whatever its process.
-//!
-//! ```text
-//!             ┌──────────── process driver (blackboard, handoff) ────────────┐
-//!             │ phases / steps, its own state, its own prompts and protocol  │
-//!             └───────────────┬──────────────────────────────┬───────────────┘
-//!                 call_until / emit / journal            save (checkpoint)
-//!             ┌───────────────▼──────────────────────────────▼───────────────┐
-//!   Core:     │ ids · models · tools + plan · usage & budget · deadline ·    │
-//!             │ cancel · turn records · the run directory · the event bus    │
-//!             └───────────────┬──────────────────────────────────────────────┘
-//!                             │ events, turns, journal records (one way)
-//!               caller's channel · run store (events.jsonl, turns, journal) · …
-//! ```
+//! The core of one run (see the module's map in `core/mod.rs`).
 //!
 //! A driver owns its state and calls the core; the core never calls back
 //! into a driver. Every model call goes through [`Core::call_until`]; every
@@ -26,13 +13,15 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::bus::Bus;
+use super::config::{RunConfig, RunContext};
+use super::error::RunError;
+use super::models;
 use super::persist::{Opening, Persist};
-use super::state::{RunPhase, RunState};
-use super::turns::TurnTracker;
-use super::{RunError, Runtime, models};
 use crate::event::{Event, EventKind};
 use crate::model::{SharedModel, Usage};
 use crate::plan::Plan;
+use crate::runtime::turns::TurnTracker;
+use crate::runtime::{RunPhase, RunState};
 use crate::store::JournalRecord;
 use crate::team::{AgentSpec, Team};
 
@@ -42,7 +31,10 @@ pub(crate) const USER_AGENT: &str = "user";
 /// What every run has. Shared by reference with the driver's member
 /// threads: everything that changes mid-phase sits behind a short lock.
 pub(crate) struct Core<'a> {
-    pub(crate) rt: &'a Runtime,
+    /// The run's settings.
+    pub(crate) config: &'a RunConfig,
+    /// What this run has of its own (its stop flag, its user's message).
+    ctx: RunContext,
     pub(crate) team: &'a Team,
     pub(crate) run_id: String,
     models: HashMap<String, SharedModel>,
@@ -168,31 +160,35 @@ impl<'a> Core<'a> {
     /// Builds the core of a run from `state` (which keeps its
     /// process-specific parts: the caller takes the usage and plan here).
     pub(crate) fn start(
-        rt: &'a Runtime,
+        config: &'a RunConfig,
+        mut ctx: RunContext,
         state: &mut RunState,
         opening: Opening,
     ) -> Result<Self, RunError> {
-        let models = models::resolve_agents(&rt.team, &rt.model)
+        let models = models::resolve_agents(&config.team, &config.model)
             .map_err(|(agent, source)| RunError::Model { agent, source })?;
         // Tools first: a bad grant or a dead MCP server is bad input, and
         // should not leave a run directory behind.
-        let tools = super::tool_loop::registry(rt).map_err(RunError::Tools)?;
-        let (persist, turns) = Persist::open(rt, state, opening)?;
-        let callers = rt.events.iter().chain(rt.run_events.iter()).cloned();
+        let tools = super::tool_loop::registry(config).map_err(RunError::Tools)?;
+        let (persist, turns) = Persist::open(config, ctx.runs_dir.as_deref(), state, opening)?;
+        // The run's own sender lives in the bus only: its receiver ends
+        // when the run does.
+        let callers = config.events.iter().cloned().chain(ctx.events.take());
         let bus = Bus::new(callers, persist.dir.as_ref());
-        let limits = watch_limits(&models, &rt.model);
-        let timeout = rt.timeout.or(rt.team.config().timeout());
+        let limits = watch_limits(&models, &config.model);
+        let timeout = config.time_limit();
         // Memory is read per run: the note the last run left counts.
-        let memory = match &rt.master_memory {
+        let memory = match &config.master_memory {
             Some(m) => m.load_for(&state.task).unwrap_or_else(|e| {
                 log::warn!("master memory not read: {e}");
                 String::new()
             }),
-            None => rt.memory.clone(),
+            None => config.memory.clone(),
         };
         Ok(Core {
-            rt,
-            team: &rt.team,
+            config,
+            ctx,
+            team: &config.team,
             run_id: state.run_id.clone(),
             models,
             usage: UsageBook::new(state.usage, std::mem::take(&mut state.usage_by_agent)),
@@ -220,7 +216,7 @@ impl<'a> Core<'a> {
     pub(crate) fn model_for(&self, agent: &str) -> SharedModel {
         self.models
             .get(agent)
-            .map_or_else(|| Arc::clone(&self.rt.model), Arc::clone)
+            .map_or_else(|| Arc::clone(&self.config.model), Arc::clone)
     }
 
     /// Members answer to the master; the master to nobody.
@@ -230,12 +226,12 @@ impl<'a> Core<'a> {
 
     /// Whether the caller asked the run to stop.
     pub(crate) fn cancelled(&self) -> bool {
-        self.rt.cancel.is_cancelled()
+        self.ctx.cancel.is_cancelled()
     }
 
     /// The run's workspace directory, if it has one.
     pub(crate) fn workspace_dir(&self) -> Option<std::path::PathBuf> {
-        self.rt
+        self.config
             .workspace
             .clone()
             .or_else(|| self.persist.dir.as_ref().map(|d| d.workspace()))
@@ -285,7 +281,7 @@ impl<'a> Core<'a> {
             return;
         }
         // The master's own parent is the agent that launched the run.
-        let parent = parent.or(self.rt.parent.as_deref());
+        let parent = parent.or(self.config.parent.as_deref());
         self.bus
             .event(Event::now(&self.run_id, agent, parent, kind));
     }
@@ -320,7 +316,7 @@ impl<'a> Core<'a> {
     /// Announces the user's message a resumed run took, if it took one:
     /// the drivers call it right after `run_started`.
     pub(crate) fn emit_user_message(&self) {
-        if let Some(text) = &self.rt.user_message {
+        if let Some(text) = &self.ctx.user_message {
             self.emit(
                 USER_AGENT,
                 None,
@@ -336,14 +332,14 @@ impl<'a> Core<'a> {
     }
 
     /// Files a turn record.
-    pub(crate) fn file_turn(&self, turn: &super::Turn) {
+    pub(crate) fn file_turn(&self, turn: &crate::runtime::Turn) {
         self.bus.turn(turn);
     }
 
     /// Whether [`Core::save`] has anywhere to save to (a run directory or
     /// a workspace).
     pub(crate) fn saves(&self) -> bool {
-        self.persist.dir.is_some() || self.rt.workspace.is_some()
+        self.persist.dir.is_some() || self.config.workspace.is_some()
     }
 
     /// Saves the run: `state` (whose usage and plan the core fills in)
@@ -358,7 +354,7 @@ impl<'a> Core<'a> {
         let (usage, by_agent) = self.usage();
         state.usage = usage;
         state.usage_by_agent = by_agent;
-        let record = self.persist.record(self.rt, state);
+        let record = self.persist.record(self.config, state);
         if let Err(e) = self.persist.save(&record, workspace.as_deref()) {
             log::error!("cannot save the run: {e}");
         }

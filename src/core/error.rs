@@ -1,7 +1,10 @@
 use std::fmt;
 use std::io;
 
+use crate::event::RunStatus;
 use crate::model::{ModelError, ModelSpecError};
+use crate::runtime::RunPhase;
+use crate::team::{Process, TemplateError, VarError};
 
 /// Why a run could not give an answer.
 #[derive(Debug)]
@@ -39,9 +42,107 @@ pub enum RunError {
     /// The run's tools could not be set up: an MCP server that does not
     /// start, or an agent granted a tool no one has.
     Tools(crate::tools::ToolError),
-    /// The run cannot go on as asked: a message for a run that does not
-    /// wait for one, a saved state its process cannot read.
-    Process(String),
+    /// The user's message to a saved run was empty.
+    EmptyMessage,
+    /// A run id that is not one directory name (empty, `.`, `..`, or
+    /// holding a `/`): a caller's state for a saved run.
+    BadRunId {
+        /// The id.
+        run_id: String,
+    },
+    /// The saved run is of another process than the runtime's team.
+    WrongProcess {
+        /// The saved run.
+        run_id: String,
+        /// The saved run's process.
+        saved: Process,
+        /// The runtime's team.
+        team: String,
+        /// The runtime's team's process.
+        ours: Process,
+    },
+    /// A context variable set for the run that the team does not declare,
+    /// or a bad value.
+    Variables(VarError),
+    /// A template of the team (a soul, a handoff rule's condition) does not
+    /// render over the run's variables.
+    Template {
+        /// Which template.
+        place: TemplatePlace,
+        /// Why.
+        source: TemplateError,
+    },
+    /// A saved state holds a phase its process does not have (a
+    /// hand-edited `run.json`).
+    ForeignPhase {
+        /// The run.
+        run_id: String,
+        /// The phase it was saved in.
+        phase: RunPhase,
+    },
+    /// A handoff run whose team has no handoff settings.
+    NotAHandoffTeam {
+        /// The team.
+        team: String,
+    },
+    /// The agent a handoff run made active is not in the team.
+    UnknownAgent {
+        /// The agent.
+        agent: String,
+    },
+    /// The saved run does not take a message as it stands.
+    MessageRefused {
+        /// The run.
+        run_id: String,
+        /// Its status as saved.
+        status: RunStatus,
+        /// Why.
+        why: Refusal,
+    },
+    /// The run is already under way (a second start of one saved run).
+    StillRunning {
+        /// The run.
+        run_id: String,
+    },
+}
+
+/// Which template failed ([`RunError::Template`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TemplatePlace {
+    /// The soul of this agent.
+    Soul(String),
+    /// A handoff rule's condition.
+    Condition,
+}
+
+impl fmt::Display for TemplatePlace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TemplatePlace::Soul(agent) => write!(f, "the soul of '{agent}'"),
+            TemplatePlace::Condition => f.write_str("a handoff rule's condition"),
+        }
+    }
+}
+
+/// Why a saved run does not take a message ([`RunError::MessageRefused`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// A blackboard run that neither waits for its user nor has finished:
+    /// it must be resumed first.
+    NotFinished,
+    /// A handoff run that neither waits for its user nor has finished.
+    NotWaiting,
+    /// Its token budget is spent.
+    BudgetSpent,
+    /// A handoff run saved without its handoff state.
+    NoHandoffState,
+}
+
+/// `blackboard`, `handoff`: as `team.yaml` writes it.
+fn process_name(p: Process) -> String {
+    format!("{p:?}").to_lowercase()
 }
 
 impl fmt::Display for RunError {
@@ -54,7 +155,67 @@ impl fmt::Display for RunError {
             RunError::Pool(e) => write!(f, "{e}"),
             RunError::Store(e) => write!(f, "run directory: {e}"),
             RunError::Tools(e) => write!(f, "tools: {e}"),
-            RunError::Process(e) => f.write_str(e),
+            RunError::EmptyMessage => f.write_str("the message is empty"),
+            RunError::BadRunId { run_id } => write!(
+                f,
+                "run id '{run_id}': must be one directory name (not empty, '.' or '..', no '/')"
+            ),
+            RunError::WrongProcess {
+                run_id,
+                saved,
+                team,
+                ours,
+            } => write!(
+                f,
+                "run {run_id} is a {} run and this runtime's team '{team}' is a {} team: resume it with the run's own team (load_run(dir).team.to_team())",
+                process_name(*saved),
+                process_name(*ours),
+            ),
+            RunError::Variables(e) => write!(f, "context variables: {e}"),
+            RunError::Template { place, source } => write!(f, "{place}: {source}"),
+            RunError::ForeignPhase { run_id, phase } => match phase {
+                RunPhase::Step => write!(f, "run {run_id}: a handoff step in a blackboard run"),
+                other => write!(
+                    f,
+                    "run {run_id}: a blackboard phase ({other:?}) in a handoff run"
+                ),
+            },
+            RunError::NotAHandoffTeam { team } => {
+                write!(f, "team '{team}' is not a handoff team")
+            }
+            RunError::UnknownAgent { agent } => {
+                write!(f, "the active agent '{agent}' is not in the team")
+            }
+            RunError::MessageRefused {
+                run_id,
+                status,
+                why,
+            } => match why {
+                Refusal::NotFinished => {
+                    let how = match status {
+                        RunStatus::Failed => "failed and has not finished".to_string(),
+                        RunStatus::Cancelled => "was stopped and has not finished".to_string(),
+                        other => format!("is {} and not finished", other.as_str()),
+                    };
+                    // The tests of the library read this sentence (issue 22
+                    // keeps it): the flag is the CLI's way to send one.
+                    write!(f, "run {run_id} {how}: resume it without --message first")
+                }
+                Refusal::NotWaiting => write!(
+                    f,
+                    "run {run_id} is {}: only a finished run or one that waits for its user takes a message (resume it without --message)",
+                    status.as_str()
+                ),
+                Refusal::BudgetSpent => write!(
+                    f,
+                    "run {run_id} is {}: its token budget is spent, so it takes no more messages",
+                    status.as_str()
+                ),
+                Refusal::NoHandoffState => {
+                    write!(f, "run {run_id}: no handoff state to continue")
+                }
+            },
+            RunError::StillRunning { run_id } => write!(f, "run {run_id} is still under way"),
         }
     }
 }
@@ -66,6 +227,8 @@ impl std::error::Error for RunError {
             RunError::Master { source, .. } => Some(source),
             RunError::Store(source) => Some(source),
             RunError::Tools(e) => Some(e),
+            RunError::Variables(e) => Some(e),
+            RunError::Template { source, .. } => Some(source),
             // Displayed as its own text: its cause comes next, not itself
             // again.
             RunError::Pool(e) => e.source(),

@@ -22,9 +22,9 @@ use crate::model::{
 };
 use crate::team::AgentSpec;
 
-use super::Turn;
 use super::budget::Stop;
-use super::core::Core;
+use super::run::Core;
+use crate::runtime::Turn;
 
 /// The most a memory note's call may take: the answer is decided by then,
 /// and the note is worth less than the wait.

@@ -11,9 +11,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::Runtime;
 use super::call::{Ask, Intercepted};
-use super::core::Core;
+use super::config::RunConfig;
+use super::run::Core;
 use crate::event::EventKind;
 use crate::model::{ChatRequest, ChatResponse, Message, ModelError, SharedModel, ToolCall, Usage};
 use crate::team::AgentSpec;
@@ -35,13 +35,13 @@ const MAX_CALLS_A_REPLY: usize = 128;
 /// The tools of a run: built-ins, the program's own, and the tools of the
 /// MCP servers the team's agents use (started here, ended when the run is
 /// dropped). Every grant must name a tool.
-pub(crate) fn registry(rt: &Runtime) -> Result<ToolRegistry, ToolError> {
-    let team = rt.team();
+pub(crate) fn registry(config: &RunConfig) -> Result<ToolRegistry, ToolError> {
+    let team = &config.team;
     if team.agents().iter().all(|a| a.tools.is_empty()) {
         return Ok(ToolRegistry::default());
     }
     let mut registry = ToolRegistry::for_team(team)?;
-    for tool in &rt.tools {
+    for tool in &config.tools {
         registry.add(Arc::clone(tool));
     }
     registry.check(team).map_err(ToolError::Policy)?;

@@ -1,0 +1,165 @@
+//! The processes as the core sees them: a [`Driver`] is what the runtime
+//! starts and runs, [`Phases`] what the shared loop ([`drive`]) steps
+//! through. The core never calls a driver: the runtime picks one (a
+//! `match` on the team's process) and the driver calls the core.
+//!
+//! ```text
+//! run_started, user_message, begin
+//! while next() gives a position:
+//!     stop asked (cancel, time, budget)?  -> end_early, out of the loop
+//!     step()   -> an error a stop caused: end_early; any other: saved, returned
+//!     stepped()  (the snapshot)
+//! wrap_up (the master's memory), finish -> the outcome
+//! ```
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::budget::Stop;
+use super::config::{RunConfig, RunContext};
+use super::error::RunError;
+use super::outcome::RunOutcome;
+use super::persist::Opening;
+use super::run::Core;
+use crate::event::EventKind;
+use crate::runtime::{RunPhase, RunState};
+use crate::store::{RunLock, RunRecord};
+
+/// One way a team works (blackboard, handoff), as the runtime starts it.
+pub(crate) trait Driver<'a>: Sized {
+    /// The state a saved run of this process goes on from: what its
+    /// journal holds after the snapshot replayed, a stopped or failed run
+    /// made runnable again, the user's message taken if there is one.
+    ///
+    /// # Errors
+    ///
+    /// A journal that cannot be read; a message the run does not take in
+    /// its state.
+    fn prepare_resume(
+        dir: &Path,
+        record: RunRecord,
+        message: Option<&str>,
+    ) -> Result<RunState, RunError>;
+
+    /// Checks that the run can start and builds it over a new core.
+    ///
+    /// # Errors
+    ///
+    /// Bad input (variables, souls, tools, models), a run directory that
+    /// cannot be opened.
+    fn start(
+        config: &'a RunConfig,
+        ctx: RunContext,
+        state: RunState,
+        opening: Opening,
+    ) -> Result<Self, RunError>;
+
+    /// The run's core.
+    fn core(&self) -> &Core<'a>;
+
+    /// Runs the process to its end (through [`drive`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Runtime::run`](crate::Runtime::run).
+    fn run(self) -> Result<RunOutcome, RunError>;
+
+    /// The run directory's lock, to hold until the run's last word is
+    /// written.
+    fn lock(&self) -> Option<Arc<RunLock>> {
+        self.core().persist.lock()
+    }
+}
+
+/// A process's phases or steps, as [`drive`] goes through them.
+pub(crate) trait Phases {
+    /// The run's core.
+    fn core(&self) -> &Core<'_>;
+
+    /// The agent that announces the run, and its `run_started` event.
+    fn started(&self) -> (String, EventKind);
+
+    /// After `run_started`, before the first step: a check of the saved
+    /// state, a first snapshot.
+    ///
+    /// # Errors
+    ///
+    /// A state this process cannot go on from.
+    fn begin(&mut self) -> Result<(), RunError> {
+        Ok(())
+    }
+
+    /// Where the next phase or step is filed (round, phase), or `None`
+    /// once the run is over.
+    fn next(&mut self) -> Option<(u32, RunPhase)>;
+
+    /// Runs one phase or step.
+    ///
+    /// # Errors
+    ///
+    /// What ends the run: a master that failed, no usable draft.
+    fn step(&mut self) -> Result<(), RunError>;
+
+    /// The stop that caused a step's error, if it was one: the run then
+    /// ends as the stop says instead of failing.
+    fn stopped_by(&self, _error: &RunError) -> Option<Stop> {
+        None
+    }
+
+    /// After a step that went well: the snapshot.
+    fn stepped(&mut self) {
+        self.checkpoint();
+    }
+
+    /// Ends the run before its agents finished.
+    ///
+    /// # Errors
+    ///
+    /// A stop with nothing worth an answer yet.
+    fn end_early(&mut self, stop: Stop) -> Result<(), RunError>;
+
+    /// Saves the run as it stands.
+    fn checkpoint(&self);
+
+    /// After the loop: the master's memory note, the last snapshot.
+    fn wrap_up(&mut self);
+
+    /// The outcome, with `run_finished` sent.
+    fn finish(self) -> RunOutcome;
+}
+
+/// The loop every process runs: phases or steps until the run is over,
+/// checking between them whether it must stop.
+///
+/// # Errors
+///
+/// What a step or [`Phases::begin`] returns; the run is saved first.
+pub(crate) fn drive<P: Phases>(mut run: P) -> Result<RunOutcome, RunError> {
+    let (agent, started) = run.started();
+    run.core().emit(&agent, None, started);
+    run.core().emit_user_message();
+    run.begin()?;
+    while let Some((round, phase)) = run.next() {
+        run.core().at(round, phase);
+        if let Some(stop) = run.core().stop_reason() {
+            run.end_early(stop)?;
+            break;
+        }
+        if let Err(e) = run.step() {
+            match run.stopped_by(&e) {
+                Some(stop) => {
+                    run.end_early(stop)?;
+                    break;
+                }
+                None => {
+                    // Saved as it stands, so a resume goes on from here.
+                    run.checkpoint();
+                    return Err(e);
+                }
+            }
+        }
+        run.stepped();
+    }
+    run.wrap_up();
+    Ok(run.finish())
+}

@@ -1,0 +1,43 @@
+//! The run core: what every run has, whatever its process.
+//!
+//! ```text
+//!             ┌──────────── process driver (blackboard, handoff) ────────────┐
+//!             │ phases / steps, its own state, its own prompts and protocol  │
+//!             └───────────────┬──────────────────────────────┬───────────────┘
+//!                 call_until / emit / journal            save (checkpoint)
+//!             ┌───────────────▼──────────────────────────────▼───────────────┐
+//!   Core:     │ ids · models · tools + plan · usage & budget · deadline ·    │
+//!             │ cancel · turn records · the run directory · the event bus    │
+//!             └───────────────┬──────────────────────────────────────────────┘
+//!                             │ events, turns, journal records (one way)
+//!               caller's channel · run store (events.jsonl, turns, journal) · …
+//! ```
+//!
+//! Here: the settings of a run ([`RunConfig`], frozen, shared) and what
+//! each run has of its own ([`RunContext`]); the [`Core`] of one run over
+//! both (`run.rs`); the [`Driver`] trait every process implements and the
+//! shared loop ([`drive`]); the member pool (`pool/`), the event bus, the
+//! one call path (`call.rs`) and its tool loop, the budget and time limit,
+//! the run directory (`persist.rs`), the models of a run's agents, and the
+//! run's errors and outcome. Nothing here knows a process by name.
+
+pub(crate) mod budget;
+mod bus;
+pub(crate) mod call;
+mod cancel;
+pub(crate) mod config;
+pub(crate) mod driver;
+mod error;
+mod models;
+mod outcome;
+pub(crate) mod persist;
+pub(crate) mod pool;
+mod run;
+pub(crate) mod tool_loop;
+
+pub use cancel::Cancel;
+pub(crate) use config::{RunConfig, RunContext};
+pub(crate) use driver::{Driver, Phases, drive};
+pub use error::{MasterPhase, Refusal, RunError, TemplatePlace, ThreadError};
+pub use outcome::{DraftFailures, RunOutcome};
+pub(crate) use run::Core;

@@ -1,0 +1,195 @@
+//! Persistence of a run: the run directory opened at start, a snapshot
+//! (`run.json`, `workspace/plan.json`) after every phase, `report.md` at
+//! the end. (Resuming a saved run is the runtime's: `runtime/resume.rs`.)
+//!
+//! The logs (`events.jsonl`, `turns.jsonl`, `journal.jsonl`) are written
+//! by the run store, a subscriber of the run's bus (see `bus.rs`). Why a
+//! journal rather than rewriting `run.json` per entry: members land drafts
+//! from several threads while the driver owns the state; an append of one
+//! line per entry is cheap, needs no snapshot of the whole run, and a
+//! SIGKILL leaves at worst a torn last line, which is skipped. A resume
+//! takes the last snapshot and lets the process replay the journal
+//! records of the phase that was cut off.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::config::RunConfig;
+use super::error::RunError;
+use crate::event::now_ms;
+use crate::runtime::{RunPhase, RunState, Turn};
+use crate::store::{
+    self, RUN_FORMAT_VERSION, RunDir, RunRecord, RunSettings, StoreError, TeamSnapshot,
+    write_atomic, write_replace,
+};
+
+/// How a run comes to its directory.
+#[derive(Debug)]
+pub(crate) enum Opening {
+    /// A new run: the directory must not exist yet.
+    New,
+    /// A resume of a directory whose lock the resume took before it read
+    /// the run.
+    Resume(std::sync::Arc<store::RunLock>),
+    /// [`Runtime::drive`] from a caller's snapshot: either.
+    Either,
+}
+
+/// What a run keeps for persistence.
+#[derive(Debug, Default)]
+pub(crate) struct Persist {
+    /// The run directory, when the runtime has a runs directory.
+    pub(crate) dir: Option<Arc<RunDir>>,
+    created_ms: u64,
+}
+
+impl Persist {
+    /// Opens (or reopens, on resume) the run directory and writes a first
+    /// snapshot when there is none. Returns the turns already recorded.
+    pub(crate) fn open(
+        config: &RunConfig,
+        runs_dir: Option<&Path>,
+        state: &RunState,
+        opening: Opening,
+    ) -> Result<(Persist, Vec<Turn>), RunError> {
+        let Some(runs_dir) = runs_dir else {
+            let persist = Persist {
+                created_ms: now_ms(),
+                ..Persist::default()
+            };
+            return Ok((persist, Vec::new()));
+        };
+        // One name inside the runs directory: a caller's state
+        // (`Runtime::drive`) may hold any id.
+        let mut parts = Path::new(&state.run_id).components();
+        if !matches!(
+            (parts.next(), parts.next()),
+            (Some(std::path::Component::Normal(_)), None)
+        ) {
+            return Err(RunError::BadRunId {
+                run_id: state.run_id.clone(),
+            });
+        }
+        let path = runs_dir.join(&state.run_id);
+        let dir = match opening {
+            Opening::New => RunDir::create(&path),
+            Opening::Resume(lock) => RunDir::open_locked(&path, lock),
+            Opening::Either if path.is_dir() => RunDir::open(&path),
+            Opening::Either => RunDir::create(&path),
+        }
+        .map_err(RunError::Store)?;
+        let previous = store::load_run(&path).ok();
+        let turns = store::read_turns(&path).map_err(RunError::Store)?;
+        for w in &turns.warnings {
+            log::warn!("{}: {w}", path.display());
+        }
+        let persist = Persist {
+            dir: Some(Arc::new(dir)),
+            created_ms: previous.as_ref().map_or_else(now_ms, |r| r.created_ms),
+        };
+        if previous.is_none() {
+            let record = persist.record(config, state.clone());
+            persist.save(&record, None).map_err(RunError::Store)?;
+        }
+        Ok((persist, turns.items))
+    }
+
+    /// The run directory's lock, to hold until the run's last word is
+    /// written.
+    pub(crate) fn lock(&self) -> Option<std::sync::Arc<store::RunLock>> {
+        self.dir.as_deref().map(RunDir::lock)
+    }
+
+    pub(crate) fn record(&self, config: &RunConfig, state: RunState) -> RunRecord {
+        RunRecord {
+            version: RUN_FORMAT_VERSION,
+            created_ms: self.created_ms,
+            saved_ms: now_ms(),
+            team: TeamSnapshot::of(&config.team),
+            journal_len: Some(self.dir.as_deref().map_or(0, RunDir::journal_len)),
+            settings: RunSettings {
+                model: config.model.name(),
+                model_spec: config.model_spec.as_deref().map(crate::model::redact_url),
+                max_rounds: config.rounds_cap(),
+                max_parallel: config.parallel_cap(),
+                memory: config.master_memory.is_some(),
+                token_budget: config.token_budget,
+                protocol: config.protocol,
+                vars: config.vars.clone(),
+                executor: config.executor,
+            },
+            state,
+        }
+    }
+
+    /// Writes `run.json` (when the run has a directory), then `plan.json`
+    /// and, at the end, `report.md` into the workspace (when there is one).
+    pub(crate) fn save(
+        &self,
+        record: &RunRecord,
+        workspace: Option<&Path>,
+    ) -> Result<(), StoreError> {
+        if let Some(dir) = &self.dir {
+            let path = dir.path().join(store::RUN_FILE);
+            write_atomic(&path, &to_json(&path, record)?)?;
+        }
+        let Some(ws) = workspace else { return Ok(()) };
+        std::fs::create_dir_all(ws).map_err(|e| StoreError::io(ws, e))?;
+        let plan_path = ws.join("plan.json");
+        write_replace(&plan_path, &to_json(&plan_path, &record.state.plan)?)?;
+        // A blackboard run that waits for its user holds the question, not
+        // a report.
+        let asking = record.state.status == crate::event::RunStatus::AwaitingUser
+            && record.state.handoff.is_none();
+        if record.state.phase == RunPhase::Finished
+            && !asking
+            && let Some(answer) = &record.state.answer
+        {
+            let report = report(&record.state.task, answer);
+            write_replace(&ws.join("report.md"), report.as_bytes())?;
+        }
+        Ok(())
+    }
+}
+
+/// `report.md`: the answer under one H1. An answer with a title of its own
+/// (a `# ` line outside code) keeps it; any other goes under the task's
+/// first line.
+fn report(task: &str, answer: &str) -> String {
+    let mut fenced = false;
+    let titled = answer.lines().any(|l| {
+        let t = l.trim_start();
+        if t.starts_with("```") || t.starts_with("~~~") {
+            fenced = !fenced;
+        }
+        !fenced && l.starts_with("# ")
+    });
+    if titled {
+        format!("{}\n", answer.trim())
+    } else {
+        let title = task.trim().lines().next().unwrap_or("").trim();
+        format!("# {title}\n\n{}\n", answer.trim())
+    }
+}
+
+fn to_json(path: &Path, value: &impl serde::Serialize) -> Result<Vec<u8>, StoreError> {
+    serde_json::to_vec_pretty(value).map_err(|e| StoreError::json(path, "cannot serialise", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::report;
+
+    #[test]
+    fn a_report_has_one_title() {
+        // Issue 21: the task went on top of an answer with its own title.
+        let titles = |r: &str| r.lines().filter(|l| l.starts_with("# ")).count();
+        let titled = report("Write a guide\nfor me", "# A guide\n\nText.");
+        assert_eq!(titled, "# A guide\n\nText.\n");
+        let plain = report("Write a guide\nfor me", "Text.");
+        assert_eq!(plain, "# Write a guide\n\nText.\n");
+        let code = report("Task", "```sh\n# a comment\n```");
+        assert_eq!(titles(&code), 2, "a `# ` line in code is no title: {code}");
+        assert!(code.starts_with("# Task\n"));
+    }
+}
