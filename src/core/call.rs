@@ -26,6 +26,11 @@ use super::budget::Stop;
 use super::run::Core;
 use crate::runtime::Turn;
 
+/// The log target of a run's model calls: the name users filter on
+/// (`RUST_LOG`, the CLI's default filter, the book's examples), the same
+/// since before the core had a folder of its own.
+const LOG: &str = "boardroom::runtime::call";
+
 /// The most a memory note's call may take: the answer is decided by then,
 /// and the note is worth less than the wait.
 pub(crate) const MEMORY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
@@ -88,6 +93,11 @@ pub(crate) struct Ask<'t> {
     /// Whether the agent's own tools are offered (not in a call that only
     /// chooses, such as a handoff routing call).
     pub(crate) agent_tools: bool,
+    /// Whether the call runs on a member pool thread, whose panics the
+    /// pool catches at its boundary (a blackboard member's). Any other
+    /// call is on the run's own thread, and a panic in the model is caught
+    /// where the call is made.
+    pub(crate) on_pool: bool,
 }
 
 impl<'t> Ask<'t> {
@@ -103,6 +113,7 @@ impl<'t> Ask<'t> {
             process_tools: &[],
             intercept: &|_| Intercepted::No,
             agent_tools: true,
+            on_pool: false,
         }
     }
 }
@@ -161,6 +172,7 @@ impl Core<'_> {
             );
         };
         log::debug!(
+            target: LOG,
             "{} ({}) round {round}: calling {}",
             agent.name,
             phase.as_str(),
@@ -172,7 +184,7 @@ impl Core<'_> {
         // stopping, not a member failing: the process sees it as such.
         let result = match result {
             Err(e) if !matches!(e, ModelError::Cancelled) && self.cut_by_the_run(phase) => {
-                log::debug!("{} ({}): {e}", agent.name, phase.as_str());
+                log::debug!(target: LOG, "{} ({}): {e}", agent.name, phase.as_str());
                 Err(ModelError::Cancelled)
             }
             other => other,
@@ -204,7 +216,12 @@ impl Core<'_> {
             Ok(_) => {}
             // A stop asked for is not a failure worth a warning.
             Err(ModelError::Cancelled) => {}
-            Err(e) => log::warn!("{} ({}) round {round}: {e}", agent.name, phase.as_str()),
+            Err(e) => log::warn!(
+                target: LOG,
+                "{} ({}) round {round}: {e}",
+                agent.name,
+                phase.as_str()
+            ),
         }
         result
     }
@@ -253,6 +270,7 @@ impl Core<'_> {
             info.attempt = attempt as u32;
             if attempt > 0 {
                 log::info!(
+                    target: LOG,
                     "{} ({}) round {round}: unusable answer, asking again: {}",
                     agent.name,
                     phase.as_str(),

@@ -171,7 +171,7 @@ impl fmt::Display for RunError {
                 process_name(*saved),
                 process_name(*ours),
             ),
-            RunError::Variables(e) => write!(f, "context variables: {e}"),
+            RunError::Variables(e) => write!(f, "variables: {e}"),
             RunError::Template { place, source } => write!(f, "{place}: {source}"),
             RunError::ForeignPhase { run_id, phase } => match phase {
                 RunPhase::Step => write!(f, "run {run_id}: a handoff step in a blackboard run"),
@@ -362,6 +362,77 @@ mod tests {
         assert_eq!(e.to_string(), "the run thread panicked: boom");
         assert!(e.source().is_none(), "a panic has no cause under it");
         assert!(matches!(e, RunError::Pool(ThreadError::Panicked { .. })));
+    }
+
+    /// Issue 22: the errors that were `RunError::Process(String)` are
+    /// typed, keep their cause, and read as the strings did.
+    #[test]
+    fn typed_run_errors_keep_their_cause_and_their_text() {
+        let vars = RunError::Variables(VarError::Unknown {
+            name: "tone".into(),
+            known: vec!["audience".into()],
+        });
+        assert_eq!(
+            vars.to_string(),
+            "variables: unknown context variable 'tone' (known: audience)"
+        );
+        let cause = vars.source().expect("the variable error");
+        assert!(cause.downcast_ref::<VarError>().is_some());
+        let soul = RunError::Template {
+            place: TemplatePlace::Soul("writer".into()),
+            source: TemplateError::Undeclared {
+                name: "x".into(),
+                line: 1,
+                known: Vec::new(),
+            },
+        };
+        assert!(
+            soul.to_string().starts_with("the soul of 'writer': "),
+            "{soul}"
+        );
+        assert!(soul.source().is_some_and(|c| c.is::<TemplateError>()));
+        let refused = |status, why| {
+            RunError::MessageRefused {
+                run_id: "r1".into(),
+                status,
+                why,
+            }
+            .to_string()
+        };
+        assert_eq!(
+            refused(RunStatus::Failed, Refusal::NotFinished),
+            "run r1 failed and has not finished: resume it without --message first"
+        );
+        assert_eq!(
+            refused(RunStatus::BudgetExhausted, Refusal::BudgetSpent),
+            "run r1 is budget_exhausted: its token budget is spent, so it takes no more messages"
+        );
+        assert_eq!(
+            RunError::ForeignPhase {
+                run_id: "r1".into(),
+                phase: RunPhase::Step,
+            }
+            .to_string(),
+            "run r1: a handoff step in a blackboard run"
+        );
+        assert_eq!(
+            RunError::ForeignPhase {
+                run_id: "r1".into(),
+                phase: RunPhase::Plan,
+            }
+            .to_string(),
+            "run r1: a blackboard phase (Plan) in a handoff run"
+        );
+        assert_eq!(
+            RunError::WrongProcess {
+                run_id: "r1".into(),
+                saved: Process::Handoff,
+                team: "t".into(),
+                ours: Process::Blackboard,
+            }
+            .to_string(),
+            "run r1 is a handoff run and this runtime's team 't' is a blackboard team: resume it with the run's own team (load_run(dir).team.to_team())"
+        );
     }
 
     #[test]

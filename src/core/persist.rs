@@ -89,7 +89,9 @@ impl Persist {
         };
         if previous.is_none() {
             let record = persist.record(config, state.clone());
-            persist.save(&record, None).map_err(RunError::Store)?;
+            persist
+                .save(&record, None, false)
+                .map_err(RunError::Store)?;
         }
         Ok((persist, turns.items))
     }
@@ -123,11 +125,14 @@ impl Persist {
     }
 
     /// Writes `run.json` (when the run has a directory), then `plan.json`
-    /// and, at the end, `report.md` into the workspace (when there is one).
+    /// and, at the end, `report.md` into the workspace (when there is one)
+    /// if the run's answer is a report (`answer_is_report`: the process
+    /// says; a question to the user is not).
     pub(crate) fn save(
         &self,
         record: &RunRecord,
         workspace: Option<&Path>,
+        answer_is_report: bool,
     ) -> Result<(), StoreError> {
         if let Some(dir) = &self.dir {
             let path = dir.path().join(store::RUN_FILE);
@@ -137,12 +142,8 @@ impl Persist {
         std::fs::create_dir_all(ws).map_err(|e| StoreError::io(ws, e))?;
         let plan_path = ws.join("plan.json");
         write_replace(&plan_path, &to_json(&plan_path, &record.state.plan)?)?;
-        // A blackboard run that waits for its user holds the question, not
-        // a report.
-        let asking = record.state.status == crate::event::RunStatus::AwaitingUser
-            && record.state.handoff.is_none();
         if record.state.phase == RunPhase::Finished
-            && !asking
+            && answer_is_report
             && let Some(answer) = &record.state.answer
         {
             let report = report(&record.state.task, answer);

@@ -344,8 +344,9 @@ impl<'a> Core<'a> {
 
     /// Saves the run: `state` (whose usage and plan the core fills in)
     /// to `run.json`, the plan to `workspace/plan.json`, and at the end the
-    /// answer to `workspace/report.md`.
-    pub(crate) fn save(&self, mut state: RunState) {
+    /// answer to `workspace/report.md` when the process says it is a report
+    /// (`answer_is_report`).
+    pub(crate) fn save(&self, mut state: RunState, answer_is_report: bool) {
         let workspace = self.workspace_dir();
         if self.persist.dir.is_none() && workspace.is_none() {
             return;
@@ -355,7 +356,10 @@ impl<'a> Core<'a> {
         state.usage = usage;
         state.usage_by_agent = by_agent;
         let record = self.persist.record(self.config, state);
-        if let Err(e) = self.persist.save(&record, workspace.as_deref()) {
+        if let Err(e) = self
+            .persist
+            .save(&record, workspace.as_deref(), answer_is_report)
+        {
             log::error!("cannot save the run: {e}");
         }
     }

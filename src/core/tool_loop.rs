@@ -79,7 +79,7 @@ impl Core<'_> {
             granted.clear();
         }
         if no_tools || (granted.is_empty() && ask.process_tools.is_empty()) {
-            let response = chat(self.pooled(agent), model, request, on_delta)?;
+            let response = chat(ask.on_pool, model, request, on_delta)?;
             self.add_usage(&agent.name, response.usage);
             return Ok(response);
         }
@@ -99,7 +99,7 @@ impl Core<'_> {
                      calls. Answer now, in text, with what you have."
                 )));
             }
-            let mut response = chat(self.pooled(agent), model, request, on_delta)?;
+            let mut response = chat(ask.on_pool, model, request, on_delta)?;
             self.add_usage(&agent.name, response.usage);
             usage.add(response.usage);
             retries += response.retries;
@@ -342,20 +342,10 @@ impl Core<'_> {
     }
 }
 
-impl Core<'_> {
-    /// Whether `agent`'s calls run on a member pool thread, whose panics
-    /// the pool catches: a blackboard member's. Every other call (a
-    /// master's; any agent's in a handoff run) is on the run's own thread.
-    fn pooled(&self, agent: &AgentSpec) -> bool {
-        agent.role == crate::team::AgentRole::Member
-            && self.team.config().process == crate::team::Process::Blackboard
-    }
-}
-
 /// One model call. A panic inside the model (a provider bug) in a call
 /// on the run's own thread is caught here and becomes an error of the
 /// call, so the run fails cleanly (and says so in `run.json`); a panic in
-/// a call on a member pool thread (`pooled`) is caught at the pool
+/// a call on a member pool thread (`Ask::on_pool`) is caught at the pool
 /// boundary, where it becomes an `error` entry.
 fn chat(
     pooled: bool,

@@ -133,7 +133,9 @@ impl<'d> Blackboard<'d> {
         }
         let mut state = self.state.clone();
         state.board = self.room.board.snapshot();
-        self.room.core.save(state);
+        // A run that waits for its user holds the question, not a report.
+        let report = self.state.status != RunStatus::AwaitingUser;
+        self.room.core.save(state, report);
     }
 
     fn finish(mut self) -> RunOutcome {

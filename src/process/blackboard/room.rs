@@ -48,6 +48,8 @@ impl Room<'_> {
             task,
             schema: self.schema_for(phase),
             on_turn: &archive,
+            // Members (and challengers) run on the run's member pool.
+            on_pool: agent.role == crate::team::AgentRole::Member,
             ..Ask::new(phase, round, expected)
         };
         self.core.call_until(agent, &ask, messages, accept)

@@ -338,7 +338,9 @@ impl Handoff<'_> {
     pub(super) fn checkpoint(&self) {
         let mut state = self.state.clone();
         state.handoff = Some(self.hs.clone());
-        self.core.save(state);
+        // Its answer is the last agent's text, also when it returns to
+        // the user.
+        self.core.save(state, true);
     }
 
     pub(super) fn finish(self) -> RunOutcome {
