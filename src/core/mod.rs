@@ -18,8 +18,9 @@
 //! both (`run.rs`); the [`Driver`] trait every process implements and the
 //! shared loop ([`drive`]); the member pool (`pool/`), the event bus, the
 //! one call path (`call.rs`) and its tool loop, the budget and time limit,
-//! the run directory (`persist.rs`), the models of a run's agents, and the
-//! run's errors and outcome. Nothing here knows a process by name.
+//! the run directory (`persist.rs`), the models of a run's agents, the
+//! run's errors and outcome, and panics made text (`unwind.rs`). Nothing
+//! here knows a process by name.
 
 pub(crate) mod budget;
 mod bus;
@@ -34,6 +35,7 @@ pub(crate) mod persist;
 pub(crate) mod pool;
 mod run;
 pub(crate) mod tool_loop;
+pub(crate) mod unwind;
 
 pub use cancel::Cancel;
 pub(crate) use config::{RunConfig, RunContext};

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::call::{Ask, Intercepted};
 use super::config::RunConfig;
 use super::run::Core;
+use super::unwind::panic_text;
 use crate::event::EventKind;
 use crate::model::{ChatRequest, ChatResponse, Message, ModelError, SharedModel, ToolCall, Usage};
 use crate::team::AgentSpec;
@@ -366,17 +367,6 @@ fn chat(
             source: None,
         })
     })
-}
-
-/// The message of a panic's payload.
-pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic with a non-text payload".into()
-    }
 }
 
 /// At most [`MAX_RESULT_CHARS`] characters, with a note when cut.

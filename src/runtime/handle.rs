@@ -84,7 +84,7 @@ impl RunHandle {
         self.thread.join().unwrap_or_else(|panic| {
             Err(RunError::Pool(ThreadError::Panicked {
                 thread: "the run thread",
-                message: crate::core::tool_loop::panic_text(panic.as_ref()),
+                message: crate::core::unwind::panic_text(panic.as_ref()),
             }))
         })
     }

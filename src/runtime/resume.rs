@@ -251,7 +251,7 @@ fn drive_as<'a, D: Driver<'a>>(
     let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.run())) {
         Ok(result) => result,
         Err(panic) => {
-            let message = crate::core::tool_loop::panic_text(panic.as_ref());
+            let message = crate::core::unwind::panic_text(panic.as_ref());
             mark_failed(
                 runs_dir.as_deref(),
                 &run_id,

@@ -168,7 +168,7 @@ impl Chat {
                 }
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
                     let message = match worker.join() {
-                        Err(panic) => crate::core::tool_loop::panic_text(panic.as_ref()),
+                        Err(panic) => crate::core::unwind::panic_text(panic.as_ref()),
                         Ok(()) => "no answer".to_string(),
                     };
                     return Err(ChatError::Run(crate::runtime::RunError::Pool(

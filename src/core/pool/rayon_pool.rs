@@ -142,7 +142,7 @@ impl<'scope, 'env> RayonPool<'scope, 'env> {
                     }
                 }));
                 if let Err(p) = built {
-                    let text = crate::core::tool_loop::panic_text(p.as_ref());
+                    let text = crate::core::unwind::panic_text(p.as_ref());
                     log::warn!(
                         "rayon: the prestart panicked ({text}); threads start with the phase"
                     );
@@ -182,7 +182,7 @@ impl<'scope, 'env> RayonPool<'scope, 'env> {
             (0..n).map(|_| Mutex::new(None)).collect();
         let job = |k: usize, item: T| {
             let result = catch_unwind(AssertUnwindSafe(|| f(item)))
-                .map_err(|p| crate::core::tool_loop::panic_text(p.as_ref()));
+                .map_err(|p| crate::core::unwind::panic_text(p.as_ref()));
             *slots[k].lock() = Some(result);
         };
         let shares = shares(n, &pools);

@@ -268,7 +268,7 @@ impl<'scope, 'env> Threads<'scope, 'env> {
                 };
                 q.waiting.push_back(Box::new(move || {
                     let result = catch_unwind(AssertUnwindSafe(|| f(item)))
-                        .map_err(|p| crate::core::tool_loop::panic_text(p.as_ref()));
+                        .map_err(|p| crate::core::unwind::panic_text(p.as_ref()));
                     *finished.phase.slots[finished.k].lock() = Some(result);
                 }));
             }

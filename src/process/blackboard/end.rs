@@ -1,5 +1,5 @@
 //! How a blackboard run ends before its master has finished (the stop
-//! reasons themselves are the core's: see `runtime/budget.rs`).
+//! reasons themselves are the core's: see `core/budget.rs`).
 
 use crate::board::EntryKind;
 use crate::core::RunError;
