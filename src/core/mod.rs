@@ -19,8 +19,9 @@
 //! shared loop ([`drive`]); the member pool (`pool/`), the event bus, the
 //! one call path (`call.rs`) and its tool loop, the budget and time limit,
 //! the run directory (`persist.rs`), the models of a run's agents, the
-//! run's errors and outcome, and panics made text (`unwind.rs`). Nothing
-//! here knows a process by name.
+//! run's errors and outcome, and panics made text (`unwind.rs`). No code
+//! here branches on a process (the errors and the outcome still name the
+//! handoff's parts: its steps, a phase it does not have).
 
 pub(crate) mod budget;
 mod bus;
