@@ -1,6 +1,6 @@
 //! Persistence of a run: the run directory opened at start, a snapshot
 //! (`run.json`, `workspace/plan.json`) after every phase, `report.md` at
-//! the end. (Resuming a saved run is the runtime's: `runtime/resume.rs`.)
+//! the end. (Resuming a saved run is the runtime's: `runtime/start.rs`.)
 //!
 //! The logs (`events.jsonl`, `turns.jsonl`, `journal.jsonl`) are written
 //! by the run store, a subscriber of the run's bus (see `bus.rs`). Why a

@@ -3,7 +3,7 @@
 //! (start, resume, run) and [`Phases`](crate::core::Phases) (its steps
 //! through the shared loop); it owns its state and its prompts, and knows
 //! nothing of the other drivers. The runtime picks one by the team's
-//! process (`runtime/resume.rs`).
+//! process (`runtime/start.rs`).
 
 pub(crate) mod blackboard;
 pub(crate) mod handoff;

@@ -5,7 +5,7 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::Receiver;
 
-use super::resume::Start;
+use super::start::Start;
 use super::{Cancel, RunError, RunOutcome, Runtime, ThreadError, id};
 use crate::core::RunContext;
 use crate::event::Event;

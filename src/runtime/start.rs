@@ -1,5 +1,6 @@
 //! Starting and resuming runs, and the choice of the process that drives
-//! them: the one `match` on the team's process is in [`Runtime::drive_in`].
+//! them: the one `match` on the team's process is in [`Runtime::drive_in`]
+//! (a new process is one more arm there).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,7 +9,6 @@ use super::{RunError, RunOutcome, RunState, Runtime};
 use crate::core::persist::Opening;
 use crate::core::{Driver, RunConfig, RunContext};
 use crate::event::{RunStatus, now_ms};
-use crate::memory::MasterMemory;
 use crate::process::blackboard::BlackboardRun;
 use crate::process::handoff::Handoff;
 use crate::store::{self, RunRecord, StoreError, write_atomic};
@@ -31,70 +31,6 @@ pub(crate) enum Start {
 }
 
 impl Runtime {
-    /// Writes the run to `<dir>/<run-id>/` (`run.json`, `events.jsonl`,
-    /// `turns.jsonl`, `workspace/`). Without it nothing is written. The
-    /// run's workspace is `<dir>/<run-id>/workspace` unless
-    /// [`Runtime::workspace`] names another.
-    #[must_use]
-    pub fn runs_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.set().runs_dir = Some(dir.into());
-        self
-    }
-
-    /// Gives the master the memory kept in `memory` (read when each run
-    /// starts, so a run sees what the one before it added) and, after each
-    /// run that ends with an answer, asks it what to add. It takes the
-    /// place of [`Runtime::memory`].
-    #[must_use]
-    pub fn master_memory(mut self, memory: MasterMemory) -> Self {
-        self.set().master_memory = Some(memory);
-        self
-    }
-
-    /// Records the model spec the default model was built from, so that a
-    /// resume can build it again (it goes into `run.json`).
-    #[must_use]
-    pub fn model_spec(mut self, spec: impl Into<String>) -> Self {
-        self.set().model_spec = Some(spec.into());
-        self
-    }
-
-    /// A runtime for a saved run, as it was started: its team (as saved,
-    /// souls included), round cap, parallelism, token budget, protocol and executor,
-    /// with `model` as the default model (build it from
-    /// [`RunSettings::model_spec`] or choose another). Add what the saved
-    /// run cannot know (events, memory, a time limit), then call
-    /// [`Runtime::resume`] or [`Runtime::resume_with_message`].
-    ///
-    /// # Errors
-    ///
-    /// A [`TeamError`](crate::TeamError) when the saved team no longer
-    /// loads.
-    pub fn for_saved(
-        record: &RunRecord,
-        model: crate::model::SharedModel,
-    ) -> Result<Runtime, crate::team::TeamError> {
-        let settings = &record.settings;
-        let mut rt = Runtime::with_shared_model(record.team.to_team()?, model)
-            .max_rounds(settings.max_rounds);
-        if let Some(p) = settings.max_parallel {
-            rt = rt.max_parallel(p);
-        }
-        if let Some(n) = settings.token_budget {
-            rt = rt.token_budget(n);
-        }
-        if let Some(p) = settings.protocol {
-            rt = rt.protocol(p);
-        }
-        if let Some(x) = settings.executor {
-            rt = rt.executor(x);
-        }
-        for (name, value) in &settings.vars {
-            rt = rt.var(name, value);
-        }
-        Ok(rt)
-    }
-
     /// Continues the run saved in `run_dir` (`<runs-dir>/<run-id>`) from
     /// its last completed phase. Members whose drafts for the interrupted
     /// round are already on the board are not called again. The run keeps
@@ -128,7 +64,6 @@ impl Runtime {
     pub fn resume(&self, run_dir: impl AsRef<Path>) -> Result<RunOutcome, RunError> {
         self.resume_in(self.context(), run_dir.as_ref(), None)
     }
-
     /// Continues the run saved in `run_dir` with the user's `message`: the
     /// reply to a run that waits for its user (status
     /// [`RunStatus::AwaitingUser`]), or a follow-up to a finished one. The
@@ -151,7 +86,6 @@ impl Runtime {
         }
         self.resume_in(self.context(), run_dir.as_ref(), Some(message.trim()))
     }
-
     /// A context for a run started here: a fresh stop flag, no channel of
     /// its own, this runtime's runs directory.
     pub(crate) fn context(&self) -> RunContext {
@@ -160,7 +94,6 @@ impl Runtime {
             ..RunContext::default()
         }
     }
-
     /// Continues the run saved in `dir` with `ctx`, taking `message`.
     pub(crate) fn resume_in(
         &self,
@@ -211,7 +144,6 @@ impl Runtime {
         };
         self.drive_in(ctx, start)
     }
-
     /// Runs a run to its end with the driver of the team's process: the
     /// one place that names the processes.
     pub(crate) fn drive_in(&self, ctx: RunContext, start: Start) -> Result<RunOutcome, RunError> {
