@@ -1,7 +1,9 @@
 //! The processes as the core sees them: a [`Driver`] is what the runtime
 //! starts and runs, [`Phases`] what the shared loop ([`drive`]) steps
-//! through. The core never calls a driver: the runtime picks one (a
-//! `match` on the team's process) and the driver calls the core.
+//! through. The core names no driver: the runtime picks one (a `match` on
+//! the team's process), the loop here reaches it only through [`Phases`],
+//! and the driver calls the core for everything else (calls, events,
+//! snapshots).
 //!
 //! ```text
 //! run_started, user_message, begin
