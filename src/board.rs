@@ -12,7 +12,18 @@ use crate::util::text::escape_xml;
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
-pub use crate::event::RoomStatus;
+/// What the room is doing, as a status light.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RoomStatus {
+    /// Members are drafting or challenging.
+    Working,
+    /// The master is planning or reviewing.
+    Thinking,
+    /// The run is over.
+    Done,
+}
 
 /// What an entry on the board is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -27,7 +27,7 @@ use parking_lot::Mutex;
 
 use super::bus::Bus;
 use super::persist::{Opening, Persist};
-use super::state::{RunPhase, RunState};
+use crate::record::{RunPhase, RunState};
 use super::turns::TurnTracker;
 use super::{RunError, Runtime, models};
 use crate::event::{Event, EventKind};
@@ -310,7 +310,7 @@ impl<'a> Core<'a> {
                 from: c.from,
                 to: c.to,
                 in_flight: c.in_flight,
-                reason: c.reason.as_str().to_string(),
+                reason: c.reason.into(),
             };
             self.bus
                 .event(Event::now(&self.run_id, &c.agent, parent, kind));

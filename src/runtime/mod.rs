@@ -16,7 +16,6 @@ mod models;
 pub(crate) mod persist;
 pub(crate) mod pool;
 mod seed;
-mod state;
 #[cfg(test)]
 mod tests;
 pub(crate) mod tool_loop;
@@ -27,15 +26,15 @@ use std::sync::Arc;
 use crossbeam_channel::Sender;
 
 use crate::board::Entry;
-use crate::event::{Event, RunStatus};
+use crate::event::Event;
+use crate::record::RunStatus;
 use crate::model::{ChatModel, SharedModel, Usage};
 use crate::team::Team;
 
 pub use error::{MasterPhase, RunError, ThreadError};
-pub use executor::{Executor, ParseExecutorError};
+pub(crate) use executor::Executor;
 pub use handle::{Cancel, RunHandle};
-pub use state::{RunPhase, RunState, UserNote};
-pub use turns::{ParseTurnIdError, Turn, TurnId};
+pub(crate) use crate::record::{RunPhase, RunState, Turn, TurnId, UserNote};
 
 /// The default round cap.
 pub(crate) const DEFAULT_MAX_ROUNDS: u32 = 5;

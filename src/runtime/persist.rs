@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::state::{RunPhase, RunState};
+use crate::record::{ProcessState, RunPhase, RunState};
 use super::{RunError, RunOutcome, Runtime, Turn};
 use crate::event::{RunStatus, now_ms};
 use crate::memory::MasterMemory;
@@ -140,7 +140,7 @@ impl Persist {
         // A blackboard run that waits for its user holds the question, not
         // a report.
         let asking = record.state.status == crate::event::RunStatus::AwaitingUser
-            && record.state.handoff.is_none();
+            && matches!(record.state.process, ProcessState::Blackboard);
         if record.state.phase == RunPhase::Finished
             && !asking
             && let Some(answer) = &record.state.answer

@@ -169,7 +169,7 @@ impl<'d> Blackboard<'d> {
                 model: self.core.rt.model.name(),
                 members: self.team.members().count(),
                 max_rounds: self.core.rt.rounds_cap(),
-                process: "blackboard".to_string(),
+                process: crate::record::ProcessKind::Blackboard,
                 executor: Some(pool.executor()),
             },
         );

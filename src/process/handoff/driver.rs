@@ -19,9 +19,10 @@ use parking_lot::Mutex;
 
 use super::remember;
 use super::state::{
-    HOW_AFTER_WORK, HOW_LINE, HOW_ROUTER, HOW_TOOL, HandoffState, HandoffStep, USER,
+    HandoffHow, HandoffState, HandoffStep, USER,
 };
 use crate::event::{EventKind, RoomStatus, RunStatus};
+use crate::record::{ProcessKind, ProcessState};
 use crate::model::{ChatResponse, Message, ModelError, Phase, ToolCall, ToolSpec};
 use crate::protocol::{
     HANDOFF_TOOL, HandoffDirective, HistoryStep, Protocol, RoutingRule, SET_VARIABLE_TOOL,
@@ -51,7 +52,7 @@ pub(crate) struct Handoff<'a> {
 /// What an agent's turn gave.
 struct TurnResult {
     text: String,
-    directive: Option<(HandoffDirective, &'static str)>,
+    directive: Option<(HandoffDirective, HandoffHow)>,
     tool_calls: Vec<String>,
     artifacts: Vec<String>,
     /// Problems with its handoff that the retries did not fix.
@@ -71,7 +72,7 @@ impl<'a> Handoff<'a> {
                 team.name()
             )));
         };
-        let hs = match state.handoff.take() {
+        let hs = match state.process.take_handoff() {
             Some(hs) => hs,
             None => {
                 let variables = team
@@ -87,9 +88,9 @@ impl<'a> Handoff<'a> {
             }
         };
         // The first snapshot of a new run holds the variables of --var.
-        state.handoff = Some(hs.clone());
+        state.process = ProcessState::Handoff(hs.clone());
         let core = Core::start(rt, &mut state, opening)?;
-        state.handoff = None;
+        state.process = ProcessState::Blackboard;
         Ok(Handoff {
             core,
             team,
@@ -111,7 +112,7 @@ impl<'a> Handoff<'a> {
                 model: self.core.rt.model.name(),
                 members: self.chain().count(),
                 max_rounds: self.settings.max_turns,
-                process: "handoff".to_string(),
+                process: ProcessKind::Handoff,
                 executor: None,
             },
         );
@@ -270,7 +271,7 @@ impl<'a> Handoff<'a> {
             Some((d, how)) => {
                 step.handoff_triggered = true;
                 self.hs.steps.push(step);
-                self.hand_off(&name, &d.to, &d.reason, how.to_string());
+                self.hand_off(&name, &d.to, &d.reason, how);
             }
             None => {
                 self.hs.steps.push(step);
@@ -412,8 +413,8 @@ impl<'a> Handoff<'a> {
                 .tool_calls
                 .iter()
                 .find(|c| is(c, HANDOFF_TOOL))
-                .map(|c| parse_handoff_args(&c.arguments).map(|d| (d, HOW_TOOL)))
-                .or_else(|| parse_handoff_line(&r.text).map(|d| Ok((d, HOW_LINE))));
+                .map(|c| parse_handoff_args(&c.arguments).map(|d| (d, HandoffHow::Tool)))
+                .or_else(|| parse_handoff_line(&r.text).map(|d| Ok((d, HandoffHow::Line))));
             match found {
                 None => Ok((text, None)),
                 Some(Err(e)) => Err(vec![e]),
@@ -459,7 +460,7 @@ impl<'a> Handoff<'a> {
 
     /// Control passes from `from` to `to`, unless that would pass the
     /// handoff cap.
-    fn hand_off(&mut self, from: &str, to: &str, reason: &str, how: String) {
+    fn hand_off(&mut self, from: &str, to: &str, reason: &str, how: HandoffHow) {
         let max = self.settings.max_handoffs;
         if self.hs.handoffs >= max {
             self.end_with(
@@ -477,7 +478,7 @@ impl<'a> Handoff<'a> {
         if let Some(step) = hs.steps.last_mut() {
             step.handoff_target = Some(to.to_string());
             step.reason = Some(reason.to_string());
-            step.how = Some(how.clone());
+            step.how = Some(how.to_string());
         }
         self.core.emit(
             to,
@@ -496,14 +497,14 @@ impl<'a> Handoff<'a> {
     fn route(&mut self) {
         let last = self.hs.active.clone();
         if let Some((n, to, reason)) = self.by_rules(&last) {
-            self.hand_off(&last, &to, &reason, format!("rule {n}"));
+            self.hand_off(&last, &to, &reason, HandoffHow::Rule(n));
             return;
         }
         if self.core.stop_reason().is_some() {
             return;
         }
         if let Some((to, reason)) = self.by_router(&last) {
-            self.hand_off(&last, &to, &reason, HOW_ROUTER.to_string());
+            self.hand_off(&last, &to, &reason, HandoffHow::Router);
             return;
         }
         if self.core.stop_reason().is_some() {
@@ -520,12 +521,12 @@ impl<'a> Handoff<'a> {
             AfterWork::Continue => {
                 if let Some(step) = self.hs.steps.last_mut() {
                     step.handoff_target = Some(last.clone());
-                    step.how = Some(HOW_AFTER_WORK.to_string());
+                    step.how = Some(HandoffHow::AfterWork.to_string());
                 }
             }
             AfterWork::ReturnToUser => {
                 if let Some(step) = self.hs.steps.last_mut() {
-                    step.how = Some(HOW_AFTER_WORK.to_string());
+                    step.how = Some(HandoffHow::AfterWork.to_string());
                 }
                 self.state.status = RunStatus::AwaitingUser;
                 self.state.answer = Some(answer.clone());
@@ -729,7 +730,7 @@ impl<'a> Handoff<'a> {
 
     fn checkpoint(&self) {
         let mut state = self.state.clone();
-        state.handoff = Some(self.hs.clone());
+        state.process = ProcessState::Handoff(self.hs.clone());
         self.core.save(state);
     }
 

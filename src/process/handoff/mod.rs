@@ -7,4 +7,4 @@ pub(crate) mod resume;
 mod state;
 
 pub(crate) use driver::Handoff;
-pub use state::{HandoffState, HandoffStep};
+pub(crate) use state::HandoffStep;

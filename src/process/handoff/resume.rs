@@ -48,7 +48,7 @@ pub(crate) fn prepare(
                 state.status = status;
                 state.phase = phase;
                 state.answer = answer;
-                state.handoff = Some(handoff);
+                state.process = crate::record::ProcessState::Handoff(handoff);
             }
             _ => {}
         }
@@ -72,7 +72,7 @@ pub(crate) fn prepare(
 /// time cap). It goes into the history as a step of the
 /// user's, and the agent that had the last turn goes on.
 fn take_message(state: &mut RunState, message: &str) -> Result<(), RunError> {
-    let Some(hs) = state.handoff.as_mut() else {
+    let Some(hs) = state.process.handoff_mut() else {
         return Err(RunError::Process(format!(
             "run {}: no handoff state to continue",
             state.run_id
