@@ -15,6 +15,7 @@ pub(crate) mod id;
 mod models;
 pub(crate) mod persist;
 pub(crate) mod pool;
+mod saved;
 mod seed;
 #[cfg(test)]
 mod tests;
