@@ -1,7 +1,7 @@
 //! The master's turns: the plan, the review after each round, the final
 //! answer, and what its decisions do to the run.
 
-use crate::board::EntryKind;
+use crate::board::{EntryKind, Failure};
 use crate::event::{EventKind, ReviewVerdict, RoomStatus, RunStatus};
 use crate::model::{Message, ModelError, Phase};
 use crate::protocol::Decision;
@@ -39,7 +39,7 @@ impl<'d> Blackboard<'d> {
                 "the master gave no usable plan: {}",
                 self.state.feedback.join("; ")
             );
-            self.add_entry(0, &master, EntryKind::Error, None, text);
+            self.add_failure(0, &master, None, text, Failure::Unusable);
             self.state.phase = RunPhase::Final;
         }
         Ok(())
@@ -81,12 +81,12 @@ impl<'d> Blackboard<'d> {
             // Stopped: the review is done again on resume.
             Err(ModelError::Cancelled) => {}
             Err(e) => {
-                self.add_entry(
+                self.add_failure(
                     round,
                     &master,
-                    EntryKind::Error,
                     None,
                     format!("review failed: {e}"),
+                    Failure::Model,
                 );
                 self.state.phase = RunPhase::Final;
                 self.state.status = RunStatus::Done;

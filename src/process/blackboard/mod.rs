@@ -34,9 +34,8 @@ use std::ops::Deref;
 
 use parking_lot::Mutex;
 
-use crate::board::{Entry, EntryKind, SharedBoard};
+use crate::board::{Entry, EntryKind, Failure, SharedBoard};
 use crate::event::{EventKind, RoomStatus, RunStatus};
-use crate::runtime::call::{CUT_OFF, EMPTY};
 use crate::runtime::core::Core;
 use crate::runtime::persist::Opening;
 use crate::runtime::pool::Pool;
@@ -340,7 +339,9 @@ impl<'d> Blackboard<'d> {
                     && e.task.as_deref() == Some(a.task.as_str())
                     && e.kind == EntryKind::Error
             });
-            let cause = last.map_or("gave no answer", |e| cause_of(&e.text));
+            let cause = last
+                .and_then(Entry::failed_by)
+                .map_or("gave no answer", Failure::cause);
             match causes.iter_mut().find(|(c, _)| c == cause) {
                 Some((_, n)) => *n += 1,
                 None => causes.push((cause.to_string(), 1)),
@@ -388,26 +389,26 @@ impl<'d> Blackboard<'d> {
         self.room.add_entry_at(at, round, author, kind, task, text)
     }
 
+    /// Adds the `error` entry of a member or call that failed by
+    /// `failure`.
+    pub(crate) fn add_failure(
+        &self,
+        round: u32,
+        author: &str,
+        task: Option<&str>,
+        text: String,
+        failure: Failure,
+    ) -> Entry {
+        let at = (self.state.round, self.state.phase);
+        self.room
+            .add_failure_at(at, round, author, task, text, failure)
+    }
+
     fn status(&self, status: RoomStatus) {
         self.core.emit(
             &self.team.master().name,
             None,
             EventKind::RoomStatus { status },
         );
-    }
-}
-
-/// The cause of a member's error entry, in a few words for the count.
-fn cause_of(text: &str) -> &'static str {
-    if text.contains(CUT_OFF) {
-        "cut off at the length limit"
-    } else if text.contains(EMPTY) {
-        "empty"
-    } else if text.contains(" gave no usable draft: ") {
-        "unusable"
-    } else if text.contains(" panicked: ") {
-        "panicked"
-    } else {
-        "failed at the model"
     }
 }

@@ -285,6 +285,7 @@ mod tests {
             task: Some("t".into()),
             text: format!("draft {seq}"),
             transport: false,
+            failure: None,
         }
     }
 
