@@ -92,7 +92,10 @@ impl Entry {
         if self.kind != EntryKind::Error {
             return None;
         }
-        Some(self.failure.unwrap_or_else(|| Failure::from_saved_text(&self.text)))
+        Some(
+            self.failure
+                .unwrap_or_else(|| Failure::from_saved_text(&self.text)),
+        )
     }
 }
 
@@ -291,11 +294,18 @@ mod tests {
                 "w gave no usable draft: the answer was cut off by the length limit",
                 Failure::CutOff,
             ),
-            ("w gave no usable draft: the answer was empty", Failure::Empty),
+            (
+                "w gave no usable draft: the answer was empty",
+                Failure::Empty,
+            ),
             ("w failed: http status 500", Failure::Model),
         ] {
             let old = entry("error", text, "");
-            assert_eq!((old.failure, old.failed_by()), (None, Some(failure)), "{text}");
+            assert_eq!(
+                (old.failure, old.failed_by()),
+                (None, Some(failure)),
+                "{text}"
+            );
             // An old entry writes back as it was.
             let back = serde_json::to_value(&old).unwrap();
             assert!(back.get("failure").is_none(), "{back}");

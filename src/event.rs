@@ -9,8 +9,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-pub(crate) use crate::board::RoomStatus;
 use crate::board::EntryKind;
+pub(crate) use crate::board::RoomStatus;
 use crate::model::{FinishReason, Phase, Usage};
 pub(crate) use crate::record::RunStatus;
 use crate::record::{Executor, HandoffHow, ProcessKind, TurnId};

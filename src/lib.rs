@@ -173,11 +173,11 @@ mod book {
 }
 
 pub use event::{Event, EventKind, LimitChangeReason, ReviewVerdict};
-pub use record::{Executor, ParseExecutorError, RunStatus};
 pub use model::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelError, OpenAi, OutputSchema,
     Phase, Role, SharedModel, ToolCall, ToolSpec, Usage,
 };
+pub use record::{Executor, ParseExecutorError, RunStatus};
 pub use runtime::{
     Cancel, DraftFailures, MasterPhase, RunError, RunHandle, RunOutcome, Runtime, ThreadError,
 };

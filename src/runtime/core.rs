@@ -27,12 +27,12 @@ use parking_lot::Mutex;
 
 use super::bus::Bus;
 use super::persist::{Opening, Persist};
-use crate::record::{RunPhase, RunState};
 use super::turns::TurnTracker;
 use super::{RunError, Runtime, models};
 use crate::event::{Event, EventKind};
 use crate::model::{SharedModel, Usage};
 use crate::plan::Plan;
+use crate::record::{RunPhase, RunState};
 use crate::store::JournalRecord;
 use crate::team::{AgentSpec, Team};
 

@@ -28,14 +28,14 @@ use crossbeam_channel::Sender;
 
 use crate::board::Entry;
 use crate::event::Event;
-use crate::record::RunStatus;
 use crate::model::{ChatModel, SharedModel, Usage};
+use crate::record::RunStatus;
 use crate::team::Team;
 
+pub(crate) use crate::record::{RunPhase, RunState, Turn, TurnId, UserNote};
 pub use error::{MasterPhase, RunError, ThreadError};
 pub(crate) use executor::Executor;
 pub use handle::{Cancel, RunHandle};
-pub(crate) use crate::record::{RunPhase, RunState, Turn, TurnId, UserNote};
 
 /// The default round cap.
 pub(crate) const DEFAULT_MAX_ROUNDS: u32 = 5;

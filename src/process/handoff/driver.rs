@@ -18,11 +18,8 @@
 use parking_lot::Mutex;
 
 use super::remember;
-use super::state::{
-    HandoffHow, HandoffState, HandoffStep, USER,
-};
+use super::state::{HandoffHow, HandoffState, HandoffStep, USER};
 use crate::event::{EventKind, RoomStatus, RunStatus};
-use crate::record::{ProcessKind, ProcessState};
 use crate::model::{ChatResponse, Message, ModelError, Phase, ToolCall, ToolSpec};
 use crate::protocol::{
     HANDOFF_TOOL, HandoffDirective, HistoryStep, Protocol, RoutingRule, SET_VARIABLE_TOOL,
@@ -30,6 +27,7 @@ use crate::protocol::{
     parse_rule_choice, parse_set_variable_args, resolve_destination, roster_routing_prompt,
     rule_routing_prompt, set_variable_tool_spec, strip_handoff_lines, turn_prompt,
 };
+use crate::record::{ProcessKind, ProcessState};
 use crate::runtime::budget::Stop;
 use crate::runtime::call::{Ask, Attempt, Intercepted};
 use crate::runtime::core::Core;
