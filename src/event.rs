@@ -512,4 +512,60 @@ mod tests {
         let bad = r#"{"run_id":"r1","agent":"m","parent":null,"time_ms":1,"type":"review_decision","round":1,"decision":"maybe","assignments":0,"rejected":[]}"#;
         assert!(serde_json::from_str::<Event>(bad).is_err());
     }
+
+    /// Issue 22: `process`, `how` and `reason` are types now, written as
+    /// the same strings: lines older runs wrote read and write back the
+    /// same, a name this build does not know still loads, and a
+    /// `run_started` saved before `process` was recorded reads as before.
+    #[test]
+    fn old_string_fields_still_parse() {
+        let head = r#"{"run_id":"r1","agent":"a","parent":null,"time_ms":1,"#;
+        let lines = [
+            r#""type":"run_started","task":"t","team":"x","model":"sim","members":2,"max_rounds":3,"process":"handoff""#,
+            r#""type":"run_started","task":"t","team":"x","model":"sim","members":2,"max_rounds":3,"process":"blackboard","executor":"rayon""#,
+            r#""type":"run_started","task":"t","team":"x","model":"sim","members":2,"max_rounds":3,"process":"principal""#,
+            r#""type":"handoff","from":"a","to":"b","reason":"r","how":"rule 2""#,
+            r#""type":"handoff","from":"a","to":"b","reason":"r","how":"after_work""#,
+            r#""type":"handoff","from":"a","to":"b","reason":"r","how":"telepathy""#,
+            r#""type":"limit_changed","endpoint":"http://x","from":4,"to":2,"in_flight":3,"reason":"rate_limited""#,
+            r#""type":"limit_changed","endpoint":"http://x","from":4,"to":2,"in_flight":3,"reason":"sunspots""#,
+        ];
+        for line in lines {
+            let line = format!("{head}{line}}}");
+            let e: Event = serde_json::from_str(&line).unwrap();
+            let again = serde_json::to_value(&e).unwrap();
+            assert_eq!(
+                again,
+                serde_json::from_str::<serde_json::Value>(&line).unwrap()
+            );
+        }
+        let kind = |line: &str| {
+            serde_json::from_str::<Event>(&format!("{head}{line}}}"))
+                .unwrap()
+                .kind
+        };
+        let EventKind::RunStarted { process, .. } = kind(lines[0]) else {
+            panic!()
+        };
+        assert_eq!(process, ProcessKind::Handoff);
+        let EventKind::Handoff { how, .. } = kind(lines[3]) else {
+            panic!()
+        };
+        assert_eq!(how, HandoffHow::Rule(2));
+        let EventKind::LimitChanged { reason, .. } = kind(lines[6]) else {
+            panic!()
+        };
+        assert_eq!(reason, LimitChangeReason::RateLimited);
+        let EventKind::LimitChanged { reason, .. } = kind(lines[7]) else {
+            panic!()
+        };
+        assert_eq!(reason, LimitChangeReason::Other("sunspots".into()));
+        // Saved before `process` was recorded: the empty name, as before.
+        let old = r#""type":"run_started","task":"t","team":"x","model":"sim","members":2,"max_rounds":3"#;
+        let EventKind::RunStarted { process, .. } = kind(old) else {
+            panic!()
+        };
+        assert_eq!(process, ProcessKind::unrecorded());
+        assert_eq!(process.as_str(), "");
+    }
 }
