@@ -73,7 +73,6 @@ pub use crossbeam_channel as channel;
 /// The MCP clients (also at [`tools::mcp`]).
 pub use tools::mcp;
 
-/// Saved runs: the run directory, and reading it back.
 pub mod store {
     //! The run directory: everything a run leaves on disk, and reading it back.
     //!

@@ -63,13 +63,13 @@ impl From<&str> for HandoffHow {
 
 impl PartialEq<str> for HandoffHow {
     fn eq(&self, other: &str) -> bool {
-        self.to_string() == other
+        *self == HandoffHow::from_name(other)
     }
 }
 
 impl PartialEq<&str> for HandoffHow {
     fn eq(&self, other: &&str) -> bool {
-        self.to_string() == *other
+        *self == HandoffHow::from_name(other)
     }
 }
 

@@ -32,7 +32,7 @@ use crate::model::{ChatModel, SharedModel, Usage};
 use crate::record::RunStatus;
 use crate::team::Team;
 
-pub(crate) use crate::record::{RunPhase, RunState, Turn, TurnId, UserNote};
+pub(crate) use crate::record::{RunPhase, RunState, Turn, UserNote};
 pub use error::{MasterPhase, RunError, ThreadError};
 pub(crate) use executor::Executor;
 pub use handle::{Cancel, RunHandle};
