@@ -24,7 +24,8 @@ use crate::model::{
     ChatModel, ChatRequest, ChatResponse, LimitWatch, LimitWatcher, ModelError, Phase, SharedModel,
     Sim, SimOptions,
 };
-use crate::runtime::{Executor, Runtime};
+use crate::record::Executor;
+use crate::runtime::Runtime;
 use crate::team::{AgentSpec, Team, TeamConfig};
 
 /// The task every bench run is given.

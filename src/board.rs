@@ -2,8 +2,9 @@
 //! in order, behind one read-write lock.
 //!
 //! A program reads the board of a run through [`Entry`] (one draft,
-//! challenge, review or error) and its [`EntryKind`]; [`RoomStatus`] is
-//! the room's status light, as the `RoomStatus` event carries it.
+//! challenge, review or error), its [`EntryKind`] and, for an error, its
+//! [`Failure`]; [`RoomStatus`] is the room's status light, as the
+//! `RoomStatus` event carries it.
 
 use std::fmt::Write as _;
 
@@ -12,7 +13,18 @@ use crate::util::text::escape_xml;
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
-pub use crate::event::RoomStatus;
+/// What the room is doing, as a status light.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RoomStatus {
+    /// Members are drafting or challenging.
+    Working,
+    /// The master is planning or reviewing.
+    Thinking,
+    /// The run is over.
+    Done,
+}
 
 /// What an entry on the board is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -64,6 +76,82 @@ pub struct Entry {
     /// assignment was not answered, and a resume runs it again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub transport: bool,
+    /// How an `error` entry's member or call failed (absent in runs saved
+    /// before it was recorded: [`Entry::failed_by`] reads those from the
+    /// text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+}
+
+impl Entry {
+    /// How this `error` entry's member or call failed; `None` for any
+    /// other kind. An entry saved before [`Entry::failure`] was recorded
+    /// is read from the text its writer put there then.
+    #[must_use]
+    pub fn failed_by(&self) -> Option<Failure> {
+        if self.kind != EntryKind::Error {
+            return None;
+        }
+        Some(
+            self.failure
+                .unwrap_or_else(|| Failure::from_saved_text(&self.text)),
+        )
+    }
+}
+
+/// Why a member's draft (or a call) failed, as its `error` entry records
+/// it. Written as `model`, `cut_off`, `empty`, `unusable`, `panicked`; a
+/// name this build does not know reads as [`Failure::Other`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Failure {
+    /// The call failed on the way to or at the model: no connection, a
+    /// timeout, an HTTP error after the retries (see [`Entry::transport`]
+    /// for those a resume runs again), a refusal.
+    Model,
+    /// Every answer was cut off at the length limit.
+    CutOff,
+    /// Every answer was empty.
+    Empty,
+    /// Every answer was unusable for another reason (after the retries).
+    Unusable,
+    /// The member's turn panicked.
+    Panicked,
+    /// A kind this build does not know (written by a newer one).
+    #[serde(other)]
+    Other,
+}
+
+impl Failure {
+    /// The cause in a few words, as a count of failed drafts names it.
+    #[must_use]
+    pub fn cause(self) -> &'static str {
+        match self {
+            Failure::Model | Failure::Other => "failed at the model",
+            Failure::CutOff => "cut off at the length limit",
+            Failure::Empty => "empty",
+            Failure::Unusable => "unusable",
+            Failure::Panicked => "panicked",
+        }
+    }
+
+    /// The failure of an `error` entry saved before [`Entry::failure`]
+    /// existed, read from the words its writer used then (these texts are
+    /// frozen: they are what old `run.json` files hold).
+    fn from_saved_text(text: &str) -> Failure {
+        if text.contains("the answer was cut off by the length limit") {
+            Failure::CutOff
+        } else if text.contains("the answer was empty") {
+            Failure::Empty
+        } else if text.contains(" gave no usable draft: ") {
+            Failure::Unusable
+        } else if text.contains(" panicked: ") {
+            Failure::Panicked
+        } else {
+            Failure::Model
+        }
+    }
 }
 
 /// An entry before the board numbers it.
@@ -79,6 +167,8 @@ pub(crate) struct NewEntry {
     pub task: Option<String>,
     /// The text.
     pub text: String,
+    /// How it failed (an `error` entry).
+    pub failure: Option<Failure>,
 }
 
 /// The shared blackboard.
@@ -120,6 +210,7 @@ impl SharedBoard {
             task: new.task,
             text: new.text,
             transport,
+            failure: new.failure,
         };
         // Copied before the lock is taken: every member of a round writes
         // here as its call returns.
@@ -182,7 +273,51 @@ mod tests {
             kind: EntryKind::Draft,
             task: Some("a task".into()),
             text: text.into(),
+            failure: None,
         }
+    }
+
+    /// Issue 22: why a draft failed is a field; runs saved before it was
+    /// recorded still say why, read from the words written then.
+    #[test]
+    fn a_failure_is_a_field_and_old_entries_still_say_why() {
+        let entry = |kind: &str, text: &str, failure: &str| {
+            let json = format!(
+                r#"{{"seq":1,"round":1,"author":"w","kind":"{kind}","text":"{text}"{failure}}}"#
+            );
+            serde_json::from_str::<Entry>(&json).unwrap()
+        };
+        for (text, failure) in [
+            ("w panicked: boom", Failure::Panicked),
+            ("w gave no usable draft: no reply", Failure::Unusable),
+            (
+                "w gave no usable draft: the answer was cut off by the length limit",
+                Failure::CutOff,
+            ),
+            (
+                "w gave no usable draft: the answer was empty",
+                Failure::Empty,
+            ),
+            ("w failed: http status 500", Failure::Model),
+        ] {
+            let old = entry("error", text, "");
+            assert_eq!(
+                (old.failure, old.failed_by()),
+                (None, Some(failure)),
+                "{text}"
+            );
+            // An old entry writes back as it was.
+            let back = serde_json::to_value(&old).unwrap();
+            assert!(back.get("failure").is_none(), "{back}");
+        }
+        // A new entry's field wins over its text, and reads back the same.
+        let new = entry("error", "w panicked: boom", r#","failure":"model""#);
+        assert_eq!(new.failed_by(), Some(Failure::Model));
+        assert_eq!(serde_json::to_value(&new).unwrap()["failure"], "model");
+        assert_eq!(entry("draft", "w panicked: x", "").failed_by(), None);
+        // A kind from a newer build still loads.
+        let newer = entry("error", "x", r#","failure":"melted""#);
+        assert_eq!(newer.failed_by(), Some(Failure::Other));
     }
 
     #[test]

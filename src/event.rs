@@ -10,20 +10,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::board::EntryKind;
+pub(crate) use crate::board::RoomStatus;
 use crate::model::{FinishReason, Phase, Usage};
-
-/// What the room is doing, as a status light.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum RoomStatus {
-    /// Members are drafting or challenging.
-    Working,
-    /// The master is planning or reviewing.
-    Thinking,
-    /// The run is over.
-    Done,
-}
+pub(crate) use crate::record::RunStatus;
+use crate::record::{Executor, HandoffHow, ProcessKind, TurnId};
 
 /// What the master decided after reading the board
 /// ([`EventKind::ReviewDecision`]). Serialized as the strings runs have
@@ -61,54 +51,85 @@ impl std::fmt::Display for ReviewVerdict {
     }
 }
 
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// Why an endpoint's in-flight limit changed
+/// ([`EventKind::LimitChanged`]). Written as `rate_limited`, `overloaded`,
+/// `latency` or `growth`; a name this build does not know reads as
+/// [`LimitChangeReason::Other`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum RunStatus {
-    /// Still going (in snapshots).
-    Running,
-    /// The master said DONE.
-    Done,
-    /// The round cap was reached; the master gave its best answer.
-    RoundLimit,
-    /// The token budget ran out; the best answer so far was given.
-    BudgetExhausted,
-    /// The run's wall-clock limit passed; the best answer so far was given.
-    TimedOut,
-    /// Cancelled by the caller.
-    Cancelled,
-    /// The run failed without an answer.
-    Failed,
-    /// The run stopped to wait for its user's reply (a handoff team that
-    /// returns to the user, a master that asks). It is saved;
-    /// `boardroom resume RUN_ID --message TEXT` or
-    /// [`Runtime::resume_with_message`](crate::Runtime::resume_with_message)
-    /// continues it with the reply.
-    AwaitingUser,
-    /// A handoff run took `max_turns` agent turns; the last answer was
-    /// given.
-    TurnLimit,
-    /// A handoff run reached `max_handoffs`; the last answer was given.
-    HandoffLimit,
+pub enum LimitChangeReason {
+    /// The server answered 429 (too many requests).
+    RateLimited,
+    /// The server answered 503 (overloaded).
+    Overloaded,
+    /// Answers came well slower than their recent floor.
+    Latency,
+    /// A window of answers came back without congestion.
+    Growth,
+    /// A name this build does not know (written by a newer one).
+    Other(String),
 }
 
-impl RunStatus {
-    /// The snake_case name.
+impl LimitChangeReason {
+    /// The name as `events.jsonl` spells it.
     #[must_use]
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &str {
         match self {
-            RunStatus::Running => "running",
-            RunStatus::Done => "done",
-            RunStatus::RoundLimit => "round_limit",
-            RunStatus::BudgetExhausted => "budget_exhausted",
-            RunStatus::TimedOut => "timed_out",
-            RunStatus::Cancelled => "cancelled",
-            RunStatus::Failed => "failed",
-            RunStatus::AwaitingUser => "awaiting_user",
-            RunStatus::TurnLimit => "turn_limit",
-            RunStatus::HandoffLimit => "handoff_limit",
+            LimitChangeReason::RateLimited => "rate_limited",
+            LimitChangeReason::Overloaded => "overloaded",
+            LimitChangeReason::Latency => "latency",
+            LimitChangeReason::Growth => "growth",
+            LimitChangeReason::Other(name) => name,
         }
+    }
+
+    /// The reason a name stands for.
+    #[must_use]
+    pub fn from_name(name: &str) -> LimitChangeReason {
+        match name {
+            "rate_limited" => LimitChangeReason::RateLimited,
+            "overloaded" => LimitChangeReason::Overloaded,
+            "latency" => LimitChangeReason::Latency,
+            "growth" => LimitChangeReason::Growth,
+            other => LimitChangeReason::Other(other.to_string()),
+        }
+    }
+}
+
+impl From<crate::model::LimitReason> for LimitChangeReason {
+    fn from(r: crate::model::LimitReason) -> Self {
+        LimitChangeReason::from_name(r.as_str())
+    }
+}
+
+impl std::fmt::Display for LimitChangeReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for LimitChangeReason {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for LimitChangeReason {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl Serialize for LimitChangeReason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for LimitChangeReason {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Ok(LimitChangeReason::from_name(&name))
     }
 }
 
@@ -136,7 +157,7 @@ impl Event {
     /// another). Empty for a handoff run and for events saved before the
     /// executor was recorded.
     #[must_use]
-    pub fn executors_of(events: &[Event]) -> Vec<crate::runtime::Executor> {
+    pub fn executors_of(events: &[Event]) -> Vec<Executor> {
         let mut ran = Vec::new();
         for e in events {
             if let EventKind::RunStarted {
@@ -169,9 +190,10 @@ pub enum EventKind {
         /// The round cap (for a handoff run: its turn cap, `max_turns`).
         max_rounds: u32,
         /// The process that drives the run: `blackboard` or `handoff`
-        /// (absent in events saved before it was recorded).
-        #[serde(default)]
-        process: String,
+        /// (absent in events saved before it was recorded: read as
+        /// [`ProcessKind::unrecorded`], the empty name).
+        #[serde(default = "ProcessKind::unrecorded")]
+        process: ProcessKind,
         /// What the run started its members on:
         /// [`Executor::Rayon`](crate::Executor::Rayon) or
         /// [`Executor::Threads`](crate::Executor::Threads); under `auto` a
@@ -180,7 +202,7 @@ pub enum EventKind {
         /// handoff run, which runs one agent at a time, and in events saved
         /// before it was recorded).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        executor: Option<crate::runtime::Executor>,
+        executor: Option<Executor>,
     },
     /// The room's status light changed.
     RoomStatus {
@@ -305,13 +327,13 @@ pub enum EventKind {
     /// A model call finished (its Turn record is in `turns.jsonl`).
     TurnCompleted {
         /// The turn's id.
-        turn_id: crate::runtime::TurnId,
+        turn_id: TurnId,
         /// The round.
         round: u32,
         /// What the call was for.
         phase: Phase,
         /// The turns it was based on.
-        parents: Vec<crate::runtime::TurnId>,
+        parents: Vec<TurnId>,
         /// Tokens used.
         usage: Usage,
         /// How long the call took, in milliseconds.
@@ -382,7 +404,7 @@ pub enum EventKind {
         reason: String,
         /// How the next agent was chosen: `tool`, `line`, `rule N`,
         /// `router`, `after_work`.
-        how: String,
+        how: HandoffHow,
     },
     /// The run stops to wait for its user's reply (status
     /// [`RunStatus::AwaitingUser`]).
@@ -409,7 +431,7 @@ pub enum EventKind {
         /// Requests in flight to the endpoint at the time.
         in_flight: usize,
         /// `rate_limited` (429), `overloaded` (503), `latency` or `growth`.
-        reason: String,
+        reason: LimitChangeReason,
     },
 }
 
@@ -489,5 +511,61 @@ mod tests {
         }
         let bad = r#"{"run_id":"r1","agent":"m","parent":null,"time_ms":1,"type":"review_decision","round":1,"decision":"maybe","assignments":0,"rejected":[]}"#;
         assert!(serde_json::from_str::<Event>(bad).is_err());
+    }
+
+    /// Issue 22: `process`, `how` and `reason` are types now, written as
+    /// the same strings: lines older runs wrote read and write back the
+    /// same, a name this build does not know still loads, and a
+    /// `run_started` saved before `process` was recorded reads as before.
+    #[test]
+    fn old_string_fields_still_parse() {
+        let head = r#"{"run_id":"r1","agent":"a","parent":null,"time_ms":1,"#;
+        let lines = [
+            r#""type":"run_started","task":"t","team":"x","model":"sim","members":2,"max_rounds":3,"process":"handoff""#,
+            r#""type":"run_started","task":"t","team":"x","model":"sim","members":2,"max_rounds":3,"process":"blackboard","executor":"rayon""#,
+            r#""type":"run_started","task":"t","team":"x","model":"sim","members":2,"max_rounds":3,"process":"principal""#,
+            r#""type":"handoff","from":"a","to":"b","reason":"r","how":"rule 2""#,
+            r#""type":"handoff","from":"a","to":"b","reason":"r","how":"after_work""#,
+            r#""type":"handoff","from":"a","to":"b","reason":"r","how":"telepathy""#,
+            r#""type":"limit_changed","endpoint":"http://x","from":4,"to":2,"in_flight":3,"reason":"rate_limited""#,
+            r#""type":"limit_changed","endpoint":"http://x","from":4,"to":2,"in_flight":3,"reason":"sunspots""#,
+        ];
+        for line in lines {
+            let line = format!("{head}{line}}}");
+            let e: Event = serde_json::from_str(&line).unwrap();
+            let again = serde_json::to_value(&e).unwrap();
+            assert_eq!(
+                again,
+                serde_json::from_str::<serde_json::Value>(&line).unwrap()
+            );
+        }
+        let kind = |line: &str| {
+            serde_json::from_str::<Event>(&format!("{head}{line}}}"))
+                .unwrap()
+                .kind
+        };
+        let EventKind::RunStarted { process, .. } = kind(lines[0]) else {
+            panic!()
+        };
+        assert_eq!(process, ProcessKind::Handoff);
+        let EventKind::Handoff { how, .. } = kind(lines[3]) else {
+            panic!()
+        };
+        assert_eq!(how, HandoffHow::Rule(2));
+        let EventKind::LimitChanged { reason, .. } = kind(lines[6]) else {
+            panic!()
+        };
+        assert_eq!(reason, LimitChangeReason::RateLimited);
+        let EventKind::LimitChanged { reason, .. } = kind(lines[7]) else {
+            panic!()
+        };
+        assert_eq!(reason, LimitChangeReason::Other("sunspots".into()));
+        // Saved before `process` was recorded: the empty name, as before.
+        let old = r#""type":"run_started","task":"t","team":"x","model":"sim","members":2,"max_rounds":3"#;
+        let EventKind::RunStarted { process, .. } = kind(old) else {
+            panic!()
+        };
+        assert_eq!(process, ProcessKind::unrecorded());
+        assert_eq!(process.as_str(), "");
     }
 }

@@ -57,8 +57,8 @@ mod observe;
 pub mod plan;
 mod process;
 pub mod protocol;
+mod record;
 mod runtime;
-pub mod store;
 mod team;
 
 pub mod openai;
@@ -73,6 +73,38 @@ pub use crossbeam_channel as channel;
 
 /// The MCP clients (also at [`tools::mcp`]).
 pub use tools::mcp;
+
+pub mod store {
+    //! The run directory: everything a run leaves on disk, and reading it back.
+    //!
+    //! ```text
+    //! runs/<run-id>/
+    //!   run.json        snapshot after every phase (temp file, fsync, rename)
+    //!   events.jsonl    every event, one JSON object a line (buffered, from a writer thread)
+    //!   turns.jsonl     every model call (a Turn record a line)
+    //!   journal.jsonl   board entries and work modules as they land mid-phase
+    //!   run.lock        the OS lock of the process working on the run, and its pid
+    //!   workspace/      plan.json, report.md, files the agents write
+    //! ```
+    //!
+    //! Readers are tolerant: a half-written last line is skipped with a
+    //! warning, a `run.json` from a newer version is an error that says so.
+    //!
+    //! [`load_run`] gives a [`RunRecord`]; its [`RunState`] (read through
+    //! accessors) holds the board, the plan, the usage and, for a handoff run,
+    //! the [`HandoffState`]; [`read_turns`] gives every model call as a
+    //! [`Turn`]. [`MasterMemory`] is the master's notes kept across runs.
+
+    #[path = "mod.rs"]
+    mod run_dir;
+
+    pub use crate::memory::{DEFAULT_MEMORY_CHARS, MasterMemory};
+    pub use crate::record::{
+        HandoffHow, HandoffState, HandoffStep, ParseTurnIdError, ProcessKind, ProcessState,
+        RunPhase, RunSettings, RunState, Turn, TurnId, UserNote,
+    };
+    pub use run_dir::*;
+}
 
 #[cfg(feature = "otlp")]
 pub use observe::otlp;
@@ -140,14 +172,15 @@ mod book {
     mod performance {}
 }
 
-pub use event::{Event, EventKind, ReviewVerdict, RunStatus};
+pub use event::{Event, EventKind, LimitChangeReason, ReviewVerdict};
 pub use model::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelError, OpenAi, OutputSchema,
     Phase, Role, SharedModel, ToolCall, ToolSpec, Usage,
 };
+pub use record::{Executor, ParseExecutorError, RunStatus};
 pub use runtime::{
-    Cancel, DraftFailures, Executor, MasterPhase, ParseExecutorError, Refusal, RunError, RunHandle,
-    RunOutcome, Runtime, TemplatePlace, ThreadError,
+    Cancel, DraftFailures, MasterPhase, Refusal, RunError, RunHandle, RunOutcome, Runtime,
+    TemplatePlace, ThreadError,
 };
 pub use team::{AgentRole, AgentSpec, Process, Team, TeamConfig, TeamError};
 pub use tools::{Tool, ToolContext, ToolError};

@@ -76,7 +76,7 @@ fn every_limit_change_of_a_run_is_an_event_before_it_finishes() {
         .filter_map(|e| match &e.kind {
             EventKind::LimitChanged {
                 from, to, reason, ..
-            } => Some((*from, *to, reason.clone())),
+            } => Some((*from, *to, reason.to_string())),
             _ => None,
         })
         .collect();

@@ -368,7 +368,7 @@ impl Human {
                 reason,
             } => self.line(format!(
                 "{endpoint}: in-flight limit {from} → {to} ({}, {in_flight} in flight)",
-                reason.replace('_', " ")
+                reason.as_str().replace('_', " ")
             )),
             _ => {}
         }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use crossbeam_channel::Sender;
 
 use crate::event::Event;
-use crate::runtime::Turn;
+use crate::record::Turn;
 use crate::store::{EventLog, JournalRecord, RunDir};
 
 /// One consumer of a run's stream. Every method has a default that

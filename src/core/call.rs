@@ -24,7 +24,7 @@ use crate::team::AgentSpec;
 
 use super::budget::Stop;
 use super::run::Core;
-use crate::runtime::Turn;
+use crate::record::Turn;
 
 /// The log target of a run's model calls: the name users filter on
 /// (`RUST_LOG`, the CLI's default filter, the book's examples), the same

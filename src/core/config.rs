@@ -18,7 +18,7 @@ use crate::memory::MasterMemory;
 use crate::model::SharedModel;
 use crate::plan::Plan;
 use crate::protocol::Protocol;
-use crate::runtime::Executor;
+use crate::record::Executor;
 use crate::team::Team;
 use crate::tools::Tool;
 

@@ -24,7 +24,7 @@ use super::outcome::RunOutcome;
 use super::persist::Opening;
 use super::run::Core;
 use crate::event::EventKind;
-use crate::runtime::{RunPhase, RunState};
+use crate::record::{RunPhase, RunState};
 use crate::store::{RunLock, RunRecord};
 
 /// One way a team works (blackboard, handoff), as the runtime starts it.

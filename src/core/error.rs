@@ -3,7 +3,7 @@ use std::io;
 
 use crate::event::RunStatus;
 use crate::model::{ModelError, ModelSpecError};
-use crate::runtime::RunPhase;
+use crate::record::RunPhase;
 use crate::team::{Process, TemplateError, VarError};
 
 /// Why a run could not give an answer.

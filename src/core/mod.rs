@@ -30,12 +30,14 @@ mod cancel;
 pub(crate) mod config;
 pub(crate) mod driver;
 mod error;
+mod executor;
 mod models;
 mod outcome;
 pub(crate) mod persist;
 pub(crate) mod pool;
 mod run;
 pub(crate) mod tool_loop;
+mod turns;
 pub(crate) mod unwind;
 
 pub use cancel::Cancel;

@@ -25,7 +25,7 @@ pub struct RunOutcome {
     /// The work modules.
     pub plan: crate::plan::Plan,
     /// The steps of a handoff run (empty for a blackboard run).
-    pub steps: Vec<crate::process::handoff::HandoffStep>,
+    pub steps: Vec<crate::record::HandoffStep>,
 }
 
 /// Members' assignments that failed in a run that still gave an answer

@@ -17,10 +17,10 @@ use std::sync::Arc;
 use super::config::RunConfig;
 use super::error::RunError;
 use crate::event::now_ms;
-use crate::runtime::{RunPhase, RunState, Turn};
+use crate::record::{RunPhase, RunSettings, RunState, Turn};
 use crate::store::{
-    self, RUN_FORMAT_VERSION, RunDir, RunRecord, RunSettings, StoreError, TeamSnapshot,
-    write_atomic, write_replace,
+    self, RUN_FORMAT_VERSION, RunDir, RunRecord, StoreError, TeamSnapshot, write_atomic,
+    write_replace,
 };
 
 /// How a run comes to its directory.

@@ -26,7 +26,7 @@ mod threads;
 use std::sync::OnceLock;
 use std::thread::Scope;
 
-use crate::runtime::Executor;
+use crate::record::Executor;
 
 /// The stack of a member's thread: half the 2 MiB default (a member's call
 /// goes through the tool loop, ureq and serde, never deep recursion), and

@@ -17,11 +17,11 @@ use super::config::{RunConfig, RunContext};
 use super::error::RunError;
 use super::models;
 use super::persist::{Opening, Persist};
+use super::turns::TurnTracker;
 use crate::event::{Event, EventKind};
 use crate::model::{SharedModel, Usage};
 use crate::plan::Plan;
-use crate::runtime::turns::TurnTracker;
-use crate::runtime::{RunPhase, RunState};
+use crate::record::{RunPhase, RunState};
 use crate::store::JournalRecord;
 use crate::team::{AgentSpec, Team};
 
@@ -306,7 +306,7 @@ impl<'a> Core<'a> {
                 from: c.from,
                 to: c.to,
                 in_flight: c.in_flight,
-                reason: c.reason.as_str().to_string(),
+                reason: c.reason.into(),
             };
             self.bus
                 .event(Event::now(&self.run_id, &c.agent, parent, kind));
@@ -332,7 +332,7 @@ impl<'a> Core<'a> {
     }
 
     /// Files a turn record.
-    pub(crate) fn file_turn(&self, turn: &crate::runtime::Turn) {
+    pub(crate) fn file_turn(&self, turn: &crate::record::Turn) {
         self.bus.turn(turn);
     }
 

@@ -255,7 +255,7 @@ impl Runtime {
     /// A runtime for a saved run, as it was started: its team (as saved,
     /// souls included), round cap, parallelism, token budget, protocol and executor,
     /// with `model` as the default model (build it from
-    /// [`RunSettings::model_spec`] or choose another). Add what the saved
+    /// [`RunSettings::model_spec`](crate::store::RunSettings::model_spec) or choose another). Add what the saved
     /// run cannot know (events, memory, a time limit), then call
     /// [`Runtime::resume`] or [`Runtime::resume_with_message`].
     ///

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use super::record::{JournalRecord, RUN_FORMAT_VERSION, RunRecord};
 use super::{EVENTS_FILE, JOURNAL_FILE, RUN_FILE, StoreError, TURNS_FILE};
 use crate::event::Event;
-use crate::runtime::Turn;
+use crate::record::{RunPhase, Turn};
 
 /// The readable lines of a JSON-lines file, and a warning for each line
 /// that was skipped (`events.jsonl:17: truncated last line skipped`).
@@ -82,7 +82,7 @@ pub fn load_run(dir: &Path) -> Result<RunRecord, StoreError> {
 /// the snapshot's `journal_len`, and the record read back moves its
 /// `journal_len` past them so that nothing counts them twice.
 fn count_late_calls(dir: &Path, record: &mut RunRecord) {
-    if record.state.phase != crate::runtime::RunPhase::Finished {
+    if record.state.phase != RunPhase::Finished {
         return;
     }
     let Some(from) = record.journal_len else {

@@ -2,7 +2,7 @@ use std::io::Write;
 
 use super::*;
 use crate::event::{Event, EventKind, RoomStatus};
-use crate::runtime::RunState;
+use crate::record::{RunSettings, RunState};
 use crate::team::Team;
 
 fn record(id: &str) -> RunRecord {

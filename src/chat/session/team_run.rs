@@ -67,7 +67,7 @@ impl Chat {
                 }
                 match (state.status, state.phase) {
                     (RunStatus::Running, _) => Some((id.clone(), "interrupted")),
-                    (RunStatus::Cancelled, p) if p != crate::runtime::RunPhase::Finished => {
+                    (RunStatus::Cancelled, p) if p != crate::record::RunPhase::Finished => {
                         Some((id.clone(), "stopped"))
                     }
                     _ => None,
@@ -101,7 +101,7 @@ impl Chat {
                     return false;
                 };
                 let s = &record.state;
-                s.phase == crate::runtime::RunPhase::Finished
+                s.phase == crate::record::RunPhase::Finished
                     && !matches!(
                         s.status,
                         RunStatus::Cancelled | RunStatus::AwaitingUser | RunStatus::Failed

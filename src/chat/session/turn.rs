@@ -381,7 +381,7 @@ impl Chat {
         let state = crate::store::load_run(&dir)
             .map_err(|e| format!("run {run_id} cannot be read: {e}"))?
             .state;
-        if state.phase != crate::runtime::RunPhase::Finished
+        if state.phase != crate::record::RunPhase::Finished
             || matches!(
                 state.status,
                 RunStatus::Cancelled | RunStatus::Failed | RunStatus::AwaitingUser

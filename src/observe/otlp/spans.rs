@@ -77,7 +77,7 @@ pub(crate) struct SpanBuilder {
     latest: HashMap<String, SpanId>,
     tools: HashMap<String, OpenTool>,
     /// Turn records by id, for prompt and answer text (content only).
-    turns: HashMap<crate::runtime::TurnId, Turn>,
+    turns: HashMap<crate::record::TurnId, Turn>,
     serial: u64,
     done: bool,
 }

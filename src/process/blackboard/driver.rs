@@ -13,7 +13,7 @@ use crate::core::{
     Core, Driver, Phases, RunConfig, RunContext, RunError, RunOutcome, TemplatePlace, drive,
 };
 use crate::event::{EventKind, RunStatus};
-use crate::runtime::{RunPhase, RunState};
+use crate::record::{ProcessKind, RunPhase, RunState};
 use crate::store::RunRecord;
 
 /// The most member threads started ahead of the first member phase (see
@@ -131,7 +131,7 @@ impl Phases for OnPool<'_, '_, '_> {
             model: room.core.config.model.name(),
             members: room.team.members().count(),
             max_rounds: room.core.config.rounds_cap(),
-            process: "blackboard".to_string(),
+            process: ProcessKind::Blackboard,
             executor: Some(self.pool.executor()),
         };
         (master, started)

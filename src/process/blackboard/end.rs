@@ -5,7 +5,7 @@ use crate::board::EntryKind;
 use crate::core::RunError;
 use crate::core::budget::Stop;
 use crate::event::RunStatus;
-use crate::runtime::RunPhase;
+use crate::record::RunPhase;
 use crate::util::text::{capitalized, humantime};
 
 use super::Blackboard;

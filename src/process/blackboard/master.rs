@@ -1,14 +1,14 @@
 //! The master's turns: the plan, the review after each round, the final
 //! answer, and what its decisions do to the run.
 
-use crate::board::EntryKind;
+use crate::board::{EntryKind, Failure};
 use crate::core::RunError;
 use crate::core::call::Attempt;
 use crate::core::pool::Pool;
 use crate::event::{EventKind, ReviewVerdict, RoomStatus, RunStatus};
 use crate::model::{Message, ModelError, Phase};
 use crate::protocol::Decision;
-use crate::runtime::RunPhase;
+use crate::record::RunPhase;
 
 use super::{Blackboard, prompt};
 
@@ -40,7 +40,7 @@ impl<'d> Blackboard<'d> {
                 "the master gave no usable plan: {}",
                 self.state.feedback.join("; ")
             );
-            self.add_entry(0, &master, EntryKind::Error, None, text);
+            self.add_failure(0, &master, None, text, Failure::Unusable);
             self.state.phase = RunPhase::Final;
         }
         Ok(())
@@ -82,12 +82,12 @@ impl<'d> Blackboard<'d> {
             // Stopped: the review is done again on resume.
             Err(ModelError::Cancelled) => {}
             Err(e) => {
-                self.add_entry(
+                self.add_failure(
                     round,
                     &master,
-                    EntryKind::Error,
                     None,
                     format!("review failed: {e}"),
+                    Failure::Model,
                 );
                 self.state.phase = RunPhase::Final;
                 self.state.status = RunStatus::Done;

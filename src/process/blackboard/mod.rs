@@ -35,11 +35,10 @@ use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
-use crate::board::{Entry, EntryKind, SharedBoard};
-use crate::core::call::{CUT_OFF, EMPTY};
+use crate::board::{Entry, EntryKind, Failure, SharedBoard};
 use crate::core::{Core, RunError, RunOutcome};
 use crate::event::{EventKind, RoomStatus, RunStatus};
-use crate::runtime::{RunPhase, RunState};
+use crate::record::{RunPhase, RunState};
 use crate::team::Team;
 
 /// One blackboard run, ready to drive (see `driver.rs`).
@@ -187,7 +186,9 @@ impl<'d> Blackboard<'d> {
                     && e.task.as_deref() == Some(a.task.as_str())
                     && e.kind == EntryKind::Error
             });
-            let cause = last.map_or("gave no answer", |e| cause_of(&e.text));
+            let cause = last
+                .and_then(Entry::failed_by)
+                .map_or("gave no answer", Failure::cause);
             match causes.iter_mut().find(|(c, _)| c == cause) {
                 Some((_, n)) => *n += 1,
                 None => causes.push((cause.to_string(), 1)),
@@ -235,26 +236,26 @@ impl<'d> Blackboard<'d> {
         self.room.add_entry_at(at, round, author, kind, task, text)
     }
 
+    /// Adds the `error` entry of a member or call that failed by
+    /// `failure`.
+    pub(crate) fn add_failure(
+        &self,
+        round: u32,
+        author: &str,
+        task: Option<&str>,
+        text: String,
+        failure: Failure,
+    ) -> Entry {
+        let at = (self.state.round, self.state.phase);
+        self.room
+            .add_failure_at(at, round, author, task, text, failure)
+    }
+
     fn status(&self, status: RoomStatus) {
         self.room.core.emit(
             &self.room.team.master().name,
             None,
             EventKind::RoomStatus { status },
         );
-    }
-}
-
-/// The cause of a member's error entry, in a few words for the count.
-fn cause_of(text: &str) -> &'static str {
-    if text.contains(CUT_OFF) {
-        "cut off at the length limit"
-    } else if text.contains(EMPTY) {
-        "empty"
-    } else if text.contains(" gave no usable draft: ") {
-        "unusable"
-    } else if text.contains(" panicked: ") {
-        "panicked"
-    } else {
-        "failed at the model"
     }
 }

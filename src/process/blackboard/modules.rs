@@ -15,7 +15,7 @@ use crate::event::now_ms;
 use crate::model::{Message, Phase};
 use crate::plan::{ModuleStatus, Plan, WorkModule};
 use crate::protocol::{Assignment, Decision};
-use crate::runtime::{RunPhase, Turn};
+use crate::record::{RunPhase, Turn};
 use crate::store::JournalRecord;
 
 /// Where each member's first module of a round is in the plan: a hint

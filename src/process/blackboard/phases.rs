@@ -1,14 +1,14 @@
 //! The parallel phases: every member's draft for its assignment, then
 //! the challengers' verdicts, each phase on the run's pool.
 
-use crate::board::{EntryKind, NewEntry};
+use crate::board::{EntryKind, Failure, NewEntry};
 use crate::core::RunError;
-use crate::core::call::Attempt;
+use crate::core::call::{Attempt, CUT_OFF, EMPTY};
 use crate::core::pool::{Pool, threads_for};
 use crate::event::{EventKind, RoomStatus};
 use crate::model::{ModelError, Phase};
 use crate::protocol::{Assignment, Verdict};
-use crate::runtime::RunPhase;
+use crate::record::RunPhase;
 use crate::team::AgentSpec;
 
 use super::{Blackboard, Room, prompt, resume};
@@ -150,7 +150,7 @@ impl<'d> Blackboard<'d> {
             if let Err(panic) = result {
                 let (author, task) = who(item);
                 let text = format!("{author} panicked: {panic}");
-                self.add_entry(round, author, EntryKind::Error, task, text);
+                self.add_failure(round, author, task, text, Failure::Panicked);
             }
         }
         Ok(())
@@ -183,8 +183,8 @@ impl<'a> Room<'a> {
             }
             Ok(Attempt::Unusable(problems)) => {
                 let msg = format!("{} gave no usable draft: {}", a.member, problems.join("; "));
-                let kind = EntryKind::Error;
-                self.add_entry_at(ctx.at, round, &a.member, kind, Some(&a.task), msg);
+                let failure = unusable(&problems);
+                self.add_failure_at(ctx.at, round, &a.member, Some(&a.task), msg, failure);
             }
             // Stopped before it was sent: nothing to put on the board.
             Err(ModelError::Cancelled) => {}
@@ -196,6 +196,7 @@ impl<'a> Room<'a> {
                     kind: EntryKind::Error,
                     task: Some(a.task.clone()),
                     text,
+                    failure: Some(Failure::Model),
                 };
                 self.add_new_entry(ctx.at, new, resume::is_transport(&e));
             }
@@ -243,15 +244,27 @@ impl<'a> Room<'a> {
             }
             Err(ModelError::Cancelled) => {}
             Err(e) => {
-                self.add_entry_at(
+                self.add_failure_at(
                     ctx.at,
                     round,
                     &challenger.name,
-                    EntryKind::Error,
                     None,
                     format!("{} failed: {e}", challenger.name),
+                    Failure::Model,
                 );
             }
         }
+    }
+}
+
+/// How a member whose answers stayed unusable failed: cut off, empty, or
+/// unusable otherwise (by the problems the call path gave).
+fn unusable(problems: &[String]) -> Failure {
+    if problems.iter().any(|p| p.contains(CUT_OFF)) {
+        Failure::CutOff
+    } else if problems.iter().any(|p| p.contains(EMPTY)) {
+        Failure::Empty
+    } else {
+        Failure::Unusable
     }
 }

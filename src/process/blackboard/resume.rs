@@ -8,7 +8,7 @@ use std::path::Path;
 use crate::board::{Entry, EntryKind};
 use crate::core::{Refusal, RunError};
 use crate::event::RunStatus;
-use crate::runtime::{RunPhase, RunState, UserNote};
+use crate::record::{RunPhase, RunState, UserNote};
 use crate::store::{self, JournalRecord, RunRecord, StoreError};
 
 /// The state a saved blackboard run goes on from.
@@ -282,6 +282,7 @@ mod tests {
             task: Some("t".into()),
             text: format!("draft {seq}"),
             transport: false,
+            failure: None,
         }
     }
 

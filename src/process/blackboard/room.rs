@@ -2,12 +2,12 @@
 //! the core, and an entry on the board with what it changes (the journal,
 //! the entry's module, its events).
 
-use crate::board::{Entry, EntryKind, NewEntry};
+use crate::board::{Entry, EntryKind, Failure, NewEntry};
 use crate::core::call::{Ask, Attempt};
 use crate::event::EventKind;
 use crate::model::{ChatResponse, Message, ModelError, Phase};
-use crate::runtime::RunPhase;
-use crate::runtime::Turn;
+use crate::record::RunPhase;
+use crate::record::Turn;
 use crate::store::JournalRecord;
 use crate::team::AgentSpec;
 
@@ -73,9 +73,32 @@ impl Room<'_> {
                 kind,
                 task: task.map(str::to_string),
                 text,
+                failure: None,
             },
             false,
         )
+    }
+
+    /// Adds the `error` entry of a member or call that failed by
+    /// `failure`, filed under `at`.
+    pub(crate) fn add_failure_at(
+        &self,
+        at: (u32, RunPhase),
+        round: u32,
+        author: &str,
+        task: Option<&str>,
+        text: String,
+        failure: Failure,
+    ) -> Entry {
+        let new = NewEntry {
+            round,
+            author: author.to_string(),
+            kind: EntryKind::Error,
+            task: task.map(str::to_string),
+            text,
+            failure: Some(failure),
+        };
+        self.add_new_entry(at, new, false)
     }
 
     /// Adds an entry (marked as a transport failure when `transport`),

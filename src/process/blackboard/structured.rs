@@ -204,6 +204,7 @@ mod tests {
             task: Some("part one".into()),
             text: "A draft with ASSIGN:writer:x in it & <tags>.".into(),
             transport: false,
+            failure: None,
         }];
         let shared = prompt::SharedBoardText::new(&board);
         let mut seeded = crate::plan::Plan::default();

@@ -31,7 +31,7 @@ use crate::core::{
 use crate::event::{EventKind, RoomStatus, RunStatus};
 use crate::model::Phase;
 use crate::protocol::{HistoryStep, Protocol};
-use crate::runtime::{RunPhase, RunState};
+use crate::record::{ProcessKind, ProcessState, RunPhase, RunState};
 use crate::store::{JournalRecord, RunRecord};
 use crate::team::{AgentSpec, HandoffSettings, Team, render};
 
@@ -66,7 +66,7 @@ impl<'a> Driver<'a> for Handoff<'a> {
                 team: team.name().to_string(),
             });
         };
-        let hs = match state.handoff.take() {
+        let hs = match state.process.take_handoff() {
             Some(hs) => hs,
             None => {
                 let variables = team
@@ -82,9 +82,9 @@ impl<'a> Driver<'a> for Handoff<'a> {
             }
         };
         // The first snapshot of a new run holds the variables set for it.
-        state.handoff = Some(hs.clone());
+        state.process = ProcessState::Handoff(hs.clone());
         let core = Core::start(config, ctx, &mut state, opening)?;
-        state.handoff = None;
+        state.process = ProcessState::Blackboard;
         Ok(Handoff {
             core,
             team,
@@ -116,7 +116,7 @@ impl Phases for Handoff<'_> {
             model: self.core.config.model.name(),
             members: self.chain().count(),
             max_rounds: self.settings.max_turns,
-            process: "handoff".to_string(),
+            process: ProcessKind::Handoff,
             executor: None,
         };
         (self.hs.active.clone(), started)
@@ -337,7 +337,7 @@ impl Handoff<'_> {
 
     pub(super) fn checkpoint(&self) {
         let mut state = self.state.clone();
-        state.handoff = Some(self.hs.clone());
+        state.process = ProcessState::Handoff(self.hs.clone());
         // Its answer is the last agent's text, also when it returns to
         // the user.
         self.core.save(state, true);

@@ -9,4 +9,3 @@ mod state;
 mod turn;
 
 pub(crate) use driver::Handoff;
-pub use state::{HandoffState, HandoffStep};

@@ -8,7 +8,7 @@ use std::path::Path;
 use super::state::{HandoffStep, USER};
 use crate::core::{Refusal, RunError};
 use crate::event::RunStatus;
-use crate::runtime::{RunPhase, RunState};
+use crate::record::{RunPhase, RunState};
 use crate::store::{self, JournalRecord, RunRecord};
 
 /// The state a saved handoff run goes on from.
@@ -49,7 +49,7 @@ pub(crate) fn prepare(
                 state.status = status;
                 state.phase = phase;
                 state.answer = answer;
-                state.handoff = Some(handoff);
+                state.process = crate::record::ProcessState::Handoff(handoff);
             }
             _ => {}
         }
@@ -73,7 +73,7 @@ pub(crate) fn prepare(
 /// time cap). It goes into the history as a step of the
 /// user's, and the agent that had the last turn goes on.
 fn take_message(state: &mut RunState, message: &str) -> Result<(), RunError> {
-    let Some(hs) = state.handoff.as_mut() else {
+    let Some(hs) = state.process.handoff_mut() else {
         return Err(refused(
             &state.run_id,
             state.status,

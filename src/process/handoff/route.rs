@@ -3,14 +3,14 @@
 //! then the team's after-work behaviour.
 
 use super::driver::Handoff;
-use super::state::{HOW_AFTER_WORK, HOW_ROUTER};
+use super::state::HandoffHow;
 use crate::core::call::{Ask, Attempt};
 use crate::event::{EventKind, RunStatus};
 use crate::model::{Message, Phase};
 use crate::protocol::{
     RoutingRule, parse_agent_choice, parse_rule_choice, roster_routing_prompt, rule_routing_prompt,
 };
-use crate::runtime::RunPhase;
+use crate::record::RunPhase;
 use crate::team::{AfterWork, render};
 
 impl Handoff<'_> {
@@ -19,14 +19,14 @@ impl Handoff<'_> {
     pub(super) fn route(&mut self) {
         let last = self.hs.active.clone();
         if let Some((n, to, reason)) = self.by_rules(&last) {
-            self.hand_off(&last, &to, &reason, format!("rule {n}"));
+            self.hand_off(&last, &to, &reason, HandoffHow::Rule(n));
             return;
         }
         if self.core.stop_reason().is_some() {
             return;
         }
         if let Some((to, reason)) = self.by_router(&last) {
-            self.hand_off(&last, &to, &reason, HOW_ROUTER.to_string());
+            self.hand_off(&last, &to, &reason, HandoffHow::Router);
             return;
         }
         if self.core.stop_reason().is_some() {
@@ -43,12 +43,12 @@ impl Handoff<'_> {
             AfterWork::Continue => {
                 if let Some(step) = self.hs.steps.last_mut() {
                     step.handoff_target = Some(last.clone());
-                    step.how = Some(HOW_AFTER_WORK.to_string());
+                    step.how = Some(HandoffHow::AfterWork.to_string());
                 }
             }
             AfterWork::ReturnToUser => {
                 if let Some(step) = self.hs.steps.last_mut() {
-                    step.how = Some(HOW_AFTER_WORK.to_string());
+                    step.how = Some(HandoffHow::AfterWork.to_string());
                 }
                 self.state.status = RunStatus::AwaitingUser;
                 self.state.answer = Some(answer.clone());

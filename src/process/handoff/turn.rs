@@ -6,7 +6,7 @@ use parking_lot::Mutex;
 
 use super::driver::Handoff;
 use super::remember;
-use super::state::{HOW_LINE, HOW_TOOL, HandoffStep};
+use super::state::{HandoffHow, HandoffStep};
 use crate::core::call::{Ask, Attempt, Intercepted};
 use crate::core::{RunError, TemplatePlace};
 use crate::event::{EventKind, RoomStatus, RunStatus};
@@ -16,14 +16,14 @@ use crate::protocol::{
     parse_handoff_args, parse_handoff_line, parse_set_variable_args, resolve_destination,
     set_variable_tool_spec, strip_handoff_lines, turn_prompt,
 };
-use crate::runtime::Turn;
+use crate::record::Turn;
 use crate::team::AgentSpec;
 use crate::tools::wire_name;
 
 /// What an agent's turn gave.
 struct TurnResult {
     text: String,
-    directive: Option<(HandoffDirective, &'static str)>,
+    directive: Option<(HandoffDirective, HandoffHow)>,
     tool_calls: Vec<String>,
     artifacts: Vec<String>,
     /// Problems with its handoff that the retries did not fix.
@@ -74,7 +74,7 @@ impl Handoff<'_> {
             Some((d, how)) => {
                 step.handoff_triggered = true;
                 self.hs.steps.push(step);
-                self.hand_off(&name, &d.to, &d.reason, how.to_string());
+                self.hand_off(&name, &d.to, &d.reason, how);
             }
             None => {
                 self.hs.steps.push(step);
@@ -216,8 +216,8 @@ impl Handoff<'_> {
                 .tool_calls
                 .iter()
                 .find(|c| is(c, HANDOFF_TOOL))
-                .map(|c| parse_handoff_args(&c.arguments).map(|d| (d, HOW_TOOL)))
-                .or_else(|| parse_handoff_line(&r.text).map(|d| Ok((d, HOW_LINE))));
+                .map(|c| parse_handoff_args(&c.arguments).map(|d| (d, HandoffHow::Tool)))
+                .or_else(|| parse_handoff_line(&r.text).map(|d| Ok((d, HandoffHow::Line))));
             match found {
                 None => Ok((text, None)),
                 Some(Err(e)) => Err(vec![e]),
@@ -263,7 +263,7 @@ impl Handoff<'_> {
 
     /// Control passes from `from` to `to`, unless that would pass the
     /// handoff cap.
-    pub(super) fn hand_off(&mut self, from: &str, to: &str, reason: &str, how: String) {
+    pub(super) fn hand_off(&mut self, from: &str, to: &str, reason: &str, how: HandoffHow) {
         let max = self.settings.max_handoffs;
         if self.hs.handoffs >= max {
             self.end_with(
@@ -281,7 +281,7 @@ impl Handoff<'_> {
         if let Some(step) = hs.steps.last_mut() {
             step.handoff_target = Some(to.to_string());
             step.reason = Some(reason.to_string());
-            step.how = Some(how.clone());
+            step.how = Some(how.to_string());
         }
         self.core.emit(
             to,

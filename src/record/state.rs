@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::{HandoffState, RunStatus};
 use crate::board::Entry;
-use crate::event::RunStatus;
 use crate::model::Usage;
 use crate::plan::Plan;
 use crate::protocol::Assignment;
@@ -78,10 +78,16 @@ pub struct RunState {
     /// again, counted from here.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub(crate) round_offset: u32,
-    /// A handoff run's own state: the steps so far, the active agent, the
-    /// context variables.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) handoff: Option<crate::process::handoff::HandoffState>,
+    /// The process's own state: a handoff run's steps, active agent and
+    /// context variables. Saved as today's `handoff` key (absent for a
+    /// blackboard run), so runs saved before it existed load.
+    #[serde(
+        rename = "handoff",
+        default,
+        skip_serializing_if = "ProcessState::is_blackboard",
+        with = "process_wire"
+    )]
+    pub(crate) process: ProcessState,
 }
 
 impl RunState {
@@ -104,7 +110,7 @@ impl RunState {
             rerun_errors: false,
             user_notes: Vec::new(),
             round_offset: 0,
-            handoff: None,
+            process: ProcessState::Blackboard,
         }
     }
 
@@ -188,8 +194,169 @@ impl RunState {
 
     /// A handoff run's own state (steps, active agent, context variables).
     #[must_use]
-    pub fn handoff(&self) -> Option<&crate::process::handoff::HandoffState> {
-        self.handoff.as_ref()
+    pub fn handoff(&self) -> Option<&HandoffState> {
+        self.process.handoff()
+    }
+
+    /// The process's own state.
+    #[must_use]
+    pub fn process(&self) -> &ProcessState {
+        &self.process
+    }
+}
+
+/// The part of a run's state that belongs to its process.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub enum ProcessState {
+    /// A blackboard run: its state is the shared part of [`RunState`].
+    #[default]
+    Blackboard,
+    /// A handoff run: the steps so far, the active agent, the context
+    /// variables.
+    Handoff(HandoffState),
+}
+
+impl ProcessState {
+    /// Which process it belongs to.
+    #[must_use]
+    pub fn kind(&self) -> ProcessKind {
+        match self {
+            ProcessState::Blackboard => ProcessKind::Blackboard,
+            ProcessState::Handoff(_) => ProcessKind::Handoff,
+        }
+    }
+
+    /// A handoff run's state.
+    #[must_use]
+    pub fn handoff(&self) -> Option<&HandoffState> {
+        match self {
+            ProcessState::Handoff(hs) => Some(hs),
+            ProcessState::Blackboard => None,
+        }
+    }
+
+    /// A handoff run's state, to change.
+    pub(crate) fn handoff_mut(&mut self) -> Option<&mut HandoffState> {
+        match self {
+            ProcessState::Handoff(hs) => Some(hs),
+            ProcessState::Blackboard => None,
+        }
+    }
+
+    /// Takes a handoff run's state out, leaving [`ProcessState::Blackboard`].
+    pub(crate) fn take_handoff(&mut self) -> Option<HandoffState> {
+        match std::mem::take(self) {
+            ProcessState::Handoff(hs) => Some(hs),
+            ProcessState::Blackboard => None,
+        }
+    }
+
+    fn is_blackboard(&self) -> bool {
+        matches!(self, ProcessState::Blackboard)
+    }
+}
+
+/// `run.json`'s `handoff` key: a handoff run's state, absent (or `null`)
+/// for a blackboard run.
+mod process_wire {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::{HandoffState, ProcessState};
+
+    pub(super) fn serialize<S: Serializer>(p: &ProcessState, s: S) -> Result<S::Ok, S::Error> {
+        match p {
+            ProcessState::Handoff(hs) => s.serialize_some(hs),
+            ProcessState::Blackboard => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ProcessState, D::Error> {
+        Ok(match Option::<HandoffState>::deserialize(d)? {
+            Some(hs) => ProcessState::Handoff(hs),
+            None => ProcessState::Blackboard,
+        })
+    }
+}
+
+/// A run's process, by name: `blackboard` or `handoff`, as `team.yaml`
+/// and a `run_started` event write it. A name this build does not know
+/// (an event written by a newer one) is kept as [`ProcessKind::Other`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ProcessKind {
+    /// Master, parallel members, challenge round, review.
+    Blackboard,
+    /// One agent active at a time, passing control by handoff.
+    Handoff,
+    /// A name this build does not know (empty in a `run_started` event
+    /// saved before the process was recorded).
+    Other(String),
+}
+
+impl ProcessKind {
+    /// The name as `team.yaml` and `events.jsonl` spell it.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        match self {
+            ProcessKind::Blackboard => "blackboard",
+            ProcessKind::Handoff => "handoff",
+            ProcessKind::Other(name) => name,
+        }
+    }
+
+    /// The kind a name stands for.
+    #[must_use]
+    pub fn from_name(name: &str) -> ProcessKind {
+        match name {
+            "blackboard" => ProcessKind::Blackboard,
+            "handoff" => ProcessKind::Handoff,
+            other => ProcessKind::Other(other.to_string()),
+        }
+    }
+
+    /// What a `run_started` event saved before the process was recorded
+    /// reads as: the empty name.
+    #[must_use]
+    pub fn unrecorded() -> ProcessKind {
+        ProcessKind::Other(String::new())
+    }
+}
+
+impl From<&str> for ProcessKind {
+    fn from(name: &str) -> Self {
+        ProcessKind::from_name(name)
+    }
+}
+
+impl std::fmt::Display for ProcessKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for ProcessKind {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for ProcessKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl Serialize for ProcessKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ProcessKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Ok(ProcessKind::from_name(&name))
     }
 }
 
