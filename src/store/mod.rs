@@ -20,7 +20,6 @@
 
 mod crash;
 mod error;
-mod file;
 mod lock;
 mod read;
 mod record;
@@ -35,11 +34,10 @@ pub use crate::memory::{DEFAULT_MEMORY_CHARS, MasterMemory};
 pub use crate::process::handoff::{HandoffState, HandoffStep};
 pub use crate::runtime::{ParseTurnIdError, RunPhase, RunState, Turn, TurnId, UserNote};
 
-pub(crate) use crash::crash_point;
-pub(crate) use file::{
-    MAX_LOG_FILE, MAX_RECORD_FILE, MAX_TEAM_FILE, open_regular, read_capped, read_capped_from,
-    read_text_lossy,
+pub(crate) use crate::util::fs::{
+    MAX_LOG_FILE, MAX_RECORD_FILE, open_regular, read_capped, read_capped_from, read_text_lossy,
 };
+pub(crate) use crash::crash_point;
 pub(crate) use lock::RunLock;
 pub(crate) use read::{MAX_SEQ, read_journal};
 pub(crate) use record::JournalRecord;

@@ -10,6 +10,7 @@ mod check;
 mod config;
 mod error;
 mod handoff;
+mod mcp;
 mod template;
 mod yaml;
 
@@ -23,6 +24,8 @@ pub(crate) use config::MAX_IN_FLIGHT;
 pub use config::{EndpointConfig, HandoffRuleConfig, ModelConfig, Process, TeamConfig};
 pub use error::TeamError;
 pub use handoff::{AfterWork, HandoffRule, HandoffSettings};
+pub(crate) use mcp::check_server_name;
+pub use mcp::{Elicitation, McpServerConfig};
 pub use template::{
     TemplateError, VarError, Variables, apply_var_flags, check_template, parse_var_flag, render,
     render_task,
@@ -254,7 +257,7 @@ impl Team {
         } else {
             TeamConfig::default()
         };
-        crate::tools::merge_mcp_json(&mut config, &dir.join("mcp.json"))?;
+        mcp::merge_mcp_json(&mut config, &dir.join("mcp.json"))?;
         let mut agents = Vec::new();
         for path in &files {
             agents.push(load_agent(path, &dir.join("souls"))?);
@@ -587,11 +590,11 @@ pub(crate) fn read_text(path: &Path) -> Result<String, String> {
         return Err("is a directory, not a file".into());
     }
     let bytes =
-        crate::store::read_capped(path, crate::store::MAX_TEAM_FILE).map_err(|e| {
-            match e.kind() {
-                std::io::ErrorKind::NotFound => "not found".to_string(),
-                _ => e.to_string(),
-            }
+        crate::util::fs::read_capped(path, crate::util::fs::MAX_TEAM_FILE).map_err(|e| match e
+            .kind()
+        {
+            std::io::ErrorKind::NotFound => "not found".to_string(),
+            _ => e.to_string(),
         })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();

@@ -2,6 +2,7 @@
 //! else from the crate.
 
 pub(crate) mod duration;
+pub(crate) mod fs;
 pub(crate) mod secrets;
 pub(crate) mod shard;
 pub(crate) mod text;
