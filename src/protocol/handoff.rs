@@ -21,9 +21,9 @@ use serde_json::{Value, json};
 
 use super::{strip_decoration, strip_markers};
 use crate::model::{Message, OutputSchema, ToolSpec};
-use crate::team::Variables;
 use crate::util::text::closest;
 use crate::util::text::escape_xml;
+use crate::util::vars::Variables;
 
 /// The name of the built-in handoff tool.
 pub(crate) const HANDOFF_TOOL: &str = "handoff";

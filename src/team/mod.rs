@@ -170,7 +170,7 @@ impl AgentSpec {
     }
 
     /// Gives it a model of its own, as a value (an [`OpenAi`](crate::OpenAi)
-    /// endpoint, a [`Sim`](crate::testing::Sim), your own [`ChatModel`](crate::ChatModel)).
+    /// endpoint, the offline `testing::Sim`, your own [`ChatModel`](crate::ChatModel)).
     #[must_use]
     pub fn with_chat_model(mut self, model: impl crate::model::ChatModel + 'static) -> Self {
         self.chat_model = Some(AgentModel(std::sync::Arc::new(model)));

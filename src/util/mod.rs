@@ -6,3 +6,4 @@ pub(crate) mod fs;
 pub(crate) mod secrets;
 pub(crate) mod shard;
 pub(crate) mod text;
+pub(crate) mod vars;
