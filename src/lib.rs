@@ -61,7 +61,6 @@ mod runtime;
 mod team;
 
 pub mod openai;
-pub mod template;
 pub mod testing;
 pub mod tools;
 mod util;
@@ -192,4 +191,14 @@ pub mod config {
         AfterWork, EndpointConfig, HandoffRule, HandoffRuleConfig, HandoffSettings, ModelConfig,
     };
     pub use crate::util::duration::{TimeoutError, parse_timeout};
+}
+
+/// Templates and variables: `{{ var }}` and `{% if %}` in souls, tasks and
+/// handoff conditions, a team's declared variables, and the `--var
+/// name=value` flags that set them.
+pub mod template {
+    pub use crate::team::{
+        TemplateError, VarError, Variables, apply_var_flags, check_template, parse_var_flag,
+        render, render_task,
+    };
 }

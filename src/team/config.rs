@@ -233,7 +233,7 @@ pub struct TeamConfig {
     /// MCP servers, in the `mcpServers` format MCP clients share (also read
     /// from an `mcp.json` beside `team.yaml`).
     #[serde(default, rename = "mcpServers")]
-    pub mcp_servers: BTreeMap<String, crate::tools::McpServerConfig>,
+    pub mcp_servers: BTreeMap<String, super::McpServerConfig>,
     /// Wall-clock limit of a run: `90s`, `10m`, `1h`, or seconds as a
     /// number. The run then ends with the best answer on the board.
     #[serde(

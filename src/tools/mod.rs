@@ -405,24 +405,3 @@ pub(crate) fn spec_of(tool: &dyn Tool) -> ToolSpec {
         parameters: tool.parameters(),
     }
 }
-
-/// Adds the servers of an `mcp.json` beside `team.yaml` (if there is one)
-/// to the config.
-pub(crate) fn merge_mcp_json(
-    config: &mut crate::team::TeamConfig,
-    path: &Path,
-) -> Result<(), TeamError> {
-    if !path.exists() {
-        return Ok(());
-    }
-    for (name, server) in mcp::load_mcp_json(path)? {
-        if config.mcp_servers.contains_key(&name) {
-            return Err(TeamError::in_file(
-                path,
-                format!("mcp server '{name}' is also configured in team.yaml"),
-            ));
-        }
-        config.mcp_servers.insert(name, server);
-    }
-    Ok(())
-}

@@ -18,8 +18,7 @@ mod stdio;
 use std::fmt;
 use std::time::Duration;
 
-pub(crate) use config::load_mcp_json;
-pub use config::{Elicitation, McpServerConfig};
+pub use crate::team::{Elicitation, McpServerConfig};
 pub use pool::{McpPool, McpToolInfo};
 
 /// The protocol version the client asks for; it accepts what the server

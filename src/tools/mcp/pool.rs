@@ -79,7 +79,7 @@ impl McpPool {
             closed: AtomicBool::new(false),
         };
         for (name, config) in servers {
-            super::config::check_server_name(name).map_err(|detail| ToolError::Mcp {
+            crate::team::check_server_name(name).map_err(|detail| ToolError::Mcp {
                 server: name.clone(),
                 source: McpError::Protocol {
                     detail,
