@@ -146,7 +146,7 @@ pub use model::{
 };
 pub use runtime::{
     Cancel, DraftFailures, Executor, MasterPhase, ParseExecutorError, RunError, RunHandle,
-    RunOutcome, Runtime, ThreadError,
+    RunOutcome, Runtime, ThreadError, panic_is_caught,
 };
 pub use team::{AgentRole, AgentSpec, Process, Team, TeamConfig, TeamError};
 pub use tools::{Tool, ToolContext, ToolError};

@@ -34,6 +34,7 @@ use crate::team::Team;
 pub use error::{MasterPhase, RunError, ThreadError};
 pub use executor::{Executor, ParseExecutorError};
 pub use handle::{Cancel, RunHandle};
+pub use pool::panic_is_caught;
 pub use state::{RunPhase, RunState, UserNote};
 pub use turns::{ParseTurnIdError, Turn, TurnId};
 
