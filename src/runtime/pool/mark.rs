@@ -48,3 +48,29 @@ pub(crate) fn catching<R>(job: impl FnOnce() -> R) -> std::thread::Result<R> {
 pub fn panic_is_caught() -> bool {
     JOBS.with(|j| j.get() > 0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_is_marked_while_it_runs_and_unwinds_and_not_after() {
+        assert!(!panic_is_caught());
+        assert_eq!(catching(panic_is_caught).ok(), Some(true));
+        /// Records whether the thread is marked as the panic unwinds it.
+        struct Unwinding<'a>(&'a Cell<Option<bool>>);
+        impl Drop for Unwinding<'_> {
+            fn drop(&mut self) {
+                self.0.set(Some(panic_is_caught()));
+            }
+        }
+        let seen = Cell::new(None);
+        let caught = catching(|| {
+            let _unwinding = Unwinding(&seen);
+            std::panic::resume_unwind(Box::new("a member's panic"))
+        });
+        assert_eq!(seen.get(), Some(true), "marked while the panic unwinds");
+        assert!(caught.is_err());
+        assert!(!panic_is_caught(), "unmarked once the job has unwound");
+    }
+}
