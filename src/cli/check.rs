@@ -25,13 +25,13 @@ pub(crate) struct CheckArgs {
 
 pub(crate) fn check(args: &CheckArgs) -> Result<Outcome, CliError> {
     let (team, tools) = load(args.team.as_deref()).map_err(|message| {
+        let document = json!({ "ok": false, "error": terminal_safe(&message) });
+        let e = CliError::bad_input(message);
         if args.json {
-            println!(
-                "{}",
-                json!({ "ok": false, "error": terminal_safe(&message) })
-            );
+            e.with_document(document.to_string())
+        } else {
+            e
         }
-        CliError::bad_input(message)
     })?;
     if args.json {
         println!("{}", as_json(&team, &tools));

@@ -74,6 +74,9 @@ pub(crate) struct CliError {
     kind: Kind,
     label: Label,
     source: Box<dyn Error + Send + Sync>,
+    /// A document for stdout after the message (`check --json`'s
+    /// `{"ok": false, ...}`).
+    document: Option<String>,
 }
 
 /// What [`CliError`] stands for, which decides its exit code.
@@ -104,6 +107,7 @@ impl CliError {
             kind,
             label: Label::Error,
             source: source.into(),
+            document: None,
         }
     }
 
@@ -160,6 +164,15 @@ impl CliError {
         }
     }
 
+    /// The same error, with `document` printed on stdout after its
+    /// message.
+    pub(crate) fn with_document(self, document: String) -> Self {
+        CliError {
+            document: Some(document),
+            ..self
+        }
+    }
+
     /// The exit code of this error.
     pub(crate) fn code(&self) -> u8 {
         match self.kind {
@@ -201,7 +214,8 @@ impl Error for Context {
 }
 
 /// Prints `e` once on stderr (control characters of model or server text
-/// shown, not obeyed) and returns its exit code.
+/// shown, not obeyed), then its document on stdout if it has one, and
+/// returns its exit code.
 pub(crate) fn report(e: &CliError) -> ExitCode {
     let message = e.to_string();
     let message = terminal_safe(&message);
@@ -209,6 +223,9 @@ pub(crate) fn report(e: &CliError) -> ExitCode {
         Label::Error => eprintln!("error: {message}"),
         Label::Failed => eprintln!("failed: {message}"),
         Label::Bare => eprintln!("{message}"),
+    }
+    if let Some(document) = &e.document {
+        println!("{document}");
     }
     ExitCode::from(e.code())
 }
