@@ -178,6 +178,7 @@ pub use model::{
 pub use record::{Executor, ParseExecutorError, RunStatus};
 pub use runtime::{
     Cancel, DraftFailures, MasterPhase, RunError, RunHandle, RunOutcome, Runtime, ThreadError,
+    panic_is_caught,
 };
 pub use team::{AgentRole, AgentSpec, Process, Team, TeamConfig, TeamError};
 pub use tools::{Tool, ToolContext, ToolError};

@@ -36,6 +36,7 @@ pub(crate) use crate::record::{RunPhase, RunState, Turn, UserNote};
 pub use error::{MasterPhase, RunError, ThreadError};
 pub(crate) use executor::Executor;
 pub use handle::{Cancel, RunHandle};
+pub use pool::panic_is_caught;
 
 /// The default round cap.
 pub(crate) const DEFAULT_MAX_ROUNDS: u32 = 5;
