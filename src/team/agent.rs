@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::record::AgentRole;
+
 use super::{TeamError, yaml};
 
 /// Keys an agent's front matter may hold.
@@ -18,21 +20,6 @@ const AGENT_KEYS: &[&str] = &[
     "temperature",
     "max_tokens",
 ];
-
-/// An agent's place in the team.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum AgentRole {
-    /// Splits the task, reviews the board, gives the answer. One per team.
-    Master,
-    /// Works on assignments.
-    Member,
-    /// Talks with the user in `boardroom chat`: clarifies the request,
-    /// drafts the work modules and launches the team. At most one per
-    /// team; never on the roster of a run.
-    Partner,
-}
 
 /// One agent: its settings and its soul.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
