@@ -62,7 +62,6 @@ mod runtime;
 mod team;
 
 pub mod openai;
-pub mod template;
 pub mod testing;
 pub mod tools;
 mod util;
@@ -180,7 +179,7 @@ pub use model::{
 pub use record::{Executor, ParseExecutorError, RunStatus};
 pub use runtime::{
     Cancel, DraftFailures, MasterPhase, Refusal, RunError, RunHandle, RunOutcome, Runtime,
-    TemplatePlace, ThreadError,
+    TemplatePlace, ThreadError, panic_is_caught,
 };
 pub use team::{AgentRole, AgentSpec, Process, Team, TeamConfig, TeamError};
 pub use tools::{Tool, ToolContext, ToolError};
@@ -194,4 +193,14 @@ pub mod config {
         AfterWork, EndpointConfig, HandoffRule, HandoffRuleConfig, HandoffSettings, ModelConfig,
     };
     pub use crate::util::duration::{TimeoutError, parse_timeout};
+}
+
+/// Templates and variables: `{{ var }}` and `{% if %}` in souls, tasks and
+/// handoff conditions, a team's declared variables, and the `--var
+/// name=value` flags that set them.
+pub mod template {
+    pub use crate::team::{
+        TemplateError, VarError, Variables, apply_var_flags, check_template, parse_var_flag,
+        render, render_task,
+    };
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use boardroom::Executor;
 use boardroom::bench::{BenchOptions, BenchRow, bench};
 
-use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
+use super::exit::{CliError, Kind, Outcome};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct BenchArgs {
@@ -98,16 +98,13 @@ struct Report {
     rows: Vec<BenchRow>,
 }
 
-pub(crate) fn main(args: &BenchArgs) -> u8 {
+pub(crate) fn main(args: &BenchArgs) -> Result<Outcome, CliError> {
     let model = match args.model.as_deref().map(str::trim) {
         None | Some("sim") | Some("") => None,
-        Some(spec) => match boardroom::openai::resolve_model(spec) {
-            Ok(m) => Some(m),
-            Err(e) => {
-                eprintln!("--model: {e}");
-                return EXIT_BAD_INPUT;
-            }
-        },
+        Some(spec) => Some(
+            boardroom::openai::resolve_model(spec)
+                .map_err(|e| CliError::context(Kind::BadInput, "--model", e).bare())?,
+        ),
     };
     let name = model
         .as_ref()
@@ -135,13 +132,11 @@ pub(crate) fn main(args: &BenchArgs) -> u8 {
             } else {
                 child(args, n, executor)
             };
-            match row {
-                Ok(row) => side.push(row),
-                Err(e) => {
-                    eprintln!("bench with {n} members on {executor}: {e}");
-                    return EXIT_FAILED;
-                }
-            }
+            let row = row.map_err(|e| {
+                let measured = format!("bench with {n} members on {executor}");
+                CliError::context(Kind::Failed, measured, e).bare()
+            })?;
+            side.push(row);
         }
         if !args.json {
             if rows.is_empty() {
@@ -163,15 +158,11 @@ pub(crate) fn main(args: &BenchArgs) -> u8 {
             separate_processes: !args.in_process,
             rows,
         };
-        match serde_json::to_string(&report) {
-            Ok(text) => println!("{text}"),
-            Err(e) => {
-                eprintln!("bench: {e}");
-                return EXIT_FAILED;
-            }
-        }
+        let text = serde_json::to_string(&report)
+            .map_err(|e| CliError::context(Kind::Failed, "bench", e).bare())?;
+        println!("{text}");
     }
-    EXIT_OK
+    Ok(Outcome::Done)
 }
 
 /// One size, measured by this binary in a child process.

@@ -8,17 +8,21 @@
 //! partner turn cancels the turn; while a team runs, it asks whether to
 //! stop the team (the run stays resumable); Ctrl-D ends the chat.
 
-use std::io::{BufRead, IsTerminal, Write as _};
+mod input;
+mod io;
+
+use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use boardroom::chat::{Chat, ChatError, ChatEvent, ChatIo, ChatStore, TurnEnd};
 use boardroom::{Cancel, Runtime};
-use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 
-use super::{EXIT_BAD_INPUT, EXIT_OK, default_model, load_team, runs};
+use self::io::{Input, Interrupts, Io, Out};
+use super::exit::{CliError, Kind, Outcome};
+use super::setup::{default_model, load_team, prepare};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ChatArgs {
@@ -48,238 +52,51 @@ pub(crate) struct ChatArgs {
     no_memory: bool,
 }
 
-/// What the reader thread hands the main thread.
-enum Input {
-    Line(String),
-    Interrupt,
-    Eof,
-}
-
-/// Routes a Ctrl-C: to the partner turn in progress (cancelling it), else
-/// to the main loop.
-struct Interrupts {
-    turn: Mutex<Option<Cancel>>,
-    inputs: Sender<Input>,
-}
-
-impl Interrupts {
-    fn press(&self) {
-        match &*self.turn.lock() {
-            Some(cancel) => cancel.cancel(),
-            None => {
-                let _ = self.inputs.send(Input::Interrupt);
-            }
-        }
-    }
-}
-
-/// Where the chat is shown.
-enum Out {
-    /// A terminal under rustyline: printed above the prompt.
-    Terminal(Box<dyn rustyline::ExternalPrinter + Send>),
-    /// A pipe or file: plain lines.
-    Plain,
-    /// JSON lines.
-    Json,
-}
-
-struct Io {
-    out: Out,
-    partner: String,
-    inputs: Receiver<Input>,
-    /// The current turn's cancel flag (a Ctrl-C also ends a consent wait).
-    cancel: Option<Cancel>,
-    eof: bool,
-    /// On a terminal a yes/no answer must be typed after its question: a
-    /// line typed ahead (while the partner was still working) is no answer
-    /// to a question the user had not seen yet; it is kept, as a message.
-    fresh_answers: bool,
-    /// Lines typed ahead of a question, said once it is answered.
-    deferred: Vec<String>,
-}
-
-impl Io {
-    fn print(&mut self, text: &str) {
-        let text = runs::terminal_safe(text).into_owned();
-        match &mut self.out {
-            Out::Terminal(p) => {
-                if p.print(format!("{text}\n")).is_err() {
-                    eprintln!("{text}");
-                }
-            }
-            Out::Plain | Out::Json => {
-                let mut stdout = std::io::stdout().lock();
-                let _ = writeln!(stdout, "{text}");
-                let _ = stdout.flush();
-            }
-        }
-    }
-}
-
-impl ChatIo for Io {
-    fn emit(&mut self, event: &ChatEvent) {
-        if matches!(self.out, Out::Json) {
-            let line = serde_json::to_string(event).unwrap_or_default();
-            self.print(&line);
-            return;
-        }
-        let terminal = matches!(self.out, Out::Terminal(_));
-        let text = match event {
-            ChatEvent::UserMessage { text } if !terminal => format!("you: {text}"),
-            ChatEvent::UserMessage { .. } => return,
-            ChatEvent::PartnerMessage { text } => format!("{}: {text}", self.partner),
-            ChatEvent::ConsentAsked { question } => question.clone(),
-            ChatEvent::Consent { granted } if !terminal => {
-                format!("you: {}", if *granted { "y" } else { "n" })
-            }
-            ChatEvent::Consent { .. } => return,
-            ChatEvent::RunLaunched { run_id, modules } => format!(
-                "[team] run {run_id} started on {modules} modules (boardroom view {run_id} draws it)"
-            ),
-            // Every line of the report inside the frame: none can pass
-            // for one of boardroom's own (a question, a notice, `you:`).
-            ChatEvent::Report { path, text, .. } => report_lines(path, text),
-            ChatEvent::Notice { text } => format!("[boardroom] {text}"),
-            _ => return,
-        };
-        self.print(&text);
-    }
-
-    fn consent(&mut self, _question: &str) -> bool {
-        if self.fresh_answers {
-            let mut ahead = false;
-            while let Ok(input) = self.inputs.try_recv() {
-                match input {
-                    Input::Line(l) => {
-                        ahead = true;
-                        self.deferred.push(l);
-                    }
-                    // A Ctrl-C before the question is not a no to it.
-                    Input::Interrupt => {}
-                    Input::Eof => {
-                        self.eof = true;
-                        return false;
-                    }
-                }
-            }
-            if ahead {
-                self.print(
-                    "[boardroom] what you typed before this question is kept as a message; \
-                     answer the question with y or n",
-                );
-            }
-        }
-        loop {
-            if self.eof {
-                return false;
-            }
-            match self.inputs.recv_timeout(Duration::from_millis(50)) {
-                Ok(Input::Line(l)) => {
-                    // Only y/yes/n/no (or an empty line, the default no)
-                    // answers: a message typed as the question came up (a
-                    // team's news can raise one at any time) is kept as a
-                    // message, and the question waits for its answer.
-                    match l.trim().to_ascii_lowercase().as_str() {
-                        "y" | "yes" => return true,
-                        "n" | "no" | "" => return false,
-                        _ => {
-                            self.deferred.push(l);
-                            self.print(
-                                "[boardroom] kept as a message; answer the question above with y or n",
-                            );
-                        }
-                    }
-                }
-                Ok(Input::Interrupt) => return false,
-                Ok(Input::Eof) | Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                    self.eof = true;
-                    return false;
-                }
-                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                    if self.cancel.as_ref().is_some_and(Cancel::is_cancelled) {
-                        return false;
-                    }
-                }
-            }
-        }
-    }
-}
-
-pub(crate) fn chat(args: &ChatArgs) -> u8 {
-    let team = match load_team(args.team.as_deref()) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_BAD_INPUT;
-        }
-    };
+pub(crate) fn chat(args: &ChatArgs) -> Result<Outcome, CliError> {
+    let team = load_team(args.team.as_deref()).map_err(CliError::bad_input)?;
     let Some(partner) = team.partner().cloned() else {
-        eprintln!(
-            "error: {}",
-            boardroom::chat::ChatError::NoPartner {
-                team: team.name().into()
-            }
-        );
-        return EXIT_BAD_INPUT;
+        return Err(CliError::bad_input(ChatError::NoPartner {
+            team: team.name().into(),
+        }));
     };
-    let model = match default_model(&team, args.model.as_deref()) {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_BAD_INPUT;
-        }
-    };
-    if let Err(e) = team.check_models() {
-        eprintln!("error: {e}");
-        return EXIT_BAD_INPUT;
-    }
+    let model = default_model(&team, args.model.as_deref()).map_err(CliError::bad_input)?;
+    team.check_models().map_err(CliError::bad_input)?;
     let partner_model = match partner.model.as_deref().filter(|m| *m != "default") {
-        Some(spec) => match team.model(spec) {
-            Ok(m) => m,
-            Err(e) => {
-                eprintln!("error: the partner's model '{spec}': {e}");
-                return EXIT_BAD_INPUT;
-            }
-        },
+        Some(spec) => team.model(spec).map_err(|e| {
+            CliError::context(Kind::BadInput, format!("the partner's model '{spec}'"), e)
+        })?,
         None => Arc::clone(&model),
     };
     let (store, record, id) = match &args.resume {
         Some(id) => match ChatStore::open(&args.chats_dir, id) {
             Ok((store, record)) => (store, Some(record), id.clone()),
             // Another chat process has it: named as a run's holder is.
-            Err(e @ ChatError::InUse { .. }) => {
-                eprintln!("error: {e}");
-                return EXIT_BAD_INPUT;
-            }
+            Err(e @ ChatError::InUse { .. }) => return Err(CliError::bad_input(e)),
             Err(e) => {
-                eprintln!("error: --resume {id}: {e}");
-                return EXIT_BAD_INPUT;
+                return Err(CliError::context(
+                    Kind::BadInput,
+                    format!("--resume {id}"),
+                    e,
+                ));
             }
         },
-        None => match ChatStore::create(&args.chats_dir) {
-            Ok((store, id)) => (store, None, id),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_BAD_INPUT;
-            }
-        },
+        None => {
+            let (store, id) = ChatStore::create(&args.chats_dir).map_err(CliError::bad_input)?;
+            (store, None, id)
+        }
     };
     let runs_dir = record
         .as_ref()
         .map_or_else(|| args.runs_dir.clone(), |r| r.runs_dir.clone());
-    let runtime = runs::prepare(
+    let runtime = prepare(
         Runtime::with_shared_model(team, model),
         &runs_dir,
         args.no_memory,
         args.model.as_deref(),
     );
-    let mut chat = match Chat::new(runtime, partner_model, &runs_dir) {
-        Ok(c) => c.saved_in(store, &id),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_BAD_INPUT;
-        }
-    };
+    let mut chat = Chat::new(runtime, partner_model, &runs_dir)
+        .map_err(CliError::bad_input)?
+        .saved_in(store, &id);
     if let Some(record) = record {
         chat = chat.restore(record);
     }
@@ -296,17 +113,12 @@ pub(crate) fn chat(args: &ChatArgs) -> u8 {
         inputs: inputs_tx.clone(),
     });
     let (out, reader) = if terminal {
-        match start_editor(inputs_tx, Arc::clone(&interrupts)) {
-            Ok(pair) => pair,
-            Err(e) => {
-                eprintln!("error: the terminal: {e}");
-                return EXIT_BAD_INPUT;
-            }
-        }
+        input::start_editor(inputs_tx, Arc::clone(&interrupts))
+            .map_err(|e| CliError::context(Kind::BadInput, "the terminal", e))?
     } else {
         let reader = std::thread::Builder::new()
             .name("boardroom-chat-stdin".into())
-            .spawn(move || read_pipe(&inputs_tx));
+            .spawn(move || input::read_pipe(&inputs_tx));
         let out = if args.json { Out::Json } else { Out::Plain };
         (out, reader.ok())
     };
@@ -402,7 +214,7 @@ pub(crate) fn chat(args: &ChatArgs) -> u8 {
     if let Some(t) = reader {
         let _ = t.join();
     }
-    EXIT_OK
+    Ok(Outcome::Done)
 }
 
 /// The conversation: a partner turn whenever its inbox holds something,
@@ -506,14 +318,6 @@ fn stop_team(chat: &mut Chat, io: &mut Io, run_id: &str) {
     chat.stop_run();
 }
 
-/// A report as the chat shows it: each line inside a frame, marked `│ `,
-/// so that none can pass for one of boardroom's own lines (a question,
-/// a notice, `you:`).
-fn report_lines(path: &str, text: &str) -> String {
-    let body: Vec<String> = text.trim_end().lines().map(|l| format!("│ {l}")).collect();
-    format!("──── report ({path}) ────\n{}\n────", body.join("\n"))
-}
-
 fn greet_resumed(chat: &mut Chat, io: &mut Io, id: &str) {
     let said = chat
         .messages()
@@ -568,126 +372,5 @@ fn greet_resumed(chat: &mut Chat, io: &mut Io, id: &str) {
                 },
             );
         }
-    }
-}
-
-/// One user line per message from a pipe or file.
-fn read_pipe(inputs: &Sender<Input>) {
-    for line in std::io::stdin().lock().lines() {
-        match line {
-            Ok(l) => {
-                if inputs.send(Input::Line(l)).is_err() {
-                    return;
-                }
-            }
-            Err(_) => break,
-        }
-    }
-    let _ = inputs.send(Input::Eof);
-}
-
-/// The line editor on its own thread; the printer that writes above its
-/// prompt.
-#[allow(clippy::type_complexity)]
-fn start_editor(
-    inputs: Sender<Input>,
-    interrupts: Arc<Interrupts>,
-) -> Result<(Out, Option<std::thread::JoinHandle<()>>), String> {
-    use rustyline::error::ReadlineError;
-    let mut editor = rustyline::DefaultEditor::new().map_err(|e| e.to_string())?;
-    let printer = editor
-        .create_external_printer()
-        .map_err(|e| e.to_string())?;
-    let thread = std::thread::Builder::new()
-        .name("boardroom-chat-editor".into())
-        .spawn(move || {
-            loop {
-                match editor.readline("you> ") {
-                    Ok(line) => {
-                        if !line.trim().is_empty() {
-                            let _ = editor.add_history_entry(line.as_str());
-                        }
-                        if inputs.send(Input::Line(line)).is_err() {
-                            break;
-                        }
-                    }
-                    Err(ReadlineError::Interrupted) => interrupts.press(),
-                    Err(_) => {
-                        let _ = inputs.send(Input::Eof);
-                        break;
-                    }
-                }
-            }
-        })
-        .map_err(|e| e.to_string())?;
-    Ok((Out::Terminal(Box::new(printer)), Some(thread)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn io(fresh_answers: bool, queued: Vec<Input>) -> Io {
-        let (tx, inputs) = crossbeam_channel::unbounded();
-        for i in queued {
-            tx.send(i).unwrap();
-        }
-        Io {
-            out: Out::Plain,
-            partner: "partner".into(),
-            inputs,
-            cancel: None,
-            eof: false,
-            fresh_answers,
-            deferred: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn on_a_terminal_a_y_typed_before_the_question_is_no_consent_and_is_kept() {
-        let mut io = io(true, vec![Input::Line("y".into()), Input::Eof]);
-        assert!(!io.consent("Launch the team on these 4 modules? [y/N]"));
-        assert_eq!(io.deferred, ["y"], "the line is kept, as a message");
-        assert!(io.eof);
-    }
-
-    #[test]
-    fn issue28_a_message_typed_at_a_question_is_kept_not_taken_for_a_no() {
-        // Finding 23: a question raised by the team's news swallowed the
-        // user's next message as a "no".
-        let mut typed = io(
-            false,
-            vec![
-                Input::Line("make it three days".into()),
-                Input::Line("y".into()),
-                Input::Eof,
-            ],
-        );
-        assert!(typed.consent("Send this follow-up to run r1 when it finishes? [y/N]"));
-        assert_eq!(typed.deferred, ["make it three days"]);
-        let mut empty = io(false, vec![Input::Line(String::new())]);
-        assert!(
-            !empty.consent("Resume run r1? [y/N]"),
-            "an empty line is the default no"
-        );
-    }
-
-    #[test]
-    fn issue28_report_lines_cannot_pass_for_boardroom_lines() {
-        let text = "# Offsite\nLaunch the team on these 9 modules? [y/N]\n[boardroom] run r9 finished\nyou: y";
-        let framed = report_lines("runs/r1/workspace/report.md", text);
-        for line in framed.lines() {
-            assert!(
-                line.starts_with("──── report (") || line == "────" || line.starts_with("│ "),
-                "{line:?} in:\n{framed}"
-            );
-        }
-    }
-
-    #[test]
-    fn through_a_pipe_the_next_line_is_the_answer() {
-        let mut io = io(false, vec![Input::Line("y".into()), Input::Eof]);
-        assert!(io.consent("Launch the team on these 4 modules? [y/N]"));
-        assert!(io.deferred.is_empty());
     }
 }

@@ -8,7 +8,9 @@ use boardroom::Team;
 use boardroom::tools::ToolRegistry;
 use serde_json::{Value, json};
 
-use super::{EXIT_BAD_INPUT, EXIT_OK, runs::terminal_safe, team_info};
+use super::exit::{CliError, Outcome};
+use super::text::terminal_safe;
+use super::{setup, team_info};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct CheckArgs {
@@ -21,30 +23,28 @@ pub(crate) struct CheckArgs {
     json: bool,
 }
 
-pub(crate) fn check(args: &CheckArgs) -> u8 {
-    let (team, tools) = match load(args.team.as_deref()) {
-        Ok(loaded) => loaded,
-        Err(message) => {
-            let message = terminal_safe(&message);
-            eprintln!("error: {message}");
-            if args.json {
-                println!("{}", json!({ "ok": false, "error": message }));
-            }
-            return EXIT_BAD_INPUT;
+pub(crate) fn check(args: &CheckArgs) -> Result<Outcome, CliError> {
+    let (team, tools) = load(args.team.as_deref()).map_err(|message| {
+        let document = json!({ "ok": false, "error": terminal_safe(&message) });
+        let e = CliError::bad_input(message);
+        if args.json {
+            e.with_document(document.to_string())
+        } else {
+            e
         }
-    };
+    })?;
     if args.json {
         println!("{}", as_json(&team, &tools));
     } else {
         print_text(&team, &tools);
     }
-    EXIT_OK
+    Ok(Outcome::Done)
 }
 
 /// The team and its tools, with the MCP servers its agents use started
 /// (they end when the registry drops), or the first problem found.
 fn load(dir: Option<&Path>) -> Result<(Team, ToolRegistry), String> {
-    let team = super::load_team(dir).map_err(|e| e.to_string())?;
+    let team = setup::load_team(dir).map_err(|e| e.to_string())?;
     team.check_models().map_err(|e| e.to_string())?;
     // Templates that parse but fail when rendered fail here, not in a run.
     team.check_templates().map_err(|e| e.to_string())?;
@@ -59,7 +59,7 @@ fn load(dir: Option<&Path>) -> Result<(Team, ToolRegistry), String> {
         if let Err(e) = team.model(m) {
             let at = a.source.as_ref().map_or_else(
                 || format!("agent '{}'", a.name),
-                |p| format!("{}:{}", p.display(), super::key_line(p, "model")),
+                |p| format!("{}:{}", p.display(), setup::key_line(p, "model")),
             );
             return Err(format!("{at}: model '{m}': {}", e.detail));
         }

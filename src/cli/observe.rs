@@ -12,7 +12,7 @@ use boardroom::view::ViewServer;
 use boardroom::{Event, EventKind};
 use crossbeam_channel::Receiver;
 
-use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
+use super::exit::{CliError, Kind, Outcome};
 
 /// Loopback: what the view binds unless `--host` says otherwise.
 const LOOPBACK: &str = "127.0.0.1";
@@ -63,7 +63,7 @@ fn serve(
     host: Option<&str>,
     port: u16,
     token: Option<&str>,
-) -> Result<ViewServer, u8> {
+) -> Result<ViewServer, CliError> {
     let bind = host.unwrap_or(LOOPBACK);
     match ViewServer::start_with_token(runs_dir, bind, port, token) {
         Ok(v) => {
@@ -76,15 +76,11 @@ fn serve(
             Ok(v)
         }
         Err(e @ boardroom::view::ViewError::NeedsToken { .. }) => {
-            eprintln!(
-                "error: view: {e}; give --token TOKEN (or set BOARDROOM_VIEW_TOKEN) to require it of every request, or leave out --host"
-            );
-            Err(EXIT_BAD_INPUT)
+            Err(CliError::bad_input(format!(
+                "view: {e}; give --token TOKEN (or set BOARDROOM_VIEW_TOKEN) to require it of every request, or leave out --host"
+            )))
         }
-        Err(e) => {
-            eprintln!("error: view: {e}");
-            Err(EXIT_BAD_INPUT)
-        }
+        Err(e) => Err(CliError::context(Kind::BadInput, "view", e)),
     }
 }
 
@@ -95,24 +91,19 @@ fn is_loopback(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-pub(crate) fn view(args: &ViewArgs) -> u8 {
+pub(crate) fn view(args: &ViewArgs) -> Result<Outcome, CliError> {
     let (runs_dir, run_id) = match &args.run {
-        Some(run) => match super::runs::find_run(&args.runs_dir, run) {
-            Ok(dir) => {
-                let id = dir
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let parent = dir
-                    .parent()
-                    .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-                (parent, Some(id))
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_BAD_INPUT;
-            }
-        },
+        Some(run) => {
+            let dir = super::runs::find_run(&args.runs_dir, run).map_err(CliError::bad_input)?;
+            let id = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let parent = dir
+                .parent()
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+            (parent, Some(id))
+        }
         None => (args.runs_dir.clone(), None),
     };
     if run_id.is_none() && list_runs(&runs_dir).is_ok_and(|r| r.is_empty()) {
@@ -120,13 +111,10 @@ pub(crate) fn view(args: &ViewArgs) -> u8 {
             "no runs in {} yet: start one with `boardroom run --view \"TASK\"`",
             runs_dir.display()
         );
-        return EXIT_OK;
+        return Ok(Outcome::Done);
     }
     let token = args.token.as_deref().filter(|t| !t.is_empty());
-    let server = match serve(&runs_dir, args.host.as_deref(), args.port, token) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+    let server = serve(&runs_dir, args.host.as_deref(), args.port, token)?;
     let mut url = run_id.map_or_else(|| server.url(), |id| server.run_url(&id));
     if let Some(token) = token {
         url = format!("{url}?token={token}");
@@ -134,49 +122,30 @@ pub(crate) fn view(args: &ViewArgs) -> u8 {
     println!("{url}");
     eprintln!("view: serving {} (Ctrl-C to stop)", runs_dir.display());
     server.wait();
-    EXIT_OK
+    Ok(Outcome::Done)
 }
 
-pub(crate) fn export(args: &ExportArgs) -> u8 {
-    let config = match OtlpConfig::from_env(args.otlp.as_deref()) {
-        Ok(Some(c)) => c.content(args.otlp_content),
-        Ok(None) => {
-            eprintln!(
-                "error: export: no collector: give --otlp URL or set OTEL_EXPORTER_OTLP_ENDPOINT"
-            );
-            return EXIT_BAD_INPUT;
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_BAD_INPUT;
-        }
-    };
-    let dir = match super::runs::find_run(&args.runs_dir, &args.run) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_BAD_INPUT;
-        }
-    };
-    match boardroom::otlp::export_run(&dir, &config) {
-        Ok(report) if report.dropped == 0 => {
-            println!(
-                "exported {} spans of {} to {}",
-                report.exported,
-                dir.display(),
-                report.endpoint
-            );
-            EXIT_OK
-        }
-        Ok(report) => {
-            eprintln!("error: {report}");
-            EXIT_FAILED
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            EXIT_FAILED
-        }
+pub(crate) fn export(args: &ExportArgs) -> Result<Outcome, CliError> {
+    let config = OtlpConfig::from_env(args.otlp.as_deref())
+        .map_err(CliError::bad_input)?
+        .ok_or_else(|| {
+            CliError::bad_input(
+                "export: no collector: give --otlp URL or set OTEL_EXPORTER_OTLP_ENDPOINT",
+            )
+        })?
+        .content(args.otlp_content);
+    let dir = super::runs::find_run(&args.runs_dir, &args.run).map_err(CliError::bad_input)?;
+    let report = boardroom::otlp::export_run(&dir, &config).map_err(CliError::failed)?;
+    if report.dropped > 0 {
+        return Err(CliError::failed(report.to_string()));
     }
+    println!(
+        "exported {} spans of {} to {}",
+        report.exported,
+        dir.display(),
+        report.endpoint
+    );
+    Ok(Outcome::Done)
 }
 
 /// What `run --view` / `run --otlp` add to a run.
@@ -189,28 +158,21 @@ pub(crate) struct Observers {
 
 impl Observers {
     /// Starts the view and the exporter the flags (and the OTEL_
-    /// variables) ask for; an exit code when they cannot be had.
+    /// variables) ask for, or why they cannot be had.
     pub(crate) fn start(
         view: bool,
         otlp: Option<&str>,
         otlp_content: bool,
         runs_dir: &Path,
-    ) -> Result<Self, u8> {
-        let config = match OtlpConfig::from_env(otlp) {
-            Ok(c) => c.map(|c| c.content(otlp_content)),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Err(EXIT_BAD_INPUT);
-            }
-        };
+    ) -> Result<Self, CliError> {
+        let config = OtlpConfig::from_env(otlp)
+            .map_err(CliError::bad_input)?
+            .map(|c| c.content(otlp_content));
         let exporter = match config {
-            Some(c) => match OtlpExporter::start_with_turns(c, Some(runs_dir.to_path_buf())) {
-                Ok(x) => Some(x),
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return Err(EXIT_FAILED);
-                }
-            },
+            Some(c) => Some(
+                OtlpExporter::start_with_turns(c, Some(runs_dir.to_path_buf()))
+                    .map_err(CliError::failed)?,
+            ),
             None => None,
         };
         let view = if view {
@@ -272,9 +234,9 @@ impl Observers {
     }
 
     /// After the run: waits for the exporter (one warning when spans were
-    /// dropped), then keeps the view up until Ctrl-C, after which the
-    /// caller exits with the run's own code.
-    pub(crate) fn finish(mut self) {
+    /// dropped); the view, if any, is handed back to be served once the
+    /// run's outcome is reported (see [`Lingering`]).
+    pub(crate) fn finish(mut self) -> Option<Lingering> {
         let run_id = self.tee.take().and_then(|t| t.join().ok()).flatten();
         if let Some(x) = self.exporter.take() {
             let report = x.finish();
@@ -282,29 +244,44 @@ impl Observers {
                 eprintln!("warning: {report}");
             }
         }
-        if let Some(v) = self.view.take() {
-            let url = run_id.map_or_else(|| v.url(), |id| v.run_url(&id));
-            match ctrl_c() {
-                Some(presses) => {
-                    eprintln!(
-                        "view: the run is over; still serving {url} (Ctrl-C to stop: boardroom then exits with the run's code)"
-                    );
-                    let _ = presses.recv();
-                    // The process ends now, its threads with it: a client
-                    // that stopped reading an event stream must not hold
-                    // the exit up (stop() would join its worker).
-                    std::mem::forget(v);
-                }
-                None => {
-                    // SIGINT is ignored (a background job) or taken: say
-                    // how to stop it rather than hang on a Ctrl-C that
-                    // never comes.
-                    eprintln!(
-                        "view: the run is over; still serving {url} (Ctrl-C does not reach this process: stop it with `kill {}`)",
-                        std::process::id()
-                    );
-                    v.wait();
-                }
+        let view = self.view.take()?;
+        Some(Lingering { view, run_id })
+    }
+}
+
+/// The view of a run that is over, served until Ctrl-C; the caller then
+/// exits with the run's own code.
+#[derive(Debug)]
+pub(crate) struct Lingering {
+    view: ViewServer,
+    run_id: Option<String>,
+}
+
+impl Lingering {
+    /// Serves the page until Ctrl-C (or, when SIGINT does not reach this
+    /// process, until it is killed).
+    pub(crate) fn serve(self) {
+        let Lingering { view, run_id } = self;
+        let url = run_id.map_or_else(|| view.url(), |id| view.run_url(&id));
+        match ctrl_c() {
+            Some(presses) => {
+                eprintln!(
+                    "view: the run is over; still serving {url} (Ctrl-C to stop: boardroom then exits with the run's code)"
+                );
+                let _ = presses.recv();
+                // The process ends now, its threads with it: a client that
+                // stopped reading an event stream must not hold the exit
+                // up (stop() would join its worker).
+                std::mem::forget(view);
+            }
+            None => {
+                // SIGINT is ignored (a background job) or taken: say how
+                // to stop it rather than hang on a Ctrl-C that never comes.
+                eprintln!(
+                    "view: the run is over; still serving {url} (Ctrl-C does not reach this process: stop it with `kill {}`)",
+                    std::process::id()
+                );
+                view.wait();
             }
         }
     }

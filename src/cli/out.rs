@@ -32,8 +32,8 @@ pub(crate) fn print(args: std::fmt::Arguments<'_>, newline: bool) {
 /// Ends the program after a failed write to stdout.
 fn end_on_write_error(e: &std::io::Error) -> ! {
     if e.kind() == ErrorKind::BrokenPipe {
-        std::process::exit(super::EXIT_OK.into());
+        std::process::exit(super::exit::EXIT_OK.into());
     }
     eprintln!("boardroom: cannot write to stdout: {e}");
-    std::process::exit(super::EXIT_FAILED.into());
+    std::process::exit(super::exit::EXIT_FAILED.into());
 }

@@ -9,7 +9,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use super::one_line;
+use super::text::one_line;
 use boardroom::board::EntryKind;
 use boardroom::{Event, EventKind, Phase, ReviewVerdict, RunStatus};
 use crossbeam_channel::Receiver;
@@ -49,7 +49,7 @@ static VIEW: OnceLock<MultiProgress> = OnceLock::new();
 /// there is no live view), so it never tears them. A log line can carry a
 /// server's text: escape sequences in it are shown, not obeyed.
 pub(crate) fn print_above(line: &str) {
-    let line = super::runs::terminal_safe(line);
+    let line = super::text::terminal_safe(line);
     let line = line.as_ref();
     match VIEW.get() {
         Some(multi) if !multi.is_hidden() => {
@@ -175,7 +175,7 @@ impl Human {
         line.bar.set_prefix(format!(
             "{} chars · …{}",
             line.chars,
-            super::runs::terminal_safe(&tail)
+            super::text::terminal_safe(&tail)
         ));
     }
 

@@ -6,7 +6,8 @@ use std::io::Write as _;
 
 use clap::CommandFactory;
 
-use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, args::Cli};
+use super::args::Cli;
+use super::exit::{CliError, Kind, Outcome};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct CompletionsArgs {
@@ -24,15 +25,15 @@ pub(crate) struct ManArgs {
 }
 
 /// Prints the completion script for a shell on stdout.
-pub(crate) fn completions(args: &CompletionsArgs) -> u8 {
+pub(crate) fn completions(args: &CompletionsArgs) -> Result<Outcome, CliError> {
     let mut cmd = Cli::command();
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "boardroom", &mut script);
-    emit(&script)
+    Ok(emit(&script))
 }
 
 /// Prints a man page (roff) on stdout: `man -l <(boardroom man)` reads it.
-pub(crate) fn man(args: &ManArgs) -> u8 {
+pub(crate) fn man(args: &ManArgs) -> Result<Outcome, CliError> {
     let mut cmd = Cli::command();
     // Gives each subcommand its page name (`boardroom-run`).
     cmd.build();
@@ -42,27 +43,25 @@ pub(crate) fn man(args: &ManArgs) -> u8 {
             Some(sub) => sub.clone(),
             None => {
                 let known: Vec<&str> = cmd.get_subcommands().map(clap::Command::get_name).collect();
-                eprintln!(
-                    "error: man: no command '{name}' (known: {})",
+                return Err(CliError::bad_input(format!(
+                    "man: no command '{name}' (known: {})",
                     known.join(", ")
-                );
-                return EXIT_BAD_INPUT;
+                )));
             }
         },
     };
     let mut roff = Vec::new();
-    if let Err(e) = clap_mangen::Man::new(page).render(&mut roff) {
-        eprintln!("error: man: {e}");
-        return EXIT_FAILED;
-    }
-    emit(&roff)
+    clap_mangen::Man::new(page)
+        .render(&mut roff)
+        .map_err(|e| CliError::context(Kind::Failed, "man", e))?;
+    Ok(emit(&roff))
 }
 
 /// Generated text to stdout, through the CLI's printer (a closed reader
 /// ends the program quietly).
-fn emit(bytes: &[u8]) -> u8 {
+fn emit(bytes: &[u8]) -> Outcome {
     let text = String::from_utf8_lossy(bytes);
     print!("{text}");
     let _ = std::io::stdout().flush();
-    EXIT_OK
+    Outcome::Done
 }

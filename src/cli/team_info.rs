@@ -58,5 +58,5 @@ pub(super) fn lines(team: &Team) -> Vec<String> {
 /// A value on one line, safe for a terminal.
 fn one_line(s: &str) -> String {
     let joined = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    super::one_line(&joined, 200)
+    super::text::one_line(&joined, 200)
 }

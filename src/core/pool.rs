@@ -20,8 +20,11 @@
 //! - `threads.rs`: the run's own pool of parked threads, which scales to
 //!   thousands of blocked members where rayon's work stealing does not.
 
+mod mark;
 mod rayon_pool;
 mod threads;
+
+pub use mark::panic_is_caught;
 
 use std::sync::OnceLock;
 use std::thread::Scope;

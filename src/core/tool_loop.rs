@@ -335,7 +335,8 @@ impl Core<'_> {
         };
         let mut ctx = ToolContext::new(&agent.name)
             .with_plan(&self.plan)
-            .on_file(&on_file);
+            .on_file(&on_file)
+            .with_deadline(self.deadline);
         if let Some(dir) = workspace.as_deref() {
             ctx = ctx.with_workspace(dir);
         }

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::team::Variables;
+use crate::util::vars::Variables;
 
 /// How the agent after a step was chosen. Written as `tool`, `line`,
 /// `rule N`, `router` or `after_work` (in `run.json` and in `handoff`

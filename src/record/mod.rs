@@ -21,4 +21,4 @@ pub use handoff::{HandoffHow, HandoffState, HandoffStep};
 pub use settings::RunSettings;
 pub use state::{ProcessKind, ProcessState, RunPhase, RunState, UserNote};
 pub use status::RunStatus;
-pub use turn::{ParseTurnIdError, Turn, TurnId};
+pub use turn::{AgentRole, ParseTurnIdError, Turn, TurnId};

@@ -6,7 +6,6 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Message, Phase, ToolCall, Usage};
-use crate::team::AgentRole;
 
 /// A turn's id: `t0001`, `t0002`, ... in the order a run's calls
 /// finished. Written and read as that string (in `turns.jsonl`, in events).
@@ -174,4 +173,19 @@ mod tests {
         // Ordered by number, not text: t10000 comes after t9999.
         assert!(TurnId::new(10000) > "t9999".parse().unwrap());
     }
+}
+
+/// An agent's place in the team.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum AgentRole {
+    /// Splits the task, reviews the board, gives the answer. One per team.
+    Master,
+    /// Works on assignments.
+    Member,
+    /// Talks with the user in `boardroom chat`: clarifies the request,
+    /// drafts the work modules and launches the team. At most one per
+    /// team; never on the roster of a run.
+    Partner,
 }

@@ -18,13 +18,14 @@ use crate::model::{ChatModel, SharedModel};
 use crate::record::RunState;
 use crate::team::Team;
 
+pub use crate::core::pool::panic_is_caught;
 pub use crate::core::{
     Cancel, DraftFailures, MasterPhase, Refusal, RunError, RunOutcome, TemplatePlace, ThreadError,
 };
 pub use handle::RunHandle;
 
 // Paths other floors used before the saved data had its own (`record`).
-pub(crate) use crate::record::{Executor, Turn};
+pub(crate) use crate::record::Turn;
 
 /// Runs a team on a task. Cheap to clone: the settings sit in an `Arc`,
 /// frozen for every run started from them (a setting changed on a clone

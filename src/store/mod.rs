@@ -3,7 +3,6 @@
 
 mod crash;
 mod error;
-mod file;
 mod lock;
 mod read;
 mod record;
@@ -14,11 +13,10 @@ pub use lock::run_holder;
 pub use read::{Lines, RunListing, list_runs, load_run, read_events, read_turns};
 pub use record::{RUN_FORMAT_VERSION, RunRecord, TeamSnapshot};
 
-pub(crate) use crash::crash_point;
-pub(crate) use file::{
-    MAX_LOG_FILE, MAX_RECORD_FILE, MAX_TEAM_FILE, open_regular, read_capped, read_capped_from,
-    read_text_lossy,
+pub(crate) use crate::util::fs::{
+    MAX_LOG_FILE, MAX_RECORD_FILE, open_regular, read_capped, read_capped_from, read_text_lossy,
 };
+pub(crate) use crash::crash_point;
 pub(crate) use lock::RunLock;
 pub(crate) use read::{MAX_SEQ, read_journal};
 pub(crate) use record::JournalRecord;

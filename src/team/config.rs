@@ -215,7 +215,7 @@ pub struct TeamConfig {
     /// What runs a round's members: `auto` (default), `rayon` or `threads`
     /// (see [`Executor`](crate::Executor)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub executor: Option<crate::runtime::Executor>,
+    pub executor: Option<crate::record::Executor>,
     /// Assignments one member may get in one round (default 8): `ASSIGN`
     /// lines past it are dropped, and the master is told so in its next
     /// turn (a `review_decision` event's `rejected` says it too).
@@ -233,7 +233,7 @@ pub struct TeamConfig {
     /// MCP servers, in the `mcpServers` format MCP clients share (also read
     /// from an `mcp.json` beside `team.yaml`).
     #[serde(default, rename = "mcpServers")]
-    pub mcp_servers: BTreeMap<String, crate::tools::McpServerConfig>,
+    pub mcp_servers: BTreeMap<String, super::McpServerConfig>,
     /// Wall-clock limit of a run: `90s`, `10m`, `1h`, or seconds as a
     /// number. The run then ends with the best answer on the board.
     #[serde(

@@ -84,6 +84,7 @@ pub struct ToolContext<'a> {
     workspace: Option<&'a Path>,
     plan: Option<&'a Mutex<Plan>>,
     on_file: Option<&'a FileHook<'a>>,
+    deadline: Option<std::time::Instant>,
 }
 
 /// Told of every file a tool writes: path relative to the workspace, size.
@@ -107,7 +108,19 @@ impl<'a> ToolContext<'a> {
             workspace: None,
             plan: None,
             on_file: None,
+            deadline: None,
         }
+    }
+
+    /// Bounds the tools' calls by the run's deadline, when it has one.
+    pub(crate) fn with_deadline(mut self, deadline: Option<std::time::Instant>) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// When the call must end, if the run has a time limit.
+    pub(crate) fn deadline(&self) -> Option<std::time::Instant> {
+        self.deadline
     }
 
     /// Gives the tools a workspace directory.
@@ -193,8 +206,9 @@ impl Tool for McpTool {
         self.info.input_schema.clone()
     }
 
-    fn call(&self, args: Value, _ctx: &ToolContext<'_>) -> Result<String, ToolError> {
-        self.pool.call(&self.info.server, &self.info.name, args)
+    fn call(&self, args: Value, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+        self.pool
+            .call_within(&self.info.server, &self.info.name, args, ctx.deadline())
     }
 }
 
@@ -404,25 +418,4 @@ pub(crate) fn spec_of(tool: &dyn Tool) -> ToolSpec {
         description: tool.description().to_string(),
         parameters: tool.parameters(),
     }
-}
-
-/// Adds the servers of an `mcp.json` beside `team.yaml` (if there is one)
-/// to the config.
-pub(crate) fn merge_mcp_json(
-    config: &mut crate::team::TeamConfig,
-    path: &Path,
-) -> Result<(), TeamError> {
-    if !path.exists() {
-        return Ok(());
-    }
-    for (name, server) in mcp::load_mcp_json(path)? {
-        if config.mcp_servers.contains_key(&name) {
-            return Err(TeamError::in_file(
-                path,
-                format!("mcp server '{name}' is also configured in team.yaml"),
-            ));
-        }
-        config.mcp_servers.insert(name, server);
-    }
-    Ok(())
 }

@@ -2,6 +2,8 @@
 //! else from the crate.
 
 pub(crate) mod duration;
+pub(crate) mod fs;
 pub(crate) mod secrets;
 pub(crate) mod shard;
 pub(crate) mod text;
+pub(crate) mod vars;

@@ -3,13 +3,15 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
 use boardroom::Phase;
 use boardroom::store::{Lines, RunPhase, Turn, load_run, read_events, read_turns, run_holder};
 
-use super::super::one_line;
-use super::super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
-use super::{ShowArgs, find_run, status_of, terminal_safe, time_of};
+use super::{find_run, status_of, time_of};
+use crate::cli::drive::message_hint;
+use crate::cli::exit::{CliError, Outcome};
+use crate::cli::text::{one_line, terminal_safe};
 
 /// `println!` with the control characters of model text (terminal escape
 /// sequences, carriage returns, bells) made visible instead of obeyed.
@@ -19,27 +21,40 @@ macro_rules! out {
     };
 }
 
+#[derive(Debug, clap::Args)]
+pub(crate) struct ShowArgs {
+    /// The run: its id, a unique prefix of it, `last`, or its directory.
+    run: String,
+    /// Where runs are saved (default: runs/ in
+    /// $BOARDROOM_HOME, else ~/.local/share/boardroom).
+    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value_os_t = crate::cli::home::runs_dir(), hide_default_value = true)]
+    runs_dir: PathBuf,
+    /// The board, entry by entry.
+    #[arg(long)]
+    board: bool,
+    /// Every model call with its usage and latency.
+    #[arg(long)]
+    turns: bool,
+    /// The work modules and their statuses.
+    #[arg(long)]
+    plan: bool,
+    /// The call graph: master → members → challengers, round by round.
+    #[arg(long)]
+    tree: bool,
+    /// The whole run (run.json and its turns) as one JSON document.
+    #[arg(long)]
+    json: bool,
+}
+
 fn warn_all<T>(lines: &Lines<T>) {
     for w in &lines.warnings {
         eprintln!("warning: {w}");
     }
 }
 
-pub(crate) fn show(args: &ShowArgs) -> u8 {
-    let dir = match find_run(&args.runs_dir, &args.run) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_BAD_INPUT;
-        }
-    };
-    let record = match load_run(&dir) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_FAILED;
-        }
-    };
+pub(crate) fn show(args: &ShowArgs) -> Result<Outcome, CliError> {
+    let dir = find_run(&args.runs_dir, &args.run).map_err(CliError::bad_input)?;
+    let record = load_run(&dir).map_err(CliError::failed)?;
     let events = read_events(&dir).unwrap_or_else(|e| {
         eprintln!("warning: {e}");
         Lines {
@@ -59,16 +74,9 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
     if args.json {
         // The whole run as one JSON document: run.json and the turns.
         let doc = serde_json::json!({ "run": &record, "turns": &turns.items });
-        return match serde_json::to_string_pretty(&doc) {
-            Ok(text) => {
-                println!("{text}");
-                EXIT_OK
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                EXIT_FAILED
-            }
-        };
+        let text = serde_json::to_string_pretty(&doc).map_err(CliError::failed)?;
+        println!("{text}");
+        return Ok(Outcome::Done);
     }
     let s = &record.state;
     out!(
@@ -121,7 +129,7 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
         let runs_dir = dir.parent().unwrap_or(std::path::Path::new("."));
         out!(
             "waiting for the user; reply with: {}",
-            super::super::message_hint(runs_dir, s.run_id())
+            message_hint(runs_dir, s.run_id())
         );
     }
     // A handoff run's messages are steps of the user's (below).
@@ -222,7 +230,7 @@ pub(crate) fn show(args: &ShowArgs) -> u8 {
             s.run_id()
         ),
     }
-    EXIT_OK
+    Ok(Outcome::Done)
 }
 
 /// One step of a handoff run: who acted, where control went and how, and

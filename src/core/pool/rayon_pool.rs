@@ -181,7 +181,7 @@ impl<'scope, 'env> RayonPool<'scope, 'env> {
         let slots: Vec<Mutex<Option<Result<R, String>>>> =
             (0..n).map(|_| Mutex::new(None)).collect();
         let job = |k: usize, item: T| {
-            let result = catch_unwind(AssertUnwindSafe(|| f(item)))
+            let result = super::mark::catching(|| f(item))
                 .map_err(|p| crate::core::unwind::panic_text(p.as_ref()));
             *slots[k].lock() = Some(result);
         };

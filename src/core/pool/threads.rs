@@ -23,7 +23,6 @@
 //! idle workers each look through every other worker's queue: O(N²) in
 //! all, most of a 1024-member round's CPU).
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::thread::Scope;
 
@@ -267,7 +266,7 @@ impl<'scope, 'env> Threads<'scope, 'env> {
                     k,
                 };
                 q.waiting.push_back(Box::new(move || {
-                    let result = catch_unwind(AssertUnwindSafe(|| f(item)))
+                    let result = super::mark::catching(|| f(item))
                         .map_err(|p| crate::core::unwind::panic_text(p.as_ref()));
                     *finished.phase.slots[finished.k].lock() = Some(result);
                 }));

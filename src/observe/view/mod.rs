@@ -10,9 +10,13 @@
 //!
 //! Run ids are looked up among the directories [`list_runs`] finds, never
 //! joined onto a path as given, so no URL reaches outside the runs
-//! directory. The server is `tiny_http` on a few named worker threads,
-//! all joined by [`ViewServer::stop`]; it binds where it is told
-//! (loopback unless the caller asks otherwise).
+//! directory. One named thread gathers connections and reads their request
+//! heads, a fixed pool of named workers answers them (one response per
+//! connection); all are joined by [`ViewServer::stop`]. Idle or slow
+//! clients never hold a thread: at most 256 wait for their heads (the
+//! oldest is closed past that), each for at most 10 s; a request that
+//! finds every worker busy is answered `503` at once. It binds where it
+//! is told (loopback unless the caller asks otherwise).
 //!
 //! On loopback a request must name the server's own address in its `Host`
 //! header (a DNS name a web page rebound to 127.0.0.1 is refused). Off
@@ -25,17 +29,20 @@
 //! [`list_runs`]: crate::store::list_runs
 
 mod routes;
+mod serve;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 /// Worker threads: each serves one request at a time, and a live page
 /// holds one for its event stream (at most [`routes::STREAM_FOR`]).
 const WORKERS: usize = 16;
+/// Requests whose heads arrived, queued for a worker; past it a request
+/// is answered `503`.
+const QUEUED: usize = 64;
 
 /// Why the view could not start.
 #[derive(Debug)]
@@ -48,7 +55,7 @@ pub enum ViewError {
         /// What the system said.
         source: std::io::Error,
     },
-    /// A worker thread could not be spawned.
+    /// A thread of the server could not be spawned.
     Thread(std::io::Error),
     /// The address is not loopback and no access token was given: anyone
     /// who could reach it could read the runs.
@@ -99,8 +106,8 @@ impl std::error::Error for ViewError {
 /// ```
 pub struct ViewServer {
     addr: SocketAddr,
-    server: Arc<tiny_http::Server>,
     stop: Arc<AtomicBool>,
+    /// The gathering thread first, then the workers.
     workers: Vec<JoinHandle<()>>,
 }
 
@@ -157,9 +164,7 @@ impl ViewServer {
         if token.is_none() && !addr.ip().is_loopback() {
             return Err(ViewError::NeedsToken { addr: shown });
         }
-        let server = tiny_http::Server::from_listener(listener, None)
-            .map_err(|e| bind(std::io::Error::other(e.to_string())))?;
-        let server = Arc::new(server);
+        listener.set_nonblocking(true).map_err(bind)?;
         // On loopback, only requests that name it (not a DNS name a web
         // page rebound to 127.0.0.1) are served.
         let hosts: Option<Arc<[String]>> = addr.ip().is_loopback().then(|| {
@@ -175,10 +180,21 @@ impl ViewServer {
         let access = Arc::new(routes::Access { hosts, token });
         let stop = Arc::new(AtomicBool::new(false));
         let runs_dir: Arc<PathBuf> = Arc::new(runs_dir.as_ref().to_path_buf());
-        let mut workers = Vec::with_capacity(WORKERS);
+        let (jobs, queue) = crossbeam_channel::bounded::<serve::Request>(QUEUED);
+        let mut server = ViewServer {
+            addr,
+            stop: Arc::clone(&stop),
+            workers: Vec::with_capacity(WORKERS + 1),
+        };
+        let halt = Arc::clone(&stop);
+        let gatherer = std::thread::Builder::new()
+            .name("boardroom-view-accept".into())
+            .spawn(move || serve::gather(&listener, &jobs, &halt))
+            .map_err(ViewError::Thread)?;
+        server.workers.push(gatherer);
         for i in 0..WORKERS {
-            let (srv, halt, runs_dir, access) = (
-                Arc::clone(&server),
+            let (queue, halt, runs_dir, access) = (
+                queue.clone(),
                 Arc::clone(&stop),
                 Arc::clone(&runs_dir),
                 Arc::clone(&access),
@@ -186,39 +202,15 @@ impl ViewServer {
             let worker = std::thread::Builder::new()
                 .name(format!("boardroom-view-{i}"))
                 .spawn(move || {
-                    while !halt.load(Ordering::Relaxed) {
-                        match srv.recv_timeout(Duration::from_millis(200)) {
-                            Ok(Some(request)) => {
-                                routes::handle(request, &runs_dir, &halt, &access);
-                            }
-                            Ok(None) => {}
-                            Err(e) => {
-                                log::debug!("view: {e}");
-                                break;
-                            }
-                        }
-                    }
-                });
-            match worker {
-                Ok(w) => workers.push(w),
-                Err(e) => {
-                    let partial = ViewServer {
-                        addr,
-                        server,
-                        stop,
-                        workers,
-                    };
-                    partial.stop();
-                    return Err(ViewError::Thread(e));
-                }
-            }
+                    serve::work(&queue, |request| {
+                        routes::handle(request, &runs_dir, &halt, &access);
+                    });
+                })
+                // Dropping the partial server stops and joins what started.
+                .map_err(ViewError::Thread)?;
+            server.workers.push(worker);
         }
-        Ok(ViewServer {
-            addr,
-            server,
-            stop,
-            workers,
-        })
+        Ok(server)
     }
 
     /// The address it listens on.
@@ -255,8 +247,9 @@ impl ViewServer {
 
 impl Drop for ViewServer {
     fn drop(&mut self) {
+        // The gathering thread sees the flag within a moment and drops
+        // the queue; the workers end once it is empty.
         self.stop.store(true, Ordering::Relaxed);
-        self.server.unblock();
         for w in self.workers.drain(..) {
             let _ = w.join();
         }

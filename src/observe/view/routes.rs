@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tiny_http::{Header, Request, Response};
+use super::serve::{Request, Response};
 
 use crate::event::RunStatus;
 use crate::store::{RunListing, list_runs};
@@ -42,21 +42,13 @@ fn same(a: &str, b: &str) -> bool {
             == 0
 }
 
-/// The value of a header, if present.
-fn header_value<'r>(request: &'r Request, name: &'static str) -> Option<&'r str> {
-    request
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv(name))
-        .map(|h| h.value.as_str())
-}
-
 /// Whether the request carries the token in a header or the cookie.
 fn has_token(request: &Request, token: &str) -> bool {
-    let bearer = header_value(request, "Authorization")
+    let bearer = request
+        .header("Authorization")
         .and_then(|v| v.strip_prefix("Bearer "))
         .is_some_and(|t| same(t.trim(), token));
-    let cookie = header_value(request, "Cookie").is_some_and(|v| {
+    let cookie = request.header("Cookie").is_some_and(|v| {
         v.split(';')
             .filter_map(|c| c.trim().split_once('='))
             .any(|(k, t)| k == COOKIE && same(t, token))
@@ -86,11 +78,11 @@ pub(super) fn handle(request: Request, runs_dir: &Path, stop: &AtomicBool, acces
             };
             request.respond(
                 html(303, "<p>See <a href=\"/\">the runs</a>.</p>".into())
-                    .with_header(header("Location", &location))
-                    .with_header(header(
+                    .with_header("Location", &location)
+                    .with_header(
                         "Set-Cookie",
                         &format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"),
-                    )),
+                    ),
             )
         } else {
             request.respond(html(
@@ -106,11 +98,7 @@ pub(super) fn handle(request: Request, runs_dir: &Path, stop: &AtomicBool, acces
         return;
     }
     if let Some(hosts) = access.hosts.as_deref() {
-        let host = request
-            .headers()
-            .iter()
-            .find(|h| h.field.equiv("Host"))
-            .map(|h| h.value.as_str().to_ascii_lowercase());
+        let host = request.header("Host").map(str::to_ascii_lowercase);
         if !host.is_some_and(|h| hosts.contains(&h)) {
             let _ = request.respond(html(
                 421,
@@ -121,10 +109,7 @@ pub(super) fn handle(request: Request, runs_dir: &Path, stop: &AtomicBool, acces
     }
     let url = request.url().to_string();
     let path = url.split(['?', '#']).next().unwrap_or("").to_string();
-    let get = matches!(
-        request.method(),
-        tiny_http::Method::Get | tiny_http::Method::Head
-    );
+    let get = request.is_get();
     let parts: Vec<&str> = path.split('/').collect();
     let result = match parts.as_slice() {
         _ if !get => request.respond(html(
@@ -143,10 +128,8 @@ pub(super) fn handle(request: Request, runs_dir: &Path, stop: &AtomicBool, acces
         ["", "runs", id, "events"] => match find(runs_dir, id) {
             Some(dir) => {
                 let last = request
-                    .headers()
-                    .iter()
-                    .find(|h| h.field.equiv("Last-Event-ID"))
-                    .and_then(|h| h.value.as_str().trim().parse().ok())
+                    .header("Last-Event-ID")
+                    .and_then(|v| v.trim().parse().ok())
                     .unwrap_or(0);
                 stream(request.into_writer(), &dir, last, stop);
                 Ok(())
@@ -178,22 +161,26 @@ pub(super) fn find(runs_dir: &Path, id: &str) -> Option<PathBuf> {
         .map(|r| r.path)
 }
 
-fn header(name: &str, value: &str) -> Header {
-    Header::from_bytes(name.as_bytes(), value.as_bytes())
-        .unwrap_or_else(|()| Header::from_bytes(&b"X-Invalid"[..], &b"1"[..]).expect("static"))
+fn with_common(r: Response, content_type: &str, csp: &str) -> Response {
+    r.with_header("Content-Type", content_type)
+        .with_header("Cache-Control", "no-store")
+        .with_header("X-Content-Type-Options", "nosniff")
+        .with_header("Referrer-Policy", "no-referrer")
+        .with_header("Content-Security-Policy", csp)
 }
 
-fn with_common<R: Read>(r: Response<R>, content_type: &str, csp: &str) -> Response<R> {
-    r.with_header(header("Content-Type", content_type))
-        .with_header(header("Cache-Control", "no-store"))
-        .with_header(header("X-Content-Type-Options", "nosniff"))
-        .with_header(header("Referrer-Policy", "no-referrer"))
-        .with_header(header("Content-Security-Policy", csp))
+/// Every worker is busy and the queue is full: come back in a moment.
+pub(super) fn busy() -> Response {
+    html(
+        503,
+        "<h1>503</h1><p>The view is busy; reload in a moment.</p>".into(),
+    )
+    .with_header("Retry-After", "1")
 }
 
 const CSP_STATIC: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
 
-fn html(code: u16, body: String) -> Response<std::io::Cursor<Vec<u8>>> {
+fn html(code: u16, body: String) -> Response {
     let doc = format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>boardroom</title>\
          <style>body{{font:15px system-ui,sans-serif;margin:2em;color:#222}}\
@@ -201,21 +188,21 @@ fn html(code: u16, body: String) -> Response<std::io::Cursor<Vec<u8>>> {
          a{{color:#0b5cad}}</style></head><body>{body}</body></html>"
     );
     with_common(
-        Response::from_data(doc.into_bytes()).with_status_code(code),
+        Response::new(code, doc.into_bytes()),
         "text/html; charset=utf-8",
         CSP_STATIC,
     )
 }
 
-fn json(value: &serde_json::Value) -> Response<std::io::Cursor<Vec<u8>>> {
+fn json(value: &serde_json::Value) -> Response {
     with_common(
-        Response::from_data(value.to_string().into_bytes()),
+        Response::new(200, value.to_string().into_bytes()),
         "application/json",
         "default-src 'none'",
     )
 }
 
-fn not_found(id: Option<&str>) -> Response<std::io::Cursor<Vec<u8>>> {
+fn not_found(id: Option<&str>) -> Response {
     let what = match id {
         Some(id) => format!("No run '{}' here.", escape(id)),
         None => "No such page.".to_string(),
@@ -227,14 +214,14 @@ fn not_found(id: Option<&str>) -> Response<std::io::Cursor<Vec<u8>>> {
 }
 
 /// The run page, with a fresh nonce: only our own script may run.
-fn page() -> Response<std::io::Cursor<Vec<u8>>> {
+fn page() -> Response {
     let nonce = nonce();
     let body = PAGE.replace("{{NONCE}}", &nonce);
     let csp = format!(
         "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:"
     );
     with_common(
-        Response::from_data(body.into_bytes()),
+        Response::new(200, body.into_bytes()),
         "text/html; charset=utf-8",
         &csp,
     )

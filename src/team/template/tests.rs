@@ -1,4 +1,5 @@
 use super::*;
+use crate::util::vars::probes;
 
 fn vars() -> Variables {
     Variables::declare([

@@ -312,7 +312,12 @@ impl McpClient {
                 Some(c) => json!({"cursor": c}),
                 None => json!({}),
             };
-            let page = self.request("tools/list", params, timeout)?;
+            let page = match self.request("tools/list", params, timeout) {
+                Err(McpError::Rpc { code, .. }) if code == super::lines::TOO_MANY_VALUES => {
+                    return Err(McpError::TooManyTools);
+                }
+                other => other?,
+            };
             let items =
                 page.get("tools")
                     .and_then(Value::as_array)
@@ -320,6 +325,9 @@ impl McpClient {
                         detail: "tools/list result has no 'tools' array".into(),
                         source: None,
                     })?;
+            if tools.len() + items.len() > super::lines::MAX_TOOLS {
+                return Err(McpError::TooManyTools);
+            }
             tools.extend(items.iter().cloned());
             match page.get("nextCursor").and_then(Value::as_str) {
                 Some(next) if !next.is_empty() => cursor = Some(next.to_string()),

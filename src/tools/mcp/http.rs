@@ -581,10 +581,25 @@ impl Inner {
         if text.trim().is_empty() {
             return Ok(());
         }
-        let value: Value = serde_json::from_str(text).map_err(|e| McpError::Protocol {
-            detail: format!("the server's answer is not JSON: {e}"),
-            source: Some(std::sync::Arc::new(e)),
-        })?;
+        // At most MAX_VALUES parsed values, as on stdio: one message past
+        // it becomes an error answer to its request; a batch, an error.
+        if text.trim_start().starts_with('[') && super::lines::too_many_values(text.as_bytes()) {
+            return Err(McpError::Protocol {
+                detail: format!(
+                    "the server's answer holds more than {} JSON values ({} bytes); \
+                     boardroom keeps at most {}",
+                    super::lines::MAX_VALUES,
+                    text.len(),
+                    super::lines::MAX_VALUES
+                ),
+                source: None,
+            });
+        }
+        let value: Value =
+            super::lines::parse_message(text.as_bytes()).map_err(|e| McpError::Protocol {
+                detail: format!("the server's answer is not JSON: {e}"),
+                source: Some(std::sync::Arc::new(e)),
+            })?;
         let messages = match value {
             Value::Array(items) => items,
             one => vec![one],

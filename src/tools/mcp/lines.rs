@@ -100,6 +100,19 @@ pub(crate) fn skip_line(reader: &mut impl BufRead) -> io::Result<bool> {
 /// a listing of a few thousand files with their fields.
 pub(crate) const MAX_VALUES: usize = 200_000;
 
+/// Tools one server may list (a model takes far fewer in one request).
+pub(crate) const MAX_TOOLS: usize = 1000;
+
+/// The JSON-RPC error code of the answer [`parse_message`] puts in place of
+/// a message of more than [`MAX_VALUES`] values (one of the codes JSON-RPC
+/// leaves to implementations).
+pub(crate) const TOO_MANY_VALUES: i64 = -32099;
+
+/// Whether `text` holds more than [`MAX_VALUES`] JSON values.
+pub(crate) fn too_many_values(text: &[u8]) -> bool {
+    values_in(text, MAX_VALUES) > MAX_VALUES
+}
+
 /// How many JSON values `line` holds, about: the opening brackets and
 /// separators outside strings, plus one. Stops counting past `cap`.
 fn values_in(line: &[u8], cap: usize) -> usize {
@@ -134,7 +147,7 @@ fn values_in(line: &[u8], cap: usize) -> usize {
 ///
 /// What `serde_json` says of a line that is not JSON.
 pub(crate) fn parse_message(line: &[u8]) -> serde_json::Result<serde_json::Value> {
-    if values_in(line, MAX_VALUES) <= MAX_VALUES {
+    if !too_many_values(line) {
         return serde_json::from_slice(line);
     }
     #[derive(serde::Deserialize)]
@@ -147,7 +160,7 @@ pub(crate) fn parse_message(line: &[u8]) -> serde_json::Result<serde_json::Value
         "jsonrpc": "2.0",
         "id": head.id,
         "error": {
-            "code": -32603,
+            "code": TOO_MANY_VALUES,
             "message": format!(
                 "the server's answer holds more than {MAX_VALUES} JSON values \
                  ({} bytes); boardroom keeps at most {MAX_VALUES}",

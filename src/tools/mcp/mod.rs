@@ -18,8 +18,7 @@ mod stdio;
 use std::fmt;
 use std::time::Duration;
 
-pub(crate) use config::load_mcp_json;
-pub use config::{Elicitation, McpServerConfig};
+pub use crate::team::{Elicitation, McpServerConfig};
 pub use pool::{McpPool, McpToolInfo};
 
 /// The protocol version the client asks for; it accepts what the server
@@ -103,6 +102,9 @@ pub enum McpError {
         /// The cap in bytes.
         limit: usize,
     },
+    /// The server lists more tools than boardroom takes: more than 1000
+    /// tools, or a list in one answer of more than 200,000 JSON values.
+    TooManyTools,
     /// The server's settings are wrong (a `${VAR}` that is not set, both
     /// or neither of `command` and `url`, ...).
     Config {
@@ -150,6 +152,13 @@ impl fmt::Display for McpError {
                 f,
                 "the server wrote a line of more than {} MiB to {stream} (the limit)",
                 limit >> 20
+            ),
+            McpError::TooManyTools => write!(
+                f,
+                "tools/list: the server lists more tools than boardroom takes (at most {} \
+                 tools, {} JSON values in one answer)",
+                lines::MAX_TOOLS,
+                lines::MAX_VALUES
             ),
             McpError::Config { detail } => write!(f, "{detail}"),
             McpError::UnknownServer { name } => write!(f, "no mcp server '{name}' is configured"),

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -79,7 +79,7 @@ impl McpPool {
             closed: AtomicBool::new(false),
         };
         for (name, config) in servers {
-            super::config::check_server_name(name).map_err(|detail| ToolError::Mcp {
+            crate::team::check_server_name(name).map_err(|detail| ToolError::Mcp {
                 server: name.clone(),
                 source: McpError::Protocol {
                     detail,
@@ -210,9 +210,34 @@ impl McpPool {
     /// `isError: true`; [`ToolError::Mcp`] when the server cannot be reached,
     /// times out or died (it is then restarted once for the calls after).
     pub fn call(&self, server: &str, tool: &str, arguments: Value) -> Result<String, ToolError> {
+        self.call_within(server, tool, arguments, None)
+    }
+
+    /// [`McpPool::call`], ending by `deadline` (the run's) when that comes
+    /// before the server's own timeout.
+    pub(crate) fn call_within(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        deadline: Option<Instant>,
+    ) -> Result<String, ToolError> {
         let s = self.server(server)?;
+        let timeout = match deadline {
+            Some(d) => s.timeout.min(d.saturating_duration_since(Instant::now())),
+            None => s.timeout,
+        };
+        if timeout.is_zero() {
+            return Err(mcp_err(
+                server,
+                McpError::Timeout {
+                    method: "tools/call".to_string(),
+                    after: timeout,
+                },
+            ));
+        }
         let client = self.session(server, s)?;
-        match client.call_tool(tool, arguments, s.timeout) {
+        match client.call_tool(tool, arguments, timeout) {
             Ok(CallOutput {
                 text,
                 is_error: false,

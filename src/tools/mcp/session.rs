@@ -9,8 +9,8 @@ use crossbeam_channel::Sender;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
+use super::Elicitation;
 use super::McpError;
-use super::config::Elicitation;
 
 /// A response as the waiting caller gets it.
 pub(crate) type Reply = Result<Value, McpError>;

@@ -166,9 +166,17 @@ impl Stdio {
         // write blocked on a server that does not read.
         self.stdin.lock().take();
         if let Some(mut child) = self.child.lock().take() {
-            // The group first, while the unreaped leader keeps its id taken.
+            // Its descendants that left the group (`setsid`) are found
+            // while it lives (they are still its children); then the group,
+            // while the unreaped leader keeps its id taken.
+            #[cfg(target_os = "linux")]
+            let escaped = descendants(self.pid);
             #[cfg(unix)]
             kill_group(self.pid);
+            #[cfg(target_os = "linux")]
+            for pid in escaped {
+                kill_one(pid);
+            }
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -209,6 +217,50 @@ fn kill_group(pid: u32) {
     if let Err(e) = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL) {
         log::debug!("mcp: ending process group {pid:?}: {e}");
     }
+}
+
+/// SIGKILL to one process; an error (it is gone) is nothing to do.
+#[cfg(target_os = "linux")]
+fn kill_one(pid: u32) {
+    if let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    }
+}
+
+/// Every process descended from `root`, by the parent ids in `/proc`
+/// (a snapshot: one that double-forked away to init is not found).
+#[cfg(target_os = "linux")]
+fn descendants(root: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let parents: Vec<(u32, u32)> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // `pid (comm) state ppid ...`; comm may hold spaces and ')'.
+            let ppid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?;
+            Some((pid, ppid.parse().ok()?))
+        })
+        .collect();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            parents
+                .iter()
+                .filter(|&&(pid, ppid)| ppid == parent && !found.contains(&pid))
+                .map(|&(pid, _)| pid)
+                .collect::<Vec<_>>(),
+        );
+        i += 1;
+    }
+    found.remove(0);
+    found
 }
 
 fn line_of(msg: &Value) -> Vec<u8> {

@@ -28,7 +28,9 @@ impl Inner {
                     if event.data.trim().is_empty() {
                         continue; // a priming event: only its id matters
                     }
-                    let msg: Value = match serde_json::from_str(&event.data) {
+                    // At most MAX_VALUES parsed values, as on stdio.
+                    let msg: Value = match super::super::lines::parse_message(event.data.as_bytes())
+                    {
                         Ok(v) => v,
                         Err(e) => {
                             log::debug!("mcp '{}': an event that is not JSON ({e})", self.server);

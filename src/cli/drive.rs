@@ -1,0 +1,162 @@
+//! Driving a run on the terminal, shared by `run` and `resume`: the
+//! renderer thread shows its events, the first Ctrl-C stops it gracefully,
+//! and its outcome becomes the answer on stdout and an [`Outcome`].
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::time::Duration;
+
+use boardroom::{RunError, RunHandle, RunStatus, Runtime, ThreadError};
+
+use super::exit::{CliError, EXIT_STOPPED, Outcome};
+use super::text::terminal_safe;
+use super::{home, observe, render};
+
+/// How long calls in flight may take to return after the first Ctrl-C
+/// before they are abandoned (the run is then resumed from its last saved
+/// phase, and the drafts that landed).
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// The command that goes on with a run.
+fn resume_hint(runs_dir: &Path, run_id: &str) -> String {
+    if home::is_implied_runs_dir(runs_dir) {
+        format!("boardroom resume {run_id}")
+    } else {
+        format!(
+            "boardroom resume {run_id} --runs-dir {}",
+            runs_dir.display()
+        )
+    }
+}
+
+/// The command that answers a run waiting for its user.
+pub(crate) fn message_hint(runs_dir: &Path, run_id: &str) -> String {
+    format!("{} --message \"...\"", resume_hint(runs_dir, run_id))
+}
+
+/// Waits for the run while watching Ctrl-C: the first press stops the run
+/// gracefully (no new calls; calls in flight get [`STOP_GRACE`] to
+/// return); a second press, or the grace running out, ends the program at
+/// once with the run resumable from its last saved phase.
+fn wait_watching_ctrl_c(
+    handle: RunHandle,
+    runs_dir: &Path,
+) -> Result<boardroom::RunOutcome, RunError> {
+    let Some(presses) = observe::ctrl_c() else {
+        return handle.wait();
+    };
+    let cancel = handle.canceller();
+    let run_id = handle.run_id().to_string();
+    let (done_tx, done) = crossbeam_channel::bounded(1);
+    std::thread::scope(|s| {
+        let waiter = std::thread::Builder::new()
+            .name("boardroom-wait".into())
+            .spawn_scoped(s, move || {
+                let _ = done_tx.send(handle.wait());
+            });
+        if let Err(source) = waiter {
+            return Err(RunError::Pool(ThreadError::Spawn {
+                thread: "a thread",
+                source,
+            }));
+        }
+        crossbeam_channel::select! {
+            recv(done) -> r => return r.unwrap_or(Err(RunError::Pool(ThreadError::Ended { thread: "the run thread" }))),
+            recv(presses) -> _ => {}
+        }
+        cancel.cancel();
+        render::print_above(&format!(
+            "stopping: waiting up to {}s for the calls in flight (Ctrl-C again to quit now)",
+            STOP_GRACE.as_secs()
+        ));
+        let how = crossbeam_channel::select! {
+            recv(done) -> r => return r.unwrap_or(Err(RunError::Pool(ThreadError::Ended { thread: "the run thread" }))),
+            recv(presses) -> _ => "stopped at once",
+            default(STOP_GRACE) => "stopped; calls in flight abandoned",
+        };
+        render::clear_view();
+        eprintln!(
+            "{how}; {} continues it from its last saved phase",
+            resume_hint(runs_dir, &run_id)
+        );
+        // The calls in flight are abandoned with their threads: no return
+        // through the scope that would join them.
+        std::process::exit(EXIT_STOPPED.into());
+    })
+}
+
+/// Runs `start` while the renderer thread shows the events from `rx`,
+/// then prints the answer, the usage per agent and where the run was
+/// saved, and says how the run ended. Shared by `run` and `resume`.
+pub(crate) fn drive_and_report(
+    runtime: Runtime,
+    rx: crossbeam_channel::Receiver<boardroom::Event>,
+    json: bool,
+    runs_dir: &Path,
+    start: impl FnOnce(&Runtime) -> Result<RunHandle, RunError>,
+) -> Result<Outcome, CliError> {
+    let mode = if json {
+        render::Mode::Json
+    } else {
+        render::Mode::Human
+    };
+    let outcome = std::thread::scope(|s| {
+        let renderer = std::thread::Builder::new()
+            .name("boardroom-render".into())
+            .spawn_scoped(s, move || render::render(rx, mode));
+        let handle = start(&runtime);
+        // Dropping the runtime drops this sender: the renderer drains and
+        // ends when the run drops its own.
+        drop(runtime);
+        let outcome = handle.and_then(|h| wait_watching_ctrl_c(h, runs_dir));
+        if let Ok(handle) = renderer {
+            let _ = handle.join();
+        }
+        outcome
+    });
+    let outcome = outcome.map_err(CliError::run)?;
+    if outcome.status == RunStatus::Cancelled {
+        eprintln!(
+            "stopped; {} continues it",
+            resume_hint(runs_dir, &outcome.run_id)
+        );
+        return Ok(Outcome::Stopped);
+    }
+    if !json {
+        // Exact into a file or a pipe; on a terminal, escape sequences in
+        // the model's text are shown, not obeyed.
+        let answer = outcome.answer.trim_end();
+        if std::io::stdout().is_terminal() {
+            println!("{}", terminal_safe(answer));
+        } else {
+            println!("{answer}");
+        }
+        render::usage_by_agent(&outcome.usage_by_agent);
+        super::runs::saved_note(runs_dir, &outcome.run_id);
+    }
+    if outcome.status == RunStatus::AwaitingUser {
+        eprintln!(
+            "waiting for your reply: {}",
+            message_hint(runs_dir, &outcome.run_id)
+        );
+    }
+    Ok(match outcome.status {
+        RunStatus::Failed => Outcome::Failed,
+        RunStatus::AwaitingUser => Outcome::Waiting,
+        // A run cut by its own limit says so in its status; the drafts the
+        // limit refused are not members failing.
+        RunStatus::BudgetExhausted | RunStatus::TimedOut => Outcome::Done,
+        _ => match outcome.draft_failures() {
+            // No silent partial success: the count, once; each failure's
+            // own text is its ✗ line (or its event).
+            Some(failures) => {
+                eprintln!(
+                    "partial: {} of {} drafts failed; the answer was made from the rest",
+                    failures.failed, failures.total
+                );
+                Outcome::Partial
+            }
+            None => Outcome::Done,
+        },
+    })
+}

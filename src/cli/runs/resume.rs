@@ -1,0 +1,226 @@
+//! `boardroom resume`: a saved run goes on from its last saved phase, with
+//! the user's reply or a follow-up (`--message`); a finished run or one
+//! that waits for its user is printed as it ended.
+
+use std::path::{Path, PathBuf};
+
+use boardroom::store::{MasterMemory, RunPhase, RunRecord, StoreError, load_run, run_holder};
+use boardroom::{RunStatus, Runtime};
+
+use super::{find_run, status_of};
+use crate::cli::drive::{drive_and_report, message_hint};
+use crate::cli::exit::{CliError, Kind, Outcome};
+use crate::cli::observe::{Lingering, Observers};
+use crate::cli::setup::{blackboard_flags, default_model, prepare};
+use crate::cli::text::terminal_safe;
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ResumeArgs {
+    /// The run: its id, a unique prefix of it, `last`, or its directory.
+    run: String,
+    /// Where runs are saved (default: runs/ in
+    /// $BOARDROOM_HOME, else ~/.local/share/boardroom).
+    #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value_os_t = crate::cli::home::runs_dir(), hide_default_value = true)]
+    runs_dir: PathBuf,
+    /// The default model (default: the one the run was started with).
+    #[arg(long)]
+    model: Option<String>,
+    /// Members that run at once (default: as the run was started;
+    /// blackboard runs only).
+    #[arg(long)]
+    parallel: Option<usize>,
+    /// What runs the members: auto, rayon or threads (default: team.yaml's
+    /// `executor`, else auto).
+    #[arg(long, value_name = "auto|rayon|threads")]
+    executor: Option<boardroom::Executor>,
+    /// End the resumed run with the best answer so far after this much
+    /// wall-clock time: 90s, 10m, 1h (default: team.yaml's `timeout`).
+    #[arg(long, value_name = "DUR", value_parser = boardroom::config::parse_timeout)]
+    timeout: Option<std::time::Duration>,
+    /// Print events as JSON lines on stdout instead of the live view.
+    #[arg(long)]
+    json: bool,
+    /// Neither use nor update the master's memory.
+    #[arg(long)]
+    no_memory: bool,
+    /// Serve the run's live page, as `run --view` does.
+    #[arg(long)]
+    view: bool,
+    /// Send the resumed run's trace to this OTLP/HTTP collector, as `run
+    /// --otlp` does.
+    #[arg(long, value_name = "URL")]
+    otlp: Option<String>,
+    /// Put prompts, answers and tool arguments and results into the spans.
+    #[arg(long)]
+    otlp_content: bool,
+    /// The user's reply to a run that waits for it (status
+    /// awaiting_user), or a follow-up to a finished run.
+    #[arg(long, value_name = "TEXT")]
+    message: Option<String>,
+}
+
+/// Resumes the run. A resumed run with `--view` leaves its page in
+/// `lingering`, served after the outcome is reported.
+pub(crate) fn resume(
+    args: &ResumeArgs,
+    lingering: &mut Option<Lingering>,
+) -> Result<Outcome, CliError> {
+    let dir = find_run(&args.runs_dir, &args.run).map_err(CliError::bad_input)?;
+    let record = load_run(&dir).map_err(|e| match e {
+        e @ StoreError::NewerVersion { .. } => CliError::bad_input(e),
+        e => CliError::failed(e),
+    })?;
+    if let Some(pid) = run_holder(&dir) {
+        let by = pid.map_or_else(String::new, |pid| format!(" (pid {pid})"));
+        return Err(CliError::bad_input(format!(
+            "run {}: in use by another boardroom{by}",
+            record.state.run_id()
+        )));
+    }
+    let message = args.message.as_deref().map(str::trim);
+    if message == Some("") {
+        return Err(CliError::bad_input("--message: the message is empty"));
+    }
+    let (process, name) = (record.team.config.process, record.team.name.as_str());
+    blackboard_flags(process, name, None, args.parallel).map_err(CliError::bad_input)?;
+    if record.state.status() == RunStatus::AwaitingUser && message.is_none() {
+        eprintln!(
+            "run {} waits for its user; reply with: {}",
+            record.state.run_id(),
+            message_hint(&runs_dir_of(&dir), record.state.run_id())
+        );
+        print_ended(&record, args.json);
+        return Ok(Outcome::Waiting);
+    }
+    if record.state.phase() == RunPhase::Finished
+        && message.is_none()
+        && !memory_owed(&record, &dir, args.no_memory)
+    {
+        eprintln!(
+            "run {} is already finished ({})",
+            record.state.run_id(),
+            status_of(&record, &dir)
+        );
+        print_ended(&record, args.json);
+        return Ok(Outcome::Done);
+    }
+    let saved_team = |e| {
+        CliError::context(
+            Kind::BadInput,
+            format!("{}: the saved team", dir.display()),
+            e,
+        )
+    };
+    let team = record.team.to_team().map_err(saved_team)?;
+    let spec = args
+        .model
+        .as_deref()
+        .or(record.settings.model_spec.as_deref());
+    let model = default_model(&team, spec).map_err(CliError::bad_input)?;
+    let runs_dir = runs_dir_of(&dir);
+    let (tx, rx) = crossbeam_channel::unbounded();
+    // The library rebuilds the run's settings; the flags given now win.
+    let mut runtime = Runtime::for_saved(&record, model)
+        .map_err(saved_team)?
+        .events(tx);
+    if let Some(p) = args.parallel {
+        runtime = runtime.max_parallel(p);
+    }
+    if let Some(x) = args.executor {
+        runtime = runtime.executor(x);
+    }
+    let no_memory = args.no_memory || !record.settings.memory;
+    runtime = prepare(runtime, &runs_dir, no_memory, spec);
+    if let Some(t) = args.timeout {
+        runtime = runtime.timeout(t);
+    }
+    let mut observers = Observers::start(
+        args.view,
+        args.otlp.as_deref(),
+        args.otlp_content,
+        &runs_dir,
+    )?;
+    let rx = observers.tee(rx);
+    let ended = drive_and_report(runtime, rx, args.json, &runs_dir, |rt| match message {
+        Some(m) => rt.start_resume_with_message(&dir, m),
+        None => rt.start_resume(&dir),
+    });
+    *lingering = observers.finish();
+    ended
+}
+
+/// What `resume` prints for a run it does not drive (finished, or waiting
+/// for its user): the answer, or with `--json` the events a run ends with,
+/// as JSON lines rebuilt from `run.json` (`awaiting_user` for a waiting
+/// run, then `run_finished`).
+fn print_ended(record: &RunRecord, json: bool) {
+    let state = &record.state;
+    let answer = state.answer().unwrap_or_default().to_string();
+    if !json {
+        println!("{}", terminal_safe(answer.trim_end()));
+        return;
+    }
+    let (agent, rounds) = match &state.handoff() {
+        Some(hs) => (hs.active.clone(), hs.steps.len() as u32),
+        // The master: the first agent of the saved team.
+        None => (
+            record
+                .team
+                .agents
+                .first()
+                .map(|a| a.name.clone())
+                .unwrap_or_default(),
+            state.round(),
+        ),
+    };
+    let event = |kind: boardroom::EventKind| {
+        let mut event = boardroom::Event::now(state.run_id(), &agent, None, kind);
+        event.time_ms = record.saved_ms;
+        event
+    };
+    let mut events = Vec::new();
+    if state.status() == RunStatus::AwaitingUser {
+        events.push(event(boardroom::EventKind::AwaitingUser {
+            question: answer.clone(),
+        }));
+    }
+    events.push(event(boardroom::EventKind::RunFinished {
+        status: state.status(),
+        answer,
+        rounds,
+        usage: state.usage(),
+    }));
+    for e in events {
+        if let Ok(line) = serde_json::to_string(&e) {
+            println!("{line}");
+        }
+    }
+}
+
+/// The runs directory a run directory sits in.
+fn runs_dir_of(dir: &Path) -> PathBuf {
+    dir.parent().map_or_else(PathBuf::new, Path::to_path_buf)
+}
+
+/// Whether a finished run still owes the team its memory note: it was
+/// killed after its last phase, before the note was written.
+fn memory_owed(record: &RunRecord, dir: &Path, no_memory: bool) -> bool {
+    // A handoff run leaves a note when it ended with an answer, not at
+    // its deadline (as the library decides).
+    let handoff_ended = matches!(
+        record.state.status(),
+        RunStatus::Done
+            | RunStatus::TurnLimit
+            | RunStatus::HandoffLimit
+            | RunStatus::BudgetExhausted
+    );
+    if no_memory
+        || !record.settings.memory
+        || record.state.answer().is_none()
+        || (record.team.config.process == boardroom::Process::Handoff && !handoff_ended)
+    {
+        return false;
+    }
+    let runs_dir = dir.parent().unwrap_or(Path::new("."));
+    !MasterMemory::for_team(runs_dir, &record.team.name).remembers(record.state.run_id())
+}
