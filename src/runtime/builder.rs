@@ -9,10 +9,11 @@ use std::sync::Arc;
 
 use crossbeam_channel::Sender;
 
-use super::{Executor, Runtime};
+use super::Runtime;
 use crate::event::Event;
 use crate::memory::MasterMemory;
 use crate::plan::Plan;
+use crate::record::Executor;
 use crate::store::RunRecord;
 
 impl Runtime {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use crate::core::RunConfig;
 use crate::model::{ChatModel, SharedModel};
-use crate::record::RunState;
+use crate::record::{Executor, RunState};
 use crate::team::Team;
 
 pub use crate::core::pool::panic_is_caught;
