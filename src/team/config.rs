@@ -215,7 +215,7 @@ pub struct TeamConfig {
     /// What runs a round's members: `auto` (default), `rayon` or `threads`
     /// (see [`Executor`](crate::Executor)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub executor: Option<crate::runtime::Executor>,
+    pub executor: Option<crate::record::Executor>,
     /// Assignments one member may get in one round (default 8): `ASSIGN`
     /// lines past it are dropped, and the master is told so in its next
     /// turn (a `review_decision` event's `rejected` says it too).
