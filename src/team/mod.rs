@@ -19,8 +19,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 pub(crate) use check::front_matter_item_line;
-pub(crate) use config::MAX_IN_FLIGHT;
-pub use config::{EndpointConfig, HandoffRuleConfig, ModelConfig, Process, TeamConfig};
+pub use config::{HandoffRuleConfig, ModelConfig, Process, TeamConfig};
 pub use error::TeamError;
 pub use handoff::{AfterWork, HandoffRule, HandoffSettings};
 pub use template::{
