@@ -22,10 +22,10 @@ use serde::{Deserialize, Serialize};
 use crate::event::{Event, EventKind};
 use crate::model::{
     ChatModel, ChatRequest, ChatResponse, LimitWatch, LimitWatcher, ModelError, Phase, SharedModel,
-    Sim, SimOptions,
 };
 use crate::runtime::{Executor, Runtime};
 use crate::team::{AgentSpec, Team, TeamConfig};
+use crate::testing::{Sim, SimOptions};
 
 /// The task every bench run is given.
 pub const BENCH_TASK: &str = "Benchmark: each member writes one short part.";

@@ -224,7 +224,7 @@ impl Runtime {
     pub fn with_shared_model(team: Team, model: SharedModel) -> Self {
         Runtime {
             model,
-            ..Runtime::new(team, crate::model::Sim::new())
+            ..Runtime::new(team, crate::testing::Sim::new())
         }
     }
 
