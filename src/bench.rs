@@ -22,11 +22,11 @@ use serde::{Deserialize, Serialize};
 use crate::event::{Event, EventKind};
 use crate::model::{
     ChatModel, ChatRequest, ChatResponse, LimitWatch, LimitWatcher, ModelError, Phase, SharedModel,
-    Sim, SimOptions,
 };
 use crate::record::Executor;
 use crate::runtime::Runtime;
 use crate::team::{AgentSpec, Team, TeamConfig};
+use crate::testing::{Sim, SimOptions};
 
 /// The task every bench run is given.
 pub const BENCH_TASK: &str = "Benchmark: each member writes one short part.";

@@ -46,6 +46,7 @@
 pub mod bench;
 pub mod board;
 pub mod chat;
+mod connect;
 mod core;
 #[cfg(test)]
 mod error_chains;
@@ -61,7 +62,6 @@ mod record;
 mod runtime;
 mod team;
 
-pub mod openai;
 pub mod testing;
 pub mod tools;
 mod util;
@@ -69,6 +69,22 @@ mod util;
 /// The channels events travel on: `crossbeam-channel`, re-exported so a
 /// program can follow the examples without adding it.
 pub use crossbeam_channel as channel;
+
+/// The OpenAI-compatible model's long tail: the retry policy, the adaptive
+/// limit's watch, the default base URL and resolving a model spec
+/// (`sim`, `openai:gpt-4o-mini`, ...) to a model.
+///
+/// [`OpenAi`](crate::OpenAi) lives at the crate root; its builder
+/// ([`OpenAiBuilder`](openai::OpenAiBuilder), from `OpenAi::builder`) and
+/// the error of a bad model spec ([`ModelSpecError`](openai::ModelSpecError))
+/// live here.
+pub mod openai {
+    pub use crate::connect::resolve_model;
+    pub use crate::model::{
+        LimitChange, LimitReason, LimitWatch, LimitWatcher, ModelSpecError,
+        OPENAI_DEFAULT_BASE_URL, OpenAiBuilder, RetryPolicy,
+    };
+}
 
 /// The MCP clients (also at [`tools::mcp`]).
 pub use tools::mcp;
@@ -189,8 +205,9 @@ pub use util::secrets::redact;
 /// endpoints, handoff rules and settings, and the duration syntax of
 /// `timeout:` and `--timeout`.
 pub mod config {
+    pub use crate::model::{EndpointConfig, Provider};
     pub use crate::team::{
-        AfterWork, EndpointConfig, HandoffRule, HandoffRuleConfig, HandoffSettings, ModelConfig,
+        AfterWork, HandoffRule, HandoffRuleConfig, HandoffSettings, ModelConfig,
     };
     pub use crate::util::duration::{TimeoutError, parse_timeout};
 }

@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::model::{ModelSpecError, SharedModel, resolve_model};
+use crate::connect::resolve_model;
+use crate::model::{ModelSpecError, SharedModel};
 use crate::team::{ModelConfig, Team};
 
 impl Team {
@@ -51,9 +52,7 @@ pub(crate) fn resolve_agents(
 fn build(team: &Team, name: &str) -> Result<SharedModel, ModelSpecError> {
     match team.config().models.get(name) {
         Some(ModelConfig::Spec(spec)) => resolve_model(spec),
-        Some(ModelConfig::Endpoint(cfg)) => {
-            Ok(Arc::new(crate::model::openai_from_endpoint(name, cfg)?))
-        }
+        Some(ModelConfig::Endpoint(cfg)) => crate::model::from_endpoint(name, cfg),
         None => resolve_model(name).map_err(|e| match did_you_mean(team, name) {
             Some(hint) => ModelSpecError {
                 detail: format!("{} ({hint})", e.detail),

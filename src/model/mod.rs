@@ -4,30 +4,29 @@
 //! A [`ChatModel`] takes a [`ChatRequest`] (messages, optional tools and
 //! output schema, and a little metadata about who is asking and why),
 //! streams text deltas to a callback, and returns a [`ChatResponse`].
-//! Providers: [`Sim`] (offline, deterministic), [`Scripted`] (exact replies
-//! for tests) and [`OpenAi`] (any OpenAI-compatible HTTP server).
+//! Providers: [`OpenAi`] (any OpenAI-compatible HTTP server), over the
+//! shared machinery of [`http`]; the offline models live in
+//! the testing floor. A model's endpoint in `team.yaml` is an
+//! [`EndpointConfig`]; a spec string reads to a [`spec::ModelSpec`].
 
+pub(crate) mod endpoint;
 mod error;
+pub(crate) mod http;
 pub(crate) mod no_tools;
 mod openai;
-mod scripted;
-mod sim;
-mod sim_handoff;
-mod sim_partner;
-mod spec;
+pub(crate) mod spec;
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) use endpoint::from_endpoint;
+pub use endpoint::{EndpointConfig, Provider};
 pub use error::ModelError;
-pub(crate) use openai::from_endpoint as openai_from_endpoint;
-pub(crate) use openai::redact_url;
-pub use openai::{LimitChange, LimitReason, LimitWatch, LimitWatcher};
-pub use openai::{OPENAI_DEFAULT_BASE_URL, OpenAi, OpenAiBuilder, RetryPolicy};
-pub use scripted::{Scripted, ScriptedReply};
-pub use sim::{Sim, SimOptions, SimStats, SimToolCall};
-pub use spec::{ModelSpecError, resolve_model};
+pub(crate) use http::redact_url;
+pub use http::{LimitChange, LimitReason, LimitWatch, LimitWatcher, RetryPolicy};
+pub use openai::{OPENAI_DEFAULT_BASE_URL, OpenAi, OpenAiBuilder};
+pub use spec::ModelSpecError;
 
 /// Who wrote a message in a conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -16,9 +16,10 @@
 //! Options follow a comma: `gpt-4o-mini,stream=false`,
 //! `ollama:qwen3,tools=false,timeout=10m`.
 
-use super::{Phase, SharedModel, Sim, SimOptions};
 use std::fmt;
 use std::sync::Arc;
+
+use super::{OpenAiBuilder, SharedModel};
 
 /// A model spec that could not be understood.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,22 +48,51 @@ const ACCEPTED: &str = "accepted: sim (offline), gpt-4o-mini or openai/gpt-4o-mi
 /// Where Ollama listens when `OLLAMA_HOST` is unset.
 const OLLAMA_DEFAULT_HOST: &str = "http://127.0.0.1:11434";
 
-/// Builds a model from a spec string.
+/// What a spec names, read from its text; nothing is built yet.
+#[derive(Debug)]
+pub(crate) enum ModelSpec {
+    /// The offline sim, with the options after `sim:` (the sim reads
+    /// them).
+    Sim {
+        /// The text after `sim:` (empty for plain `sim`).
+        options: String,
+    },
+    /// A model over HTTP.
+    Http(Box<HttpSpec>),
+}
+
+/// A model over HTTP as a spec names it: its settings, checked when it
+/// is built.
+#[derive(Debug)]
+pub(crate) struct HttpSpec {
+    /// The spec as errors show it (without credentials).
+    shown: String,
+    builder: OpenAiBuilder,
+}
+
+impl HttpSpec {
+    /// The model.
+    ///
+    /// # Errors
+    ///
+    /// A [`ModelSpecError`] naming the spec, for a setting out of range.
+    pub(crate) fn build(self) -> Result<SharedModel, ModelSpecError> {
+        match self.builder.build() {
+            Ok(m) => Ok(Arc::new(m)),
+            Err(e) => Err(ModelSpecError {
+                spec: self.shown,
+                detail: e.detail,
+            }),
+        }
+    }
+}
+
+/// Reads a spec string: which provider, which model, which options.
 ///
 /// # Errors
 ///
 /// A [`ModelSpecError`] for an unknown provider or a bad option.
-///
-/// # Examples
-///
-/// ```
-/// let model = boardroom::openai::resolve_model("sim:latency=10ms").unwrap();
-/// assert_eq!(model.name(), "sim");
-/// // A bare OpenAI model name and `openai/NAME` mean OpenAI.
-/// let model = boardroom::openai::resolve_model("openai/gpt-4o").unwrap();
-/// assert_eq!(model.name(), "openai:gpt-4o");
-/// ```
-pub fn resolve_model(spec: &str) -> Result<SharedModel, ModelSpecError> {
+pub(crate) fn parse(spec: &str) -> Result<ModelSpec, ModelSpecError> {
     let err = |detail: String| ModelSpecError {
         spec: spec.to_string(),
         detail,
@@ -72,23 +102,29 @@ pub fn resolve_model(spec: &str) -> Result<SharedModel, ModelSpecError> {
         spec: super::redact_url(spec),
         detail: e.detail,
     };
+    let http = |builder| {
+        Ok(ModelSpec::Http(Box::new(HttpSpec {
+            shown: super::redact_url(spec),
+            builder,
+        })))
+    };
     let (head, options) = spec.split_once(',').unwrap_or((spec, ""));
     let head = head.trim();
     if let Some(name) = head.strip_prefix("openai/") {
-        return openai(name, options).map_err(as_given);
+        return http(openai(name, options).map_err(as_given)?);
     }
     if is_openai_model_name(head) || head.starts_with("ft:") {
-        return openai(head, options).map_err(as_given);
+        return http(openai(head, options).map_err(as_given)?);
     }
     let (provider, rest) = spec.split_once(':').unwrap_or((spec, ""));
     match provider.trim() {
-        "sim" => Ok(Arc::new(Sim::with_options(
-            parse_sim_options(rest).map_err(err)?,
-        ))),
-        "openai" | "http" | "https" => Ok(Arc::new(super::openai::from_spec(spec)?)),
+        "sim" => Ok(ModelSpec::Sim {
+            options: rest.to_string(),
+        }),
+        "openai" | "http" | "https" => http(super::openai::builder_from_spec(spec)?),
         "ollama" => {
             let (name, options) = rest.split_once(',').unwrap_or((rest, ""));
-            ollama(name.trim(), options).map_err(as_given)
+            http(ollama(name.trim(), options).map_err(as_given)?)
         }
         _ => Err(err(match head.split_once(':') {
             Some((provider, _)) => format!("unknown provider '{}' ({ACCEPTED})", provider.trim()),
@@ -116,7 +152,7 @@ pub(crate) fn is_openai_model_name(name: &str) -> bool {
 }
 
 /// `openai:NAME,OPTIONS`.
-fn openai(name: &str, options: &str) -> Result<SharedModel, ModelSpecError> {
+fn openai(name: &str, options: &str) -> Result<OpenAiBuilder, ModelSpecError> {
     let name = name.trim();
     if name.is_empty() {
         return Err(ModelSpecError {
@@ -125,12 +161,12 @@ fn openai(name: &str, options: &str) -> Result<SharedModel, ModelSpecError> {
         });
     }
     let spec = join_options(&format!("openai:{name}"), options);
-    Ok(Arc::new(super::openai::from_spec(&spec)?))
+    super::openai::builder_from_spec(&spec)
 }
 
 /// Ollama's OpenAI-compatible endpoint for model `name`: no API key unless
 /// `OLLAMA_API_KEY` is set (an `OPENAI_API_KEY` is never sent to it).
-fn ollama(name: &str, options: &str) -> Result<SharedModel, ModelSpecError> {
+fn ollama(name: &str, options: &str) -> Result<OpenAiBuilder, ModelSpecError> {
     if name.is_empty() {
         return Err(ModelSpecError {
             spec: String::new(),
@@ -141,7 +177,7 @@ fn ollama(name: &str, options: &str) -> Result<SharedModel, ModelSpecError> {
     let base = ollama_base_url(&host);
     // The key option comes first: a `key_env=` the user gives wins.
     let spec = join_options(&format!("{base}#{name},key_env=OLLAMA_API_KEY"), options);
-    Ok(Arc::new(super::openai::from_spec(&spec)?))
+    super::openai::builder_from_spec(&spec)
 }
 
 fn join_options(head: &str, options: &str) -> String {
@@ -196,98 +232,13 @@ pub(crate) fn ollama_base_url(host: &str) -> String {
     format!("{scheme}://{hostname}:{port}{path}/v1")
 }
 
-/// Parses `latency=50ms,challenge=1,fail=writer,panic=writer,never_done,
-/// latency_phases=draft+challenge`.
-pub(crate) fn parse_sim_options(options: &str) -> Result<SimOptions, String> {
-    let mut o = SimOptions::default();
-    for part in options.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (key, value) = part.split_once('=').unwrap_or((part, ""));
-        match key {
-            "latency" => o.latency = crate::util::duration::SIM_LATENCY.parse("latency", value)?,
-            "latency_phases" => {
-                for p in value.split('+') {
-                    o.latency_phases.push(parse_phase(p)?);
-                }
-            }
-            "challenge" => {
-                o.challenge_round = Some(
-                    value
-                        .parse()
-                        .map_err(|_| format!("challenge: '{value}' is not a round number"))?,
-                )
-            }
-            "fail" if !value.is_empty() => o.fail_agent = Some(value.to_string()),
-            "panic" if !value.is_empty() => o.panic_agent = Some(value.to_string()),
-            "never_done" => o.never_done = true,
-            "tool" => o.tool_calls.push(parse_tool_call(value)?),
-            "ask" if !value.trim().is_empty() => o.ask = Some(value.trim().to_string()),
-            "hold" if !value.trim().is_empty() => o.hold = Some(value.trim().into()),
-            _ => {
-                return Err(format!(
-                    "unknown sim option '{part}' (known: latency=DUR, latency_phases=P+P, challenge=ROUND, \
-                     fail=AGENT, panic=AGENT, never_done, tool=AGENT:TOOL[:JSON], ask=QUESTION, hold=FILE)"
-                ));
-            }
-        }
-    }
-    Ok(o)
-}
-
-/// `AGENT:TOOL` or `AGENT:TOOL:{json args}` (the args may not hold a comma:
-/// commas separate options).
-fn parse_tool_call(value: &str) -> Result<super::SimToolCall, String> {
-    let mut parts = value.splitn(3, ':');
-    let (Some(agent), Some(tool)) = (parts.next(), parts.next()) else {
-        return Err(format!("tool: '{value}' is not AGENT:TOOL[:JSON]"));
-    };
-    let args = match parts.next() {
-        Some(json) => serde_json::from_str(json)
-            .map_err(|e| format!("tool: arguments '{json}' are not JSON: {e}"))?,
-        None => serde_json::json!({}),
-    };
-    if agent.is_empty() || tool.is_empty() {
-        return Err(format!("tool: '{value}' is not AGENT:TOOL[:JSON]"));
-    }
-    Ok(super::SimToolCall::new(agent, tool, args))
-}
-
-fn parse_phase(p: &str) -> Result<Phase, String> {
-    serde_json::from_value(serde_json::Value::String(p.trim().to_string()))
-        .map_err(|_| format!("unknown phase '{p}'"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use crate::connect::resolve_model;
 
     #[test]
-    fn sim_specs() {
-        let o = parse_sim_options("latency=50ms,challenge=1,fail=writer,never_done").unwrap();
-        assert_eq!(o.latency, Duration::from_millis(50));
-        assert_eq!(o.challenge_round, Some(1));
-        assert_eq!(o.fail_agent.as_deref(), Some("writer"));
-        let h = parse_sim_options("hold=/tmp/go").unwrap();
-        assert_eq!(h.hold.as_deref(), Some(std::path::Path::new("/tmp/go")));
-        let t = parse_sim_options(
-            r#"tool=writer:everything.echo:{"message":"hi"},tool=writer:plan_read"#,
-        )
-        .unwrap();
-        assert_eq!(t.tool_calls[0].tool, "everything.echo");
-        assert_eq!(t.tool_calls[0].arguments, r#"{"message":"hi"}"#);
-        assert_eq!(t.tool_calls[1].arguments, "{}");
-        assert!(o.never_done);
-        assert_eq!(
-            parse_sim_options("latency_phases=draft+challenge")
-                .unwrap()
-                .latency_phases,
-            vec![Phase::Draft, Phase::Challenge]
-        );
-        assert!(
-            parse_sim_options("latncy=5")
-                .unwrap_err()
-                .contains("unknown sim option 'latncy=5'")
-        );
+    fn unknown_models_and_providers() {
         assert_eq!(
             resolve_model("gpt").unwrap_err().to_string(),
             format!("model spec 'gpt': unknown model 'gpt' ({ACCEPTED})")

@@ -5,6 +5,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::EndpointConfig;
+
 use super::TeamError;
 use super::yaml::{Outline, Step, read_checked};
 
@@ -70,127 +72,13 @@ impl<'de> Deserialize<'de> for ModelConfig {
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
-                mut map: A,
+                map: A,
             ) -> Result<ModelConfig, A::Error> {
-                // Key by key, so that an error inside a value keeps its
-                // path (`models.gpt.timeout`) and line.
-                let mut c = EndpointConfig::default();
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
-                        "base_url" => c.base_url = map.next_value()?,
-                        "model" => c.model = map.next_value()?,
-                        "api_key_env" => c.api_key_env = map.next_value()?,
-                        "timeout" => c.timeout = map.next_value::<CallTimeout>()?.0,
-                        "max_in_flight" => c.max_in_flight = map.next_value::<MaxInFlight>()?.0,
-                        "stream" => c.stream = map.next_value()?,
-                        "tools" => c.tools = map.next_value()?,
-                        other => {
-                            return Err(serde::de::Error::unknown_field(other, ENDPOINT_KEYS));
-                        }
-                    }
-                }
-                Ok(ModelConfig::Endpoint(c))
+                EndpointConfig::from_map(map).map(ModelConfig::Endpoint)
             }
         }
         d.deserialize_any(Visitor)
     }
-}
-
-/// Keys of an endpoint in `models`.
-const ENDPOINT_KEYS: &[&str] = &[
-    "base_url",
-    "model",
-    "api_key_env",
-    "timeout",
-    "max_in_flight",
-    "stream",
-    "tools",
-];
-
-struct CallTimeout(Option<f64>);
-
-impl<'de> Deserialize<'de> for CallTimeout {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        crate::util::duration::de_call_timeout(d).map(CallTimeout)
-    }
-}
-
-struct MaxInFlight(Option<usize>);
-
-impl<'de> Deserialize<'de> for MaxInFlight {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        de_max_in_flight(d).map(MaxInFlight)
-    }
-}
-
-/// Requests in flight to one endpoint: at least 1, at most this.
-pub(crate) const MAX_IN_FLIGHT: usize = 4096;
-
-fn de_max_in_flight<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
-    /// Checks inside the deserializer's call, so the error has its line.
-    struct V;
-    impl<'de> serde::de::Visitor<'de> for V {
-        type Value = Option<usize>;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            write!(f, "a number from 1 to {MAX_IN_FLIGHT}")
-        }
-        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-            d.deserialize_i64(self)
-        }
-        fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Self::Value, E> {
-            match usize::try_from(n) {
-                Ok(n) if (1..=MAX_IN_FLIGHT).contains(&n) => Ok(Some(n)),
-                _ => Err(E::custom(format!(
-                    "{n} is out of range (allowed 1 to {MAX_IN_FLIGHT})"
-                ))),
-            }
-        }
-        fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Self::Value, E> {
-            match usize::try_from(n) {
-                Ok(n) if (1..=MAX_IN_FLIGHT).contains(&n) => Ok(Some(n)),
-                _ => Err(E::custom(format!(
-                    "{n} is out of range (allowed 1 to {MAX_IN_FLIGHT})"
-                ))),
-            }
-        }
-    }
-    d.deserialize_option(V)
-}
-
-/// Settings of an OpenAI-compatible endpoint in `team.yaml`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EndpointConfig {
-    /// Base URL, e.g. `http://127.0.0.1:8080/v1`.
-    #[serde(default)]
-    pub base_url: Option<String>,
-    /// The model name the server knows.
-    #[serde(default)]
-    pub model: Option<String>,
-    /// The environment variable that holds the API key.
-    #[serde(default)]
-    pub api_key_env: Option<String>,
-    /// The deadline of one model call in seconds, every retry and wait
-    /// included (default 300; allowed 0.001 to 86400).
-    #[serde(default, deserialize_with = "crate::util::duration::de_call_timeout")]
-    pub timeout: Option<f64>,
-    /// Requests in flight at once to this endpoint (1 to 4096).
-    #[serde(default, deserialize_with = "de_max_in_flight")]
-    pub max_in_flight: Option<usize>,
-    /// Whether to stream answers over SSE (default true).
-    #[serde(default)]
-    pub stream: Option<bool>,
-    /// Whether the model can call tools (default true). `false` for a
-    /// server that rejects or ignores `tools`: its agents are sent none
-    /// (see [`ChatModel::supports_tools`](crate::ChatModel::supports_tools)).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tools: Option<bool>,
 }
 
 /// The contents of `team.yaml`.

@@ -2,60 +2,24 @@
 //! blocking `ureq` client, for OpenAI itself, Ollama, llama.cpp's server,
 //! vLLM, LM Studio and anything else that speaks the same JSON.
 //!
-//! Around every call: the endpoint's adaptive in-flight limit (shared by
-//! every model in the process that points at the same base URL with the
-//! same key; see [`limit`]), the model's own hard cap where
-//! `max_in_flight` sets one, the transport retry (429 with `Retry-After`,
-//! 5xx, timeouts, resets; exponential backoff with full jitter), and one
-//! deadline for the whole call that every attempt and wait counts against
-//! (each attempt's socket timeouts are what is left of it). The API key is
-//! kept in a wrapper that never prints it, and masked in anything a server
-//! echoes back before that is shortened.
+//! This folder holds the wire format ([`wire`]), the builder and the spec
+//! forms; around every call the shared [`http`] machinery keeps the
+//! endpoint's adaptive limit, the model's cap, the transport retry and
+//! the call's one deadline.
 
-mod agents;
-mod attempt;
 mod builder;
-mod cap;
-mod drain;
-mod limit;
-mod resolve;
-mod retry;
 mod spec;
-mod sse;
-mod watch;
 mod wire;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
-
+use super::http::{Client, Dialect, LimitWatch, LimitWatcher, redact_url};
 use super::{ChatModel, ChatRequest, ChatResponse, ModelError};
-use attempt::{Failure, with_attempts};
 pub use builder::OpenAiBuilder;
-use cap::Limit;
-use limit::{Endpoint, EndpointPermit};
-pub use limit::{LimitChange, LimitReason, LimitWatch, LimitWatcher};
-pub use retry::RetryPolicy;
-pub(crate) use spec::{from_endpoint, from_spec};
-
-/// How many transport-retry waits an [`OpenAi`] keeps for its probe.
-const KEPT_WAITS: usize = 64;
+pub(crate) use spec::{builder_from_spec, from_endpoint};
 
 /// The base URL used when neither the caller nor `OPENAI_BASE_URL` names one.
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-
-/// An API key. Its `Debug` prints `***`; there is no `Display`.
-#[derive(Clone)]
-struct ApiKey(String);
-
-impl std::fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("***")
-    }
-}
-
-type SleepFn = Arc<dyn Fn(Duration) + Send + Sync>;
 
 /// A model behind an OpenAI-compatible endpoint. Cheap to clone: clones
 /// share the connection pool, the in-flight limit and the retry record.
@@ -76,38 +40,53 @@ pub struct OpenAi {
 }
 
 struct Inner {
-    label: String,
-    url: String,
-    model: String,
-    key: Option<ApiKey>,
-    key_env: String,
-    stream: bool,
+    client: Client,
     /// Whether the model can call tools (`tools=false` turns it off).
     tools: bool,
-    timeout: Duration,
-    /// The hard cap an explicit `max_in_flight` sets on this model.
-    cap: Option<Limit>,
-    /// The endpoint's adaptive limit, shared.
-    endpoint: Arc<Endpoint>,
-    retry: RetryPolicy,
-    sleep: SleepFn,
-    /// The last transport-retry waits, bounded (a test probe).
-    waits: Mutex<Vec<Duration>>,
+}
+
+/// The OpenAI wire format, for the shared [`Client`].
+struct Chat;
+
+impl Dialect for Chat {
+    type Stream = wire::StreamState;
+
+    const PATH: &'static str = "/chat/completions";
+
+    const STREAM_END: &'static str = "[DONE]";
+
+    fn headers(&self, key: Option<&str>) -> Vec<(&'static str, String)> {
+        key.map(|k| ("Authorization", format!("Bearer {k}")))
+            .into_iter()
+            .collect()
+    }
+
+    fn parse_response(
+        &self,
+        req: &ChatRequest,
+        body: &serde_json::Value,
+    ) -> Result<ChatResponse, String> {
+        wire::parse_response(req, body)
+    }
+
+    fn stream(&self) -> wire::StreamState {
+        wire::StreamState::default()
+    }
 }
 
 impl std::fmt::Debug for OpenAi {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let i = &self.inner;
+        let c = &self.inner.client;
         f.debug_struct("OpenAi")
-            .field("label", &i.label)
-            .field("url", &redact_url(&i.url))
-            .field("model", &i.model)
-            .field("key", &i.key)
-            .field("stream", &i.stream)
-            .field("tools", &i.tools)
-            .field("max_in_flight", &i.cap.as_ref().map(Limit::max))
-            .field("limit", &i.endpoint.limit())
-            .field("retry", &i.retry)
+            .field("label", &c.label)
+            .field("url", &redact_url(&c.url))
+            .field("model", &c.model)
+            .field("key", &c.key)
+            .field("stream", &c.stream)
+            .field("tools", &self.inner.tools)
+            .field("max_in_flight", &c.max_in_flight())
+            .field("limit", &c.endpoint.limit())
+            .field("retry", &c.retry)
             .finish_non_exhaustive()
     }
 }
@@ -126,75 +105,42 @@ impl OpenAi {
     ///
     /// # Errors
     ///
-    /// A [`ModelSpecError`](crate::openai::ModelSpecError) for a bad base URL.
-    pub fn from_env() -> Result<OpenAi, crate::openai::ModelSpecError> {
+    /// A [`ModelSpecError`](crate::model::ModelSpecError) for a bad base URL.
+    pub fn from_env() -> Result<OpenAi, crate::model::ModelSpecError> {
         OpenAi::builder(env_base_url(), env_model()).build()
     }
 
-    /// The last waits (at most [`KEPT_WAITS`]) the transport retry chose,
-    /// oldest first (all calls); read through `testing::OpenAiProbe`.
-    pub(crate) fn recent_retry_waits(&self) -> Vec<Duration> {
-        self.inner.waits.lock().clone()
+    /// The last waits (at most 64) the transport retry chose, oldest
+    /// first (all calls); read through `testing::OpenAiProbe`.
+    pub(crate) fn recent_retry_waits(&self) -> Vec<std::time::Duration> {
+        self.inner.client.recent_retry_waits()
     }
 
     /// The hard cap on requests in flight: `max_in_flight` where set,
     /// else the ceiling of the adaptive limit (1024).
+    #[must_use]
     pub fn max_in_flight(&self) -> usize {
-        self.inner
-            .cap
-            .as_ref()
-            .map_or(limit::DEFAULT_CEILING, Limit::max)
+        self.inner.client.max_in_flight()
     }
 
     /// The endpoint's adaptive in-flight limit now (shared by every model
     /// in this process at the same base URL with the same key).
     #[must_use]
     pub fn in_flight_limit(&self) -> usize {
-        self.inner.endpoint.limit().min(self.max_in_flight())
+        self.inner.client.in_flight_limit()
     }
 
     /// The most requests in flight at once to the endpoint so far (all
     /// models sharing it).
     #[must_use]
     pub fn peak_in_flight(&self) -> usize {
-        self.inner.endpoint.peak_in_flight()
+        self.inner.client.endpoint.peak_in_flight()
     }
 
     /// How many times the endpoint's limit changed so far.
     #[must_use]
     pub fn limit_changes(&self) -> u64 {
-        self.inner.endpoint.changes()
-    }
-}
-
-/// Held while a request is in flight: the model's own cap (if any) and the
-/// endpoint's slot.
-struct Slot<'a> {
-    endpoint: EndpointPermit<'a>,
-    _cap: Option<cap::Permit<'a>>,
-}
-
-impl OpenAi {
-    /// Waits for a slot: out any `Retry-After` pause of the endpoint, then
-    /// the model's cap, then the endpoint's limit. `None` at `deadline`.
-    fn slot(&self, deadline: Option<Instant>) -> Option<Slot<'_>> {
-        let i = &self.inner;
-        if let Some(pause) = i.endpoint.pause_left() {
-            let pause = match deadline {
-                Some(d) => pause.min(d.saturating_duration_since(Instant::now())),
-                None => pause,
-            };
-            (i.sleep)(pause);
-        }
-        let cap = match &i.cap {
-            Some(c) => Some(c.acquire_until(deadline)?),
-            None => None,
-        };
-        let endpoint = i.endpoint.acquire_until(deadline)?;
-        Some(Slot {
-            endpoint,
-            _cap: cap,
-        })
+        self.inner.client.endpoint.changes()
     }
 }
 
@@ -219,35 +165,13 @@ pub(crate) fn env_base_url() -> String {
         .unwrap_or_else(|| OPENAI_DEFAULT_BASE_URL.to_string())
 }
 
-/// A URL without any `user:password@` part, for messages.
-pub(crate) fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
-        None => url.to_string(),
-    }
-}
-
-/// `text` with the key, and any piece of it of 6 characters or more at
-/// any position (a server may echo a cut key, or one without its `sk-`
-/// prefix), replaced by `***`; a key shorter than that only as a whole
-/// word. The shared rule of [`crate::util::secrets`].
-pub(crate) fn mask_key(text: &str, key: &str) -> String {
-    crate::util::secrets::Masker::new([key])
-        .mask(text)
-        .into_owned()
-}
-
 impl ChatModel for OpenAi {
     fn name(&self) -> String {
-        self.inner.label.clone()
+        self.inner.client.label.clone()
     }
 
     fn watch_limit(&self, f: LimitWatcher) -> Option<LimitWatch> {
-        Some(self.inner.endpoint.watch(f))
+        Some(self.inner.client.endpoint.watch(f))
     }
 
     fn supports_tools(&self) -> bool {
@@ -259,125 +183,16 @@ impl ChatModel for OpenAi {
         request: &ChatRequest,
         on_delta: &mut dyn FnMut(&str),
     ) -> Result<ChatResponse, ModelError> {
-        let i = &self.inner;
-        let body = wire::request_json(&i.model, request, i.stream);
-        // The deadline starts once the call holds its first slot: waiting
-        // behind other calls is bounded by their own deadlines.
-        // The caller's deadline (a run's time limit) bounds every wait.
-        let mut first_slot = self.slot(request.deadline);
-        if first_slot.is_none() {
-            return Err(self.past_caller_deadline(0));
-        }
-        let own = Instant::now() + i.timeout;
-        let deadline = request.deadline.map_or(own, |d| d.min(own));
-        let caller_first = request.deadline.is_some_and(|d| d < own);
-        let mut attempt = 0u32;
-        loop {
-            attempt += 1;
-            let mut delivered = false;
-            let outcome = {
-                let slot = match first_slot.take() {
-                    Some(slot) => Some(slot),
-                    None => self.slot(Some(deadline)),
-                };
-                let Some(mut slot) = slot else {
-                    return Err(self.past(caller_first, attempt - 1));
-                };
-                log::debug!(
-                    "{}: POST {} for {} (attempt {attempt})",
-                    i.label,
-                    redact_url(&i.url),
-                    request.agent
-                );
-                slot.endpoint.sending();
-                self.attempt(&body, request, deadline, &slot.endpoint, &mut |d: &str| {
-                    delivered = true;
-                    on_delta(d);
-                })
-            };
-            let (error, retry_after, queue) = match outcome {
-                Ok(mut response) => {
-                    response.retries = attempt - 1;
-                    // A key the endpoint put in the answer goes no further
-                    // (issue 28, finding 19): not into the board, the
-                    // answer, the files or the spans.
-                    if let std::borrow::Cow::Owned(text) =
-                        crate::util::secrets::mask(&response.text)
-                    {
-                        response.text = text;
-                    }
-                    return Ok(response);
-                }
-                Err(Failure::Fatal(e)) => return Err(with_attempts(e, attempt)),
-                Err(Failure::Retry {
-                    error,
-                    retry_after,
-                    queue,
-                }) => (error, retry_after, queue),
-            };
-            if Instant::now() >= deadline {
-                return Err(self.past(caller_first, attempt));
-            }
-            // Refused for too many at once, with no `Retry-After`: the
-            // endpoint's limit came down to the requests still in flight,
-            // and the next slot is the wait (a sleep would leave the
-            // server idle, or send the retries back into the same crowd).
-            if queue && retry_after.is_none() && !delivered {
-                if attempt >= i.retry.max_attempts.max(1) {
-                    return Err(with_attempts(error, attempt));
-                }
-                log::debug!(
-                    "{}: {error}; retrying when a slot frees (attempt {} of {})",
-                    i.label,
-                    attempt + 1,
-                    i.retry.max_attempts
-                );
-                continue;
-            }
-            // Text already shown cannot be taken back: no retry mid-answer.
-            let wait = if delivered {
-                None
-            } else {
-                i.retry.next_wait(attempt, retry_after)
-            };
-            let Some(wait) = wait else {
-                return Err(with_attempts(error, attempt));
-            };
-            // Compared as durations: `Instant + wait` overflows (panics)
-            // for a `Retry-After` no clock can reach.
-            if wait >= deadline.saturating_duration_since(Instant::now()) {
-                let error = match retry_after {
-                    Some(asked) => self.over_deadline(error, asked),
-                    None => error,
-                };
-                return Err(with_attempts(error, attempt));
-            }
-            log::info!(
-                "{}: {error}; retrying in {} ms (attempt {} of {})",
-                i.label,
-                wait.as_millis(),
-                attempt + 1,
-                i.retry.max_attempts
-            );
-            {
-                let mut waits = i.waits.lock();
-                if waits.len() == KEPT_WAITS {
-                    waits.remove(0);
-                }
-                waits.push(wait);
-            }
-            // The server asked every request to wait, not only this one.
-            if retry_after.is_some() {
-                i.endpoint.pause_until(Instant::now() + wait);
-            }
-            (i.sleep)(wait);
-        }
+        let c = &self.inner.client;
+        let body = wire::request_json(&c.model, request, c.stream);
+        c.call(&Chat, &body, request, on_delta)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::http::mask_key;
 
     #[test]
     fn the_key_and_any_long_piece_of_it_are_masked() {
@@ -409,7 +224,10 @@ mod tests {
         assert!(!debug.contains("pw"), "{debug}");
         assert_eq!(redact_url("https://a:b@h:1/v1"), "https://h:1/v1");
         assert_eq!(redact_url("http://h/v1"), "http://h/v1");
-        let e = m.http_error(401, "bad key sk-secret-123");
+        let e = m
+            .inner
+            .client
+            .http_error(&Chat, 401, "bad key sk-secret-123");
         assert_eq!(
             e.to_string(),
             "model 'openai:m': http 401 from http://127.0.0.1:9/v1/chat/completions: \

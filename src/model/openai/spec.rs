@@ -7,12 +7,23 @@
 //!   timeout=30s,key_env=MY_KEY,tools=false`.
 
 use super::{OpenAi, OpenAiBuilder, env_base_url, env_model, redact_url};
-use crate::model::ModelSpecError;
-use crate::team::EndpointConfig;
+use crate::model::{EndpointConfig, ModelSpecError};
 use crate::util::duration::CALL_TIMEOUT;
 
 /// Builds the model a spec names (`openai:...`, `http://...`, `https://...`).
+#[cfg(test)]
 pub(crate) fn from_spec(spec: &str) -> Result<OpenAi, ModelSpecError> {
+    builder_from_spec(spec)?
+        .build()
+        .map_err(|e| ModelSpecError {
+            spec: redact_url(spec),
+            detail: e.detail,
+        })
+}
+
+/// The settings a spec names (`openai:...`, `http://...`, `https://...`),
+/// not yet checked: [`OpenAiBuilder::build`] does that.
+pub(crate) fn builder_from_spec(spec: &str) -> Result<OpenAiBuilder, ModelSpecError> {
     let err = |detail: String| ModelSpecError {
         spec: redact_url(spec),
         detail,
@@ -38,10 +49,7 @@ pub(crate) fn from_spec(spec: &str) -> Result<OpenAi, ModelSpecError> {
         };
         OpenAi::builder(url, model).label(redact_url(head))
     };
-    apply_options(builder, options)
-        .map_err(err)?
-        .build()
-        .map_err(|e| err(e.detail))
+    apply_options(builder, options).map_err(err)
 }
 
 fn apply_options(mut b: OpenAiBuilder, options: &str) -> Result<OpenAiBuilder, String> {
@@ -55,11 +63,11 @@ fn apply_options(mut b: OpenAiBuilder, options: &str) -> Result<OpenAiBuilder, S
                     .trim()
                     .parse()
                     .ok()
-                    .filter(|n| (1..=crate::team::MAX_IN_FLIGHT).contains(n))
+                    .filter(|n| (1..=crate::model::endpoint::MAX_IN_FLIGHT).contains(n))
                     .ok_or_else(|| {
                         format!(
                             "max_in_flight: '{value}' is out of range (allowed 1 to {})",
-                            crate::team::MAX_IN_FLIGHT
+                            crate::model::endpoint::MAX_IN_FLIGHT
                         )
                     })?,
             ),
@@ -125,10 +133,13 @@ mod tests {
     fn specs() {
         let m = from_spec("http://127.0.0.1:8080/v1#gemma,stream=false,max_in_flight=3").unwrap();
         assert_eq!(m.name(), "http://127.0.0.1:8080/v1#gemma");
-        assert_eq!(m.inner.model, "gemma");
-        assert!(!m.inner.stream);
+        assert_eq!(m.inner.client.model, "gemma");
+        assert!(!m.inner.client.stream);
         assert_eq!(m.max_in_flight(), 3);
-        assert_eq!(m.inner.url, "http://127.0.0.1:8080/v1/chat/completions");
+        assert_eq!(
+            m.inner.client.url,
+            "http://127.0.0.1:8080/v1/chat/completions"
+        );
         let m = from_spec("openai:gpt-4o-mini").unwrap();
         assert_eq!(m.name(), "openai:gpt-4o-mini");
         assert_eq!(
@@ -145,7 +156,7 @@ mod tests {
         };
         let m = from_endpoint("default", &cfg).unwrap();
         assert_eq!(m.name(), "default");
-        assert_eq!(m.inner.url, "http://127.0.0.1:1/v1/chat/completions");
+        assert_eq!(m.inner.client.url, "http://127.0.0.1:1/v1/chat/completions");
         assert_eq!(m.max_in_flight(), 2);
     }
 
@@ -154,18 +165,29 @@ mod tests {
     #[test]
     fn an_unnamed_model_is_the_same_everywhere() {
         let expected = super::env_model();
-        assert_eq!(from_spec("openai").unwrap().inner.model, expected);
-        assert_eq!(from_spec("openai:").unwrap().inner.model, expected);
+        assert_eq!(from_spec("openai").unwrap().inner.client.model, expected);
+        assert_eq!(from_spec("openai:").unwrap().inner.client.model, expected);
         assert_eq!(
-            from_spec("http://127.0.0.1:1/v1").unwrap().inner.model,
+            from_spec("http://127.0.0.1:1/v1")
+                .unwrap()
+                .inner
+                .client
+                .model,
             expected
         );
         assert_eq!(
-            from_spec("http://127.0.0.1:1/v1#").unwrap().inner.model,
+            from_spec("http://127.0.0.1:1/v1#")
+                .unwrap()
+                .inner
+                .client
+                .model,
             expected
         );
         let cfg = EndpointConfig::default();
-        assert_eq!(from_endpoint("e", &cfg).unwrap().inner.model, expected);
-        assert_eq!(OpenAi::from_env().unwrap().inner.model, expected);
+        assert_eq!(
+            from_endpoint("e", &cfg).unwrap().inner.client.model,
+            expected
+        );
+        assert_eq!(OpenAi::from_env().unwrap().inner.client.model, expected);
     }
 }

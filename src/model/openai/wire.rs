@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use crate::model::http::body::{MAX_ANSWER_BYTES, StreamError, short};
 use crate::model::{
     ChatRequest, ChatResponse, FinishReason, Message, Role, ToolCall, Usage, estimate_usage,
 };
@@ -193,65 +194,6 @@ fn str_at(v: &Value, path: &[&str]) -> String {
         .to_string()
 }
 
-/// The largest answer taken from a server, streamed or not (32 MiB): its
-/// text and tool-call arguments together, or one whole response body.
-pub(crate) const MAX_ANSWER_BYTES: u64 = 32 * 1024 * 1024;
-
-/// Why a streamed event could not be applied.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum StreamError {
-    /// The event's data is not a JSON chunk (a cut connection, where the
-    /// stream ended inside it).
-    Chunk(String),
-    /// The server said something is wrong, or the answer is too large.
-    Answer(String),
-}
-
-impl std::fmt::Display for StreamError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StreamError::Chunk(e) => write!(f, "bad stream chunk: {e}"),
-            StreamError::Answer(e) => f.write_str(e),
-        }
-    }
-}
-
-/// A body that is not JSON, described for a person: HTML gets its own
-/// words (a wrong base URL usually), and the first bytes are shown.
-pub(crate) fn not_json(content_type: &str, body: &str, e: &serde_json::Error) -> String {
-    let start: String = body
-        .trim_start()
-        .chars()
-        .take(120)
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    let more = if body.trim_start().chars().count() > 120 {
-        "…"
-    } else {
-        ""
-    };
-    let looks_html = content_type.contains("html")
-        || start
-            .get(..5)
-            .is_some_and(|s| s.eq_ignore_ascii_case("<!doc"))
-        || start
-            .get(..5)
-            .is_some_and(|s| s.eq_ignore_ascii_case("<html"));
-    if looks_html {
-        let ct = if content_type.is_empty() {
-            "no content-type"
-        } else {
-            content_type
-        };
-        format!(
-            "the server answered HTML ({ct}), not JSON: is the base url the API's \
-             (it usually ends in /v1)? it began: {start}{more}"
-        )
-    } else {
-        format!("not json ({e}); it began: {start}{more}")
-    }
-}
-
 /// Tool calls one streamed reply may hold.
 const MAX_STREAMED_TOOL_CALLS: u64 = 128;
 
@@ -360,34 +302,24 @@ impl StreamState {
     }
 }
 
-/// A server's error body, shortened for a message: `error.message` where
-/// there is one.
-pub(crate) fn error_detail(body: &str) -> String {
-    let parsed: Option<Value> = serde_json::from_str(body).ok();
-    let text = match parsed.as_ref().and_then(|v| v.get("error")) {
-        Some(e) => short(e),
-        None => body.trim().to_string(),
-    };
-    let mut text: String = text.chars().take(300).collect();
-    if text.len() < body.trim().len() && text.chars().count() == 300 {
-        text.push('…');
+impl crate::model::http::StreamRead for StreamState {
+    fn apply(&mut self, data: &str) -> Result<Option<String>, StreamError> {
+        StreamState::apply(self, data)
     }
-    text
-}
 
-fn short(err: &Value) -> String {
-    match err {
-        Value::String(s) => s.clone(),
-        v => v
-            .get("message")
-            .and_then(Value::as_str)
-            .map_or_else(|| v.to_string(), str::to_string),
+    fn done(&self) -> bool {
+        self.done
+    }
+
+    fn finish(self, req: &ChatRequest) -> ChatResponse {
+        StreamState::finish(self, req)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::http::body::error_detail;
     use crate::model::{OutputSchema, Phase, ToolSpec};
 
     #[test]

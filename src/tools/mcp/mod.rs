@@ -11,6 +11,7 @@ mod config;
 mod http;
 mod lines;
 mod pool;
+mod probe;
 mod session;
 mod sse;
 mod stdio;

@@ -8,9 +8,17 @@
 
 use std::time::Duration;
 
-pub use crate::model::{Scripted, ScriptedReply, Sim, SimOptions, SimStats, SimToolCall};
+mod scripted;
+mod sim;
+mod sim_handoff;
+mod sim_partner;
+mod spec;
 
-/// Read-only probes into an [`McpPool`](crate::mcp::McpPool), for tests
+pub use scripted::{Scripted, ScriptedReply};
+pub use sim::{Sim, SimOptions, SimStats, SimToolCall};
+pub(crate) use spec::parse_sim_options;
+
+/// Read-only probes into an MCP pool (`boardroom::mcp::McpPool`), for tests
 /// that kill a server or count what it sent.
 pub trait McpProbe {
     /// The process id of a server's current session (stdio servers).
@@ -22,21 +30,7 @@ pub trait McpProbe {
     fn notifications(&self, server: &str) -> Vec<String>;
 }
 
-impl McpProbe for crate::mcp::McpPool {
-    fn pid(&self, server: &str) -> Option<u32> {
-        self.session_pid(server)
-    }
-
-    fn restarts(&self, server: &str) -> u32 {
-        self.restart_count(server)
-    }
-
-    fn notifications(&self, server: &str) -> Vec<String> {
-        self.received_notifications(server)
-    }
-}
-
-/// A read-only probe into an [`OpenAi`](crate::OpenAi) model's transport
+/// A read-only probe into an [`OpenAi`](crate::model::OpenAi) model's transport
 /// retries.
 pub trait OpenAiProbe {
     /// The last waits (at most 64) the transport retry chose, oldest first,
@@ -44,7 +38,7 @@ pub trait OpenAiProbe {
     fn retry_waits(&self) -> Vec<Duration>;
 }
 
-impl OpenAiProbe for crate::OpenAi {
+impl OpenAiProbe for crate::model::OpenAi {
     fn retry_waits(&self) -> Vec<Duration> {
         self.recent_retry_waits()
     }
@@ -65,9 +59,9 @@ mod tests {
             .unwrap()
             .port();
         let model = OpenAi::builder(format!("http://127.0.0.1:{port}/v1"), "m")
-            .retry(crate::openai::RetryPolicy {
+            .retry(crate::model::RetryPolicy {
                 max_attempts: 70,
-                ..crate::openai::RetryPolicy::default()
+                ..crate::model::RetryPolicy::default()
             })
             .sleep_with(|_| {})
             .build()

@@ -10,7 +10,9 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use super::{ChatRequest, ChatResponse, FinishReason, Message, Role, ToolCall, estimate_usage};
+use crate::model::{
+    ChatRequest, ChatResponse, FinishReason, Message, Role, ToolCall, estimate_usage,
+};
 
 /// Requests shorter than this (in words) get a clarifying question first.
 const SHORT_REQUEST_WORDS: usize = 8;

@@ -1,9 +1,10 @@
 //! The sim plays whole handoff chains through the protocol's own prompts
 //! and parsers, as a driver would use them.
 
-use crate::model::{ChatModel, ChatRequest, Phase, Sim};
+use crate::model::{ChatModel, ChatRequest, Phase};
 use crate::protocol::handoff::*;
 use crate::team::Variables;
+use crate::testing::Sim;
 
 const SEQ: &[(&str, &str)] = &[
     ("researcher", "Finds and checks facts"),

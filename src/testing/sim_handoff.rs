@@ -31,8 +31,9 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
+use super::SimOptions;
 use super::sim::{text, unescape};
-use super::{ChatRequest, ChatResponse, FinishReason, Role, SimOptions, ToolCall, estimate_usage};
+use crate::model::{ChatRequest, ChatResponse, FinishReason, Role, ToolCall, estimate_usage};
 use crate::protocol::handoff::{HANDOFF_TOOL, RULE_CHOICE_SCHEMA};
 
 /// The sim's reply to a handoff prompt, or `None` for any other request.

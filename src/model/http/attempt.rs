@@ -1,12 +1,13 @@
 //! One attempt of a call: the request, its status, and the answer read
-//! whole or streamed (to `[DONE]`, then drained so that the connection is
-//! reused); and the errors an attempt ends with.
+//! whole or streamed (to the stream's end, then drained so that the
+//! connection is reused); and the errors an attempt ends with.
 
 use std::io::Read;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::limit::{EndpointPermit, LimitReason};
-use super::{OpenAi, drain, mask_key, redact_url, retry, sse, wire};
+use super::body::{self, StreamError, read_capped};
+use super::limit::EndpointPermit;
+use super::{Client, Dialect, StreamRead, drain, mask_key, redact_url, retry, sse};
 use crate::model::{ChatRequest, ChatResponse, ModelError};
 
 /// Why one attempt failed.
@@ -32,33 +33,33 @@ pub(super) fn with_attempts(mut e: ModelError, n: u32) -> ModelError {
     e
 }
 
-impl OpenAi {
+impl Client {
     /// One request and its answer.
-    pub(super) fn attempt(
+    pub(super) fn attempt<D: Dialect>(
         &self,
+        dialect: &D,
         body: &str,
         request: &ChatRequest,
         deadline: Instant,
         slot: &EndpointPermit<'_>,
         on_delta: &mut dyn FnMut(&str),
     ) -> Result<ChatResponse, Failure> {
-        let i = &self.inner;
         let left = deadline
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(1));
         let mut req = slot
             .agent(&request.agent)
-            .post(&i.url)
+            .post(&self.url)
             .config()
             .timeout_global(Some(left))
             .timeout_connect(Some(left.min(Duration::from_secs(10))))
             .build()
             .header("Content-Type", "application/json");
-        if i.stream {
+        if self.stream {
             req = req.header("Accept", "text/event-stream");
         }
-        if let Some(key) = &i.key {
-            req = req.header("Authorization", format!("Bearer {}", key.0));
+        for (name, value) in dialect.headers(self.key.as_ref().map(|k| k.0.as_str())) {
+            req = req.header(name, value);
         }
         let mut response = req.send(body).map_err(|e| {
             let retry = retryable_error(&e);
@@ -66,13 +67,12 @@ impl OpenAi {
         })?;
         let status = response.status().as_u16();
         // The endpoint's limit learns from the status and the time to it.
-        let queue = match status {
-            200..=299 => {
+        let queue = match (status, dialect.congestion(status)) {
+            (200..=299, _) => {
                 slot.succeeded(&request.agent);
                 false
             }
-            429 => slot.congested(LimitReason::RateLimited, &request.agent),
-            503 => slot.congested(LimitReason::Overloaded, &request.agent),
+            (_, Some(reason)) => slot.congested(reason, &request.agent),
             _ => false,
         };
         if (300..400).contains(&status) {
@@ -82,7 +82,7 @@ impl OpenAi {
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("");
             let to: String = self.redact(&redact_url(to)).chars().take(300).collect();
-            let detail = match to.strip_suffix("/chat/completions") {
+            let detail = match to.strip_suffix(D::PATH) {
                 _ if to.is_empty() => {
                     "the endpoint redirected (with no Location); redirects are not followed"
                         .to_string()
@@ -96,7 +96,7 @@ impl OpenAi {
                      base URL to where it points"
                 ),
             };
-            return Err(Failure::Fatal(self.http_error(status, &detail)));
+            return Err(Failure::Fatal(self.http_error(dialect, status, &detail)));
         }
         if !(200..300).contains(&status) {
             let retry_after = response
@@ -109,8 +109,8 @@ impl OpenAi {
                 .unwrap_or_default();
             // Mask the key first, then shorten: a cut must never leave a
             // piece of the key that the mask no longer recognises.
-            let error = self.http_error(status, &wire::error_detail(&self.redact(&text)));
-            return Err(if retry::retryable_status(status) {
+            let error = self.http_error(dialect, status, &body::error_detail(&self.redact(&text)));
+            return Err(if dialect.retryable_status(status) {
                 Failure::Retry {
                     error,
                     retry_after,
@@ -130,6 +130,7 @@ impl OpenAi {
         if is_sse {
             let reusable = drain::reusable(response.headers());
             return self.read_stream(
+                dialect,
                 response.into_body().into_reader(),
                 reusable,
                 request,
@@ -138,42 +139,45 @@ impl OpenAi {
         }
         // The cap counts the bytes held, after any `Content-Encoding` is
         // undone: 1 MB of gzip can expand to 1 GB.
-        let (text, whole) = read_capped(response.body_mut().as_reader(), wire::MAX_ANSWER_BYTES)
+        let (text, whole) = read_capped(response.body_mut().as_reader(), body::MAX_ANSWER_BYTES)
             .map_err(|e| {
                 self.transport_from(&format!("reading the answer: {e}"), true, Some(Box::new(e)))
             })?;
         if !whole {
             return Err(Failure::Fatal(self.bad(format!(
                 "the answer is larger than {} MiB (decompressed)",
-                wire::MAX_ANSWER_BYTES >> 20
+                body::MAX_ANSWER_BYTES >> 20
             ))));
         }
         let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-            let mut error = self.bad(wire::not_json(&content_type, &self.redact(&text), &e));
+            let mut error = self.bad(body::not_json(&content_type, &self.redact(&text), &e));
             if let ModelError::BadResponse { source, .. } = &mut error {
                 *source = Some(std::sync::Arc::new(e));
             }
             Failure::Fatal(error)
         })?;
-        let answer =
-            wire::parse_response(request, &json).map_err(|e| Failure::Fatal(self.bad(e)))?;
+        let answer = dialect
+            .parse_response(request, &json)
+            .map_err(|e| Failure::Fatal(self.bad(e)))?;
         if !answer.text.is_empty() {
             on_delta(&answer.text);
         }
         Ok(answer)
     }
 
-    /// Reads a streamed answer to `[DONE]`; then, where the connection can
-    /// serve another request (`reusable`), to the end of the body.
-    fn read_stream(
+    /// Reads a streamed answer to its end (`[DONE]`); then, where the
+    /// connection can serve another request (`reusable`), to the end of
+    /// the body.
+    fn read_stream<D: Dialect>(
         &self,
+        dialect: &D,
         mut reader: impl Read,
         reusable: bool,
         request: &ChatRequest,
         on_delta: &mut dyn FnMut(&str),
     ) -> Result<ChatResponse, Failure> {
         let mut decoder = sse::SseDecoder::default();
-        let mut state = wire::StreamState::default();
+        let mut state = dialect.stream();
         let mut buf = [0u8; 8192];
         // The first bytes, and whether any event came: a server that sends
         // JSON labelled as an event stream is told apart from a cut.
@@ -199,7 +203,7 @@ impl OpenAi {
                     Ok(delta) => delta,
                     // The connection ended inside an event: a cut, not a
                     // bad answer (retried where no text was shown yet).
-                    Err(wire::StreamError::Chunk(e)) if n == 0 => {
+                    Err(StreamError::Chunk(e)) if n == 0 => {
                         return Err(self.transport(
                             &format!("the stream was cut inside an event ({e})"),
                             true,
@@ -211,14 +215,14 @@ impl OpenAi {
                     on_delta(&delta);
                 }
             }
-            if n == 0 || state.done {
+            if n == 0 || state.done() {
                 if n != 0 && reusable {
                     drain::drain(&mut reader);
                 }
                 break;
             }
         }
-        if !state.done {
+        if !state.done() {
             let start = String::from_utf8_lossy(&first);
             let start = start.trim_start();
             if !events_seen && (start.starts_with('{') || start.starts_with('[')) {
@@ -231,7 +235,7 @@ impl OpenAi {
                     ),
                 ));
             }
-            return Err(self.transport("the stream ended before [DONE]", true));
+            return Err(self.transport(&format!("the stream ended before {}", D::STREAM_END), true));
         }
         Ok(state.finish(request))
     }
@@ -239,11 +243,11 @@ impl OpenAi {
     /// The call ran out of time.
     pub(super) fn past_deadline(&self, attempts: u32) -> ModelError {
         ModelError::Transport {
-            model: self.inner.label.clone(),
+            model: self.label.clone(),
             detail: format!(
                 "no complete answer within the call deadline of {} (every attempt and wait \
                  included; change it with timeout= in the model spec or timeout: in team.yaml)",
-                crate::util::duration::human(self.inner.timeout)
+                crate::util::duration::human(self.timeout)
             ),
             attempts: attempts.max(1),
             source: None,
@@ -263,7 +267,7 @@ impl OpenAi {
     /// The caller's deadline passed before an answer.
     pub(super) fn past_caller_deadline(&self, attempts: u32) -> ModelError {
         ModelError::Transport {
-            model: self.inner.label.clone(),
+            model: self.label.clone(),
             detail: "no complete answer before the caller's deadline (a run's time limit, or \
                      the memory note's own)"
                 .to_string(),
@@ -278,7 +282,7 @@ impl OpenAi {
         let note = format!(
             "the server asked to wait {} s (Retry-After), which is over the call deadline of {}",
             asked.as_secs_f64().ceil() as u64,
-            crate::util::duration::human(self.inner.timeout)
+            crate::util::duration::human(self.timeout)
         );
         if let ModelError::Http { detail, .. } | ModelError::Transport { detail, .. } = &mut error {
             *detail = if detail.is_empty() {
@@ -291,19 +295,19 @@ impl OpenAi {
     }
 
     pub(super) fn redact(&self, text: &str) -> String {
-        match &self.inner.key {
+        match &self.key {
             Some(key) => mask_key(text, &key.0),
             None => text.to_string(),
         }
     }
 
-    fn transport(&self, detail: &str, retryable: bool) -> Failure {
+    pub(super) fn transport(&self, detail: &str, retryable: bool) -> Failure {
         self.transport_from(detail, retryable, None)
     }
 
     /// A transport failure that keeps `cause` as its source, unless the
     /// cause's text holds the key.
-    fn transport_from(
+    pub(super) fn transport_from(
         &self,
         detail: &str,
         retryable: bool,
@@ -314,7 +318,7 @@ impl OpenAi {
             self.redact(&text) == text
         });
         let error = ModelError::Transport {
-            model: self.inner.label.clone(),
+            model: self.label.clone(),
             detail: self.redact(detail),
             attempts: 1,
             source: cause.map(std::sync::Arc::from),
@@ -330,28 +334,34 @@ impl OpenAi {
         }
     }
 
-    fn bad(&self, detail: String) -> ModelError {
+    pub(super) fn bad(&self, detail: String) -> ModelError {
         ModelError::BadResponse {
-            model: self.inner.label.clone(),
+            model: self.label.clone(),
             detail,
             source: None,
         }
     }
 
     /// An HTTP error with advice a person can act on.
-    pub(super) fn http_error(&self, status: u16, server: &str) -> ModelError {
-        let i = &self.inner;
-        let env = if i.key_env.is_empty() {
+    pub(crate) fn http_error<D: Dialect>(
+        &self,
+        dialect: &D,
+        status: u16,
+        server: &str,
+    ) -> ModelError {
+        let env = if self.key_env.is_empty() {
             "the api key"
         } else {
-            i.key_env.as_str()
+            self.key_env.as_str()
         };
-        let advice = match status {
-            401 => format!("check {env}"),
-            403 => format!("check {env} and its access to model '{}'", i.model),
-            404 => format!("check the base url and the model name '{}'", i.model),
-            _ => String::new(),
-        };
+        let advice = dialect
+            .advice(status, self)
+            .unwrap_or_else(|| match status {
+                401 => format!("check {env}"),
+                403 => format!("check {env} and its access to model '{}'", self.model),
+                404 => format!("check the base url and the model name '{}'", self.model),
+                _ => String::new(),
+            });
         let server = self.redact(server);
         let detail = match (advice.is_empty(), server.is_empty()) {
             (true, _) => server,
@@ -359,28 +369,13 @@ impl OpenAi {
             (false, false) => format!("{advice} (server said: {server})"),
         };
         ModelError::Http {
-            model: i.label.clone(),
+            model: self.label.clone(),
             status,
-            url: redact_url(&i.url),
+            url: redact_url(&self.url),
             detail,
             attempts: 1,
         }
     }
-}
-
-/// Reads at most `cap` bytes of `reader` (decompressed, as held in
-/// memory) as text; `false` when there was more. Invalid UTF-8 is
-/// replaced.
-pub(super) fn read_capped(reader: impl Read, cap: u64) -> std::io::Result<(String, bool)> {
-    let mut bytes = Vec::new();
-    reader.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
-    let whole = bytes.len() as u64 <= cap;
-    bytes.truncate(usize::try_from(cap).unwrap_or(usize::MAX));
-    let text = match String::from_utf8(bytes) {
-        Ok(t) => t,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    };
-    Ok((text, whole))
 }
 
 /// Connection failures, timeouts and cut connections are worth another

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{ChatModel, ChatRequest, ChatResponse, ModelError, estimate_usage};
+use crate::model::{ChatModel, ChatRequest, ChatResponse, ModelError, estimate_usage};
 
 /// One scripted reply.
 #[derive(Debug, Clone)]

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::{ChatModel, ChatRequest, ChatResponse, ModelError, Phase, Role, estimate_usage};
+use crate::model::{ChatModel, ChatRequest, ChatResponse, ModelError, Phase, Role, estimate_usage};
 
 #[path = "sim_text.rs"]
 pub(super) mod text;
@@ -219,7 +219,7 @@ impl Sim {
 
     /// The calls to ask for: in a draft turn that offers the tools and has
     /// no results yet.
-    fn tool_calls_for(&self, req: &ChatRequest) -> Option<Vec<super::ToolCall>> {
+    fn tool_calls_for(&self, req: &ChatRequest) -> Option<Vec<crate::model::ToolCall>> {
         if req.phase != Phase::Draft
             || req.tools.is_empty()
             || req.messages.iter().any(|m| m.role == Role::Tool)
@@ -230,13 +230,13 @@ impl Sim {
             let wire = tool.replace('.', "__");
             req.tools.iter().any(|t| t.name == tool || t.name == wire)
         };
-        let calls: Vec<super::ToolCall> = self
+        let calls: Vec<crate::model::ToolCall> = self
             .options
             .tool_calls
             .iter()
             .filter(|c| c.agent == req.agent && offered(&c.tool))
             .enumerate()
-            .map(|(i, c)| super::ToolCall {
+            .map(|(i, c)| crate::model::ToolCall {
                 id: format!("sim-{}-{}-{i}", req.agent, req.round),
                 name: c.tool.replace('.', "__"),
                 arguments: c.arguments.clone(),
@@ -343,13 +343,13 @@ impl ChatModel for Sim {
         if let Some(calls) = self.tool_calls_for(req) {
             return Ok(ChatResponse {
                 tool_calls: calls,
-                finish: super::FinishReason::ToolCalls,
+                finish: crate::model::FinishReason::ToolCalls,
                 usage: estimate_usage(req, "tool call"),
                 ..ChatResponse::default()
             });
         }
         let mut answer = self.answer(req);
-        let results: Vec<&super::Message> = req
+        let results: Vec<&crate::model::Message> = req
             .messages
             .iter()
             .filter(|m| m.role == Role::Tool)

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// `0..=min(max_delay, base_delay * 2^(n-1))` ("full jitter"), unless the
 /// server sent `Retry-After`, which is honoured as given. The call gives up
 /// after `max_attempts` attempts, or when the next wait would end past the
-/// call's deadline ([`OpenAiBuilder::timeout`](crate::openai::OpenAiBuilder::timeout),
+/// call's deadline ([`OpenAiBuilder::timeout`](crate::model::OpenAiBuilder::timeout),
 /// default 300 s, which every attempt and wait counts against).
 ///
 /// # Examples
