@@ -16,10 +16,12 @@
 //! Here: the settings of a run ([`RunConfig`], frozen, shared) and what
 //! each run has of its own ([`RunContext`]); the [`Core`] of one run over
 //! both (`run.rs`); the [`Driver`] trait every process implements and the
-//! shared loop ([`drive`]); the member pool (`pool/`), the event bus, the
-//! one call path (`call.rs`) and its tool loop, the budget and time limit,
-//! the run directory (`persist.rs`), the models of a run's agents, the
-//! run's errors and outcome, and panics made text (`unwind.rs`). No code
+//! shared loop ([`drive`]); the member pool (`pool/`, and the rule the
+//! `auto` executor follows: `executor.rs`), the event bus, the one call
+//! path (`call.rs`) and its tool loop, turn records and their parents
+//! (`turns.rs`), the budget and time limit, the run directory
+//! (`persist.rs`), the models of a run's agents, the run's errors and
+//! outcome, and panics made text (`unwind.rs`). No code
 //! here branches on a process (the errors and the outcome still name the
 //! handoff's parts: its steps, a phase it does not have).
 
