@@ -241,6 +241,12 @@ fn check_shows_the_provider_and_whether_the_key_is_set() {
         ran.stdout
     );
     no_key(&ran.all());
+    let ran = run_cli_with(&server, &["check", "--team", "."], Some(dir.path()), None);
+    assert!(
+        ran.stdout.contains("key ANTHROPIC_API_KEY not set"),
+        "{}",
+        ran.stdout
+    );
     std::fs::write(
         dir.path().join("team.yaml"),
         "name: pair\nmodels:\n  fast:\n    provider: gemini\n    model: x\n",

@@ -207,3 +207,24 @@ fn a_401_that_echoes_the_key_says_which_variable_and_never_the_key() {
     assert_eq!(server.seen().len(), 1, "a 401 is not retried");
     no_key(&ran.all());
 }
+
+#[test]
+fn no_key_for_the_anthropic_api_is_said_before_any_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_boardroom"))
+        .args(["run", "Explain tea", "--model", "claude-test"])
+        .current_dir(tmp.path())
+        .env("BOARDROOM_HOME", tmp.path())
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .env_remove("BOARDROOM_MODEL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        "error: --model claude-test: ANTHROPIC_API_KEY is unset: set it to your Anthropic API \
+         key, or use --model sim to try boardroom offline\n"
+    );
+}

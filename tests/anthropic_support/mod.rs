@@ -219,19 +219,26 @@ impl Ran {
 /// Runs the CLI in a fresh directory against `server`, with `RUST_LOG`
 /// at trace and the key in `ANTHROPIC_API_KEY`.
 pub fn run_cli(server: &Server, args: &[&str], dir: Option<&Path>) -> Ran {
+    run_cli_with(server, args, dir, Some(KEY))
+}
+
+/// As [`run_cli`], with `key` (or none) in `ANTHROPIC_API_KEY`.
+pub fn run_cli_with(server: &Server, args: &[&str], dir: Option<&Path>, key: Option<&str>) -> Ran {
     let tmp = tempfile::tempdir().unwrap();
     let cwd = dir.unwrap_or(tmp.path());
-    let out = Command::new(env!("CARGO_BIN_EXE_boardroom"))
-        .args(args)
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_boardroom"));
+    cmd.args(args)
         .current_dir(cwd)
         .env("BOARDROOM_HOME", tmp.path())
         .env("ANTHROPIC_BASE_URL", base_url(server))
-        .env("ANTHROPIC_API_KEY", KEY)
+        .env_remove("ANTHROPIC_API_KEY")
         .env_remove("BOARDROOM_MODEL")
         .env_remove("OPENAI_API_KEY")
-        .env("RUST_LOG", "trace")
-        .output()
-        .unwrap();
+        .env("RUST_LOG", "trace");
+    if let Some(key) = key {
+        cmd.env("ANTHROPIC_API_KEY", key);
+    }
+    let out = cmd.output().unwrap();
     let mut files = String::new();
     read_tree(tmp.path(), &mut files);
     if let Some(d) = dir {
