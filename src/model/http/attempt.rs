@@ -209,6 +209,7 @@ impl Client {
                             true,
                         ));
                     }
+                    Err(StreamError::Retry(e)) => return Err(self.transport(&e, true)),
                     Err(e) => return Err(Failure::Fatal(self.bad(self.redact(&e.to_string())))),
                 };
                 if let Some(delta) = delta {

@@ -504,11 +504,15 @@ impl SpanBuilder {
 /// `gen_ai.provider.name` and `gen_ai.request.model` from a model's name
 /// as boardroom labels it: `openai:gpt-4o-mini` and an endpoint URL
 /// `http://host/v1#qwen` are OpenAI chat completions of `gpt-4o-mini` and
-/// `qwen`; `sim` is the simulator; any other name (a team.yaml entry, a
-/// library user's model) is the model, its provider unknown.
+/// `qwen`; `anthropic:claude-x` is Anthropic's `claude-x`; `sim` is the
+/// simulator; any other name (a team.yaml entry, a library user's model)
+/// is the model, its provider unknown.
 fn provider_and_model(label: &str) -> (Option<&'static str>, String) {
     if let Some(model) = label.strip_prefix("openai:") {
         return (Some("openai"), model.to_string());
+    }
+    if let Some(model) = label.strip_prefix("anthropic:") {
+        return (Some("anthropic"), model.to_string());
     }
     if label.starts_with("http://") || label.starts_with("https://") {
         let model = label.split_once('#').map_or(label, |(_, m)| m);

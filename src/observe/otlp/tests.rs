@@ -24,6 +24,7 @@ fn turn(id: &str, round: u32, phase: Phase, error: Option<&str>) -> EventKind {
         usage: Usage {
             prompt_tokens: 10,
             completion_tokens: 5,
+            ..Usage::default()
         },
         latency_ms: 40,
         error: error.map(str::to_string),
@@ -282,6 +283,13 @@ fn chat_spans_name_the_model_as_sent_and_its_provider() {
     assert_eq!(
         text(attr(&s, "gen_ai.provider.name")).as_deref(),
         Some("openai")
+    );
+    // Issue 26.
+    let s = chat("anthropic:claude-sonnet-4-5");
+    assert_eq!(s.name, "chat claude-sonnet-4-5");
+    assert_eq!(
+        text(attr(&s, "gen_ai.provider.name")).as_deref(),
+        Some("anthropic")
     );
     let s = chat("sim");
     assert_eq!(s.name, "chat sim");
