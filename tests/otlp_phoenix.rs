@@ -574,7 +574,7 @@ fn check_failed(f: &mut Findings, how: &str, spans: &[Value]) {
             && root["status_message"] == format!("the run did not finish: {why}"),
         || format!("{how}: the failed run: {root}"),
     );
-    let master = spans.iter().find(|s| s["span_kind"] == "AGENT");
+    let master = spans.iter().find(|s| s["name"] == "invoke_agent master");
     f.check(
         master.is_some_and(|m| m["status_code"] == "ERROR" && m["status_message"] == why),
         || format!("{how}: the failed master: {master:?}"),
