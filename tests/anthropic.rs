@@ -323,3 +323,57 @@ fn a_json_protocol_run_from_the_cli_forces_the_schema_tool_and_nothing_else() {
         .expect("a draft");
     assert!(draft.body.get("tool_choice").is_none(), "{}", draft.body);
 }
+
+#[test]
+fn a_schema_with_other_tools_makes_the_model_call_one_of_them() {
+    let server = Server::start(|req| {
+        check_shape(req);
+        let text = text_of(req);
+        let (name, input) = if text.contains("Split this task") {
+            (
+                "master_plan",
+                json!({"decision": "assign", "assignments": [
+                    {"member": "writer", "task": "write it"}], "answer": ""}),
+            )
+        } else if text.contains("is over. This is the board") {
+            (
+                "master_decision",
+                json!({"decision": "done", "assignments": [], "answer": "Done with tools."}),
+            )
+        } else {
+            return answer(req, "A draft.");
+        };
+        answer_with(req, "", &[("toolu_s", name, input)], "tool_use")
+    });
+    let mut config = TeamConfig::default();
+    config
+        .mcp_servers
+        .insert("everything".into(), mcp_support::everything());
+    let team = Team::new(
+        "tools",
+        config,
+        vec![
+            AgentSpec::master("lead", "You lead.").with_tools(["everything.echo"]),
+            AgentSpec::member("writer", "Writes", "You write."),
+        ],
+    )
+    .unwrap();
+    let run = Runtime::new(team, model(&server))
+        .protocol(Protocol::Json)
+        .run("Write about tea")
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Done);
+    assert_eq!(run.answer, "Done with tools.");
+    let seen = server.seen();
+    let both: Vec<_> = seen
+        .iter()
+        .filter(|r| offers(r, "master_plan") && offers(r, "everything__echo"))
+        .collect();
+    assert!(
+        !both.is_empty(),
+        "the master's plan call offers its tool too"
+    );
+    for r in both {
+        assert_eq!(r.body["tool_choice"], json!({"type": "any"}), "{}", r.body);
+    }
+}
