@@ -143,6 +143,12 @@ fn a_team_with_an_mcp_tool_uses_it_over_tool_use() {
     assert_eq!(run.answer, "Echoed.");
     let draft = run.board.iter().find(|e| e.author == "writer").unwrap();
     assert!(draft.text.contains("from claude"), "{}", draft.text);
+    // A plain tool run leaves the choice to the model: no `tool_choice`.
+    let seen = server.seen();
+    assert!(seen.iter().any(|r| offers(r, "everything__echo")));
+    for r in &seen {
+        assert!(r.body.get("tool_choice").is_none(), "{}", r.body);
+    }
 }
 
 #[test]
@@ -260,4 +266,114 @@ fn check_shows_the_provider_and_whether_the_key_is_set() {
         "{}",
         ran.stderr
     );
+}
+
+#[test]
+fn a_json_protocol_run_from_the_cli_forces_the_schema_tool_and_nothing_else() {
+    let server = Server::start(|req| {
+        check_shape(req);
+        let text = text_of(req);
+        if text.contains("Split this task") {
+            let input = json!({"decision": "assign", "assignments": [
+                {"member": "writer", "task": "write it"}], "answer": ""});
+            answer_with(req, "", &[("toolu_p", "master_plan", input)], "tool_use")
+        } else if text.contains("is over. This is the board") {
+            let input =
+                json!({"decision": "done", "assignments": [], "answer": "The JSON answer."});
+            answer_with(
+                req,
+                "",
+                &[("toolu_d", "master_decision", input)],
+                "tool_use",
+            )
+        } else {
+            answer(req, "A draft.")
+        }
+    });
+    let ran = run_cli(
+        &server,
+        &[
+            "run",
+            "Explain tea",
+            "--protocol",
+            "json",
+            "--model",
+            "anthropic:claude-test",
+        ],
+        None,
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(ran.stdout.contains("The JSON answer."), "{}", ran.stdout);
+    no_key(&ran.all());
+    let seen = server.seen();
+    for name in ["master_plan", "master_decision"] {
+        let forced: Vec<_> = seen.iter().filter(|r| offers(r, name)).collect();
+        assert!(!forced.is_empty(), "{name} was asked for");
+        for r in forced {
+            assert_eq!(r.body["tool_choice"], json!({"type": "tool", "name": name}));
+            let tools = r.body["tools"].as_array().unwrap();
+            assert_eq!(tools.len(), 1, "the schema's tool alone: {}", r.body);
+            assert_eq!(tools[0]["input_schema"]["type"], "object");
+        }
+    }
+    // A call with no schema (a draft) forces nothing.
+    let draft = seen
+        .iter()
+        .find(|r| r.body.get("tools").is_none())
+        .expect("a draft");
+    assert!(draft.body.get("tool_choice").is_none(), "{}", draft.body);
+}
+
+#[test]
+fn a_schema_with_other_tools_makes_the_model_call_one_of_them() {
+    let server = Server::start(|req| {
+        check_shape(req);
+        let text = text_of(req);
+        let (name, input) = if text.contains("Split this task") {
+            (
+                "master_plan",
+                json!({"decision": "assign", "assignments": [
+                    {"member": "writer", "task": "write it"}], "answer": ""}),
+            )
+        } else if text.contains("is over. This is the board") {
+            (
+                "master_decision",
+                json!({"decision": "done", "assignments": [], "answer": "Done with tools."}),
+            )
+        } else {
+            return answer(req, "A draft.");
+        };
+        answer_with(req, "", &[("toolu_s", name, input)], "tool_use")
+    });
+    let mut config = TeamConfig::default();
+    config
+        .mcp_servers
+        .insert("everything".into(), mcp_support::everything());
+    let team = Team::new(
+        "tools",
+        config,
+        vec![
+            AgentSpec::master("lead", "You lead.").with_tools(["everything.echo"]),
+            AgentSpec::member("writer", "Writes", "You write."),
+        ],
+    )
+    .unwrap();
+    let run = Runtime::new(team, model(&server))
+        .protocol(Protocol::Json)
+        .run("Write about tea")
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Done);
+    assert_eq!(run.answer, "Done with tools.");
+    let seen = server.seen();
+    let both: Vec<_> = seen
+        .iter()
+        .filter(|r| offers(r, "master_plan") && offers(r, "everything__echo"))
+        .collect();
+    assert!(
+        !both.is_empty(),
+        "the master's plan call offers its tool too"
+    );
+    for r in both {
+        assert_eq!(r.body["tool_choice"], json!({"type": "any"}), "{}", r.body);
+    }
 }

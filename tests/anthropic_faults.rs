@@ -12,7 +12,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anthropic_support::*;
-use boardroom::{Anthropic, ChatModel, ChatRequest, Message, Phase};
+use boardroom::{
+    AgentSpec, Anthropic, ChatModel, ChatRequest, Event, EventKind, Message, Phase, RunStatus,
+    Runtime, Team, TeamConfig,
+};
 use parking_lot::Mutex;
 use support::{Reply, Server};
 
@@ -111,12 +114,19 @@ fn a_529_is_retried_then_told_with_its_exit_code() {
     );
     assert_eq!(ran.code, 1, "{}", ran.stderr);
     let url = format!("{}/v1/messages", base_url(&server));
+    let said = ran
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or_else(|| panic!("no error line:\n{}", ran.stderr));
+    // Retried until the attempts or the deadline ran out (the backoff is
+    // random): either way the status, the attempts and the server's word.
     assert!(
-        ran.stderr.contains(&format!(
-            "model 'anthropic:claude-test': http 529 from {url}: Overloaded"
-        )),
-        "{}",
-        ran.stderr
+        said.starts_with(&format!(
+            "error: master (plan): model 'anthropic:claude-test': http 529 from {url} after "
+        )) && (said.ends_with(" attempts: Overloaded")
+            || said.ends_with("(server said: Overloaded)")),
+        "{said}"
     );
     no_key(&ran.all());
 }
@@ -226,5 +236,201 @@ fn no_key_for_the_anthropic_api_is_said_before_any_request() {
         stderr,
         "error: --model claude-test: ANTHROPIC_API_KEY is unset: set it to your Anthropic API \
          key, or use --model sim to try boardroom offline\n"
+    );
+}
+
+#[test]
+fn a_500_and_a_503_are_retried_with_backoff_then_answered() {
+    for status in [500, 503] {
+        let server = Server::start(move |req| {
+            if req.index < 2 {
+                error(status, "api_error", "Internal server error")
+            } else {
+                answer(req, "on the third try")
+            }
+        });
+        let waits = Arc::new(Mutex::new(Vec::new()));
+        let r = model(&server, &waits).chat(&ask(), &mut |_| {}).unwrap();
+        assert_eq!(r.text, "on the third try", "{status}");
+        assert_eq!(r.retries, 2, "{status}");
+        assert_eq!(server.seen().len(), 3, "{status}");
+        // Full jitter under an exponential ceiling: 500 ms, then 1 s.
+        let waits = waits.lock().clone();
+        assert_eq!(waits.len(), 2, "{status}: {waits:?}");
+        assert!(waits[0] <= Duration::from_millis(500), "{waits:?}");
+        assert!(waits[1] <= Duration::from_secs(1), "{waits:?}");
+    }
+}
+
+#[test]
+fn a_deadline_that_runs_out_mid_retries_is_told_with_its_exit_code() {
+    let server = Server::start(|_| error(503, "api_error", "Service unavailable"));
+    let ran = run_cli(
+        &server,
+        &[
+            "run",
+            "Explain tea",
+            "--model",
+            "anthropic:claude-test,timeout=500ms",
+        ],
+        None,
+    );
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    let said = ran
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or_else(|| panic!("no error line:\n{}", ran.stderr));
+    assert!(
+        said.contains("model 'anthropic:claude-test': ")
+            && said.contains("the call deadline of 500ms (every attempt and wait included; change it with timeout= in the model spec or timeout: in team.yaml)"),
+        "{said}"
+    );
+    assert!(server.seen().len() > 1, "retried before the deadline");
+    no_key(&ran.all());
+}
+
+#[test]
+fn a_400_403_or_404_is_told_in_one_line_with_the_fix_and_not_retried() {
+    let cases = [
+        (
+            400,
+            "invalid_request_error",
+            "max_tokens: 999999 > 64000, the maximum for claude-test",
+            "the request for model 'claude-test' was refused: check its max_tokens (max_tokens=N \
+             in the model spec) and temperature (server said: max_tokens: 999999 > 64000, the \
+             maximum for claude-test)",
+        ),
+        (
+            403,
+            "permission_error",
+            "Your API key does not have permission to use the specified resource.",
+            "the key in ANTHROPIC_API_KEY lacks permission for model 'claude-test' (server said: \
+             Your API key does not have permission to use the specified resource.)",
+        ),
+        (
+            404,
+            "not_found_error",
+            "model: claude-test",
+            "the model name 'claude-test' is unknown to the API: name a model it serves (e.g. \
+             claude-sonnet-4-5), or check the base url (server said: model: claude-test)",
+        ),
+    ];
+    for (status, kind, message, detail) in cases {
+        let server = Server::start(move |_| error(status, kind, message));
+        let ran = run_cli(
+            &server,
+            &["run", "Explain tea", "--model", "anthropic:claude-test"],
+            None,
+        );
+        assert_eq!(ran.code, 1, "as for OpenAI: {}", ran.stderr);
+        assert_eq!(server.seen().len(), 1, "a {status} is not retried");
+        let url = format!("{}/v1/messages", base_url(&server));
+        let said: Vec<&str> = ran
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("error:"))
+            .collect();
+        assert_eq!(
+            said,
+            [format!(
+                "error: master (plan): model 'anthropic:claude-test': http {status} from {url}: {detail}"
+            )],
+            "{}",
+            ran.stderr
+        );
+        no_key(&ran.all());
+    }
+}
+
+#[test]
+fn no_log_level_shows_the_key() {
+    for level in ["error", "warn", "info", "debug", "trace"] {
+        let server = Server::start(|req| {
+            let key = req.header("x-api-key").unwrap_or_default().to_string();
+            if req.index == 0 {
+                // Retried and logged: the key the server echoes with it.
+                error(500, "api_error", &format!("bad gateway for {key}"))
+            } else {
+                one_round(req, "writer", &format!("Done, {key}."))
+            }
+        });
+        let ran = run_cli_logged(
+            &server,
+            &["run", "Explain tea", "--model", "anthropic:claude-test"],
+            None,
+            Some(KEY),
+            level,
+        );
+        assert_eq!(ran.code, 0, "{level}: {}", ran.stderr);
+        assert!(ran.stdout.contains("Done, ***."), "{level}: {}", ran.stdout);
+        no_key(&ran.all());
+    }
+}
+
+#[test]
+fn a_529_lowers_the_endpoint_limit_and_it_recovers() {
+    const MEMBERS: usize = 12;
+    // The first draft is refused with 529 while the other drafts are in
+    // flight (a refusal alone says nothing about concurrency): the limit
+    // comes down, and grows again as the answers come back.
+    let drafts = Arc::new(AtomicUsize::new(0));
+    let d = Arc::clone(&drafts);
+    // Every answer takes as long (the latency floor stays put), the 529
+    // comes back sooner, while the other drafts are still in flight.
+    let server = Server::start(move |req| {
+        let text = text_of(req);
+        let reply = if text.contains("Split this task") {
+            let plan: String = (0..MEMBERS)
+                .map(|i| format!("ASSIGN:m{i}:write part {i}\n"))
+                .collect();
+            answer(req, &plan)
+        } else if text.contains("Round 1 of") {
+            answer(req, "DONE\nThe parts, merged.")
+        } else if d.fetch_add(1, Ordering::SeqCst) == 0 {
+            let refused = error(529, "overloaded_error", "Overloaded");
+            return Reply::Delayed(Duration::from_millis(300), Box::new(refused));
+        } else {
+            answer(req, "A draft.")
+        };
+        Reply::Delayed(Duration::from_millis(600), Box::new(reply))
+    });
+    let model = Anthropic::builder("claude-test")
+        .base_url(base_url(&server))
+        .api_key(KEY)
+        .max_in_flight(4)
+        .sleep_with(|_| {})
+        .build()
+        .unwrap();
+    let mut agents = vec![AgentSpec::master("lead", "You lead the team.")];
+    agents.extend((0..MEMBERS).map(|i| AgentSpec::member(format!("m{i}"), "a part", "You work.")));
+    let team = Team::new("limits", TeamConfig::default(), agents).unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let run = Runtime::new(team, model)
+        .events(tx)
+        .run("Write the parts")
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Done);
+    assert_eq!(run.answer, "The parts, merged.");
+    assert!(
+        drafts.load(Ordering::SeqCst) > MEMBERS,
+        "the refused draft was sent again"
+    );
+    let changes: Vec<(usize, usize, String)> = rx
+        .try_iter()
+        .filter_map(|e: Event| match e.kind {
+            EventKind::LimitChanged {
+                from, to, reason, ..
+            } => Some((from, to, reason.to_string())),
+            _ => None,
+        })
+        .collect();
+    let down = changes
+        .iter()
+        .position(|(from, to, reason)| reason == "overloaded" && to < from)
+        .unwrap_or_else(|| panic!("the 529 lowered the limit: {changes:?}"));
+    assert!(
+        changes[down..].iter().any(|(from, to, _)| to > from),
+        "and the limit grew back: {changes:?}"
     );
 }

@@ -224,6 +224,17 @@ pub fn run_cli(server: &Server, args: &[&str], dir: Option<&Path>) -> Ran {
 
 /// As [`run_cli`], with `key` (or none) in `ANTHROPIC_API_KEY`.
 pub fn run_cli_with(server: &Server, args: &[&str], dir: Option<&Path>, key: Option<&str>) -> Ran {
+    run_cli_logged(server, args, dir, key, "trace")
+}
+
+/// As [`run_cli_with`], with `RUST_LOG` at `level`.
+pub fn run_cli_logged(
+    server: &Server,
+    args: &[&str],
+    dir: Option<&Path>,
+    key: Option<&str>,
+    level: &str,
+) -> Ran {
     let tmp = tempfile::tempdir().unwrap();
     let cwd = dir.unwrap_or(tmp.path());
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_boardroom"));
@@ -234,7 +245,7 @@ pub fn run_cli_with(server: &Server, args: &[&str], dir: Option<&Path>, key: Opt
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("BOARDROOM_MODEL")
         .env_remove("OPENAI_API_KEY")
-        .env("RUST_LOG", "trace");
+        .env("RUST_LOG", level);
     if let Some(key) = key {
         cmd.env("ANTHROPIC_API_KEY", key);
     }

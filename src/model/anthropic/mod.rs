@@ -156,10 +156,11 @@ impl Dialect for Messages {
             ),
             401 if client.key.is_none() => format!("no key: set {env}"),
             401 => format!("check {env} (the key was not accepted)"),
-            403 => format!("check {env} and its access to model '{model}'"),
-            404 => {
-                format!("check the model name '{model}' (e.g. claude-sonnet-4-5) and the base url")
-            }
+            403 => format!("the key in {env} lacks permission for model '{model}'"),
+            404 => format!(
+                "the model name '{model}' is unknown to the API: name a model it serves \
+                 (e.g. claude-sonnet-4-5), or check the base url"
+            ),
             _ => return None,
         })
     }
@@ -225,7 +226,7 @@ mod tests {
         let e = m.inner.client.http_error(&Messages, 404, "not_found_error");
         assert!(
             e.to_string()
-                .contains("check the model name 'claude-x' (e.g. claude-sonnet-4-5)"),
+                .contains("the model name 'claude-x' is unknown to the API: name a model"),
             "{e}"
         );
         let headers = Messages.headers(Some("k"));

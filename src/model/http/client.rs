@@ -318,7 +318,7 @@ impl Client {
             if wait >= deadline.saturating_duration_since(Instant::now()) {
                 let error = match retry_after {
                     Some(asked) => self.over_deadline(error, asked),
-                    None => error,
+                    None => self.out_of_time(error),
                 };
                 return Err(with_attempts(error, attempt));
             }
