@@ -25,7 +25,7 @@
 //!
 //! At the root: the team and its configuration ([`Team`], [`AgentSpec`],
 //! [`TeamConfig`]), the run ([`Runtime`], [`RunHandle`], [`RunOutcome`],
-//! [`Event`]), the model ([`ChatModel`], [`OpenAi`]) and tools ([`Tool`]).
+//! [`Event`]), the model ([`ChatModel`], [`OpenAi`], [`Anthropic`]) and tools ([`Tool`]).
 //! The rest lives in modules: [`config`] the parts of `team.yaml` below
 //! [`TeamConfig`], [`board`] a run's board ([`board::Entry`]), [`tools`]
 //! the [`tools::ToolRegistry`], [`store`] reads saved runs, [`testing`] has
@@ -84,6 +84,13 @@ pub mod openai {
         LimitChange, LimitReason, LimitWatch, LimitWatcher, ModelSpecError,
         OPENAI_DEFAULT_BASE_URL, OpenAiBuilder, RetryPolicy,
     };
+}
+
+/// The Anthropic model's builder ([`AnthropicBuilder`](anthropic::AnthropicBuilder),
+/// from `Anthropic::builder`) and its defaults; [`Anthropic`] lives at the
+/// crate root.
+pub mod anthropic {
+    pub use crate::model::{ANTHROPIC_DEFAULT_BASE_URL, AnthropicBuilder, DEFAULT_MAX_TOKENS};
 }
 
 /// The MCP clients (also at [`tools::mcp`]).
@@ -189,8 +196,8 @@ mod book {
 
 pub use event::{Event, EventKind, LimitChangeReason, ReviewVerdict};
 pub use model::{
-    ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelError, OpenAi, OutputSchema,
-    Phase, Role, SharedModel, ToolCall, ToolSpec, Usage,
+    Anthropic, ChatModel, ChatRequest, ChatResponse, EndpointInfo, FinishReason, Message,
+    ModelError, OpenAi, OutputSchema, Phase, Role, SharedModel, ToolCall, ToolSpec, Usage,
 };
 pub use record::{Executor, ParseExecutorError, RunStatus};
 pub use runtime::{

@@ -11,7 +11,7 @@ use support::cli::{boardroom, repo, text};
 
 /// The forms of a model spec, as an unknown one lists them (issue 21).
 const ACCEPTED: &str = "accepted: sim (offline), gpt-4o-mini or openai/gpt-4o-mini or \
-     openai:gpt-4o-mini (OpenAI, or OPENAI_BASE_URL), ollama:llama3.2 (Ollama at OLLAMA_HOST), \
+     openai:gpt-4o-mini (OpenAI, or OPENAI_BASE_URL), ollama:llama3.2 (Ollama at OLLAMA_HOST), claude-sonnet-4-5 or anthropic:claude-sonnet-4-5 (Anthropic), \
      http://127.0.0.1:8080/v1#MODEL (any OpenAI-compatible server), or a model named in team.yaml";
 
 #[test]

@@ -110,7 +110,8 @@ fn ollama_name_reaches_ollama_host_given_as_host_port_without_a_key() {
 fn an_unknown_provider_lists_the_accepted_forms_with_an_example_each() {
     let (tmp, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     for (spec, what) in [
-        ("anthropic:claude-3", "unknown provider 'anthropic'"),
+        // Issue 26 made `anthropic:` a provider.
+        ("gemini:pro", "unknown provider 'gemini'"),
         ("llama3", "unknown model 'llama3'"),
     ] {
         let out = run_in(
@@ -126,7 +127,7 @@ fn an_unknown_provider_lists_the_accepted_forms_with_an_example_each() {
             format!(
                 "error: model spec '{spec}': {what} (accepted: sim (offline), gpt-4o-mini or \
                  openai/gpt-4o-mini or openai:gpt-4o-mini (OpenAI, or OPENAI_BASE_URL), \
-                 ollama:llama3.2 (Ollama at OLLAMA_HOST), http://127.0.0.1:8080/v1#MODEL (any \
+                 ollama:llama3.2 (Ollama at OLLAMA_HOST), claude-sonnet-4-5 or anthropic:claude-sonnet-4-5 (Anthropic), http://127.0.0.1:8080/v1#MODEL (any \
                  OpenAI-compatible server), or a model named in team.yaml)\n"
             )
         );

@@ -507,7 +507,7 @@ fn finding10_bad_specs_are_refused_before_a_run_directory_exists() {
         text(&out.stderr).trim_end().replace("./", ""),
         "error: agents/writer.md:4: model: model spec 'gpt': unknown model 'gpt' \
          (accepted: sim (offline), gpt-4o-mini or openai/gpt-4o-mini or openai:gpt-4o-mini \
-         (OpenAI, or OPENAI_BASE_URL), ollama:llama3.2 (Ollama at OLLAMA_HOST), \
+         (OpenAI, or OPENAI_BASE_URL), ollama:llama3.2 (Ollama at OLLAMA_HOST), claude-sonnet-4-5 or anthropic:claude-sonnet-4-5 (Anthropic), \
          http://127.0.0.1:8080/v1#MODEL (any OpenAI-compatible server), or a model named in \
          team.yaml) (no models are named in team.yaml)"
     );
@@ -521,7 +521,7 @@ fn finding10_check_resolves_every_model_and_names_file_and_line() {
             b"name: t\nmodels:\n  default: 'gpt'\n",
             "team.yaml:3: models.default: model spec 'gpt': unknown model 'gpt' (accepted: sim \
              (offline), gpt-4o-mini or openai/gpt-4o-mini or openai:gpt-4o-mini (OpenAI, or \
-             OPENAI_BASE_URL), ollama:llama3.2 (Ollama at OLLAMA_HOST), \
+             OPENAI_BASE_URL), ollama:llama3.2 (Ollama at OLLAMA_HOST), claude-sonnet-4-5 or anthropic:claude-sonnet-4-5 (Anthropic), \
              http://127.0.0.1:8080/v1#MODEL (any OpenAI-compatible server), or a model named in \
              team.yaml)",
         ),

@@ -242,6 +242,7 @@ fn an_absurd_token_count_on_a_cut_answer_does_not_panic() {
     let absurd = Usage {
         prompt_tokens: 1,
         completion_tokens: u64::MAX,
+        ..Usage::default()
     };
     let model = Scripted::new()
         .respond(

@@ -306,12 +306,17 @@ fn spans_go_as_protobuf_with_the_otel_settings_content_only_on_request_never_the
         "invoke_agent writer",
         "chat sim",
         "gen_ai.usage.input_tokens",
+        // Issue 27: what Phoenix draws spans by.
+        "openinference.span.kind",
+        "llm.token_count.total",
     ] {
         assert!(contains(&plain, s), "{s} missing");
     }
     for s in [
         "by the lake",
         "gen_ai.input.messages",
+        "input.value",
+        "output.value",
         "sk-test-NEVER-EXPORT-ME",
         "otlp-token",
     ] {
@@ -323,6 +328,8 @@ fn spans_go_as_protobuf_with_the_otel_settings_content_only_on_request_never_the
         "by the lake",
         "gen_ai.input.messages",
         "gen_ai.output.messages",
+        "input.value",
+        "output.value",
     ] {
         assert!(contains(&full, s), "{s} missing with --otlp-content");
     }

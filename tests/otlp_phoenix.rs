@@ -2,13 +2,15 @@
 //! scripts/setup-phoenix.sh into .venv-phoenix/) receives a run's spans
 //! over OTLP/HTTP protobuf, live from the exporter and after the fact from
 //! `boardroom export`; the test reads them back through Phoenix's REST
-//! API and checks names, parents and token counts.
+//! API and checks names, parents and token counts, and (issue 27) what
+//! Phoenix renders: OpenInference kinds, inputs and outputs only with
+//! content on, token counts on model calls, failures as ERROR spans.
 
 #![cfg(feature = "otlp")]
 
 mod support;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -73,6 +75,21 @@ impl Phoenix {
 
     fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("phoenix.log")).unwrap_or_default()
+    }
+
+    /// The spans of one trace, once their number has held still for a
+    /// second (the run's exporter has finished; Phoenix stores spans in
+    /// batches of its own).
+    fn settled(&self, run_id: &str) -> Vec<Value> {
+        let mut last = self.trace(run_id, 1).len();
+        let mut still = 0;
+        while still < 4 {
+            std::thread::sleep(Duration::from_millis(300));
+            let now = self.trace(run_id, last).len();
+            still = if now == last { still + 1 } else { 0 };
+            last = now;
+        }
+        self.trace(run_id, last)
     }
 
     /// The spans of one trace, once `count` of them are in.
@@ -314,4 +331,292 @@ fn phoenix_receives_a_runs_spans_with_genai_names_parents_and_tokens() {
         1,
         "one root"
     );
+}
+
+/// A `boardroom run` on the sim `model`, sending its trace to `otlp` as it
+/// works (with or without content); its run id.
+fn cli_run(runs: &Path, model: &str, otlp: Option<&str>, content: bool, code: i32) -> String {
+    let before: HashSet<String> = boardroom::store::list_runs(runs)
+        .map(|l| l.into_iter().map(|r| r.id).collect())
+        .unwrap_or_default();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_boardroom"));
+    cmd.args([
+        "run",
+        "Plan a picnic by the lake",
+        "--no-memory",
+        "--model",
+        model,
+    ])
+    .arg("--runs-dir")
+    .arg(runs)
+    .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+    .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+    if let Some(url) = otlp {
+        cmd.args(["--otlp", url]);
+    }
+    if content {
+        cmd.arg("--otlp-content");
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
+    assert!(!stderr.contains("dropped"), "{stderr}");
+    boardroom::store::list_runs(runs)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .find(|id| !before.contains(id))
+        .expect("a new run")
+}
+
+/// `boardroom export ID` of a saved run, with or without content.
+fn cli_export(runs: &Path, id: &str, url: &str, content: bool) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_boardroom"));
+    cmd.args(["export", id, "--otlp", url, "--runs-dir"])
+        .arg(runs);
+    if content {
+        cmd.arg("--otlp-content");
+    }
+    let out = cmd.output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Mismatches, gathered so one look at Phoenix reports all of them.
+#[derive(Default)]
+struct Findings(Vec<String>);
+
+impl Findings {
+    fn check(&mut self, ok: bool, what: impl FnOnce() -> String) {
+        if !ok {
+            self.0.push(what());
+        }
+    }
+}
+
+fn text<'a>(span: &'a Value, key: &str) -> &'a str {
+    attr(span, key).as_str().unwrap_or("")
+}
+
+/// What Phoenix shows of the run of `cli_run` with the `MIXED` model: a
+/// kind on every span, text only with content, each model call's tokens,
+/// the critic's failed call and turn and the writer's failed tool call.
+fn check_mixed(f: &mut Findings, how: &str, spans: &[Value], runs: &Path, id: &str, content: bool) {
+    let how = format!("{how}, content {content}");
+    let kinds: HashSet<&str> = spans
+        .iter()
+        .map(|s| s["span_kind"].as_str().unwrap())
+        .collect();
+    f.check(
+        kinds == HashSet::from(["CHAIN", "AGENT", "LLM", "TOOL"]),
+        || format!("{how}: span kinds {kinds:?}"),
+    );
+    for s in spans {
+        let name = s["name"].as_str().unwrap();
+        let want = match name.split(' ').next() {
+            Some("invoke_workflow") => "CHAIN",
+            Some("invoke_agent") => "AGENT",
+            Some("chat") => "LLM",
+            _ => "TOOL",
+        };
+        f.check(s["span_kind"] == want, || {
+            format!("{how}: {name} is {} (want {want})", s["span_kind"])
+        });
+        let keys = s["attributes"].as_object().unwrap().keys();
+        let texts: Vec<&String> = keys
+            .filter(|k| {
+                [
+                    "input.",
+                    "output.",
+                    "llm.input_messages",
+                    "llm.output_messages",
+                ]
+                .iter()
+                .any(|p| k.starts_with(p))
+            })
+            .collect();
+        if !content {
+            f.check(texts.is_empty(), || {
+                format!("{how}: {name} has {texts:?} without --otlp-content")
+            });
+            f.check(!s.to_string().contains("by the lake"), || {
+                format!("{how}: the task's text in {name} without --otlp-content")
+            });
+        }
+    }
+
+    let root = spans.iter().find(|s| s["parent_id"].is_null()).unwrap();
+    if content {
+        f.check(
+            text(root, "input.value") == "Plan a picnic by the lake",
+            || format!("{how}: the run's input is {}", attr(root, "input.value")),
+        );
+        f.check(
+            text(root, "output.value").starts_with("# Plan a picnic"),
+            || format!("{how}: the run's output is {}", attr(root, "output.value")),
+        );
+    }
+
+    // Every model call: its tokens as turns.jsonl has them, its model.
+    let turns = read_turns(&runs.join(id)).unwrap().items;
+    let chats: Vec<&Value> = spans.iter().filter(|s| s["span_kind"] == "LLM").collect();
+    f.check(chats.len() == turns.len(), || {
+        format!("{how}: {} LLM spans for {} calls", chats.len(), turns.len())
+    });
+    for chat in &chats {
+        let turn_id = text(chat, "boardroom.turn.id");
+        let Some(turn) = turns.iter().find(|t| t.turn_id.to_string() == turn_id) else {
+            f.check(false, || format!("{how}: no turn {turn_id}"));
+            continue;
+        };
+        let (p, c) = (turn.usage.prompt_tokens, turn.usage.completion_tokens);
+        for (key, want) in [
+            ("llm.token_count.prompt", p),
+            ("llm.token_count.completion", c),
+            ("llm.token_count.total", p + c),
+        ] {
+            f.check(*attr(chat, key) == want, || {
+                format!(
+                    "{how}: {turn_id} {key} is {} (want {want})",
+                    attr(chat, key)
+                )
+            });
+        }
+        f.check(text(chat, "llm.model_name") == "sim", || {
+            format!("{how}: {turn_id} llm.model_name")
+        });
+        f.check(text(chat, "llm.provider") == "boardroom.sim", || {
+            format!("{how}: {turn_id} llm.provider")
+        });
+        if content {
+            f.check(
+                text(chat, "input.mime_type") == "application/json"
+                    && text(chat, "input.value").contains("by the lake")
+                    && !text(chat, "llm.input_messages.0.message.content").is_empty(),
+                || format!("{how}: {turn_id} has no input: {chat}"),
+            );
+        }
+        if let Some(error) = &turn.error {
+            f.check(
+                chat["status_code"] == "ERROR" && chat["status_message"] == error.as_str(),
+                || format!("{how}: failed call {turn_id}: {chat}"),
+            );
+        } else if content {
+            f.check(
+                text(chat, "output.value") == turn.answer.as_deref().unwrap_or(""),
+                || format!("{how}: {turn_id} output.value"),
+            );
+        }
+    }
+
+    // The critic's failed turns, the writer's draft and failed tool call.
+    let agents = |who: &str| -> Vec<&Value> {
+        spans
+            .iter()
+            .filter(|s| s["name"] == format!("invoke_agent {who}"))
+            .collect()
+    };
+    for critic in agents("critic") {
+        f.check(
+            critic["status_code"] == "ERROR"
+                && critic["status_message"]
+                    == "critic failed: simulated failure for 'critic': the model is configured to fail for this agent",
+            || format!("{how}: the failed critic: {critic}"),
+        );
+    }
+    if content {
+        let draft = agents("writer")
+            .into_iter()
+            .find(|s| attr(s, "boardroom.phase") == "draft");
+        f.check(
+            draft.is_some_and(|w| {
+                text(w, "input.value").starts_with("Plan a picnic by the lake (your part:")
+                    && text(w, "output.value").contains("by the lake")
+            }),
+            || format!("{how}: the writer's assignment and draft: {draft:?}"),
+        );
+    }
+    let tool = spans.iter().find(|s| s["span_kind"] == "TOOL").unwrap();
+    f.check(text(tool, "tool.name") == "workspace_read", || {
+        format!("{how}: tool.name")
+    });
+    let message = tool["status_message"].as_str().unwrap_or("");
+    f.check(
+        tool["status_code"] == "ERROR"
+            && if content {
+                message.starts_with("error: workspace: nope.md")
+            } else {
+                message == "the tool reported an error"
+            },
+        || format!("{how}: the failed tool call: {tool}"),
+    );
+    if content {
+        f.check(
+            text(tool, "input.value") == r#"{"path":"nope.md"}"#
+                && text(tool, "input.mime_type") == "application/json"
+                && text(tool, "output.value") == message,
+            || format!("{how}: the tool call's input and output: {tool}"),
+        );
+    }
+}
+
+/// A run whose master's plan failed: its span and the run's say why.
+fn check_failed(f: &mut Findings, how: &str, spans: &[Value]) {
+    let why = "simulated failure for 'master': the model is configured to fail for this agent";
+    let root = spans.iter().find(|s| s["parent_id"].is_null()).unwrap();
+    f.check(
+        root["span_kind"] == "CHAIN"
+            && root["status_code"] == "ERROR"
+            && root["status_message"] == format!("the run did not finish: {why}"),
+        || format!("{how}: the failed run: {root}"),
+    );
+    let master = spans.iter().find(|s| s["name"] == "invoke_agent master");
+    f.check(
+        master.is_some_and(|m| m["status_code"] == "ERROR" && m["status_message"] == why),
+        || format!("{how}: the failed master: {master:?}"),
+    );
+}
+
+/// The sim with a member whose model fails and a tool call that fails.
+const MIXED: &str = r#"sim:fail=critic,tool=writer:workspace_read:{"path":"nope.md"}"#;
+
+/// Issue 27: what Phoenix renders of a run, traced live with `run --otlp`
+/// and after the fact with `boardroom export`, content off and on.
+#[test]
+fn phoenix_renders_kinds_content_tokens_and_errors_live_and_exported() {
+    let phoenix = Phoenix::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path();
+    let url = phoenix.base.as_str();
+    let mut f = Findings::default();
+    for content in [false, true] {
+        let id = cli_run(runs, MIXED, Some(url), content, 4);
+        check_mixed(
+            &mut f,
+            "run --otlp",
+            &phoenix.settled(&id),
+            runs,
+            &id,
+            content,
+        );
+    }
+    let id = cli_run(runs, "sim:fail=master", Some(url), false, 1);
+    check_failed(&mut f, "run --otlp", &phoenix.settled(&id));
+
+    // Saved runs, never traced before (the same run twice would give
+    // Phoenix the same span ids twice).
+    for content in [false, true] {
+        let id = cli_run(runs, MIXED, None, false, 4);
+        cli_export(runs, &id, url, content);
+        check_mixed(&mut f, "export", &phoenix.settled(&id), runs, &id, content);
+    }
+    let id = cli_run(runs, "sim:fail=master", None, false, 1);
+    cli_export(runs, &id, url, false);
+    check_failed(&mut f, "export", &phoenix.settled(&id));
+
+    assert!(f.0.is_empty(), "{}", f.0.join("\n"));
 }

@@ -381,6 +381,7 @@ fn every_step_of_a_tool_loop_counts_toward_usage_even_when_a_later_step_fails() 
     step.usage = boardroom::Usage {
         prompt_tokens: 1000,
         completion_tokens: 7,
+        ..boardroom::Usage::default()
     };
     let model = Scripted::new()
         .reply("lead", "ASSIGN:writer:Look at the plan\nASSIGN:helper:Help")

@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use boardroom::Team;
 use boardroom::tools::ToolRegistry;
+use boardroom::{ChatModel, Team};
 use serde_json::{Value, json};
 
 use super::exit::{CliError, Outcome};
@@ -94,6 +94,22 @@ fn model_without_tools(team: &Team, a: &boardroom::AgentSpec) -> bool {
         .is_some_and(|m| !boardroom::ChatModel::supports_tools(&m))
 }
 
+/// The models the team names that are served over HTTP (team.yaml's
+/// `models`, then agents' own specs), with where: never the key, only
+/// whether it is set.
+fn endpoints(team: &Team) -> Vec<(String, boardroom::EndpointInfo)> {
+    let mut names: Vec<String> = team.config().models.keys().cloned().collect();
+    for m in team.agents().iter().filter_map(|a| a.model.as_deref()) {
+        if m != "default" && !names.iter().any(|n| n == m) {
+            names.push(m.to_string());
+        }
+    }
+    names
+        .into_iter()
+        .filter_map(|n| Some((n.clone(), team.model(&n).ok()?.endpoint()?)))
+        .collect()
+}
+
 fn print_text(team: &Team, tools: &ToolRegistry) {
     let origin = team.dir().map_or_else(
         || "built in".to_string(),
@@ -128,6 +144,13 @@ fn print_text(team: &Team, tools: &ToolRegistry) {
             format!(" [{}]", flags.join("; "))
         };
         println!("  {:<6} {:<14} {}{flags}", role(a), a.name, a.description);
+    }
+    for (name, e) in endpoints(team) {
+        let key = if e.key_set { "set" } else { "not set" };
+        println!(
+            "  model  {name:<14} {} {} at {}, key {} {key}",
+            e.provider, e.model, e.url, e.key_env
+        );
     }
     for line in team_info::lines(team) {
         println!("{line}");
@@ -204,5 +227,9 @@ fn as_json(team: &Team, tools: &ToolRegistry) -> Value {
         "variables": variables,
         "handoff": handoff,
         "mcp_servers": mcp_servers,
+        "models": endpoints(team).into_iter().map(|(name, e)| json!({
+            "name": name, "provider": e.provider, "model": e.model, "url": e.url,
+            "key_env": e.key_env, "key_set": e.key_set,
+        })).collect::<Vec<_>>(),
     })
 }

@@ -51,6 +51,19 @@ fn openai_env_check(team: &Team, spec: &str, model: &SharedModel) -> Result<(), 
              (e.g. http://127.0.0.1:8080/v1), or use --model sim to try boardroom offline"
         ));
     }
+    // The same for Anthropic's API with no key (issue 26).
+    if let Some(e) = model.endpoint().filter(|e| {
+        e.provider == "anthropic"
+            && !e.key_set
+            && e.url
+                .starts_with(boardroom::anthropic::ANTHROPIC_DEFAULT_BASE_URL)
+    }) {
+        return Err(format!(
+            "--model {spec}: {} is unset: set it to your Anthropic API key, or use --model sim \
+             to try boardroom offline",
+            e.key_env
+        ));
+    }
     Ok(())
 }
 

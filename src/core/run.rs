@@ -403,6 +403,7 @@ mod tests {
         let u = |p, c| Usage {
             prompt_tokens: p,
             completion_tokens: c,
+            ..Usage::default()
         };
         let seed = BTreeMap::from([("a0".to_string(), u(5, 5)), ("old".to_string(), u(1, 1))]);
         let book = UsageBook::new(u(12, 12), seed);

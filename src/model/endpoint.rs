@@ -20,17 +20,20 @@ pub enum Provider {
     /// OpenAI, Ollama, llama.cpp, vLLM and many others serve it.
     #[default]
     OpenAi,
+    /// Anthropic's Messages API (`POST {base}/v1/messages`).
+    Anthropic,
 }
 
 impl Provider {
     /// Every provider, by the name `team.yaml` gives it.
-    pub const ALL: &'static [Provider] = &[Provider::OpenAi];
+    pub const ALL: &'static [Provider] = &[Provider::OpenAi, Provider::Anthropic];
 
     /// The name `team.yaml` gives it (`openai`).
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
         }
     }
 
@@ -100,6 +103,10 @@ pub struct EndpointConfig {
     /// (see [`ChatModel::supports_tools`](crate::model::ChatModel::supports_tools)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<bool>,
+    /// Anthropic: mark the stable start of every request (tools, system
+    /// prompt) for the prompt cache (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache: Option<bool>,
 }
 
 /// Keys of an endpoint in `models`.
@@ -112,6 +119,7 @@ const ENDPOINT_KEYS: &[&str] = &[
     "max_in_flight",
     "stream",
     "tools",
+    "prompt_cache",
 ];
 
 impl EndpointConfig {
@@ -135,6 +143,7 @@ impl EndpointConfig {
                 "max_in_flight" => c.max_in_flight = map.next_value::<MaxInFlight>()?.0,
                 "stream" => c.stream = map.next_value()?,
                 "tools" => c.tools = map.next_value()?,
+                "prompt_cache" => c.prompt_cache = map.next_value()?,
                 other => {
                     return Err(serde::de::Error::unknown_field(other, ENDPOINT_KEYS));
                 }
@@ -156,6 +165,7 @@ pub(crate) fn from_endpoint(
 ) -> Result<SharedModel, ModelSpecError> {
     match cfg.provider {
         Provider::OpenAi => Ok(Arc::new(super::openai::from_endpoint(name, cfg)?)),
+        Provider::Anthropic => Ok(Arc::new(super::anthropic::from_endpoint(name, cfg)?)),
     }
 }
 
@@ -219,9 +229,10 @@ mod tests {
     #[test]
     fn an_unknown_provider_names_itself_and_the_known_ones() {
         assert_eq!("openai".parse::<Provider>(), Ok(Provider::OpenAi));
+        assert_eq!("anthropic".parse::<Provider>(), Ok(Provider::Anthropic));
         assert_eq!(
             "gemini".parse::<Provider>().unwrap_err(),
-            "unknown provider 'gemini' (known: openai)"
+            "unknown provider 'gemini' (known: openai, anthropic)"
         );
     }
 }

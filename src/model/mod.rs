@@ -4,11 +4,13 @@
 //! A [`ChatModel`] takes a [`ChatRequest`] (messages, optional tools and
 //! output schema, and a little metadata about who is asking and why),
 //! streams text deltas to a callback, and returns a [`ChatResponse`].
-//! Providers: [`OpenAi`] (any OpenAI-compatible HTTP server), over the
+//! Providers: [`OpenAi`] (any OpenAI-compatible HTTP server) and
+//! [`Anthropic`] (Anthropic's Messages API), over the
 //! shared machinery of [`http`]; the offline models live in
 //! the testing floor. A model's endpoint in `team.yaml` is an
 //! [`EndpointConfig`]; a spec string reads to a [`spec::ModelSpec`].
 
+mod anthropic;
 pub(crate) mod endpoint;
 mod error;
 pub(crate) mod http;
@@ -20,6 +22,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub use anthropic::{ANTHROPIC_DEFAULT_BASE_URL, Anthropic, AnthropicBuilder, DEFAULT_MAX_TOKENS};
 pub(crate) use endpoint::from_endpoint;
 pub use endpoint::{EndpointConfig, Provider};
 pub use error::ModelError;
@@ -213,6 +216,20 @@ pub struct Usage {
     pub prompt_tokens: u64,
     /// Tokens generated.
     pub completion_tokens: u64,
+    /// Of the prompt tokens: read from the provider's prompt cache (0
+    /// where it reports none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_tokens: u64,
+    /// Of the prompt tokens: written to the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_creation_tokens: u64,
+}
+
+/// Counts of zero are left out of saved usage (runs saved before the
+/// cache counts existed read the same).
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's signature
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -229,6 +246,12 @@ impl Usage {
         self.completion_tokens = self
             .completion_tokens
             .saturating_add(other.completion_tokens);
+        self.cache_read_tokens = self
+            .cache_read_tokens
+            .saturating_add(other.cache_read_tokens);
+        self.cache_creation_tokens = self
+            .cache_creation_tokens
+            .saturating_add(other.cache_creation_tokens);
     }
 }
 
@@ -312,6 +335,30 @@ pub trait ChatModel: Send + Sync {
     fn supports_tools(&self) -> bool {
         true
     }
+
+    /// Where the model is served (its provider, URL and key variable),
+    /// for `check`; `None` for a model with no endpoint (the default).
+    fn endpoint(&self) -> Option<EndpointInfo> {
+        None
+    }
+}
+
+/// Where a model is served, as `check` shows it: never the key, only
+/// whether it is set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EndpointInfo {
+    /// The provider's API: `openai` or `anthropic`.
+    pub provider: &'static str,
+    /// The model the server knows.
+    pub model: String,
+    /// The URL requests go to, without credentials.
+    pub url: String,
+    /// The environment variable the key is read from (empty when the key
+    /// was given in code).
+    pub key_env: String,
+    /// Whether a key is set.
+    pub key_set: bool,
 }
 
 impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
@@ -325,6 +372,10 @@ impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
 
     fn supports_tools(&self) -> bool {
         (**self).supports_tools()
+    }
+
+    fn endpoint(&self) -> Option<EndpointInfo> {
+        (**self).endpoint()
     }
 
     fn chat(
@@ -347,6 +398,10 @@ impl<M: ChatModel + ?Sized> ChatModel for Box<M> {
 
     fn supports_tools(&self) -> bool {
         (**self).supports_tools()
+    }
+
+    fn endpoint(&self) -> Option<EndpointInfo> {
+        (**self).endpoint()
     }
 
     fn chat(
@@ -383,5 +438,6 @@ pub(crate) fn estimate_usage(request: &ChatRequest, answer: &str) -> Usage {
             .map(|m| estimate_tokens(&m.content))
             .sum(),
         completion_tokens: estimate_tokens(answer),
+        ..Usage::default()
     }
 }

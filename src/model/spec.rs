@@ -19,7 +19,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{OpenAiBuilder, SharedModel};
+use super::{AnthropicBuilder, OpenAiBuilder, SharedModel};
 
 /// A model spec that could not be understood.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +42,7 @@ impl std::error::Error for ModelSpecError {}
 /// The forms a spec can take, an example each, for the message about a
 /// spec that is none of them.
 const ACCEPTED: &str = "accepted: sim (offline), gpt-4o-mini or openai/gpt-4o-mini or \
-     openai:gpt-4o-mini (OpenAI, or OPENAI_BASE_URL), ollama:llama3.2 (Ollama at OLLAMA_HOST), \
+     openai:gpt-4o-mini (OpenAI, or OPENAI_BASE_URL), ollama:llama3.2 (Ollama at OLLAMA_HOST), claude-sonnet-4-5 or anthropic:claude-sonnet-4-5 (Anthropic), \
      http://127.0.0.1:8080/v1#MODEL (any OpenAI-compatible server), or a model named in team.yaml";
 
 /// Where Ollama listens when `OLLAMA_HOST` is unset.
@@ -67,7 +67,14 @@ pub(crate) enum ModelSpec {
 pub(crate) struct HttpSpec {
     /// The spec as errors show it (without credentials).
     shown: String,
-    builder: OpenAiBuilder,
+    builder: Builder,
+}
+
+/// A provider's builder.
+#[derive(Debug)]
+enum Builder {
+    OpenAi(OpenAiBuilder),
+    Anthropic(AnthropicBuilder),
 }
 
 impl HttpSpec {
@@ -77,13 +84,14 @@ impl HttpSpec {
     ///
     /// A [`ModelSpecError`] naming the spec, for a setting out of range.
     pub(crate) fn build(self) -> Result<SharedModel, ModelSpecError> {
-        match self.builder.build() {
-            Ok(m) => Ok(Arc::new(m)),
-            Err(e) => Err(ModelSpecError {
-                spec: self.shown,
-                detail: e.detail,
-            }),
-        }
+        let built: Result<SharedModel, ModelSpecError> = match self.builder {
+            Builder::OpenAi(b) => b.build().map(|m| Arc::new(m) as SharedModel),
+            Builder::Anthropic(b) => b.build().map(|m| Arc::new(m) as SharedModel),
+        };
+        built.map_err(|e| ModelSpecError {
+            spec: self.shown,
+            detail: e.detail,
+        })
     }
 }
 
@@ -108,23 +116,40 @@ pub(crate) fn parse(spec: &str) -> Result<ModelSpec, ModelSpecError> {
             builder,
         })))
     };
+    let anthropic = |name: &str, options: &str| {
+        super::anthropic::builder_from_spec(name, options, spec).map(Builder::Anthropic)
+    };
     let (head, options) = spec.split_once(',').unwrap_or((spec, ""));
     let head = head.trim();
     if let Some(name) = head.strip_prefix("openai/") {
-        return http(openai(name, options).map_err(as_given)?);
+        return http(Builder::OpenAi(openai(name, options).map_err(as_given)?));
     }
     if is_openai_model_name(head) || head.starts_with("ft:") {
-        return http(openai(head, options).map_err(as_given)?);
+        return http(Builder::OpenAi(openai(head, options).map_err(as_given)?));
+    }
+    if let Some(name) = head.strip_prefix("anthropic/") {
+        return http(anthropic(name, options)?);
+    }
+    if is_anthropic_model_name(head) {
+        return http(anthropic(head, options)?);
     }
     let (provider, rest) = spec.split_once(':').unwrap_or((spec, ""));
     match provider.trim() {
         "sim" => Ok(ModelSpec::Sim {
             options: rest.to_string(),
         }),
-        "openai" | "http" | "https" => http(super::openai::builder_from_spec(spec)?),
+        "openai" | "http" | "https" => {
+            http(Builder::OpenAi(super::openai::builder_from_spec(spec)?))
+        }
         "ollama" => {
             let (name, options) = rest.split_once(',').unwrap_or((rest, ""));
-            http(ollama(name.trim(), options).map_err(as_given)?)
+            http(Builder::OpenAi(
+                ollama(name.trim(), options).map_err(as_given)?,
+            ))
+        }
+        "anthropic" => {
+            let (name, options) = rest.split_once(',').unwrap_or((rest, ""));
+            http(anthropic(name, options)?)
         }
         _ => Err(err(match head.split_once(':') {
             Some((provider, _)) => format!("unknown provider '{}' ({ACCEPTED})", provider.trim()),
@@ -149,6 +174,13 @@ pub(crate) fn is_openai_model_name(name: &str) -> bool {
     o_series
         || name.strip_prefix("gpt-").is_some_and(rest_ok)
         || name.strip_prefix("chatgpt-").is_some_and(rest_ok)
+}
+
+/// Whether `name` is a Claude model name as users type it without a
+/// provider: `claude-` and more, with no `:`, `/`, `#` or space.
+pub(crate) fn is_anthropic_model_name(name: &str) -> bool {
+    !name.contains([':', '/', '#', ' '])
+        && name.strip_prefix("claude-").is_some_and(|r| !r.is_empty())
 }
 
 /// `openai:NAME,OPTIONS`.
@@ -244,12 +276,40 @@ mod tests {
             format!("model spec 'gpt': unknown model 'gpt' ({ACCEPTED})")
         );
         assert_eq!(
-            resolve_model("anthropic:claude,stream=false")
+            resolve_model("gemini:pro,stream=false")
                 .unwrap_err()
                 .to_string(),
-            format!(
-                "model spec 'anthropic:claude,stream=false': unknown provider 'anthropic' ({ACCEPTED})"
-            )
+            format!("model spec 'gemini:pro,stream=false': unknown provider 'gemini' ({ACCEPTED})")
+        );
+    }
+
+    /// Issue 26: Claude models as users type them.
+    #[test]
+    fn anthropic_names_as_users_type_them() {
+        for (spec, name) in [
+            ("anthropic:claude-sonnet-4-5", "anthropic:claude-sonnet-4-5"),
+            ("claude-sonnet-4-5", "anthropic:claude-sonnet-4-5"),
+            (
+                "claude-3-5-haiku-latest,stream=false",
+                "anthropic:claude-3-5-haiku-latest",
+            ),
+            ("anthropic/claude-opus-4-1", "anthropic:claude-opus-4-1"),
+        ] {
+            assert_eq!(resolve_model(spec).unwrap().name(), name, "{spec}");
+        }
+        for word in ["claude", "claude-", "claude-x:y"] {
+            assert!(!is_anthropic_model_name(word), "{word}");
+        }
+        assert_eq!(
+            resolve_model("anthropic:").unwrap_err().to_string(),
+            "model spec 'anthropic:': no model name after 'anthropic:' (e.g. anthropic:claude-sonnet-4-5)"
+        );
+        assert_eq!(
+            resolve_model("claude-x,cache=maybe")
+                .unwrap_err()
+                .to_string(),
+            "model spec 'claude-x,cache=maybe': cache: 'maybe' is not true or false \
+             (allowed true, false, on, off, yes, no, 1, 0)"
         );
     }
 

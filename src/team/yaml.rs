@@ -510,10 +510,19 @@ fn own_words(e: &YamlError, path: &Path, yaml: &str, first_line: usize) -> Optio
         YamlError::Budget {
             breach: BudgetBreach::Nodes { .. },
             ..
-        } => Some(format!(
-            "too many nodes (aliases expand to more than {} values)",
-            serde_saphyr::Budget::default().max_nodes
-        )),
+        } => {
+            let max = serde_saphyr::Budget::default().max_nodes;
+            // Aliases (`*name`) are counted as often as they expand; a file
+            // without any is simply too long.
+            let aliased = yaml
+                .split(|c: char| c.is_whitespace() || matches!(c, '[' | ',' | '{' | ':'))
+                .any(|w| w.len() > 1 && w.starts_with('*'));
+            Some(if aliased {
+                format!("too many nodes (aliases expand to more than {max} values)")
+            } else {
+                format!("too many values (more than {max} in one file)")
+            })
+        }
         _ => None,
     }
 }

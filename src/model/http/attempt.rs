@@ -209,6 +209,7 @@ impl Client {
                             true,
                         ));
                     }
+                    Err(StreamError::Retry(e)) => return Err(self.transport(&e, true)),
                     Err(e) => return Err(Failure::Fatal(self.bad(self.redact(&e.to_string())))),
                 };
                 if let Some(delta) = delta {
@@ -244,14 +245,32 @@ impl Client {
     pub(super) fn past_deadline(&self, attempts: u32) -> ModelError {
         ModelError::Transport {
             model: self.label.clone(),
-            detail: format!(
-                "no complete answer within the call deadline of {} (every attempt and wait \
-                 included; change it with timeout= in the model spec or timeout: in team.yaml)",
-                crate::util::duration::human(self.timeout)
-            ),
+            detail: self.deadline_note(),
             attempts: attempts.max(1),
             source: None,
         }
+    }
+
+    fn deadline_note(&self) -> String {
+        format!(
+            "no complete answer within the call deadline of {} (every attempt and wait \
+             included; change it with timeout= in the model spec or timeout: in team.yaml)",
+            crate::util::duration::human(self.timeout)
+        )
+    }
+
+    /// The next backoff would end past the call's deadline: say that the
+    /// deadline ended the retries, and what the server said last.
+    pub(super) fn out_of_time(&self, mut error: ModelError) -> ModelError {
+        let note = self.deadline_note();
+        if let ModelError::Http { detail, .. } | ModelError::Transport { detail, .. } = &mut error {
+            *detail = if detail.is_empty() {
+                note
+            } else {
+                format!("{note} (server said: {detail})")
+            };
+        }
+        error
     }
 
     /// The call ran out of time: the caller's deadline where it came

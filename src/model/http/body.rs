@@ -18,13 +18,16 @@ pub(crate) enum StreamError {
     Chunk(String),
     /// The server said something is wrong, or the answer is too large.
     Answer(String),
+    /// The server said it cannot answer now (overloaded): another attempt
+    /// may do, where no text was shown yet.
+    Retry(String),
 }
 
 impl std::fmt::Display for StreamError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             StreamError::Chunk(e) => write!(f, "bad stream chunk: {e}"),
-            StreamError::Answer(e) => f.write_str(e),
+            StreamError::Answer(e) | StreamError::Retry(e) => f.write_str(e),
         }
     }
 }

@@ -174,6 +174,17 @@ impl Client {
         self.cap.as_ref().map_or(limit::DEFAULT_CEILING, Limit::max)
     }
 
+    /// Where the model is served, for `check` (never the key).
+    pub(crate) fn info(&self, provider: &'static str) -> crate::model::EndpointInfo {
+        crate::model::EndpointInfo {
+            provider,
+            model: self.model.clone(),
+            url: redact_url(&self.url),
+            key_env: self.key_env.clone(),
+            key_set: self.key.is_some(),
+        }
+    }
+
     /// The endpoint's adaptive in-flight limit now.
     pub(crate) fn in_flight_limit(&self) -> usize {
         self.endpoint.limit().min(self.max_in_flight())
@@ -307,7 +318,7 @@ impl Client {
             if wait >= deadline.saturating_duration_since(Instant::now()) {
                 let error = match retry_after {
                     Some(asked) => self.over_deadline(error, asked),
-                    None => error,
+                    None => self.out_of_time(error),
                 };
                 return Err(with_attempts(error, attempt));
             }

@@ -178,6 +178,10 @@ impl ChatModel for OpenAi {
         self.inner.tools
     }
 
+    fn endpoint(&self) -> Option<super::EndpointInfo> {
+        Some(self.inner.client.info("openai"))
+    }
+
     fn chat(
         &self,
         request: &ChatRequest,

@@ -141,6 +141,7 @@ fn usage(v: &Value) -> Option<Usage> {
     Some(Usage {
         prompt_tokens: prompt,
         completion_tokens: completion,
+        ..Usage::default()
     })
 }
 

@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use prost::Message as _;
 
 use crate::event::Event;
-use crate::runtime::Turn;
+use crate::record::Turn;
 
 use super::config::{OtlpConfig, OtlpError};
 use super::proto::{

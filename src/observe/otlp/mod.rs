@@ -14,6 +14,8 @@
 
 mod config;
 mod exporter;
+mod genai;
+mod openinference;
 mod proto;
 mod spans;
 

@@ -1,15 +1,16 @@
 //! Events (and, for content, Turn records) → OTLP spans following the
-//! OpenTelemetry GenAI semantic conventions.
+//! OpenTelemetry GenAI semantic conventions, each also carrying the
+//! OpenInference attributes Arize Phoenix renders (see `openinference`).
 //!
 //! ```text
-//! invoke_workflow {team}                 the run (root)
-//! ├─ invoke_agent master                 plan, round 0
-//! │  ├─ chat {model}                     each model call of that turn
-//! │  ├─ invoke_agent writer              a member's draft, set to work by that plan
-//! │  │  ├─ chat {model}
-//! │  │  └─ execute_tool workspace_write
-//! │  └─ invoke_agent critic              a challenge of that round
-//! └─ invoke_agent master                 review of round 1, parent of round 2 ...
+//! invoke_workflow {team}                 CHAIN  the run (root)
+//! ├─ invoke_agent master                 AGENT  plan, round 0
+//! │  ├─ chat {model}                     LLM    each model call of that turn
+//! │  ├─ invoke_agent writer              AGENT  a member's draft, set to work by that plan
+//! │  │  ├─ chat {model}                  LLM
+//! │  │  └─ execute_tool workspace_write  TOOL
+//! │  └─ invoke_agent critic              AGENT  a challenge of that round
+//! └─ invoke_agent master                 AGENT  review of round 1, parent of round 2 ...
 //! ```
 //!
 //! An agent turn is an agent's work in one (round, phase); its parent is
@@ -23,9 +24,11 @@ use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use crate::event::{Event, EventKind, RunStatus};
-use crate::model::{FinishReason, Message, Phase, Role};
-use crate::runtime::Turn;
+use crate::model::{Message, Phase};
+use crate::record::Turn;
 
+use super::genai::{finish_name, messages_json, provider_and_model};
+use super::openinference::{self as oi, Kind, to_i64};
 use super::proto::{KeyValue, SPAN_KIND_CLIENT, SPAN_KIND_INTERNAL, STATUS_ERROR, Span, Status};
 
 type SpanId = [u8; 8];
@@ -42,7 +45,13 @@ struct AgentTurn {
     end_ms: u64,
     input_tokens: u64,
     output_tokens: u64,
+    /// Why the agent failed (an `error` event naming it).
     error: Option<String>,
+    /// Why its latest model call failed (`None` once one succeeds).
+    call_error: Option<String>,
+    /// What it was asked and what it answered (content only).
+    input: Option<String>,
+    output: Option<String>,
     /// The master's decision after this turn, if it took one.
     decision: Option<crate::event::ReviewVerdict>,
 }
@@ -69,6 +78,13 @@ pub(crate) struct SpanBuilder {
     team: String,
     model: String,
     task: String,
+    /// The run's answer (content only).
+    answer: String,
+    /// The latest failure: what a failed run's span says.
+    last_error: Option<String>,
+    /// Members' assignments by (member, round), until their draft opens
+    /// (content only).
+    assigned: HashMap<(String, u32), String>,
     start_ms: Option<u64>,
     end_ms: u64,
     finished: Option<(RunStatus, u32, u64, u64)>,
@@ -93,6 +109,9 @@ impl SpanBuilder {
             team: String::new(),
             model: String::new(),
             task: String::new(),
+            answer: String::new(),
+            last_error: None,
+            assigned: HashMap::new(),
             start_ms: None,
             end_ms: 0,
             finished: None,
@@ -147,9 +166,21 @@ impl SpanBuilder {
                 self.model = model.clone();
                 self.task = task.clone();
             }
-            EventKind::AgentDelta { round, phase, .. }
-            | EventKind::AgentMessage { round, phase, .. } => {
+            EventKind::TaskAssigned {
+                round,
+                member,
+                task,
+            } if self.content => {
+                self.assigned.insert((member.clone(), *round), task.clone());
+            }
+            EventKind::AgentDelta { round, phase, .. } => {
                 self.turn_of(e, *round, *phase, &mut out);
+            }
+            EventKind::AgentMessage { round, phase, text } => {
+                let i = self.turn_of(e, *round, *phase, &mut out);
+                if self.content {
+                    self.open[i].output = Some(text.clone());
+                }
             }
             EventKind::TurnCompleted {
                 turn_id,
@@ -169,7 +200,26 @@ impl SpanBuilder {
                 t.start_ms = t.start_ms.min(start);
                 t.input_tokens += usage.prompt_tokens;
                 t.output_tokens += usage.completion_tokens;
+                t.call_error.clone_from(error);
+                if let Some(record) = self.turns.get(turn_id) {
+                    // An agent not given an assignment was asked what its
+                    // first call's last user message says.
+                    if t.input.is_none() {
+                        t.input = record
+                            .messages
+                            .iter()
+                            .rev()
+                            .find(|m| m.role == crate::model::Role::User)
+                            .map(|m| m.content.clone());
+                    }
+                    if let Some(answer) = &record.answer {
+                        t.output = Some(answer.clone());
+                    }
+                }
                 let parent = t.id;
+                if let Some(error) = error {
+                    self.last_error = Some(error.clone());
+                }
                 let label = model.clone().unwrap_or_else(|| self.model.clone());
                 let (provider, model) = provider_and_model(&label);
                 let mut attrs = vec![
@@ -185,9 +235,13 @@ impl SpanBuilder {
                     KeyValue::str("boardroom.phase", phase.as_str()),
                     KeyValue::int("boardroom.round", i64::from(*round)),
                     KeyValue::int("boardroom.retries", i64::from(*retries)),
+                    oi::kind(Kind::Llm),
+                    KeyValue::str("llm.model_name", model.clone()),
                 ];
+                oi::tokens(usage, &mut attrs);
                 if let Some(p) = provider {
                     attrs.push(KeyValue::str("gen_ai.provider.name", p));
+                    attrs.push(KeyValue::str("llm.provider", p));
                 }
                 if label != model {
                     attrs.push(KeyValue::str("boardroom.model", label.clone()));
@@ -199,14 +253,17 @@ impl SpanBuilder {
                     ));
                 }
                 if let Some(turn) = self.turns.get(turn_id) {
-                    attrs.push(KeyValue::str(
-                        "gen_ai.input.messages",
-                        messages_json(&turn.messages),
-                    ));
+                    let input = messages_json(&turn.messages);
+                    oi::input(&input, &mut attrs);
+                    oi::messages(false, &turn.messages, &mut attrs);
+                    attrs.push(KeyValue::str("gen_ai.input.messages", input));
                     if let Some(answer) = &turn.answer {
+                        let said = [Message::assistant(answer.clone())];
+                        oi::output(answer, &mut attrs);
+                        oi::messages(true, &said, &mut attrs);
                         attrs.push(KeyValue::str(
                             "gen_ai.output.messages",
-                            messages_json(&[Message::assistant(answer.clone())]),
+                            messages_json(&said),
                         ));
                     }
                 }
@@ -269,6 +326,7 @@ impl SpanBuilder {
                 {
                     t.error = Some(message.clone());
                 }
+                self.last_error = Some(message.clone());
             }
             EventKind::ReviewDecision { decision, .. } => {
                 // The master read the board: the round's members are done.
@@ -287,8 +345,11 @@ impl SpanBuilder {
                 status,
                 rounds,
                 usage,
-                ..
+                answer,
             } => {
+                if self.content {
+                    self.answer.clone_from(answer);
+                }
                 self.finished = Some((
                     *status,
                     *rounds,
@@ -322,19 +383,28 @@ impl SpanBuilder {
             KeyValue::str("gen_ai.agent.name", self.team.clone()),
             KeyValue::str("boardroom.run.id", self.run_key().to_string()),
             KeyValue::str("boardroom.team", self.team.clone()),
+            oi::kind(Kind::Chain),
         ];
         if self.content {
             attrs.push(KeyValue::str("boardroom.task", self.task.clone()));
+            oi::input(&self.task, &mut attrs);
+            if !self.answer.is_empty() {
+                oi::output(&self.answer, &mut attrs);
+            }
         }
+        let failed = |what: &str| match &self.last_error {
+            Some(why) => format!("{what}: {why}"),
+            None => what.to_string(),
+        };
         let error = match self.finished {
             Some((status, rounds, input, output)) => {
                 attrs.push(KeyValue::str("boardroom.status", status.as_str()));
                 attrs.push(KeyValue::int("boardroom.rounds", i64::from(rounds)));
                 attrs.push(KeyValue::int("gen_ai.usage.input_tokens", to_i64(input)));
                 attrs.push(KeyValue::int("gen_ai.usage.output_tokens", to_i64(output)));
-                (status == RunStatus::Failed).then(|| "the run failed".to_string())
+                (status == RunStatus::Failed).then(|| failed("the run failed"))
             }
-            None => Some("the run did not finish".to_string()),
+            None => Some(failed("the run did not finish")),
         };
         let name = format!("invoke_workflow {}", self.team);
         let times = (self.start_ms.unwrap_or(0), self.end_ms);
@@ -384,6 +454,11 @@ impl SpanBuilder {
         );
         let id = span_id(&self.id_base, &key);
         self.latest.insert(e.agent.clone(), id);
+        let input = if phase == Phase::Draft {
+            self.assigned.remove(&(e.agent.clone(), round))
+        } else {
+            None
+        };
         self.open.push(AgentTurn {
             agent: e.agent.clone(),
             round,
@@ -395,6 +470,9 @@ impl SpanBuilder {
             input_tokens: 0,
             output_tokens: 0,
             error: None,
+            call_error: None,
+            input,
+            output: None,
             decision: None,
         });
         self.open.len() - 1
@@ -408,7 +486,15 @@ impl SpanBuilder {
             KeyValue::int("boardroom.round", i64::from(t.round)),
             KeyValue::int("gen_ai.usage.input_tokens", to_i64(t.input_tokens)),
             KeyValue::int("gen_ai.usage.output_tokens", to_i64(t.output_tokens)),
+            oi::kind(Kind::Agent),
+            KeyValue::str("agent.name", t.agent.clone()),
         ];
+        if let Some(input) = &t.input {
+            oi::input(input, &mut attrs);
+        }
+        if let Some(output) = &t.output {
+            oi::output(output, &mut attrs);
+        }
         if let Some(decision) = t.decision {
             attrs.push(KeyValue::str(
                 "boardroom.review.decision",
@@ -422,7 +508,9 @@ impl SpanBuilder {
             SPAN_KIND_INTERNAL,
             (t.start_ms, t.end_ms),
             attrs,
-            t.error,
+            // An agent whose latest call failed failed too, though no
+            // `error` event named it (a master's failed plan ends the run).
+            t.error.or(t.call_error),
         )
     }
 
@@ -449,10 +537,14 @@ impl SpanBuilder {
             KeyValue::str("gen_ai.tool.name", call.tool.clone()),
             KeyValue::str("gen_ai.tool.call.id", call_id.to_string()),
             KeyValue::str("gen_ai.agent.name", call.agent.clone()),
+            oi::kind(Kind::Tool),
+            KeyValue::str("tool.name", call.tool.clone()),
         ];
         if self.content {
+            oi::input(&call.arguments, &mut attrs);
             attrs.push(KeyValue::str("gen_ai.tool.call.arguments", call.arguments));
             if let Some(r) = result {
+                oi::output(r, &mut attrs);
                 attrs.push(KeyValue::str("gen_ai.tool.call.result", r.clone()));
             }
         }
@@ -499,58 +591,6 @@ impl SpanBuilder {
             }),
         }
     }
-}
-
-/// `gen_ai.provider.name` and `gen_ai.request.model` from a model's name
-/// as boardroom labels it: `openai:gpt-4o-mini` and an endpoint URL
-/// `http://host/v1#qwen` are OpenAI chat completions of `gpt-4o-mini` and
-/// `qwen`; `sim` is the simulator; any other name (a team.yaml entry, a
-/// library user's model) is the model, its provider unknown.
-fn provider_and_model(label: &str) -> (Option<&'static str>, String) {
-    if let Some(model) = label.strip_prefix("openai:") {
-        return (Some("openai"), model.to_string());
-    }
-    if label.starts_with("http://") || label.starts_with("https://") {
-        let model = label.split_once('#').map_or(label, |(_, m)| m);
-        return (Some("openai"), model.to_string());
-    }
-    if label == "sim" || label.starts_with("sim:") {
-        return (Some("boardroom.sim"), label.to_string());
-    }
-    (None, label.to_string())
-}
-
-fn to_i64(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-fn finish_name(reason: FinishReason) -> &'static str {
-    match reason {
-        FinishReason::Stop => "stop",
-        FinishReason::Length => "length",
-        FinishReason::ToolCalls => "tool_call",
-        FinishReason::Other => "other",
-    }
-}
-
-/// Messages in the GenAI conventions' JSON shape: role and text parts.
-fn messages_json(messages: &[Message]) -> String {
-    let list: Vec<serde_json::Value> = messages
-        .iter()
-        .map(|m| {
-            let role = match m.role {
-                Role::System => "system",
-                Role::User => "user",
-                Role::Assistant => "assistant",
-                Role::Tool => "tool",
-            };
-            serde_json::json!({
-                "role": role,
-                "parts": [{"type": "text", "content": m.content}],
-            })
-        })
-        .collect();
-    serde_json::Value::Array(list).to_string()
 }
 
 fn hash(run_id: &str, key: &str) -> u64 {

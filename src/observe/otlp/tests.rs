@@ -24,6 +24,7 @@ fn turn(id: &str, round: u32, phase: Phase, error: Option<&str>) -> EventKind {
         usage: Usage {
             prompt_tokens: 10,
             completion_tokens: 5,
+            ..Usage::default()
         },
         latency_ms: 40,
         error: error.map(str::to_string),
@@ -42,9 +43,10 @@ fn attr<'a>(s: &'a Span, key: &str) -> Option<&'a Value> {
         .and_then(|v| v.value.as_ref())
 }
 
-#[test]
-fn spans_follow_the_call_graph_and_carry_errors() {
-    let events = [
+/// A run of owls: the master plans, the writer's tool call fails, then
+/// its model call, then the writer; the run fails.
+fn failing_run() -> Vec<Event> {
+    vec![
         ev(
             "master",
             None,
@@ -121,7 +123,12 @@ fn spans_follow_the_call_graph_and_carry_errors() {
                 usage: Usage::default(),
             },
         ),
-    ];
+    ]
+}
+
+#[test]
+fn spans_follow_the_call_graph_and_carry_errors() {
+    let events = failing_run();
     let mut b = SpanBuilder::new(false);
     let mut spans: Vec<Span> = events.iter().flat_map(|e| b.push(e)).collect();
     spans.extend(b.finish());
@@ -165,7 +172,11 @@ fn spans_follow_the_call_graph_and_carry_errors() {
         .and_then(|s| s.status)
         .unwrap();
     assert_eq!(tool_status.message, "no such file");
-    assert_eq!(root.status.as_ref().unwrap().message, "the run failed");
+    // Issue 27: the run's span says why it failed.
+    assert_eq!(
+        root.status.as_ref().unwrap().message,
+        "the run failed: writer: timed out"
+    );
     assert_eq!(
         attr(writer, "gen_ai.usage.input_tokens"),
         Some(&Value::Int(10))
@@ -283,9 +294,161 @@ fn chat_spans_name_the_model_as_sent_and_its_provider() {
         text(attr(&s, "gen_ai.provider.name")).as_deref(),
         Some("openai")
     );
+    // Issue 26.
+    let s = chat("anthropic:claude-sonnet-4-5");
+    assert_eq!(s.name, "chat claude-sonnet-4-5");
+    assert_eq!(
+        text(attr(&s, "gen_ai.provider.name")).as_deref(),
+        Some("anthropic")
+    );
     let s = chat("sim");
     assert_eq!(s.name, "chat sim");
     let s = chat("fast");
     assert_eq!(s.name, "chat fast");
     assert_eq!(attr(&s, "gen_ai.provider.name"), None);
+}
+
+fn text(s: &Span, key: &str) -> Option<String> {
+    match attr(s, key) {
+        Some(Value::String(t)) => Some(t.clone()),
+        _ => None,
+    }
+}
+
+/// The run's spans, content on or off, with the task's and a turn's text.
+fn spans_of(events: &[Event], content: bool) -> Vec<Span> {
+    let mut b = SpanBuilder::new(content);
+    let mut record: crate::record::Turn = serde_json::from_value(serde_json::json!({
+        "turn_id": "t0001", "run_id": "r1", "agent": "master", "role": "master",
+        "round": 0, "phase": "plan", "parents": [], "time_ms": 1100,
+        "messages": [
+            {"role": "system", "content": "You lead."},
+            {"role": "user", "content": "<task>Plan a walk</task>"}
+        ],
+        "answer": "ASSIGN:writer:a route",
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+        "latency_ms": 40
+    }))
+    .unwrap();
+    b.add_turn(record.clone());
+    record.turn_id = "t0002".parse().unwrap();
+    record.agent = "writer".into();
+    record.answer = None;
+    b.add_turn(record);
+    let mut spans: Vec<Span> = events.iter().flat_map(|e| b.push(e)).collect();
+    spans.extend(b.finish());
+    spans
+}
+
+/// Issue 27: Phoenix draws a span by its OpenInference kind and fills its
+/// panes from `input.value` / `output.value`: every span has a kind, model
+/// calls their tokens and model, and text only with content on.
+#[test]
+fn every_span_has_an_openinference_kind_and_text_only_with_content() {
+    let mut events = failing_run();
+    events.insert(
+        2,
+        ev(
+            "writer",
+            Some("master"),
+            1102,
+            EventKind::TaskAssigned {
+                round: 1,
+                member: "writer".into(),
+                task: "Find a route".into(),
+            },
+        ),
+    );
+    let spans = spans_of(&events, true);
+    let kind = |s: &Span| text(s, "openinference.span.kind").unwrap_or_default();
+    for s in &spans {
+        let want = match s.name.split(' ').next().unwrap() {
+            "invoke_workflow" => "CHAIN",
+            "invoke_agent" => "AGENT",
+            "chat" => "LLM",
+            "execute_tool" => "TOOL",
+            other => panic!("unexpected span {other}"),
+        };
+        assert_eq!(kind(s), want, "{}", s.name);
+    }
+    let find = |name: &str| spans.iter().find(|s| s.name == name).unwrap();
+    let chat = find("chat sim");
+    assert_eq!(attr(chat, "llm.token_count.prompt"), Some(&Value::Int(10)));
+    assert_eq!(
+        attr(chat, "llm.token_count.completion"),
+        Some(&Value::Int(5))
+    );
+    assert_eq!(attr(chat, "llm.token_count.total"), Some(&Value::Int(15)));
+    assert_eq!(text(chat, "llm.model_name").as_deref(), Some("sim"));
+    assert_eq!(text(chat, "llm.provider").as_deref(), Some("boardroom.sim"));
+    assert_eq!(
+        text(chat, "llm.input_messages.1.message.content").as_deref(),
+        Some("<task>Plan a walk</task>")
+    );
+    assert_eq!(
+        text(chat, "output.value").as_deref(),
+        Some("ASSIGN:writer:a route")
+    );
+    assert_eq!(
+        text(chat, "input.mime_type").as_deref(),
+        Some("application/json")
+    );
+    let root = find("invoke_workflow owls");
+    assert_eq!(text(root, "input.value").as_deref(), Some("t"));
+    let master = find("invoke_agent master");
+    assert_eq!(
+        text(master, "input.value").as_deref(),
+        Some("<task>Plan a walk</task>"),
+        "an agent without an assignment: its first call's question"
+    );
+    assert_eq!(text(master, "agent.name").as_deref(), Some("master"));
+    let writer = find("invoke_agent writer");
+    assert_eq!(text(writer, "input.value").as_deref(), Some("Find a route"));
+    let tool = find("execute_tool workspace_read");
+    assert_eq!(text(tool, "tool.name").as_deref(), Some("workspace_read"));
+    assert_eq!(text(tool, "input.value").as_deref(), Some("{}"));
+    assert_eq!(text(tool, "output.value").as_deref(), Some("no such file"));
+
+    // Content off: no text at all, the rest the same.
+    let spans = spans_of(&events, false);
+    for s in &spans {
+        assert!(!kind(s).is_empty(), "{}", s.name);
+        for kv in &s.attributes {
+            assert!(
+                !kv.key.starts_with("input.")
+                    && !kv.key.starts_with("output.")
+                    && !kv.key.starts_with("llm.input_messages")
+                    && !kv.key.starts_with("llm.output_messages"),
+                "{} on {} without content",
+                kv.key,
+                s.name
+            );
+        }
+    }
+    let chat = spans.iter().find(|s| s.name == "chat sim").unwrap();
+    assert_eq!(attr(chat, "llm.token_count.total"), Some(&Value::Int(15)));
+}
+
+/// Issue 27: an agent whose last model call failed is a failed agent, even
+/// when the run ended before an `error` event could name it.
+#[test]
+fn an_agent_whose_last_call_failed_is_marked_failed() {
+    let mut b = SpanBuilder::new(false);
+    let mut spans = b.push(&ev(
+        "master",
+        None,
+        100,
+        turn("t0001", 0, Phase::Plan, Some("http status 500")),
+    ));
+    spans.extend(b.finish());
+    let master = spans
+        .iter()
+        .find(|s| s.name == "invoke_agent master")
+        .unwrap();
+    assert_eq!(master.status.as_ref().unwrap().message, "http status 500");
+    let root = spans.last().unwrap();
+    assert_eq!(
+        root.status.as_ref().unwrap().message,
+        "the run did not finish: http status 500"
+    );
 }

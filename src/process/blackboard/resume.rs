@@ -318,6 +318,7 @@ mod tests {
         crate::model::Usage {
             prompt_tokens,
             completion_tokens,
+            ..crate::model::Usage::default()
         }
     }
 

@@ -160,6 +160,13 @@ fn parser_errors_in_a_team_authors_words() {
         e.ends_with(": too many nodes (aliases expand to more than 250000 values)"),
         "{e}"
     );
+    // A long list with no alias is called what it is (issue 28, finding 21).
+    let long = format!("tools: [{}]\n", vec!["t"; 300_000].join(", "));
+    let e = read(&long);
+    assert!(
+        e.ends_with(": too many values (more than 250000 in one file)"),
+        "{e}"
+    );
 }
 
 #[test]
