@@ -24,9 +24,6 @@ pub use crate::core::{
 };
 pub use handle::RunHandle;
 
-// Paths other floors used before the saved data had its own (`record`).
-pub(crate) use crate::record::Turn;
-
 /// Runs a team on a task. Cheap to clone: the settings sit in an `Arc`,
 /// frozen for every run started from them (a setting changed on a clone
 /// changes that clone's copy only).
