@@ -24,7 +24,7 @@ use super::outcome::RunOutcome;
 use super::persist::Opening;
 use super::run::Core;
 use crate::event::EventKind;
-use crate::record::{RunPhase, RunState};
+use crate::record::{RunPhase, RunState, RunStatus};
 use crate::store::{RunLock, RunRecord};
 
 /// One way a team works (blackboard, handoff), as the runtime starts it.
@@ -154,8 +154,21 @@ pub(crate) fn drive<P: Phases>(mut run: P) -> Result<RunOutcome, RunError> {
                     break;
                 }
                 None => {
-                    // Saved as it stands, so a resume goes on from here.
+                    // Saved as it stands, so a resume goes on from here;
+                    // the subscribers hear how the run ended, as for any
+                    // other end (the error itself is the caller's).
                     run.checkpoint();
+                    let (usage, _) = run.core().usage();
+                    run.core().emit(
+                        &agent,
+                        None,
+                        EventKind::RunFinished {
+                            status: RunStatus::Failed,
+                            answer: String::new(),
+                            rounds: round,
+                            usage,
+                        },
+                    );
                     return Err(e);
                 }
             }
