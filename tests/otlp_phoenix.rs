@@ -564,14 +564,15 @@ fn check_mixed(f: &mut Findings, how: &str, spans: &[Value], runs: &Path, id: &s
     }
 }
 
-/// A run whose master's plan failed: its span and the run's say why.
+/// A run whose master's plan failed: its span and the run's say why (the
+/// run ends with `run_finished`, status failed).
 fn check_failed(f: &mut Findings, how: &str, spans: &[Value]) {
     let why = "simulated failure for 'master': the model is configured to fail for this agent";
     let root = spans.iter().find(|s| s["parent_id"].is_null()).unwrap();
     f.check(
         root["span_kind"] == "CHAIN"
             && root["status_code"] == "ERROR"
-            && root["status_message"] == format!("the run did not finish: {why}"),
+            && root["status_message"] == format!("the run failed: {why}"),
         || format!("{how}: the failed run: {root}"),
     );
     let master = spans.iter().find(|s| s["name"] == "invoke_agent master");
