@@ -140,41 +140,49 @@ pub(crate) fn drive<P: Phases>(mut run: P) -> Result<RunOutcome, RunError> {
     let (agent, started) = run.started();
     run.core().emit(&agent, None, started);
     run.core().emit_user_message();
-    run.begin()?;
-    while let Some((round, phase)) = run.next() {
-        run.core().at(round, phase);
-        if let Some(stop) = run.core().stop_reason() {
-            run.end_early(stop)?;
-            break;
-        }
-        if let Err(e) = run.step() {
-            match run.stopped_by(&e) {
-                Some(stop) => {
-                    run.end_early(stop)?;
-                    break;
-                }
-                None => {
-                    // Saved as it stands, so a resume goes on from here;
-                    // the subscribers hear how the run ended, as for any
-                    // other end (the error itself is the caller's).
-                    run.checkpoint();
-                    let (usage, _) = run.core().usage();
-                    run.core().emit(
-                        &agent,
-                        None,
-                        EventKind::RunFinished {
-                            status: RunStatus::Failed,
-                            answer: String::new(),
-                            rounds: round,
-                            usage,
-                        },
-                    );
-                    return Err(e);
-                }
-            }
-        }
-        run.stepped();
+    let mut round = 0;
+    if let Err(e) = steps(&mut run, &mut round) {
+        // However it failed (a step, a stop with nothing worth an answer,
+        // a state it cannot go on from), the subscribers hear how the run
+        // ended, as for any other end; the error itself is the caller's.
+        let (usage, _) = run.core().usage();
+        run.core().emit(
+            &agent,
+            None,
+            EventKind::RunFinished {
+                status: RunStatus::Failed,
+                answer: String::new(),
+                rounds: round,
+                usage,
+            },
+        );
+        return Err(e);
     }
     run.wrap_up();
     Ok(run.finish())
+}
+
+/// [`drive`]'s loop: `begin`, then the phases or steps until the run is
+/// over or stops; `round` follows where it is.
+fn steps<P: Phases>(run: &mut P, round: &mut u32) -> Result<(), RunError> {
+    run.begin()?;
+    while let Some((at, phase)) = run.next() {
+        *round = at;
+        run.core().at(at, phase);
+        if let Some(stop) = run.core().stop_reason() {
+            return run.end_early(stop);
+        }
+        if let Err(e) = run.step() {
+            return match run.stopped_by(&e) {
+                Some(stop) => run.end_early(stop),
+                None => {
+                    // Saved as it stands, so a resume goes on from here.
+                    run.checkpoint();
+                    Err(e)
+                }
+            };
+        }
+        run.stepped();
+    }
+    Ok(())
 }
