@@ -166,25 +166,7 @@ impl Core<'_> {
 mod tests {
     use super::*;
 
-    fn turn(id: &str, agent: &str, role: AgentRole, round: u32, phase: Phase) -> Turn {
-        Turn {
-            turn_id: id.parse().unwrap(),
-            run_id: "r".into(),
-            agent: agent.into(),
-            role,
-            round,
-            phase,
-            parents: vec![],
-            time_ms: 0,
-            messages: vec![],
-            answer: None,
-            tool_calls: vec![],
-            usage: Usage::default(),
-            latency_ms: 0,
-            retries: 0,
-            error: None,
-        }
-    }
+    use crate::record::turn::sample_turn as turn;
 
     #[test]
     fn parents_follow_the_loop_and_survive_a_replay() {

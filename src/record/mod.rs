@@ -14,7 +14,7 @@ mod handoff;
 mod settings;
 mod state;
 mod status;
-mod turn;
+pub(crate) mod turn;
 
 pub use executor::{Executor, ParseExecutorError};
 pub use handoff::{HandoffHow, HandoffState, HandoffStep};

@@ -124,29 +124,39 @@ pub struct Turn {
     pub error: Option<String>,
 }
 
+/// A turn for tests: its place in the run, the rest empty.
+#[cfg(test)]
+pub(crate) fn sample_turn(
+    id: &str,
+    agent: &str,
+    role: AgentRole,
+    round: u32,
+    phase: Phase,
+) -> Turn {
+    Turn {
+        turn_id: id.parse().unwrap(),
+        run_id: "r".into(),
+        agent: agent.into(),
+        role,
+        round,
+        phase,
+        parents: vec![],
+        time_ms: 0,
+        messages: vec![],
+        answer: None,
+        tool_calls: vec![],
+        usage: Usage::default(),
+        latency_ms: 0,
+        retries: 0,
+        error: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn turn(id: &str, agent: &str, role: AgentRole, round: u32, phase: Phase) -> Turn {
-        Turn {
-            turn_id: id.parse().unwrap(),
-            run_id: "r".into(),
-            agent: agent.into(),
-            role,
-            round,
-            phase,
-            parents: vec![],
-            time_ms: 0,
-            messages: vec![],
-            answer: None,
-            tool_calls: vec![],
-            usage: Usage::default(),
-            latency_ms: 0,
-            retries: 0,
-            error: None,
-        }
-    }
+    use super::sample_turn as turn;
 
     /// Issue 15: turn ids are a type, written as the same strings.
     #[test]
