@@ -122,8 +122,9 @@ pub mod store {
 
     pub use crate::memory::{DEFAULT_MEMORY_CHARS, MasterMemory};
     pub use crate::record::{
-        HandoffHow, HandoffState, HandoffStep, ParseTurnIdError, ProcessKind, ProcessState,
-        RunPhase, RunSettings, RunState, Turn, TurnId, UserNote,
+        HandoffHow, HandoffState, HandoffStep, InboxItem, InboxKind, ParseTurnIdError,
+        PrincipalState, ProcessKind, ProcessState, RunPhase, RunSettings, RunState, Turn, TurnId,
+        UserNote,
     };
     pub use run_dir::*;
 }
@@ -217,6 +218,15 @@ pub mod config {
         AfterWork, HandoffRule, HandoffRuleConfig, HandoffSettings, ModelConfig,
     };
     pub use crate::util::duration::{TimeoutError, parse_timeout};
+}
+
+/// Handover protocols: which parts of a run's context go into a briefing
+/// (a team's `protocols/*.yaml` over the built-in ones), and how it reads.
+pub mod protocols {
+    pub use crate::team::{
+        ArchivedMessage, BriefingError, BriefingField, BriefingSource, HandoverProtocol,
+        ModuleView, PARTNER_TO_PRINCIPAL, PRINCIPAL_TO_ASSOCIATE, Protocols,
+    };
 }
 
 /// Templates and variables: `{{ var }}` and `{% if %}` in souls, tasks and

@@ -13,6 +13,7 @@ mod config;
 mod error;
 mod handoff;
 mod mcp;
+mod protocols;
 mod template;
 mod yaml;
 
@@ -28,6 +29,10 @@ pub use error::TeamError;
 pub use handoff::{AfterWork, HandoffRule, HandoffSettings};
 pub(crate) use mcp::check_server_name;
 pub use mcp::{Elicitation, McpServerConfig};
+pub use protocols::{
+    ArchivedMessage, BriefingError, BriefingField, BriefingSource, HandoverProtocol, ModuleView,
+    PARTNER_TO_PRINCIPAL, PRINCIPAL_TO_ASSOCIATE, Protocols,
+};
 pub use template::{
     TemplateError, VarError, Variables, apply_var_flags, check_template, parse_var_flag, render,
     render_task,
@@ -40,6 +45,8 @@ struct TeamInner {
     config: TeamConfig,
     agents: Vec<AgentSpec>,
     handoff: Option<HandoffSettings>,
+    /// Handover protocols: the team's `protocols/*.yaml` over the built-in ones.
+    protocols: Protocols,
 }
 
 /// A validated team: exactly one master, unique valid names.
@@ -101,7 +108,24 @@ impl Team {
             path: &config_path,
             outline,
         });
-        Team::validate_with(name, Some(dir.to_path_buf()), config, agents, source)
+        let protocols = Protocols::load(dir)?;
+        let team = Team::validate_with(name, Some(dir.to_path_buf()), config, agents, source)?;
+        Ok(team.with_protocols(protocols))
+    }
+
+    /// The team with these handover protocols.
+    fn with_protocols(mut self, protocols: Protocols) -> Team {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.protocols = protocols;
+        }
+        self
+    }
+
+    /// The team's handover protocols (its `protocols/*.yaml` over the
+    /// built-in ones).
+    #[must_use]
+    pub fn protocols(&self) -> &Protocols {
+        &self.inner.protocols
     }
 
     /// Builds a team in code.
@@ -184,7 +208,7 @@ impl Team {
                     "no master: exactly one agent needs 'role: master'",
                 ));
             }
-            [_] if config.process == Process::Blackboard
+            [_] if config.process != Process::Handoff
                 && !agents.iter().any(|a| a.role == AgentRole::Member) =>
             {
                 // The master's plan must assign work (a DONE in the plan is
@@ -226,6 +250,7 @@ impl Team {
                 config,
                 agents,
                 handoff,
+                protocols: Protocols::default(),
             }),
         })
     }
@@ -313,6 +338,7 @@ impl Team {
                 config: self.inner.config.clone(),
                 agents,
                 handoff: self.inner.handoff.clone(),
+                protocols: self.inner.protocols.clone(),
             }),
         })
     }
