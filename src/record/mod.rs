@@ -11,6 +11,7 @@
 
 mod executor;
 mod handoff;
+mod principal;
 mod settings;
 mod state;
 mod status;
@@ -18,6 +19,7 @@ pub(crate) mod turn;
 
 pub use executor::{Executor, ParseExecutorError};
 pub use handoff::{HandoffHow, HandoffState, HandoffStep};
+pub use principal::{InboxItem, InboxKind, PrincipalState};
 pub use settings::RunSettings;
 pub use state::{ProcessKind, ProcessState, RunPhase, RunState, UserNote};
 pub use status::RunStatus;
