@@ -54,11 +54,13 @@ impl Room<'_> {
             let (agent, description) = {
                 let plan = self.core.plan.lock();
                 match plan.get(id) {
-                    Some(m) => (
+                    // Only what is still out: a module delivered before a
+                    // kill is never asked for again.
+                    Some(m) if m.status == ModuleStatus::Ongoing => (
                         m.assigned_agent.clone().unwrap_or_default(),
                         m.description.clone(),
                     ),
-                    None => continue,
+                    _ => continue,
                 }
             };
             let Some(spec) = self.team.agent(&agent) else {
@@ -97,6 +99,10 @@ impl Room<'_> {
                 let why = format!("{} panicked: {panic}", job.agent);
                 self.deliver(&job.module, &job.agent, Delivery::Failed(why), Vec::new());
             }
+        }
+        if self.core.stop_reason().is_none() {
+            // Every job delivered or failed: nothing is out any more.
+            self.live.lock().ps.dispatching.clear();
         }
         self.thaw();
         Ok(())
