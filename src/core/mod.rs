@@ -25,6 +25,7 @@
 //! here branches on a process (the errors and the outcome still name the
 //! handoff's parts: its steps, a phase it does not have).
 
+pub(crate) mod approval;
 pub(crate) mod budget;
 mod bus;
 pub(crate) mod call;
@@ -42,6 +43,7 @@ pub(crate) mod tool_loop;
 mod turns;
 pub(crate) mod unwind;
 
+pub use approval::{ApprovalError, Approvals};
 pub use cancel::Cancel;
 pub(crate) use config::{RunConfig, RunContext};
 pub(crate) use driver::{Driver, Phases, drive};
