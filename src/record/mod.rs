@@ -9,6 +9,7 @@
 //! run was started with. [`RunStatus`] says how a run stands,
 //! [`Executor`] what runs a round's members.
 
+pub(crate) mod approval;
 mod executor;
 mod handoff;
 mod principal;
@@ -17,6 +18,7 @@ mod state;
 mod status;
 pub(crate) mod turn;
 
+pub use approval::{Decision, PendingApproval};
 pub use executor::{Executor, ParseExecutorError};
 pub use handoff::{HandoffHow, HandoffState, HandoffStep};
 pub use principal::{InboxItem, InboxKind, PrincipalState};

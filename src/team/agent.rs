@@ -19,6 +19,7 @@ const AGENT_KEYS: &[&str] = &[
     "tools",
     "temperature",
     "max_tokens",
+    "approve",
     "deliverable",
 ];
 
@@ -41,6 +42,11 @@ pub struct AgentSpec {
     /// The tools it may use.
     #[serde(default)]
     pub tools: Vec<String>,
+    /// Its tool calls that wait for a person's decision before they run:
+    /// tool names or globs (`workspace_write`, `remote.*`), beside the
+    /// team's own `approve:` (see [`Team::needs_approval`](crate::Team::needs_approval)).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approve: Vec<String>,
     /// Sampling temperature.
     #[serde(default)]
     pub temperature: Option<f32>,
@@ -106,6 +112,7 @@ impl AgentSpec {
             can_challenge: false,
             model: None,
             tools: Vec::new(),
+            approve: Vec::new(),
             temperature: None,
             max_tokens: None,
             soul: soul.into(),
@@ -177,6 +184,8 @@ struct FrontMatter {
     model: Option<String>,
     #[serde(default)]
     tools: Vec<String>,
+    #[serde(default)]
+    approve: Vec<String>,
     temperature: Option<f32>,
     max_tokens: Option<u32>,
     deliverable: Option<serde_json::Value>,
@@ -314,6 +323,11 @@ pub(super) fn parse_agent(
             "deliverable: a JSON schema is a mapping (type, properties, required)",
         ));
     }
+    super::approve::check_list(path, &fm.approve, |i| {
+        outline
+            .line(&[yaml::Step::Key("approve"), yaml::Step::Item(i)])
+            .unwrap_or_else(|| line_of("approve"))
+    })?;
     let soul = soul(&name).map_err(|why| TeamError::at(path, line_of("name"), why))?;
     Ok(AgentSpec {
         name,
@@ -322,6 +336,7 @@ pub(super) fn parse_agent(
         can_challenge: fm.can_challenge,
         model: fm.model,
         tools: fm.tools,
+        approve: fm.approve,
         temperature: fm.temperature,
         max_tokens: fm.max_tokens,
         soul: soul.trim().to_string(),
