@@ -93,7 +93,6 @@ struct Module {
     id: String,
     status: String,
     reworks: u64,
-    description: String,
 }
 
 fn attr(tag: &str, name: &str) -> Option<String> {
@@ -116,15 +115,12 @@ fn modules(user: &str) -> Vec<Module> {
         .filter(|l| l.starts_with("<module "))
         .filter_map(|l| {
             let head = &l[..l.find('>')?];
-            let rest = &l[head.len() + 1..];
-            let description = rest.split('<').next().unwrap_or("").to_string();
             Some(Module {
                 id: attr(head, "id")?,
                 status: attr(head, "status")?,
                 reworks: attr(head, "reworks")
                     .and_then(|r| r.parse().ok())
                     .unwrap_or(0),
-                description: unescape(&description),
             })
         })
         .collect()
@@ -239,7 +235,6 @@ fn principal(req: &ChatRequest, on_delta: &mut dyn FnMut(&str)) -> ChatResponse 
     if all.iter().all(|m| m.status == "completed") {
         return call(req, REPORT, json!({}));
     }
-    let _ = all.iter().map(|m| &m.description).count();
     text(
         req,
         "(simulated) Waiting for the associates.".into(),

@@ -60,10 +60,21 @@ impl Room<'_> {
                 status: RoomStatus::Thinking,
             },
         );
-        let messages = vec![
-            Message::system(self.principal_system()),
-            Message::user(self.principal_message(&items, &log, report_done)),
-        ];
+        // The turn reads through the principal's inbox in the core: the
+        // process's ask (the modules, its log and the items of its saved
+        // queue, escaped) with whatever else waits there, by priority. The
+        // saved queue (`PrincipalState::inbox`) is what survives a kill.
+        let ask_text = self.principal_message(&items, &log, report_done);
+        let received = self.core.deliver(
+            &master.name,
+            crate::core::InboxItem::Directive {
+                from: "runtime".into(),
+                text: ask_text,
+            },
+        );
+        let inputs = crate::core::inbox::ids(&received);
+        let mut messages = vec![Message::system(self.principal_system())];
+        messages.extend(crate::core::ingest_all(&received));
         let specs = tools::principal_specs();
         let effects = Mutex::new(Effects {
             report_asked,
@@ -73,6 +84,7 @@ impl Room<'_> {
         let dispatch_cap = self.core.config.rounds_cap();
         let intercept = |call: &ToolCall| self.intercept(call, &effects, &associates, dispatch_cap);
         let ask = Ask {
+            inputs: &inputs,
             process_tools: &specs,
             intercept: &intercept,
             ..Ask::new(Phase::Review, round, "a call of one of your tools")
@@ -264,7 +276,6 @@ impl Room<'_> {
             live.ps.finished = true;
             drop(live);
             self.end_with(RunStatus::Done, &format!("finish_flow: {summary}"));
-            return;
         }
     }
 }
