@@ -179,6 +179,8 @@ mod book {
     mod models {}
     #[doc = include_str!("../docs/teams.md")]
     mod teams {}
+    #[doc = include_str!("../docs/principal.md")]
+    mod principal {}
     #[doc = include_str!("../docs/tools.md")]
     mod tools {}
     #[doc = include_str!("../docs/observing.md")]

@@ -449,7 +449,10 @@ fn kill_and_resume(
         }
         assert!(
             started.elapsed() < Duration::from_secs(60),
-            "not ready to kill"
+            "not ready to kill: hung {}, asked {:?}, modules {:?}",
+            script.hung.load(Ordering::SeqCst),
+            script.asked.lock(),
+            only_run(runs).map(|d| ["task_001", "task_002", "task_003"].map(|t| status_of(&d, t)))
         );
         std::thread::sleep(Duration::from_millis(10));
     };
