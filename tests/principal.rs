@@ -520,3 +520,39 @@ fn a_principal_run_killed_during_review_resumes_without_asking_an_associate_agai
     assert_eq!(script.asked("writer", "task_003"), 2);
     check_done(&dir, Some(REPORT));
 }
+
+#[test]
+fn every_cap_ends_a_principal_run_with_a_report_from_what_was_delivered() {
+    let task = "Should our team move from Jenkins to GitHub Actions?";
+    // One round of dispatch: the module sent back cannot go out again,
+    // and the principal's turns run out.
+    let run = Runtime::new(Team::load(example()).unwrap(), Sim::new())
+        .max_rounds(1)
+        .run(task)
+        .unwrap();
+    assert_eq!(run.status, RunStatus::TurnLimit, "{}", run.answer);
+    assert!(
+        run.answer.starts_with("# Should our team move"),
+        "{}",
+        run.answer
+    );
+    assert!(run.answer.contains("\"findings\""), "{}", run.answer);
+    assert_eq!(run.rounds, 1);
+    // The token budget: spent during the first dispatch.
+    let run = Runtime::new(Team::load(example()).unwrap(), Sim::new())
+        .token_budget(3_000)
+        .run(task)
+        .unwrap();
+    assert_eq!(run.status, RunStatus::BudgetExhausted, "{}", run.answer);
+    assert!(run.usage.total() < 10_000, "{}", run.usage.total());
+    // The time limit.
+    let slow = Sim::with_options(SimOptions {
+        latency: Duration::from_millis(400),
+        ..SimOptions::default()
+    });
+    let run = Runtime::new(Team::load(example()).unwrap(), slow)
+        .timeout(Duration::from_millis(600))
+        .run(task)
+        .unwrap();
+    assert_eq!(run.status, RunStatus::TimedOut, "{}", run.answer);
+}
