@@ -19,7 +19,8 @@
 //! shared loop ([`drive`]); the member pool (`pool/`, and the rule the
 //! `auto` executor follows: `executor.rs`), the event bus, the one call
 //! path (`call.rs`) and its tool loop, turn records and their parents
-//! (`turns.rs`), the budget and time limit, the run directory
+//! (`turns.rs`), every agent's inbox and its ingestors (`inbox.rs`,
+//! `ingest.rs`: the chat partner's too), the budget and time limit, the run directory
 //! (`persist.rs`), the models of a run's agents, the run's errors and
 //! outcome, and panics made text (`unwind.rs`). No code
 //! here branches on a process (the errors and the outcome still name the
@@ -34,6 +35,9 @@ pub(crate) mod config;
 pub(crate) mod driver;
 mod error;
 mod executor;
+pub(crate) mod inbox;
+mod inboxes;
+pub(crate) mod ingest;
 mod models;
 mod outcome;
 pub(crate) mod persist;
@@ -48,5 +52,8 @@ pub use cancel::Cancel;
 pub(crate) use config::{RunConfig, RunContext};
 pub(crate) use driver::{Driver, Phases, drive};
 pub use error::{MasterPhase, Refusal, RunError, TemplatePlace, ThreadError};
+pub use inbox::{Inbox, InboxItem, Received, TeamNews};
+pub use ingest::ingest;
+pub(crate) use ingest::ingest_all;
 pub use outcome::{DraftFailures, RunOutcome};
 pub(crate) use run::Core;

@@ -60,6 +60,8 @@ pub(crate) struct Core<'a> {
     /// under, so a resume replays only the phase that was cut off.
     position: Mutex<(u32, RunPhase)>,
     bus: Bus,
+    /// Every agent's inbox.
+    pub(crate) inboxes: super::inboxes::Inboxes,
     /// Changes of the in-flight limits of the run's endpoints, emitted as
     /// events by the next `emit` (the watches end with the run).
     limits: (LimitQueue, Vec<crate::model::LimitWatch>),
@@ -205,6 +207,7 @@ impl<'a> Core<'a> {
             memory,
             position: Mutex::new((state.round, state.phase)),
             bus,
+            inboxes: super::inboxes::Inboxes::default(),
             limits: (
                 LimitQueue {
                     changes: limits.0,
