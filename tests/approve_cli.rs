@@ -189,13 +189,15 @@ fn without_a_terminal_the_run_exits_3_and_resume_decides() {
 }
 
 /// On a terminal the run asks inline and goes on with the answer: a
-/// denial (the file is never written) and an edit (the edited write runs).
+/// denial (the file is never written), an edit (the edited write runs),
+/// and an empty line (decide later: the run saves, exit 3).
 #[test]
 fn on_a_terminal_run_asks_inline() {
     let server = Server::start(brain);
     let tmp = tempfile::tempdir().unwrap();
     let team = team(tmp.path());
     for (answer, file, content) in [
+        ("", None, None),
         ("d not today", None, None),
         (
             r#"e {"path":"other.txt","content":"edited"}"#,
@@ -219,9 +221,15 @@ fn on_a_terminal_run_asks_inline() {
         s.wait_for("call-w1: [a]pprove, [d]eny [REASON], [e]dit [JSON], empty: decide later");
         s.type_line(answer);
         let screen = s.wait_for("EXIT:");
-        assert!(screen.contains("EXIT:0"), "{screen}");
         let dir = the_run(runs.path());
         assert!(!dir.join("workspace/secret.txt").exists(), "{screen}");
+        if answer.is_empty() {
+            assert!(screen.contains("EXIT:3"), "{screen}");
+            let run = std::fs::read_to_string(dir.join("run.json")).unwrap();
+            assert!(run.contains("\"status\": \"awaiting_approval\""), "{run}");
+            continue;
+        }
+        assert!(screen.contains("EXIT:0"), "{screen}");
         if let (Some(file), Some(content)) = (file, content) {
             assert_eq!(
                 std::fs::read_to_string(dir.join("workspace").join(file)).unwrap(),
