@@ -288,3 +288,35 @@ fn check_names_the_line_of_a_bad_pattern() {
         "{err}"
     );
 }
+
+/// Ctrl-C while a call waits stops the run as usual (exit 130), saved with
+/// the call still waiting: `resume` asks about it again.
+#[test]
+fn ctrl_c_while_a_call_waits_leaves_it_waiting_in_the_saved_run() {
+    let server = Server::start(brain);
+    let tmp = tempfile::tempdir().unwrap();
+    let team = team(tmp.path());
+    let runs = tmp.path().join("runs");
+    let name = format!("boardroom-approve-stop-{}", std::process::id());
+    let script = format!(
+        "cd '{dir}' && '{bin}' run --team '{team}' --model '{model}' --no-memory --runs-dir '{runs}' 'Write it' >/dev/null; \
+         echo \"EXIT:$?\"; sleep 60",
+        dir = tmp.path().display(),
+        bin = env!("CARGO_BIN_EXE_boardroom"),
+        team = team.display(),
+        model = model(&server),
+        runs = runs.display(),
+    );
+    let s = Session::start(&name, "200", &script);
+    s.wait_for("call-w1: [a]pprove, [d]eny [REASON], [e]dit [JSON], empty: decide later");
+    s.key("C-c");
+    let screen = s.wait_for("EXIT:");
+    assert!(screen.contains("EXIT:130"), "{screen}");
+    let dir = the_run(&runs);
+    let saved = boardroom::store::load_run(&dir).unwrap();
+    assert_eq!(saved.state.status(), boardroom::RunStatus::Cancelled);
+    let pending = saved.state.pending_approvals();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].call_id, "call-w1");
+    assert!(!dir.join("workspace/secret.txt").exists());
+}
