@@ -180,9 +180,16 @@ impl Team {
             || PathBuf::from(format!("team '{name}'")),
             |d| d.join("agents"),
         );
+        // Patterns set in code (files are checked at their lines on load).
+        for p in &config.approve {
+            approve::check_pattern(p).map_err(|why| TeamError::in_file(&team_path, why))?;
+        }
         for (i, a) in agents.iter().enumerate() {
             if let Err(why) = check_name(&a.name) {
                 return Err(TeamError::in_file(where_(a), why));
+            }
+            for p in &a.approve {
+                approve::check_pattern(p).map_err(|why| TeamError::in_file(where_(a), why))?;
             }
             if let Some(first) = agents[..i]
                 .iter()
