@@ -53,7 +53,7 @@ impl std::fmt::Display for ReviewVerdict {
 
 /// Why an endpoint's in-flight limit changed
 /// ([`EventKind::LimitChanged`]). Written as `rate_limited`, `overloaded`,
-/// `latency`, `growth` or `recovered`; a name this build does not know reads as
+/// `latency` or `growth`; a name this build does not know reads as
 /// [`LimitChangeReason::Other`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -66,10 +66,6 @@ pub enum LimitChangeReason {
     Latency,
     /// A window of answers came back without congestion.
     Growth,
-    /// Every request in flight was refused and none answered: the
-    /// refusals said nothing about how many at once the server takes (a
-    /// rate limit's wave), and the limit went back to where it was.
-    Recovered,
     /// A name this build does not know (written by a newer one).
     Other(String),
 }
@@ -83,7 +79,6 @@ impl LimitChangeReason {
             LimitChangeReason::Overloaded => "overloaded",
             LimitChangeReason::Latency => "latency",
             LimitChangeReason::Growth => "growth",
-            LimitChangeReason::Recovered => "recovered",
             LimitChangeReason::Other(name) => name,
         }
     }
@@ -96,7 +91,6 @@ impl LimitChangeReason {
             "overloaded" => LimitChangeReason::Overloaded,
             "latency" => LimitChangeReason::Latency,
             "growth" => LimitChangeReason::Growth,
-            "recovered" => LimitChangeReason::Recovered,
             other => LimitChangeReason::Other(other.to_string()),
         }
     }

@@ -3,8 +3,8 @@
 //! Members were lost on the policy's attempt count, and the wave walked
 //! the adaptive limit down to one, from where the round grew it back one
 //! slot a window (1024 members took 219.6 s instead of 2.6 s). A refusal
-//! that says when to come back is retried until the call's deadline, and a
-//! wave of nothing but refusals gives the limit back.
+//! that says when to come back is retried until the call's deadline, and
+//! the pause it asks for, not the in-flight limit, answers it.
 
 mod support;
 
@@ -20,7 +20,7 @@ use support::team_server::{self, drafts, role};
 const MEMBERS: usize = 48;
 
 #[test]
-fn finding6_a_wave_of_429s_loses_no_member_and_the_limit_comes_back() {
+fn finding6_a_wave_of_429s_loses_no_member_and_leaves_the_limit() {
     // The first request of every agent (the master's plan call included)
     // gets 429 with Retry-After: 1.
     let refused: Mutex<HashSet<String>> = Mutex::new(HashSet::new());
@@ -53,31 +53,11 @@ fn finding6_a_wave_of_429s_loses_no_member_and_the_limit_comes_back() {
         .unwrap();
     assert_eq!(outcome.status, RunStatus::Done, "{}", outcome.answer);
     assert_eq!(drafts(&outcome).len(), MEMBERS, "every member drafted");
-    // The plan call was refused alone: no change for it. The round's wave
-    // took the limit down while it was out, and gave it back whole.
+    // Refusals that said when to come back: the pause answered them, and
+    // the limit stayed where it was (a latency change may still come).
     let changes = changes.lock();
     assert!(
-        changes
-            .iter()
-            .any(|c| c.reason == LimitReason::RateLimited && c.to < c.from),
-        "{changes:?}"
-    );
-    assert!(
-        changes
-            .iter()
-            .any(|c| c.reason == LimitReason::Recovered && c.to == 1024),
-        "the limit came back: {changes:?}"
-    );
-    // Every walk down by the wave's refusals was given back: none left
-    // the round at one request at a time.
-    let last_refusal = changes
-        .iter()
-        .rposition(|c| c.reason == LimitReason::RateLimited)
-        .unwrap();
-    assert!(
-        changes[last_refusal..]
-            .iter()
-            .any(|c| c.reason == LimitReason::Recovered),
+        !changes.iter().any(|c| c.reason == LimitReason::RateLimited),
         "{changes:?}"
     );
 }

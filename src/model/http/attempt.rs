@@ -82,7 +82,12 @@ impl Client {
                 slot.succeeded(&request.agent);
                 false
             }
-            (_, Some(reason)) => slot.congested(reason, &request.agent, retry_after.is_some()),
+            // `Retry-After: 0` says nothing about time.
+            (_, Some(reason)) => slot.congested(
+                reason,
+                &request.agent,
+                retry_after.is_some_and(|d| !d.is_zero()),
+            ),
             _ => false,
         };
         if (300..400).contains(&status) {

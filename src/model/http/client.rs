@@ -298,7 +298,8 @@ impl Client {
             // (timing decides how often) was lost, and a wave of 429s with
             // `Retry-After` lost members on the count too; the server is
             // up and takes it later, so only the deadline ends these.
-            let counted = !(refused && (queue || retry_after.is_some()));
+            let timed = retry_after.is_some_and(|d| !d.is_zero());
+            let counted = !(refused && (queue || timed));
             if counted {
                 failures += 1;
             }

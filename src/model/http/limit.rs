@@ -8,9 +8,11 @@
 //! keep one. It starts generous (at its ceiling: a round goes out whole).
 //! A 429 or 503 brings it down to the requests the server took: the others
 //! still in flight when the refusal came back (never below one, nor below
-//! the most the endpoint demonstrably held without a refusal; a request
-//! refused while alone says nothing about concurrency and leaves the limit
-//! where it is, its retry backs off instead); no blind
+//! the most the endpoint demonstrably held without a refusal: answered
+//! requests all in flight at one moment; a request refused while alone
+//! says nothing about concurrency and leaves the limit where it is, its
+//! retry backs off instead, and a refusal with `Retry-After` is about
+//! time, answered by the pause, not by the limit); no blind
 //! halving, which against a server that refuses above K saws between K/2
 //! and K. Answers arriving well slower than their recent floor (a server
 //! queueing) halve it, at most once per window (the answers to requests
@@ -130,16 +132,6 @@ struct State {
     doubts: u64,
     /// When the last [`HISTORY`] answered requests were sent and answered.
     answered: std::collections::VecDeque<(Instant, Instant)>,
-    /// The limit before the refusals since the last answer brought it
-    /// down: while no request is answered, nothing says the server takes
-    /// fewer at once, and when every request in flight was refused (a
-    /// rate limit's wave, a pause) the limit goes back to it.
-    before_refusals: Option<usize>,
-    /// Whether one of those refusals said when to come back
-    /// (`Retry-After`): only then is a wave of nothing but refusals taken
-    /// as a wave in time and the limit given back; without it the limit
-    /// stays down and grows back.
-    refusals_timed: bool,
 }
 
 impl State {
@@ -237,8 +229,6 @@ impl Endpoint {
                 doubted: false,
                 doubts: 0,
                 answered: std::collections::VecDeque::new(),
-                before_refusals: None,
-                refusals_timed: false,
             }),
             freed: Condvar::new(),
             watchers: Mutex::new(Vec::new()),
@@ -380,27 +370,23 @@ impl EndpointPermit<'_> {
         s.average = Some(average);
         // What the endpoint demonstrably held: this request and the
         // answered ones in flight when it was sent (counting every
-        // request then in flight would count those about to be refused).
+        // request then in flight would count those about to be refused;
+        // refusals of others meanwhile take nothing from what was held).
         let now = Instant::now();
         if s.answered.len() >= HISTORY {
             s.answered.pop_front();
         }
         s.answered.push_back((self.sent, now));
-        if self.waves == s.waves && s.wave.is_none() {
-            let sent = self.sent;
-            let together = s
-                .answered
-                .iter()
-                .filter(|&&(from, to)| from <= sent && to >= sent)
-                .count();
-            if together >= s.held {
-                s.doubted = false;
-            }
-            s.held = s.held.max(together);
+        let sent = self.sent;
+        let together = s
+            .answered
+            .iter()
+            .filter(|&&(from, to)| from <= sent && to >= sent)
+            .count();
+        if together >= s.held {
+            s.doubted = false;
         }
-        // The server took a request: the refusals before it stand.
-        s.before_refusals = None;
-        s.refusals_timed = false;
+        s.held = s.held.max(together);
         if !self.after_last_decrease(&s) {
             return;
         }
@@ -463,6 +449,14 @@ impl EndpointPermit<'_> {
     /// refusals of requests sent before it are told together when the
     /// wave ends (see the module's docs).
     pub(crate) fn congested(&self, reason: LimitReason, agent: &str, retry_after: bool) -> bool {
+        // A refusal that says when to come back is about time, not about
+        // how many at once: the `Retry-After` pause (every new request to
+        // the endpoint waits it out) is the answer to it, and the limit
+        // stays (issue 28: a wave of them, each agent refused once, took
+        // a round of 1024 members from 2.6 s to 219.6 s).
+        if retry_after {
+            return false;
+        }
         let e = self.endpoint;
         let mut s = e.state.lock();
         let others = s.in_flight.saturating_sub(1);
@@ -488,18 +482,11 @@ impl EndpointPermit<'_> {
         // the limit stays. Else it comes down to the others in flight, but
         // never below what the endpoint demonstrably held.
         let to = others.max(s.held).max(1);
-        let before = s.limit();
-        let change = if others > 0 && to < before {
+        let change = if others > 0 && to < s.limit() {
             decrease(&mut s, &e.name, to, reason, agent)
         } else {
             None
         };
-        if change.is_some() && s.before_refusals.is_none() {
-            s.before_refusals = Some(before);
-        }
-        if s.before_refusals.is_some() {
-            s.refusals_timed |= retry_after;
-        }
         // The retry queues for a slot only where the limit came down to
         // the others: above them (a floor of what was held) a slot is free
         // at once, and the retry would meet the same crowd; it backs off.
@@ -581,36 +568,9 @@ impl Drop for EndpointPermit<'_> {
                 untold = s.wave.take().and_then(|w| w.untold);
             }
         }
-        // Every request in flight was refused, none answered since the
-        // refusals began, and they said when to come back: they said
-        // nothing about how many at once the server takes (a rate
-        // limit's wave, timed by its `Retry-After` pause), and the limit
-        // goes back to where it was (issue 28: such a wave took a round
-        // of 1024 members from 2.6 s to 219.6 s).
-        let mut recovered = None;
-        if s.in_flight == 0
-            && std::mem::take(&mut s.refusals_timed)
-            && let Some(to) = s.before_refusals.take()
-            && to > s.limit()
-        {
-            let from = s.limit();
-            s.window = to;
-            s.credit = 0;
-            s.changes += 1;
-            untold = untold.or_else(|| s.untold());
-            s.wave = None;
-            recovered = Some(LimitChange {
-                endpoint: self.endpoint.name.clone(),
-                from,
-                to: s.limit(),
-                in_flight: 0,
-                reason: LimitReason::Recovered,
-                agent: String::new(),
-            });
-        }
         let free = s.limit().saturating_sub(s.in_flight);
         drop(s);
-        self.endpoint.notify_all(untold.into_iter().chain(recovered));
+        self.endpoint.notify_all(untold);
         // Growth can free more than one slot at once.
         if free > 1 {
             self.endpoint.freed.notify_all();

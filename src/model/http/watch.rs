@@ -17,11 +17,6 @@ pub enum LimitReason {
     Latency,
     /// A window of answers came back without congestion.
     Growth,
-    /// Every request in flight was refused and none answered: the
-    /// refusals said nothing about how many at once the server takes (a
-    /// rate limit's wave, a `Retry-After` pause), and the limit went back
-    /// to where it was before them.
-    Recovered,
 }
 
 impl LimitReason {
@@ -33,7 +28,6 @@ impl LimitReason {
             LimitReason::Overloaded => "overloaded",
             LimitReason::Latency => "latency",
             LimitReason::Growth => "growth",
-            LimitReason::Recovered => "recovered",
         }
     }
 }
@@ -53,8 +47,7 @@ pub struct LimitChange {
     /// Why.
     pub reason: LimitReason,
     /// The agent whose answer changed it (for a wave's steps told as one
-    /// change, the last of them; empty for [`LimitReason::Recovered`],
-    /// which no answer caused).
+    /// change, the last of them).
     pub agent: String,
 }
 

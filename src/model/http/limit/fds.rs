@@ -66,4 +66,3 @@ fn fd_ceiling() -> Option<usize> {
 fn fd_ceiling() -> Option<usize> {
     None
 }
-
