@@ -5,7 +5,10 @@
 //! latency, playing boardroom's protocol where it recognises it (the
 //! master's plan gets one `ASSIGN` line per roster member, the review says
 //! `DONE`) and a short fixed answer to everything else. Above K requests
-//! at once it answers 429. It prints its base URL on the first line of
+//! at once it answers 429. With `--refuse-once SECS` it answers 429 with
+//! `Retry-After: SECS` to the first request of each distinct body (each
+//! agent's call refused once: a rate limit's wave, as issue 28 ran it;
+//! its retry, the same body, is answered). It prints its base URL on the first line of
 //! stdout. `GET /stats` reports requests, refusals, the peak in flight and
 //! the server's own CPU time (user + system, from `/proc/self/stat`);
 //! `POST /stats/reset` zeroes the counters (not the CPU time: diff it).
@@ -40,7 +43,7 @@ fn main() {
         Some("raw") => raw(&args[1..]),
         _ => Err(
             "usage: boardroom-loopback serve [--port P] [--latency DUR] [--max-concurrent K] \
-             | raw --url URL --threads N [--requests M] [--stream] [--body-bytes B]"
+             [--refuse-once SECS] | raw --url URL --threads N [--requests M] [--stream] [--body-bytes B]"
                 .to_string(),
         ),
     };
@@ -102,6 +105,8 @@ struct Stats {
 
 struct Reply {
     status: u16,
+    /// `Retry-After` seconds, if any.
+    retry_after: Option<u64>,
     content_type: &'static str,
     body: Vec<u8>,
 }
@@ -109,6 +114,10 @@ struct Reply {
 struct Settings {
     latency: Duration,
     cap: usize,
+    /// `Retry-After` for the first request of each body, if set.
+    refuse_once: Option<u64>,
+    /// Hashes of the bodies seen (with `--refuse-once`).
+    seen: std::sync::Mutex<std::collections::HashSet<u64>>,
     stats: Stats,
 }
 
@@ -117,6 +126,13 @@ fn serve(args: &[String]) -> Result<(), String> {
     let settings = Arc::new(Settings {
         latency: duration(args, "--latency")?,
         cap: parse(args, "--max-concurrent", usize::MAX)?,
+        refuse_once: flag(args, "--refuse-once")
+            .map(|v| {
+                v.parse::<u64>()
+                    .map_err(|_| format!("--refuse-once: '{v}' is not a number of seconds"))
+            })
+            .transpose()?,
+        seen: std::sync::Mutex::default(),
         stats: Stats::default(),
     });
     let listener = std::net::TcpListener::bind(("127.0.0.1", port))
@@ -179,6 +195,7 @@ fn connection(stream: std::net::TcpStream, s: &Settings) {
             }
             Reply {
                 status: 200,
+                retry_after: None,
                 content_type: "application/json",
                 body: stats_json(&s.stats).into_bytes(),
             }
@@ -188,10 +205,28 @@ fn connection(stream: std::net::TcpStream, s: &Settings) {
                 .request_bytes
                 .fetch_add(body.len() as u64, Ordering::SeqCst);
             let n = s.stats.now.fetch_add(1, Ordering::SeqCst) + 1;
-            let reply = if n > s.cap {
+            let first = s.refuse_once.filter(|_| {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                body.hash(&mut h);
+                s.seen
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(h.finish())
+            });
+            let reply = if let Some(secs) = first {
                 s.stats.rejected.fetch_add(1, Ordering::SeqCst);
                 Reply {
                     status: 429,
+                    retry_after: Some(secs),
+                    content_type: "application/json",
+                    body: br#"{"error":{"message":"rate limited, come back later"}}"#.to_vec(),
+                }
+            } else if n > s.cap {
+                s.stats.rejected.fetch_add(1, Ordering::SeqCst);
+                Reply {
+                    status: 429,
+                    retry_after: None,
                     content_type: "application/json",
                     body: br#"{"error":{"message":"too many requests at once"}}"#.to_vec(),
                 }
@@ -210,8 +245,12 @@ fn connection(stream: std::net::TcpStream, s: &Settings) {
             s.stats.now.fetch_sub(1, Ordering::SeqCst);
             reply
         };
+        let retry_after = reply
+            .retry_after
+            .map(|secs| format!("Retry-After: {secs}\r\n"))
+            .unwrap_or_default();
         let head = format!(
-            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n\r\n",
+            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{retry_after}\r\n",
             reply.status,
             if reply.status == 200 {
                 "OK"
@@ -373,6 +412,7 @@ fn answer(body: &[u8]) -> Reply {
         );
         Reply {
             status: 200,
+            retry_after: None,
             content_type: "text/event-stream",
             body: body.into_bytes(),
         }
@@ -384,6 +424,7 @@ fn answer(body: &[u8]) -> Reply {
         );
         Reply {
             status: 200,
+            retry_after: None,
             content_type: "application/json",
             body: body.into_bytes(),
         }

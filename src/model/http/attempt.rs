@@ -19,6 +19,10 @@ pub(super) enum Failure {
         /// Refused while other requests to the endpoint were in flight:
         /// the retry waits for a slot (one of them to end), not a backoff.
         queue: bool,
+        /// Refused for load (429, 503), not for a spent quota: the server
+        /// is up and takes the request later, so it is retried until the
+        /// call's deadline however many attempts that takes.
+        refused: bool,
     },
     /// Not worth another attempt.
     Fatal(ModelError),
@@ -67,12 +71,23 @@ impl Client {
         })?;
         let status = response.status().as_u16();
         // The endpoint's limit learns from the status and the time to it.
-        let queue = match (status, dialect.congestion(status)) {
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| retry::parse_retry_after(v, SystemTime::now()));
+        let congestion = dialect.congestion(status);
+        let queue = match (status, congestion) {
             (200..=299, _) => {
                 slot.succeeded(&request.agent);
                 false
             }
-            (_, Some(reason)) => slot.congested(reason, &request.agent),
+            // `Retry-After: 0` says nothing about time.
+            (_, Some(reason)) => slot.congested(
+                reason,
+                &request.agent,
+                retry_after.is_some_and(|d| !d.is_zero()),
+            ),
             _ => false,
         };
         if (300..400).contains(&status) {
@@ -99,22 +114,21 @@ impl Client {
             return Err(Failure::Fatal(self.http_error(dialect, status, &detail)));
         }
         if !(200..300).contains(&status) {
-            let retry_after = response
-                .headers()
-                .get("retry-after")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| retry::parse_retry_after(v, SystemTime::now()));
             let text = read_capped(response.body_mut().as_reader(), 64 * 1024)
                 .map(|(t, _)| t)
                 .unwrap_or_default();
             // Mask the key first, then shorten: a cut must never leave a
             // piece of the key that the mask no longer recognises.
             let error = self.http_error(dialect, status, &body::error_detail(&self.redact(&text)));
+            // A 429 for a spent quota or credit is not load: more attempts
+            // do not help, and the policy's count ends them.
+            let refused = congestion.is_some() && !text.to_ascii_lowercase().contains("quota");
             return Err(if dialect.retryable_status(status) {
                 Failure::Retry {
                     error,
                     retry_after,
                     queue,
+                    refused,
                 }
             } else {
                 Failure::Fatal(error)
@@ -347,6 +361,7 @@ impl Client {
                 error,
                 retry_after: None,
                 queue: false,
+                refused: false,
             }
         } else {
             Failure::Fatal(error)

@@ -235,6 +235,11 @@ impl Client {
         let deadline = request.deadline.map_or(own, |d| d.min(own));
         let caller_first = request.deadline.is_some_and(|d| d < own);
         let mut attempt = 0u32;
+        // The failures the policy's attempts count: all but refusals for
+        // load that say when to come back (`Retry-After`, or a slot of
+        // the crowd that was refused with them); those are retried until
+        // the deadline.
+        let mut failures = 0u32;
         loop {
             attempt += 1;
             let mut delivered = false;
@@ -265,7 +270,7 @@ impl Client {
                     },
                 )
             };
-            let (error, retry_after, queue) = match outcome {
+            let (error, retry_after, queue, refused) = match outcome {
                 Ok(mut response) => {
                     response.retries = attempt - 1;
                     // A key the endpoint put in the answer goes no further
@@ -283,32 +288,43 @@ impl Client {
                     error,
                     retry_after,
                     queue,
-                }) => (error, retry_after, queue),
+                    refused,
+                }) => (error, retry_after, queue, refused),
             };
             if Instant::now() >= deadline {
                 return Err(self.past(caller_first, attempt));
+            }
+            // Issue 28: a member refused for load five times in a crowd
+            // (timing decides how often) was lost, and a wave of 429s with
+            // `Retry-After` lost members on the count too; the server is
+            // up and takes it later, so only the deadline ends these.
+            let timed = retry_after.is_some_and(|d| !d.is_zero());
+            let counted = !(refused && (queue || timed));
+            if counted {
+                failures += 1;
             }
             // Refused for too many at once, with no `Retry-After`: the
             // endpoint's limit came down to the requests still in flight,
             // and the next slot is the wait (a sleep would leave the
             // server idle, or send the retries back into the same crowd).
             if queue && retry_after.is_none() && !delivered {
-                if attempt >= self.retry.max_attempts.max(1) {
+                if counted && failures >= self.retry.max_attempts.max(1) {
                     return Err(with_attempts(error, attempt));
                 }
                 log::debug!(
-                    "{}: {error}; retrying when a slot frees (attempt {} of {})",
+                    "{}: {error}; retrying when a slot frees (attempt {})",
                     self.label,
                     attempt + 1,
-                    self.retry.max_attempts
                 );
                 continue;
             }
             // Text already shown cannot be taken back: no retry mid-answer.
             let wait = if delivered {
                 None
+            } else if !counted {
+                retry_after
             } else {
-                self.retry.next_wait(attempt, retry_after)
+                self.retry.next_wait(failures, retry_after)
             };
             let Some(wait) = wait else {
                 return Err(with_attempts(error, attempt));
@@ -323,11 +339,15 @@ impl Client {
                 return Err(with_attempts(error, attempt));
             }
             log::info!(
-                "{}: {error}; retrying in {} ms (attempt {} of {})",
+                "{}: {error}; retrying in {} ms (attempt {}{})",
                 self.label,
                 wait.as_millis(),
                 attempt + 1,
-                self.retry.max_attempts
+                if !counted {
+                    " (refused for load: retried until the call's deadline)".to_string()
+                } else {
+                    format!(" of {}", self.retry.max_attempts)
+                }
             );
             {
                 let mut waits = self.waits.lock();

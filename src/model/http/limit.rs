@@ -8,15 +8,18 @@
 //! keep one. It starts generous (at its ceiling: a round goes out whole).
 //! A 429 or 503 brings it down to the requests the server took: the others
 //! still in flight when the refusal came back (never below one, nor below
-//! the most the endpoint demonstrably held without a refusal; a request
-//! refused while alone says nothing about concurrency and leaves the limit
-//! where it is, its retry backs off instead); no blind
+//! the most the endpoint demonstrably held without a refusal: answered
+//! requests all in flight at one moment; a request refused while alone
+//! says nothing about concurrency and leaves the limit where it is, its
+//! retry backs off instead, and a refusal with `Retry-After` is about
+//! time, answered by the pause, not by the limit); no blind
 //! halving, which against a server that refuses above K saws between K/2
 //! and K. Answers arriving well slower than their recent floor (a server
 //! queueing) halve it, at most once per window (the answers to requests
 //! sent before the last decrease do not count again). After a decrease it
 //! holds for one window of successes, then grows by one slot per window of
-//! successes. A `Retry-After` pauses every new request to the endpoint
+//! successes that came back while the limit was full (a limit not in use
+//! is not grown). A `Retry-After` pauses every new request to the endpoint
 //! until it ends.
 //!
 //! Watchers hear of a wave of refusals as one or two changes, not one per
@@ -33,6 +36,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 pub use super::watch::{LimitChange, LimitReason, LimitWatch, LimitWatcher};
+use fds::fd_capped;
 
 /// The ceiling of an endpoint's adaptive limit when no model sets
 /// `max_in_flight` (a model's explicit value is a hard cap of its own).
@@ -52,66 +56,8 @@ const EWMA_WEIGHT: f64 = 0.1;
 /// server that became slower for good sets a new floor).
 const FLOOR_DRIFT: f64 = 0.01;
 
-/// File descriptors kept out of the connections' share: run files, pipes
-/// to MCP servers, logs.
-const FD_RESERVE: u64 = 128;
-
-/// The soft open-file limit boardroom raises itself to, where the hard
-/// limit allows (room for [`DEFAULT_CEILING`] connections and their
-/// idle pool).
-const FD_WANTED: u64 = 4096;
-
-/// The most connections the open-file limit leaves room for, once: the
-/// soft limit is first raised towards [`FD_WANTED`] where the hard limit
-/// allows; half of what is left after [`FD_RESERVE`] goes to requests in
-/// flight (the other half to idle pooled connections). `None` when there
-/// is room for [`DEFAULT_CEILING`].
-static FD_CEILING: LazyLock<Option<usize>> = LazyLock::new(fd_ceiling);
-
-/// `ceiling`, or less where the open-file limit leaves room for fewer
-/// connections (said once per endpoint, as a warning).
-fn fd_capped(name: &str, ceiling: usize) -> usize {
-    match *FD_CEILING {
-        Some(room) if room < ceiling => {
-            log::warn!(
-                "{name}: at most {room} requests at once (not {ceiling}): the open-file limit \
-                 of this process leaves room for no more connections (raise it with `ulimit -n`)"
-            );
-            room
-        }
-        _ => ceiling.max(1),
-    }
-}
-
-#[cfg(unix)]
-fn fd_ceiling() -> Option<usize> {
-    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-    let limit = getrlimit(Resource::Nofile);
-    // `None` is unlimited.
-    let mut soft = limit.current?;
-    let hard = limit.maximum.unwrap_or(u64::MAX);
-    if soft < FD_WANTED && hard > soft {
-        let raised = FD_WANTED.min(hard);
-        let new = Rlimit {
-            current: Some(raised),
-            maximum: limit.maximum,
-        };
-        match setrlimit(Resource::Nofile, new) {
-            Ok(()) => {
-                log::debug!("open-file limit raised from {soft} to {raised}");
-                soft = raised;
-            }
-            Err(e) => log::debug!("open-file limit {soft}: not raised ({e})"),
-        }
-    }
-    let room = usize::try_from(soft.saturating_sub(FD_RESERVE) / 2).unwrap_or(usize::MAX);
-    (room < DEFAULT_CEILING).then_some(room.max(1))
-}
-
-#[cfg(not(unix))]
-fn fd_ceiling() -> Option<usize> {
-    None
-}
+/// Answered requests remembered to tell what the endpoint held at once.
+const HISTORY: usize = DEFAULT_CEILING;
 
 /// The key of an endpoint in the registry: the URL and a hash of the key
 /// (the key itself is never kept twice, nor printed).
@@ -175,10 +121,17 @@ struct State {
     average: Option<f64>,
     changes: u64,
     /// The most requests in flight at once that the endpoint demonstrably
-    /// held: in flight when an answer came back, with no refusal since it
-    /// was sent. A refusal brings the limit no lower than it; a wave of
+    /// held: answered requests all in flight at one moment (when one of
+    /// them was sent), with no refusal since it was sent. A refusal brings the limit no lower than it; a wave of
     /// refusals that begins at or below it halves it.
     held: usize,
+    /// A wave began at or below `held` (the next one halves it).
+    doubted: bool,
+    /// How many times that happened (a permit keeps the count it saw: a
+    /// refusal of a request sent before the doubt is the same crowd).
+    doubts: u64,
+    /// When the last [`HISTORY`] answered requests were sent and answered.
+    answered: std::collections::VecDeque<(Instant, Instant)>,
 }
 
 impl State {
@@ -214,6 +167,8 @@ pub(crate) struct EndpointPermit<'a> {
     /// `State::waves` when the slot was taken: a request in flight when a
     /// wave began has a lower count than the wave's number.
     waves: u64,
+    /// `State::doubts` when the slot was taken.
+    doubts: u64,
 }
 
 impl Endpoint {
@@ -271,6 +226,9 @@ impl Endpoint {
                 average: None,
                 changes: 0,
                 held: 0,
+                doubted: false,
+                doubts: 0,
+                answered: std::collections::VecDeque::new(),
             }),
             freed: Condvar::new(),
             watchers: Mutex::new(Vec::new()),
@@ -350,6 +308,7 @@ impl Endpoint {
             endpoint: self,
             sent: Instant::now(),
             waves: s.waves,
+            doubts: s.doubts,
         })
     }
 
@@ -409,9 +368,25 @@ impl EndpointPermit<'_> {
             .average
             .map_or(latency, |a| a + (latency - a) * EWMA_WEIGHT);
         s.average = Some(average);
-        if self.waves == s.waves && s.wave.is_none() {
-            s.held = s.held.max(s.in_flight);
+        // What the endpoint demonstrably held: this request and the
+        // answered ones in flight when it was sent (counting every
+        // request then in flight would count those about to be refused;
+        // refusals of others meanwhile take nothing from what was held).
+        let now = Instant::now();
+        if s.answered.len() >= HISTORY {
+            s.answered.pop_front();
         }
+        s.answered.push_back((self.sent, now));
+        let sent = self.sent;
+        let together = s
+            .answered
+            .iter()
+            .filter(|&&(from, to)| from <= sent && to >= sent)
+            .count();
+        if together >= s.held {
+            s.doubted = false;
+        }
+        s.held = s.held.max(together);
         if !self.after_last_decrease(&s) {
             return;
         }
@@ -435,7 +410,10 @@ impl EndpointPermit<'_> {
             e.notify_all(untold.into_iter().chain(change));
             return;
         }
-        if s.window >= s.ceiling {
+        // Only a limit in use grows: answers while fewer were in flight
+        // say nothing about one more (the end of a round would otherwise
+        // grow it past what the server takes, untested).
+        if s.window >= s.ceiling || s.in_flight < s.limit() {
             return;
         }
         s.credit += 1;
@@ -464,21 +442,40 @@ impl EndpointPermit<'_> {
     /// not below what the endpoint demonstrably held, and not at all for
     /// a request refused alone.
     /// Returns whether the retry should wait for one of them to end (a
-    /// slot) rather than sleep a backoff: it should when there are any.
+    /// slot) rather than sleep a backoff: it should when the limit came
+    /// down to them.
     ///
     /// The first refusal of a wave is told at once; the steps down of
     /// refusals of requests sent before it are told together when the
     /// wave ends (see the module's docs).
-    pub(crate) fn congested(&self, reason: LimitReason, agent: &str) -> bool {
+    pub(crate) fn congested(&self, reason: LimitReason, agent: &str, retry_after: bool) -> bool {
+        // A refusal that says when to come back is about time, not about
+        // how many at once: the `Retry-After` pause (every new request to
+        // the endpoint waits it out) is the answer to it, and the limit
+        // stays (issue 28: a wave of them, each agent refused once, took
+        // a round of 1024 members from 2.6 s to 219.6 s).
+        if retry_after {
+            return false;
+        }
         let e = self.endpoint;
         let mut s = e.state.lock();
         let others = s.in_flight.saturating_sub(1);
         let waves = self.waves;
         let new_wave = s.wave.as_ref().is_none_or(|w| waves >= w.number);
-        // A wave that begins at or below what the endpoint held says that
-        // is stale: it halves (a wave at a time, not a refusal at a time).
+        // Two waves that begin at or below what the endpoint held, with
+        // no answer between them showing it again, say that is stale: it
+        // halves (a wave at a time, not a refusal at a time). One such
+        // wave may be two requests arriving together at a server that
+        // counts the refused one too.
         if new_wave && s.in_flight <= s.held {
-            s.held = others.max(s.held / 2);
+            if !s.doubted {
+                s.doubted = true;
+                s.doubts += 1;
+            } else if self.doubts == s.doubts {
+                // Sent after the first: a wave of its own.
+                s.held = others.max(s.held / 2);
+                s.doubted = false;
+            }
         }
         // Refused alone: nothing says how many at once the endpoint takes
         // (a rate limit, a plan call refused once): the retry backs off,
@@ -490,6 +487,10 @@ impl EndpointPermit<'_> {
         } else {
             None
         };
+        // The retry queues for a slot only where the limit came down to
+        // the others: above them (a floor of what was held) a slot is free
+        // at once, and the retry would meet the same crowd; it backs off.
+        let queue = others > 0 && s.limit() <= others;
         let mut tell = Vec::new();
         if let Some(change) = change {
             let waves = self.waves;
@@ -519,7 +520,7 @@ impl EndpointPermit<'_> {
         }
         drop(s);
         e.notify_all(tell);
-        others > 0
+        queue
     }
 
     fn after_last_decrease(&self, s: &State) -> bool {
@@ -558,7 +559,6 @@ impl Drop for EndpointPermit<'_> {
     fn drop(&mut self) {
         let mut s = self.endpoint.state.lock();
         s.in_flight -= 1;
-        let free = s.limit().saturating_sub(s.in_flight);
         // The last request of a wave came back: the wave is over, and its
         // steps down not told yet are told as one change.
         let mut untold = None;
@@ -568,6 +568,7 @@ impl Drop for EndpointPermit<'_> {
                 untold = s.wave.take().and_then(|w| w.untold);
             }
         }
+        let free = s.limit().saturating_sub(s.in_flight);
         drop(s);
         self.endpoint.notify_all(untold);
         // Growth can free more than one slot at once.
@@ -579,5 +580,6 @@ impl Drop for EndpointPermit<'_> {
     }
 }
 
+mod fds;
 #[cfg(test)]
 mod tests;

@@ -10,9 +10,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// The wait before attempt `n + 1` is a random duration in
 /// `0..=min(max_delay, base_delay * 2^(n-1))` ("full jitter"), unless the
 /// server sent `Retry-After`, which is honoured as given. The call gives up
-/// after `max_attempts` attempts, or when the next wait would end past the
-/// call's deadline ([`OpenAiBuilder::timeout`](crate::model::OpenAiBuilder::timeout),
-/// default 300 s, which every attempt and wait counts against).
+/// after `max_attempts` failed attempts, or when the next wait would end
+/// past the call's deadline ([`OpenAiBuilder::timeout`](crate::model::OpenAiBuilder::timeout),
+/// default 300 s, which every attempt and wait counts against). A refusal
+/// for load (429 or 503, not a spent quota) that says when to come back
+/// (`Retry-After`, or one of a crowd refused together, which waits for a
+/// slot) is not counted: the server is up and takes the request later, so
+/// it is retried until the call's deadline.
 ///
 /// # Examples
 ///
@@ -62,15 +66,10 @@ impl RetryPolicy {
         if attempt >= self.max_attempts.max(1) {
             return None;
         }
-        let wait = match retry_after {
-            Some(wait) => wait,
-            None => {
-                let exp = 2u32.saturating_pow(attempt.saturating_sub(1).min(30));
-                let ceiling = self.base_delay.saturating_mul(exp).min(self.max_delay);
-                jitter(ceiling)
-            }
-        };
-        Some(wait)
+        Some(retry_after.unwrap_or_else(|| {
+            let exp = 2u32.saturating_pow(attempt.saturating_sub(1).min(30));
+            jitter(self.base_delay.saturating_mul(exp).min(self.max_delay))
+        }))
     }
 }
 

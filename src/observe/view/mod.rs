@@ -15,7 +15,9 @@
 //! connection); all are joined by [`ViewServer::stop`]. Idle or slow
 //! clients never hold a thread: at most 256 wait for their heads (the
 //! oldest is closed past that), each for at most 10 s; a request that
-//! finds every worker busy is answered `503` at once. It binds where it
+//! finds every worker busy is answered `503` at once. Live event streams
+//! hold no worker: one thread polls them all (at most 256 open; one more
+//! is answered `503` saying so). It binds where it
 //! is told (loopback unless the caller asks otherwise).
 //!
 //! On loopback a request must name the server's own address in its `Host`
@@ -28,6 +30,7 @@
 //!
 //! [`list_runs`]: crate::store::list_runs
 
+mod live;
 mod routes;
 mod serve;
 
@@ -37,8 +40,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
-/// Worker threads: each serves one request at a time, and a live page
-/// holds one for its event stream (at most [`routes::STREAM_FOR`]).
+/// Worker threads: each serves one request at a time (a live page's
+/// event stream is handed to the streaming thread, see [`live`]).
 const WORKERS: usize = 16;
 /// Requests whose heads arrived, queued for a worker; past it a request
 /// is answered `503`.
@@ -107,7 +110,7 @@ impl std::error::Error for ViewError {
 pub struct ViewServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
-    /// The gathering thread first, then the workers.
+    /// The streaming thread, the gathering thread, then the workers.
     workers: Vec<JoinHandle<()>>,
 }
 
@@ -186,6 +189,13 @@ impl ViewServer {
             stop: Arc::clone(&stop),
             workers: Vec::with_capacity(WORKERS + 1),
         };
+        let (streams, slots, open) = live::Streams::new();
+        let halt = Arc::clone(&stop);
+        let streamer = std::thread::Builder::new()
+            .name("boardroom-view-live".into())
+            .spawn(move || live::run(&slots, &open, &halt))
+            .map_err(ViewError::Thread)?;
+        server.workers.push(streamer);
         let halt = Arc::clone(&stop);
         let gatherer = std::thread::Builder::new()
             .name("boardroom-view-accept".into())
@@ -193,9 +203,9 @@ impl ViewServer {
             .map_err(ViewError::Thread)?;
         server.workers.push(gatherer);
         for i in 0..WORKERS {
-            let (queue, halt, runs_dir, access) = (
+            let (queue, streams, runs_dir, access) = (
                 queue.clone(),
-                Arc::clone(&stop),
+                streams.clone(),
                 Arc::clone(&runs_dir),
                 Arc::clone(&access),
             );
@@ -203,7 +213,7 @@ impl ViewServer {
                 .name(format!("boardroom-view-{i}"))
                 .spawn(move || {
                     serve::work(&queue, |request| {
-                        routes::handle(request, &runs_dir, &halt, &access);
+                        routes::handle(request, &runs_dir, &streams, &access);
                     });
                 })
                 // Dropping the partial server stops and joins what started.

@@ -1,10 +1,9 @@
 //! The view's routes: the run list, a run's page, its state and its
 //! live event stream.
 
-use std::io::{BufRead, Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::serve::{Request, Response};
 
@@ -13,13 +12,6 @@ use crate::store::{RunListing, list_runs};
 
 /// The page of a run: HTML, CSS and JS in one file, compiled in.
 const PAGE: &str = include_str!("page.html");
-
-/// How long one event stream stays open before the browser reconnects
-/// (with `Last-Event-ID`, so nothing is sent twice or lost).
-pub(super) const STREAM_FOR: Duration = Duration::from_secs(30);
-
-/// How often an idle stream looks at the file again.
-const POLL: Duration = Duration::from_millis(150);
 
 /// Who may be served: the Host names on loopback, the access token.
 #[derive(Debug)]
@@ -62,7 +54,12 @@ fn query_token(url: &str) -> Option<&str> {
     query.split('&').find_map(|kv| kv.strip_prefix("token="))
 }
 
-pub(super) fn handle(request: Request, runs_dir: &Path, stop: &AtomicBool, access: &Access) {
+pub(super) fn handle(
+    request: Request,
+    runs_dir: &Path,
+    streams: &super::live::Streams,
+    access: &Access,
+) {
     if let Some(token) = access.token.as_deref()
         && !has_token(&request, token)
     {
@@ -131,8 +128,7 @@ pub(super) fn handle(request: Request, runs_dir: &Path, stop: &AtomicBool, acces
                     .header("Last-Event-ID")
                     .and_then(|v| v.trim().parse().ok())
                     .unwrap_or(0);
-                stream(request.into_writer(), &dir, last, stop);
-                Ok(())
+                streams.open(request, &dir, last)
             }
             None => request.respond(not_found(Some(id))),
         },
@@ -167,6 +163,19 @@ fn with_common(r: Response, content_type: &str, csp: &str) -> Response {
         .with_header("X-Content-Type-Options", "nosniff")
         .with_header("Referrer-Policy", "no-referrer")
         .with_header("Content-Security-Policy", csp)
+}
+
+/// Every live stream slot is taken: say so (the page reconnects).
+pub(super) fn too_many_streams() -> Response {
+    html(
+        503,
+        format!(
+            "<h1>503</h1><p>{} live pages are open on this view, its most; close one \
+             (this page retries by itself).</p>",
+            super::live::MAX_STREAMS
+        ),
+    )
+    .with_header("Retry-After", "5")
 }
 
 /// Every worker is busy and the queue is full: come back in a moment.
@@ -389,92 +398,4 @@ fn state(dir: &Path) -> serde_json::Value {
         "turns_omitted": turns_omitted,
         "plan": read_json(dir.join("workspace").join("plan.json")),
     })
-}
-
-/// `events.jsonl` as server-sent events, from line `skip` on, following
-/// the file while the run works; ends with an `end` event once the run
-/// finished, or after [`STREAM_FOR`] (the browser reconnects).
-fn stream(mut w: Box<dyn Write + Send>, dir: &Path, skip: u64, stop: &AtomicBool) {
-    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n\
-                X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\nretry: 1000\n\n";
-    if w.write_all(head.as_bytes())
-        .and_then(|()| w.flush())
-        .is_err()
-    {
-        return;
-    }
-    let path = dir.join("events.jsonl");
-    let started = Instant::now();
-    let mut offset = 0u64;
-    let mut line_no = 0u64;
-    let mut finished = false;
-    let mut last_write = Instant::now();
-    let mut quiet_over = 0u32;
-    while !stop.load(Ordering::Relaxed) && started.elapsed() < STREAM_FOR {
-        let mut out = String::new();
-        if let Ok(mut f) = std::fs::File::open(&path)
-            && f.seek(SeekFrom::Start(offset)).is_ok()
-        {
-            let mut r = std::io::BufReader::new(f);
-            let mut line = String::new();
-            while let Ok(n) = r.read_line(&mut line) {
-                if n == 0 || !line.ends_with('\n') {
-                    break;
-                }
-                offset += n as u64;
-                line_no += 1;
-                let text = line.trim_end();
-                if line_no > skip && !text.is_empty() {
-                    out.push_str(&format!("id: {line_no}\ndata: {text}\n\n"));
-                }
-                if text.contains("\"type\":\"run_finished\"") {
-                    finished = true;
-                }
-                line.clear();
-                if out.len() > 256 * 1024 {
-                    break;
-                }
-            }
-        }
-        let idle = out.is_empty();
-        // run.json says the run is over before its last events land (the
-        // master's memory note comes first): only a long quiet after it
-        // ends a stream that never saw run_finished (a run that crashed).
-        quiet_over = if idle && !finished && over(dir) {
-            quiet_over + 1
-        } else {
-            0
-        };
-        if idle && (finished || quiet_over > QUIET_POLLS) {
-            out.push_str("event: end\ndata: {}\n\n");
-        } else if idle && last_write.elapsed() > Duration::from_secs(5) {
-            out.push_str(": ping\n\n");
-        }
-        if !out.is_empty() {
-            if w.write_all(out.as_bytes())
-                .and_then(|()| w.flush())
-                .is_err()
-            {
-                return;
-            }
-            last_write = Instant::now();
-            if out.ends_with("event: end\ndata: {}\n\n") {
-                return;
-            }
-        }
-        if idle {
-            std::thread::sleep(POLL);
-        }
-    }
-}
-
-/// Polls of quiet after `run.json` says the run is over before a stream
-/// without `run_finished` ends (about 10 s).
-const QUIET_POLLS: u32 = 66;
-
-/// Whether `run.json` says the run ended. A run killed midway says it is
-/// still running: its stream stays open until [`STREAM_FOR`] and the
-/// browser reconnects.
-fn over(dir: &Path) -> bool {
-    crate::store::load_run(dir).is_ok_and(|r| r.state.status != RunStatus::Running)
 }

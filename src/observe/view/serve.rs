@@ -102,8 +102,8 @@ impl Request {
     }
 
     /// The connection, for a response written as it goes (an event stream).
-    pub(super) fn into_writer(self) -> Box<dyn Write + Send> {
-        Box::new(self.stream)
+    pub(super) fn into_stream(self) -> TcpStream {
+        self.stream
     }
 }
 

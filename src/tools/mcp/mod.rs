@@ -12,6 +12,7 @@ mod http;
 mod lines;
 mod pool;
 mod probe;
+mod reap;
 mod session;
 mod sse;
 mod stdio;

@@ -22,6 +22,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::lines::{MAX_LINE, Read, read_line, skip_line};
+use super::reap;
 use super::session::Session;
 use super::{McpError, McpServerConfig};
 
@@ -43,6 +44,10 @@ pub(crate) struct Stdio {
     child: Mutex<Option<Child>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     pid: u32,
+    /// The mark in its environment (see [`reap`]).
+    mark: String,
+    /// The inodes of its stdout and stderr pipes.
+    pipes: Vec<u64>,
 }
 
 impl Stdio {
@@ -63,6 +68,9 @@ impl Stdio {
         // (`npx` runs the server as a grandchild).
         #[cfg(unix)]
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        // A mark its descendants inherit, however they detach.
+        let mark = reap::new_mark(name);
+        cmd.env(reap::MARK_VAR, &mark);
         // In the team directory unless `cwd` says otherwise (relative to
         // it), not wherever boardroom was started.
         match (&config.cwd, base_dir) {
@@ -95,6 +103,13 @@ impl Stdio {
             let _ = child.wait();
             return Err(spawn_err("no pipes to the child".into()));
         };
+        #[cfg(unix)]
+        let pipes = [reap::pipe_inode(&stdout), reap::pipe_inode(&stderr)]
+            .into_iter()
+            .flatten()
+            .collect();
+        #[cfg(not(unix))]
+        let pipes = Vec::new();
         let (lines, queued) = crossbeam_channel::bounded::<Vec<u8>>(QUEUED_LINES);
         let answers = lines.clone();
         // Dropped when the stderr thread ends: the reader waits for it
@@ -105,6 +120,8 @@ impl Stdio {
             child: Mutex::new(Some(child)),
             threads: Mutex::new(Vec::new()),
             pid,
+            mark,
+            pipes,
         };
         let reader = {
             let session = Arc::clone(session);
@@ -170,15 +187,27 @@ impl Stdio {
             // while it lives (they are still its children); then the group,
             // while the unreaped leader keeps its id taken.
             #[cfg(target_os = "linux")]
-            let escaped = descendants(self.pid);
+            let escaped = reap::descendants(self.pid);
             #[cfg(unix)]
-            kill_group(self.pid);
+            reap::kill_group(self.pid);
             #[cfg(target_os = "linux")]
             for pid in escaped {
-                kill_one(pid);
+                reap::kill_one(pid);
             }
             let _ = child.kill();
             let _ = child.wait();
+            // And those that double-forked away to init: by the mark they
+            // inherited, or the server's output they hold open.
+            #[cfg(target_os = "linux")]
+            {
+                let found = reap::end_escaped(&self.mark, &self.pipes);
+                if found > 0 {
+                    log::debug!(
+                        "mcp: pid {}: ended {found} of its processes that had left it",
+                        self.pid
+                    );
+                }
+            }
         }
         // A process that left the group (`setsid`) may still hold stdout
         // or stderr open: its reader threads are waited for with a bound,
@@ -201,66 +230,6 @@ impl Stdio {
             }
         }
     }
-}
-
-/// SIGKILL to the process group `pid` leads (the server was started with
-/// `process_group(0)`): `kill(-pid, SIGKILL)` through rustix's safe API,
-/// not a `kill` command. An error (the group is gone) is nothing to do.
-#[cfg(unix)]
-fn kill_group(pid: u32) {
-    let Some(pid) = i32::try_from(pid)
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-    else {
-        return;
-    };
-    if let Err(e) = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL) {
-        log::debug!("mcp: ending process group {pid:?}: {e}");
-    }
-}
-
-/// SIGKILL to one process; an error (it is gone) is nothing to do.
-#[cfg(target_os = "linux")]
-fn kill_one(pid: u32) {
-    if let Some(pid) = i32::try_from(pid)
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-    {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-    }
-}
-
-/// Every process descended from `root`, by the parent ids in `/proc`
-/// (a snapshot: one that double-forked away to init is not found).
-#[cfg(target_os = "linux")]
-fn descendants(root: u32) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let parents: Vec<(u32, u32)> = dir
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // `pid (comm) state ppid ...`; comm may hold spaces and ')'.
-            let ppid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?;
-            Some((pid, ppid.parse().ok()?))
-        })
-        .collect();
-    let mut found = vec![root];
-    let mut i = 0;
-    while i < found.len() {
-        let parent = found[i];
-        found.extend(
-            parents
-                .iter()
-                .filter(|&&(pid, ppid)| ppid == parent && !found.contains(&pid))
-                .map(|&(pid, _)| pid)
-                .collect::<Vec<_>>(),
-        );
-        i += 1;
-    }
-    found.remove(0);
-    found
 }
 
 fn line_of(msg: &Value) -> Vec<u8> {
