@@ -29,13 +29,12 @@
 //! [`list_runs`]: crate::store::list_runs
 
 mod routes;
-mod serve;
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
+
+use crate::util::httpd;
 
 /// Worker threads: each serves one request at a time, and a live page
 /// holds one for its event stream (at most [`routes::STREAM_FOR`]).
@@ -104,20 +103,10 @@ impl std::error::Error for ViewError {
 /// view.wait();                                      // serves until the process ends
 /// # Ok::<(), boardroom::view::ViewError>(())
 /// ```
+#[derive(Debug)]
 pub struct ViewServer {
     addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    /// The gathering thread first, then the workers.
-    workers: Vec<JoinHandle<()>>,
-}
-
-impl std::fmt::Debug for ViewServer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ViewServer")
-            .field("addr", &self.addr)
-            .field("workers", &self.workers.len())
-            .finish_non_exhaustive()
-    }
+    server: httpd::Server,
 }
 
 impl ViewServer {
@@ -150,67 +139,31 @@ impl ViewServer {
         token: Option<&str>,
     ) -> Result<Self, ViewError> {
         let token: Option<Arc<str>> = token.filter(|t| !t.is_empty()).map(Arc::from);
-        let shown = if host.contains(':') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
-        };
+        let shown = httpd::shown(host, port);
         let bind = |source| ViewError::Bind {
             addr: shown.clone(),
             source,
         };
-        let listener = TcpListener::bind((host, port)).map_err(bind)?;
-        let addr = listener.local_addr().map_err(bind)?;
+        let (listener, addr) = httpd::bind(host, port).map_err(bind)?;
         if token.is_none() && !addr.ip().is_loopback() {
             return Err(ViewError::NeedsToken { addr: shown });
         }
-        listener.set_nonblocking(true).map_err(bind)?;
         // On loopback, only requests that name it (not a DNS name a web
         // page rebound to 127.0.0.1) are served.
-        let hosts: Option<Arc<[String]>> = addr.ip().is_loopback().then(|| {
-            let port = addr.port();
-            vec![
-                addr.to_string(),
-                format!("127.0.0.1:{port}"),
-                format!("localhost:{port}"),
-                format!("[::1]:{port}"),
-            ]
-            .into()
-        });
+        let hosts = httpd::loopback_hosts(addr);
         let access = Arc::new(routes::Access { hosts, token });
-        let stop = Arc::new(AtomicBool::new(false));
         let runs_dir: Arc<PathBuf> = Arc::new(runs_dir.as_ref().to_path_buf());
-        let (jobs, queue) = crossbeam_channel::bounded::<serve::Request>(QUEUED);
-        let mut server = ViewServer {
-            addr,
-            stop: Arc::clone(&stop),
-            workers: Vec::with_capacity(WORKERS + 1),
+        let limits = httpd::Limits {
+            workers: WORKERS,
+            queued: QUEUED,
+            name: "boardroom-view",
         };
-        let halt = Arc::clone(&stop);
-        let gatherer = std::thread::Builder::new()
-            .name("boardroom-view-accept".into())
-            .spawn(move || serve::gather(&listener, &jobs, &halt))
+        let handler: httpd::Handler = Arc::new(move |request, halt| {
+            routes::handle(request, &runs_dir, halt, &access);
+        });
+        let server = httpd::Server::start(listener, limits, routes::busy, handler)
             .map_err(ViewError::Thread)?;
-        server.workers.push(gatherer);
-        for i in 0..WORKERS {
-            let (queue, halt, runs_dir, access) = (
-                queue.clone(),
-                Arc::clone(&stop),
-                Arc::clone(&runs_dir),
-                Arc::clone(&access),
-            );
-            let worker = std::thread::Builder::new()
-                .name(format!("boardroom-view-{i}"))
-                .spawn(move || {
-                    serve::work(&queue, |request| {
-                        routes::handle(request, &runs_dir, &halt, &access);
-                    });
-                })
-                // Dropping the partial server stops and joins what started.
-                .map_err(ViewError::Thread)?;
-            server.workers.push(worker);
-        }
-        Ok(server)
+        Ok(ViewServer { addr, server })
     }
 
     /// The address it listens on.
@@ -232,26 +185,13 @@ impl ViewServer {
     }
 
     /// Blocks while the server serves (until the process ends).
-    pub fn wait(mut self) {
-        for w in self.workers.drain(..) {
-            let _ = w.join();
-        }
+    pub fn wait(self) {
+        self.server.wait();
     }
 
     /// Stops serving: open event streams end within a moment, every
     /// worker is joined. Dropping the server does the same.
     pub fn stop(self) {
         drop(self);
-    }
-}
-
-impl Drop for ViewServer {
-    fn drop(&mut self) {
-        // The gathering thread sees the flag within a moment and drops
-        // the queue; the workers end once it is empty.
-        self.stop.store(true, Ordering::Relaxed);
-        for w in self.workers.drain(..) {
-            let _ = w.join();
-        }
     }
 }
