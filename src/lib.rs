@@ -60,6 +60,8 @@ mod process;
 pub mod protocol;
 mod record;
 mod runtime;
+#[cfg(feature = "serve")]
+pub mod serve;
 mod team;
 
 pub mod testing;
