@@ -376,6 +376,35 @@ pub enum EventKind {
         /// The result (or the error) as the model sees it.
         text: String,
     },
+    /// A tool call waits for a person's decision (`approve:` in the team);
+    /// the agent that asked pauses, the others go on.
+    ApprovalRequested {
+        /// The round (a handoff run: the step).
+        round: u32,
+        /// The call's id: what a decision names.
+        id: String,
+        /// The tool, as granted.
+        tool: String,
+        /// The arguments as the model wrote them, known secrets masked.
+        arguments: String,
+    },
+    /// A person decided about a call that waited (a denied call never
+    /// runs: the model gets the denial as its result).
+    ApprovalDecided {
+        /// The call's id.
+        id: String,
+        /// The tool.
+        tool: String,
+        /// `approved`, `edited` or `denied`.
+        decision: String,
+        /// Why it was denied, if a reason was given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// The arguments it runs with when they were edited (known
+        /// secrets masked).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments: Option<String>,
+    },
     /// A tool wrote a file in the run's workspace.
     WorkspaceFile {
         /// The path, relative to the workspace.

@@ -201,10 +201,10 @@ pub use model::{
     Anthropic, ChatModel, ChatRequest, ChatResponse, EndpointInfo, FinishReason, Message,
     ModelError, OpenAi, OutputSchema, Phase, Role, SharedModel, ToolCall, ToolSpec, Usage,
 };
-pub use record::{Executor, ParseExecutorError, RunStatus};
+pub use record::{Decision, Executor, ParseExecutorError, PendingApproval, RunStatus};
 pub use runtime::{
-    Cancel, DraftFailures, MasterPhase, Refusal, RunError, RunHandle, RunOutcome, Runtime,
-    TemplatePlace, ThreadError, panic_is_caught,
+    ApprovalError, Approvals, Cancel, DraftFailures, MasterPhase, Refusal, RunError, RunHandle,
+    RunOutcome, Runtime, TemplatePlace, ThreadError, panic_is_caught,
 };
 pub use team::{AgentRole, AgentSpec, Process, Team, TeamConfig, TeamError};
 pub use tools::{Tool, ToolContext, ToolError};

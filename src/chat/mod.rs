@@ -14,15 +14,12 @@
 //! the ingestor for its kind ([`ingest()`]).
 
 mod error;
-mod inbox;
-mod ingest;
 mod news;
 mod session;
 mod store;
 mod tools;
 
+pub use crate::core::{Inbox, InboxItem, Received, TeamNews, ingest};
 pub use error::ChatError;
-pub use inbox::{Inbox, InboxItem, TeamNews};
-pub use ingest::ingest;
 pub use session::{Chat, ChatEvent, ChatIo, TurnEnd};
 pub use store::{ChatRecord, ChatStore};

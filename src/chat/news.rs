@@ -6,7 +6,7 @@
 use crate::event::{Event, EventKind};
 use crate::plan::Plan;
 
-use super::inbox::TeamNews;
+use crate::core::TeamNews;
 
 /// Follows one run's events.
 #[derive(Debug, Default)]

@@ -13,8 +13,8 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::ChatError;
-use super::inbox::{Inbox, InboxItem, TeamNews};
 use super::store::{ChatRecord, ChatStore};
+use crate::core::{Inbox, InboxItem, TeamNews};
 use crate::event::{Event, RunStatus};
 use crate::model::{Message, SharedModel};
 use crate::plan::Plan;

@@ -143,7 +143,8 @@ impl CliError {
             | RunError::NotAHandoffTeam { .. }
             | RunError::UnknownAgent { .. }
             | RunError::MessageRefused { .. }
-            | RunError::StillRunning { .. }) => CliError::bad_input(e),
+            | RunError::StillRunning { .. }
+            | RunError::Approval { .. }) => CliError::bad_input(e),
             // Another boardroom works on the run: said plainly, as bad input.
             RunError::Store(e @ StoreError::InUse { .. }) => CliError::bad_input(e),
             e => CliError::failed(e),

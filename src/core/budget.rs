@@ -28,6 +28,9 @@ pub(crate) enum Stop {
     TimedOut,
     /// The token budget is spent.
     Budget,
+    /// A tool call waits for a decision nobody is there to make (or the
+    /// time limit passed while it waited): saved, resumable with one.
+    AwaitingApproval,
 }
 
 impl Stop {
@@ -37,6 +40,7 @@ impl Stop {
             Stop::Cancelled => "the run was stopped",
             Stop::TimedOut => "the time limit ran out",
             Stop::Budget => "the token budget ran out",
+            Stop::AwaitingApproval => "a tool call waits for approval",
         }
     }
 }
@@ -62,11 +66,14 @@ impl Core<'_> {
         }
     }
 
-    /// Whether the run must stop, and why: cancelled first, then the time
-    /// limit, then the budget.
+    /// Whether the run must stop, and why: cancelled first, then a call
+    /// that waits for approval (a wait the time limit ended included),
+    /// then the time limit, then the budget.
     pub(crate) fn stop_reason(&self) -> Option<Stop> {
         if self.cancelled() {
             Some(Stop::Cancelled)
+        } else if self.approvals().is_parked() {
+            Some(Stop::AwaitingApproval)
         } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
             Some(Stop::TimedOut)
         } else if self.budget_check().is_err() {

@@ -93,6 +93,9 @@ pub(crate) struct Ask<'t> {
     /// Whether the agent's own tools are offered (not in a call that only
     /// chooses, such as a handoff routing call).
     pub(crate) agent_tools: bool,
+    /// The ids of the inbox items the call's messages were made from (the
+    /// turn records them as its `inputs`).
+    pub(crate) inputs: &'t [String],
     /// Whether the call runs on a member pool thread, whose panics the
     /// pool catches at its boundary (a blackboard member's). Any other
     /// call is on the run's own thread, and a panic in the model is caught
@@ -113,6 +116,7 @@ impl<'t> Ask<'t> {
             process_tools: &[],
             intercept: &|_| Intercepted::No,
             agent_tools: true,
+            inputs: &[],
             on_pool: false,
         }
     }
@@ -178,6 +182,7 @@ impl Core<'_> {
             phase.as_str(),
             model.name()
         );
+        let predicted = super::turns::predict_usage(&request);
         let started = std::time::Instant::now();
         let result = self.tool_exchange(agent, ask, &model, &mut request, &mut on_delta);
         // A call the run's time limit (or a stop) cut short is the run
@@ -189,7 +194,11 @@ impl Core<'_> {
             }
             other => other,
         };
-        let turn = self.record_turn(agent, request, &result, started.elapsed());
+        let before = super::turns::Before {
+            inputs: ask.inputs.to_vec(),
+            predicted,
+        };
+        let turn = self.record_turn(agent, request, &result, started.elapsed(), before);
         (ask.on_turn)(turn);
         self.emit(
             &agent.name,

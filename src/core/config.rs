@@ -43,6 +43,9 @@ pub(crate) struct RunConfig {
     pub(crate) events: Option<Sender<Event>>,
     /// Whether each started run gets a channel of its own.
     pub(crate) per_run_events: bool,
+    /// Whether an agent whose tool call needs approval waits for a
+    /// decision (else the run stops with status `awaiting_approval`).
+    pub(crate) wait_for_approvals: bool,
     /// The master's memory, as given (without a [`MasterMemory`]).
     pub(crate) memory: String,
     pub(crate) workspace: Option<PathBuf>,
@@ -76,6 +79,7 @@ impl RunConfig {
             auto_limit: None,
             events: None,
             per_run_events: false,
+            wait_for_approvals: false,
             memory: String::new(),
             workspace: None,
             token_budget: None,
@@ -145,4 +149,6 @@ pub(crate) struct RunContext {
     /// The directory this run's directory is in (a resumed run: the one
     /// it was found in), if it is saved.
     pub(crate) runs_dir: Option<PathBuf>,
+    /// This run's tool calls that wait for a decision.
+    pub(crate) approvals: super::Approvals,
 }

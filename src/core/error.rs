@@ -104,6 +104,14 @@ pub enum RunError {
         /// The run.
         run_id: String,
     },
+    /// A decision given with a resume names no tool call that waits in
+    /// the saved run.
+    Approval {
+        /// The run.
+        run_id: String,
+        /// What is wrong.
+        source: super::ApprovalError,
+    },
 }
 
 /// Which template failed ([`RunError::Template`]).
@@ -216,6 +224,7 @@ impl fmt::Display for RunError {
                 }
             },
             RunError::StillRunning { run_id } => write!(f, "run {run_id} is still under way"),
+            RunError::Approval { run_id, source } => write!(f, "run {run_id}: {source}"),
         }
     }
 }
@@ -229,6 +238,7 @@ impl std::error::Error for RunError {
             RunError::Tools(e) => Some(e),
             RunError::Variables(e) => Some(e),
             RunError::Template { source, .. } => Some(source),
+            RunError::Approval { source, .. } => Some(source),
             // Displayed as its own text: its cause comes next, not itself
             // again.
             RunError::Pool(e) => e.source(),

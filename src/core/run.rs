@@ -60,6 +60,8 @@ pub(crate) struct Core<'a> {
     /// under, so a resume replays only the phase that was cut off.
     position: Mutex<(u32, RunPhase)>,
     bus: Bus,
+    /// Every agent's inbox.
+    pub(crate) inboxes: super::inboxes::Inboxes,
     /// Changes of the in-flight limits of the run's endpoints, emitted as
     /// events by the next `emit` (the watches end with the run).
     limits: (LimitQueue, Vec<crate::model::LimitWatch>),
@@ -170,6 +172,9 @@ impl<'a> Core<'a> {
         // Tools first: a bad grant or a dead MCP server is bad input, and
         // should not leave a run directory behind.
         let tools = super::tool_loop::registry(config).map_err(RunError::Tools)?;
+        // Turns paused at calls that wait for a decision go on from there
+        // (the state keeps them until the next save writes the desk's).
+        ctx.approvals.0.restore(state.approvals.clone());
         let (persist, turns) = Persist::open(config, ctx.runs_dir.as_deref(), state, opening)?;
         // The run's own sender lives in the bus only: its receiver ends
         // when the run does.
@@ -202,6 +207,7 @@ impl<'a> Core<'a> {
             memory,
             position: Mutex::new((state.round, state.phase)),
             bus,
+            inboxes: super::inboxes::Inboxes::default(),
             limits: (
                 LimitQueue {
                     changes: limits.0,
@@ -222,6 +228,11 @@ impl<'a> Core<'a> {
     /// Members answer to the master; the master to nobody.
     pub(crate) fn parent_of(&self, agent: &AgentSpec) -> Option<&str> {
         (agent.role == crate::team::AgentRole::Member).then(|| self.team.master().name.as_str())
+    }
+
+    /// The run's tool calls that wait for a decision.
+    pub(crate) fn approvals(&self) -> &super::approval::Desk {
+        &self.ctx.approvals.0
     }
 
     /// Whether the caller asked the run to stop.
@@ -355,6 +366,7 @@ impl<'a> Core<'a> {
         let (usage, by_agent) = self.usage();
         state.usage = usage;
         state.usage_by_agent = by_agent;
+        state.approvals = self.approvals().paused();
         let record = self.persist.record(self.config, state);
         if let Err(e) = self
             .persist

@@ -17,6 +17,7 @@ use super::run::Core;
 use super::unwind::panic_text;
 use crate::event::EventKind;
 use crate::model::{ChatRequest, ChatResponse, Message, ModelError, SharedModel, ToolCall, Usage};
+use crate::record::Decision;
 use crate::team::AgentSpec;
 use crate::tools::{Tool, ToolContext, ToolError, ToolRegistry, spec_of, wire_name};
 
@@ -91,6 +92,15 @@ impl Core<'_> {
         let mut usage = Usage::default();
         let mut retries = 0;
         let mut step = 0;
+        // A turn a resumed run paused at calls that waited for a decision
+        // goes on from the reply that asked for them, not a new call.
+        let mut resumed =
+            self.approvals()
+                .resumed_turn(&agent.name, request.round, request.phase, ask.task);
+        if let Some(turn) = &resumed {
+            step = turn.step;
+            request.messages = turn.messages.clone();
+        }
         loop {
             let capped = step == MAX_TOOL_STEPS;
             if capped {
@@ -100,10 +110,20 @@ impl Core<'_> {
                      calls. Answer now, in text, with what you have."
                 )));
             }
-            let mut response = chat(ask.on_pool, model, request, on_delta)?;
-            self.add_usage(&agent.name, response.usage);
-            usage.add(response.usage);
-            retries += response.retries;
+            let mut response = match resumed.take() {
+                Some(turn) => ChatResponse {
+                    text: turn.text,
+                    tool_calls: turn.calls,
+                    ..ChatResponse::default()
+                },
+                None => {
+                    let response = chat(ask.on_pool, model, request, on_delta)?;
+                    self.add_usage(&agent.name, response.usage);
+                    usage.add(response.usage);
+                    retries += response.retries;
+                    response
+                }
+            };
             if response.tool_calls.is_empty() || capped {
                 if !response.tool_calls.is_empty() {
                     log::warn!(
@@ -138,14 +158,28 @@ impl Core<'_> {
                 return Err(ModelError::Cancelled);
             }
             self.budget_check()?;
-            let calls = response.tool_calls.clone();
+            // Calls that need a person's decision: none of the reply's
+            // calls runs before every one of them is decided.
+            let decisions =
+                self.approve_calls(agent, ask, request, step, &response, &verdicts, &granted)?;
+            let calls: Vec<ToolCall> = response
+                .tool_calls
+                .iter()
+                .map(|c| match decisions.get(&c.id) {
+                    Some(Decision::Edit { arguments }) => ToolCall {
+                        arguments: arguments.clone(),
+                        ..c.clone()
+                    },
+                    _ => c.clone(),
+                })
+                .collect();
             let mut said = Message::assistant(response.text);
             said.tool_calls = calls.clone();
             request.messages.push(said);
             let to_run: Vec<ToolCall> = calls
                 .iter()
                 .zip(&verdicts)
-                .filter(|(_, v)| **v == Intercepted::No)
+                .filter(|(c, v)| **v == Intercepted::No && !denied(&decisions, &c.id))
                 .map(|(c, _)| c.clone())
                 .collect();
             let mut results = self
@@ -154,7 +188,10 @@ impl Core<'_> {
             for (call, verdict) in calls.iter().zip(verdicts) {
                 let text = match verdict {
                     Intercepted::Answer(text) => text,
-                    _ => results.next().unwrap_or_default(),
+                    _ => match decisions.get(&call.id) {
+                        Some(Decision::Deny { reason }) => denial(&call.name, reason.as_deref()),
+                        _ => results.next().unwrap_or_default(),
+                    },
                 };
                 request.messages.push(Message::tool(call.id.clone(), text));
             }
@@ -368,6 +405,21 @@ fn chat(
             source: None,
         })
     })
+}
+
+/// Whether the call was denied.
+fn denied(decisions: &std::collections::HashMap<String, Decision>, id: &str) -> bool {
+    matches!(decisions.get(id), Some(Decision::Deny { .. }))
+}
+
+/// What the model is told of a denied call: it did not run.
+fn denial(tool: &str, reason: Option<&str>) -> String {
+    match reason.map(str::trim).filter(|r| !r.is_empty()) {
+        Some(reason) => format!(
+            "error: the user denied this call of '{tool}'; it did not run. Their reason: {reason}"
+        ),
+        None => format!("error: the user denied this call of '{tool}'; it did not run."),
+    }
 }
 
 /// At most [`MAX_RESULT_CHARS`] characters, with a note when cut.

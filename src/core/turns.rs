@@ -89,6 +89,37 @@ impl TurnTracker {
     }
 }
 
+/// What a turn record knows from before its call.
+pub(crate) struct Before {
+    /// The inbox items its messages were made from.
+    pub(crate) inputs: Vec<String>,
+    /// Its predicted usage ([`predict_usage`]).
+    pub(crate) predicted: Usage,
+}
+
+/// The usage `request` is predicted to take: a token for every four bytes
+/// of its messages and tool calls (the rule of thumb of English text in
+/// the common tokenizers), and its token cap (0 when it has none) for the
+/// completion.
+pub(crate) fn predict_usage(request: &ChatRequest) -> Usage {
+    let bytes: usize = request
+        .messages
+        .iter()
+        .map(|m| {
+            m.content.len()
+                + m.tool_calls
+                    .iter()
+                    .map(|c| c.name.len() + c.arguments.len())
+                    .sum::<usize>()
+        })
+        .sum();
+    Usage {
+        prompt_tokens: (bytes as u64).div_ceil(4),
+        completion_tokens: request.max_tokens.map_or(0, u64::from),
+        ..Usage::default()
+    }
+}
+
 impl Core<'_> {
     /// Builds the Turn record of one call, files it, announces it, and
     /// returns it.
@@ -98,6 +129,7 @@ impl Core<'_> {
         request: ChatRequest,
         result: &Result<ChatResponse, ModelError>,
         latency: Duration,
+        before: Before,
     ) -> Turn {
         // The copies are made outside the tracker's lock: every member of
         // a round takes it once its call returns.
@@ -137,6 +169,8 @@ impl Core<'_> {
             latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
             retries,
             error,
+            inputs: before.inputs,
+            predicted_usage: Some(before.predicted),
         };
         self.file_turn(&turn);
         if !self.listened() {

@@ -9,6 +9,7 @@
 //! run was started with. [`RunStatus`] says how a run stands,
 //! [`Executor`] what runs a round's members.
 
+pub(crate) mod approval;
 mod executor;
 mod handoff;
 mod settings;
@@ -16,6 +17,7 @@ mod state;
 mod status;
 pub(crate) mod turn;
 
+pub use approval::{Decision, PendingApproval};
 pub use executor::{Executor, ParseExecutorError};
 pub use handoff::{HandoffHow, HandoffState, HandoffStep};
 pub use settings::RunSettings;

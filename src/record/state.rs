@@ -88,6 +88,11 @@ pub struct RunState {
         with = "process_wire"
     )]
     pub(crate) process: ProcessState,
+    /// Agent turns paused at tool calls that wait for a person's decision
+    /// (status [`RunStatus::AwaitingApproval`], or a run stopped while it
+    /// waited): a resume goes on from the reply that asked for them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) approvals: Vec<super::approval::PausedTurn>,
 }
 
 impl RunState {
@@ -111,6 +116,7 @@ impl RunState {
             user_notes: Vec::new(),
             round_offset: 0,
             process: ProcessState::Blackboard,
+            approvals: Vec::new(),
         }
     }
 
@@ -136,6 +142,17 @@ impl RunState {
     #[must_use]
     pub fn phase(&self) -> RunPhase {
         self.phase
+    }
+
+    /// The tool calls that wait for a person's decision (a run with
+    /// status [`RunStatus::AwaitingApproval`]): resume it with decisions
+    /// ([`Runtime::start_resume_deciding`](crate::Runtime::start_resume_deciding)).
+    #[must_use]
+    pub fn pending_approvals(&self) -> Vec<super::PendingApproval> {
+        self.approvals
+            .iter()
+            .flat_map(|t| t.undecided().cloned())
+            .collect()
     }
 
     /// The assignments of the current round.

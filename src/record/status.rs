@@ -32,6 +32,12 @@ pub enum RunStatus {
     TurnLimit,
     /// A handoff run reached `max_handoffs`; the last answer was given.
     HandoffLimit,
+    /// The run stopped at tool calls that wait for a person's decision
+    /// (`approve:` in the team) with nobody there to decide. It is saved;
+    /// `boardroom resume RUN_ID --approve CALL` (or `--deny CALL`) or
+    /// [`Runtime::start_resume_deciding`](crate::Runtime::start_resume_deciding)
+    /// continues it.
+    AwaitingApproval,
 }
 
 impl RunStatus {
@@ -49,6 +55,7 @@ impl RunStatus {
             RunStatus::AwaitingUser => "awaiting_user",
             RunStatus::TurnLimit => "turn_limit",
             RunStatus::HandoffLimit => "handoff_limit",
+            RunStatus::AwaitingApproval => "awaiting_approval",
         }
     }
 }

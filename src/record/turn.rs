@@ -122,6 +122,15 @@ pub struct Turn {
     /// Why the call failed.
     #[serde(default)]
     pub error: Option<String>,
+    /// The ids of the inbox items the turn consumed (`i1`, `i2`, ... of
+    /// the agent's inbox), in the order the agent read them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<String>,
+    /// The usage predicted before the call (its prompt estimated from the
+    /// messages' length, its completion from the token cap), beside the
+    /// actual `usage`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_usage: Option<Usage>,
 }
 
 /// A turn for tests: its place in the run, the rest empty.
@@ -149,6 +158,8 @@ pub(crate) fn sample_turn(
         latency_ms: 0,
         retries: 0,
         error: None,
+        inputs: vec![],
+        predicted_usage: None,
     }
 }
 

@@ -121,6 +121,20 @@ impl Runtime {
         self
     }
 
+    /// Lets an agent whose tool call needs approval (`approve:` on the
+    /// agent or in `team.yaml`) wait for a decision through
+    /// [`RunHandle::decide`](crate::RunHandle::decide) while the other
+    /// agents go on. Without it (the default) such a call stops the run,
+    /// saved with status [`RunStatus::AwaitingApproval`](crate::RunStatus::AwaitingApproval),
+    /// and [`Runtime::start_resume_deciding`] goes on with decisions. The
+    /// run's time limit still holds: a wait it ends stops the run the same
+    /// way, resumable.
+    #[must_use]
+    pub fn wait_for_approvals(mut self, wait: bool) -> Self {
+        self.set().wait_for_approvals = wait;
+        self
+    }
+
     /// Gives the master this memory of earlier runs.
     #[must_use]
     pub fn memory(mut self, memory: impl Into<String>) -> Self {

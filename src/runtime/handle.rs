@@ -6,9 +6,10 @@ use std::thread::JoinHandle;
 use crossbeam_channel::Receiver;
 
 use super::start::Start;
-use super::{Cancel, RunError, RunOutcome, Runtime, ThreadError, id};
+use super::{ApprovalError, Approvals, Cancel, RunError, RunOutcome, Runtime, ThreadError, id};
 use crate::core::RunContext;
 use crate::event::Event;
+use crate::record::{Decision, PendingApproval};
 
 /// A run started with [`Runtime::start`] or [`Runtime::start_resume`]: its
 /// id, a way to stop it, its own events (when the runtime asked for them
@@ -30,6 +31,7 @@ use crate::event::Event;
 pub struct RunHandle {
     run_id: String,
     cancel: Cancel,
+    approvals: Approvals,
     events: Option<Receiver<Event>>,
     thread: JoinHandle<Result<RunOutcome, RunError>>,
 }
@@ -51,6 +53,43 @@ impl RunHandle {
     #[must_use]
     pub fn canceller(&self) -> Cancel {
         self.cancel.clone()
+    }
+
+    /// The tool calls of this run that wait for a decision now (the
+    /// agent's or the team's `approve:` names their tool), oldest first.
+    /// Each was announced by an `approval_requested` event.
+    #[must_use]
+    pub fn pending_approvals(&self) -> Vec<PendingApproval> {
+        self.approvals.pending()
+    }
+
+    /// Decides about the waiting call `call_id`: approve it, approve it
+    /// with edited arguments, or deny it (the model gets the denial, and
+    /// the reason, as the tool's result; the call never runs). The agent
+    /// that waited goes on; an `approval_decided` event records it.
+    ///
+    /// An agent waits only in a run of a runtime built with
+    /// [`Runtime::wait_for_approvals`]; otherwise the run stops at such a
+    /// call with status [`RunStatus::AwaitingApproval`](crate::RunStatus::AwaitingApproval)
+    /// and [`Runtime::start_resume_deciding`] decides.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::UnknownCall`] when no call with this id waits (or
+    /// it was decided already); [`ApprovalError::BadArguments`] or
+    /// [`ApprovalError::NotAnObject`] for edited arguments that are not a
+    /// JSON object.
+    pub fn decide(&self, call_id: &str, decision: Decision) -> Result<(), ApprovalError> {
+        self.approvals.decide(call_id, decision)
+    }
+
+    /// This run's approvals, to hand to another thread (a prompt on the
+    /// terminal, a server's route): the same as
+    /// [`RunHandle::pending_approvals`] and [`RunHandle::decide`], and
+    /// [`Approvals::stop_waiting`].
+    #[must_use]
+    pub fn approvals(&self) -> Approvals {
+        self.approvals.clone()
     }
 
     /// This run's own events, if the runtime was built with
@@ -155,6 +194,65 @@ impl Runtime {
         })
     }
 
+    /// Resumes a saved run (see [`Runtime::resume`]) on a new thread with
+    /// decisions about the tool calls it waits for (a run with status
+    /// [`RunStatus::AwaitingApproval`](crate::RunStatus::AwaitingApproval):
+    /// [`RunState::pending_approvals`](crate::store::RunState::pending_approvals)
+    /// lists them). A call given no decision waits again.
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::Pool`] when the thread cannot be started; edited
+    /// arguments that are not a JSON object are a [`RunError::Approval`]
+    /// at once. Everything else comes from [`RunHandle::wait`], among it a
+    /// [`RunError::Approval`] for a decision that names no call the saved
+    /// run waits for.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use boardroom::{Decision, Runtime, Team};
+    /// use boardroom::store::load_run;
+    /// use boardroom::testing::Sim;
+    ///
+    /// let dir = std::path::Path::new("runs/20261126-120000-000-0000");
+    /// let saved = load_run(dir)?;
+    /// let decisions: Vec<_> = saved
+    ///     .state
+    ///     .pending_approvals()
+    ///     .into_iter()
+    ///     .map(|p| (p.call_id, Decision::Deny { reason: Some("not today".into()) }))
+    ///     .collect();
+    /// let run = Runtime::new(saved.team.to_team()?, Sim::new())
+    ///     .start_resume_deciding(dir, decisions)?
+    ///     .wait()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn start_resume_deciding(
+        &self,
+        run_dir: impl Into<PathBuf>,
+        decisions: impl IntoIterator<Item = (String, Decision)>,
+    ) -> Result<RunHandle, RunError> {
+        let dir: PathBuf = run_dir.into();
+        let run_id = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let decisions: Vec<(String, Decision)> = decisions.into_iter().collect();
+        for (call, decision) in &decisions {
+            crate::core::approval::check_decision(call, decision).map_err(|source| {
+                RunError::Approval {
+                    run_id: run_id.clone(),
+                    source,
+                }
+            })?;
+        }
+        self.spawn(run_id, move |rt, ctx| {
+            ctx.approvals.0.give(decisions);
+            rt.resume_in(ctx, &dir, None)
+        })
+    }
+
     fn spawn(
         &self,
         run_id: String,
@@ -163,6 +261,7 @@ impl Runtime {
         let rt = self.clone();
         let mut ctx = self.context();
         let cancel = ctx.cancel.clone();
+        let approvals = ctx.approvals.clone();
         // The run's own channel: its only sender goes with the run, so the
         // receiver ends when the run does.
         let events = if self.config().per_run_events {
@@ -184,6 +283,7 @@ impl Runtime {
         Ok(RunHandle {
             run_id,
             cancel,
+            approvals,
             events,
             thread,
         })

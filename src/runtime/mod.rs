@@ -20,7 +20,8 @@ use crate::team::Team;
 
 pub use crate::core::pool::panic_is_caught;
 pub use crate::core::{
-    Cancel, DraftFailures, MasterPhase, Refusal, RunError, RunOutcome, TemplatePlace, ThreadError,
+    ApprovalError, Approvals, Cancel, DraftFailures, MasterPhase, Refusal, RunError, RunOutcome,
+    TemplatePlace, ThreadError,
 };
 pub use handle::RunHandle;
 

@@ -134,6 +134,20 @@ impl Runtime {
                 ours,
             });
         }
+        // Decisions given with the resume must name calls that wait.
+        let waiting = record.state.pending_approvals();
+        if let Some(call_id) = ctx
+            .approvals
+            .0
+            .given_ids()
+            .into_iter()
+            .find(|id| !waiting.iter().any(|p| &p.call_id == id))
+        {
+            return Err(RunError::Approval {
+                run_id: record.state.run_id.clone(),
+                source: crate::core::ApprovalError::UnknownCall { call_id },
+            });
+        }
         ctx.runs_dir = Some(dir.parent().map_or_else(PathBuf::new, Path::to_path_buf));
         ctx.user_message = message.map(str::to_string);
         let start = Start::Saved {

@@ -19,6 +19,7 @@ const AGENT_KEYS: &[&str] = &[
     "tools",
     "temperature",
     "max_tokens",
+    "approve",
 ];
 
 /// One agent: its settings and its soul.
@@ -40,6 +41,11 @@ pub struct AgentSpec {
     /// The tools it may use.
     #[serde(default)]
     pub tools: Vec<String>,
+    /// Its tool calls that wait for a person's decision before they run:
+    /// tool names or globs (`workspace_write`, `remote.*`), beside the
+    /// team's own `approve:` (see [`Team::needs_approval`](crate::Team::needs_approval)).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approve: Vec<String>,
     /// Sampling temperature.
     #[serde(default)]
     pub temperature: Option<f32>,
@@ -101,6 +107,7 @@ impl AgentSpec {
             can_challenge: false,
             model: None,
             tools: Vec::new(),
+            approve: Vec::new(),
             temperature: None,
             max_tokens: None,
             soul: soul.into(),
@@ -163,6 +170,8 @@ struct FrontMatter {
     model: Option<String>,
     #[serde(default)]
     tools: Vec<String>,
+    #[serde(default)]
+    approve: Vec<String>,
     temperature: Option<f32>,
     max_tokens: Option<u32>,
 }
@@ -290,6 +299,11 @@ pub(super) fn parse_agent(
             format!("temperature {t} is outside 0..=2"),
         ));
     }
+    super::approve::check_list(path, &fm.approve, |i| {
+        outline
+            .line(&[yaml::Step::Key("approve"), yaml::Step::Item(i)])
+            .unwrap_or_else(|| line_of("approve"))
+    })?;
     let soul = soul(&name).map_err(|why| TeamError::at(path, line_of("name"), why))?;
     Ok(AgentSpec {
         name,
@@ -298,6 +312,7 @@ pub(super) fn parse_agent(
         can_challenge: fm.can_challenge,
         model: fm.model,
         tools: fm.tools,
+        approve: fm.approve,
         temperature: fm.temperature,
         max_tokens: fm.max_tokens,
         soul: soul.trim().to_string(),

@@ -30,6 +30,7 @@ const TEAM_KEYS: &[&str] = &[
     "max_handoffs",
     "max_turns",
     "context_variables",
+    "approve",
 ];
 
 /// How the team works.
@@ -149,6 +150,10 @@ pub struct TeamConfig {
     /// with their defaults.
     #[serde(default, skip_serializing_if = "super::Variables::is_empty")]
     pub context_variables: super::Variables,
+    /// Tool calls of any agent that wait for a person's decision before
+    /// they run: tool names or globs (`workspace_write`, `remote.*`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approve: Vec<String>,
 }
 
 /// One `handoffs:` rule as written in `team.yaml` (checked into a
@@ -229,6 +234,12 @@ impl TeamConfig {
                 ));
             }
         }
+        super::approve::check_list(path, &config.approve, |i| {
+            outline
+                .line(&[Step::Key("approve"), Step::Item(i)])
+                .or_else(|| outline.line(&[Step::Key("approve")]))
+                .unwrap_or(1)
+        })?;
         Ok((config, outline))
     }
 

@@ -6,6 +6,7 @@
 //! line.
 
 mod agent;
+mod approve;
 mod bound;
 mod builtin;
 mod check;

@@ -6,9 +6,9 @@ use std::thread::JoinHandle;
 
 use super::{Chat, ChatEvent, ChatIo, chat_thread_error};
 use crate::chat::ChatError;
-use crate::chat::inbox::{InboxItem, TeamNews};
 use crate::chat::news::{NewsTracker, recent_line};
 use crate::chat::tools;
+use crate::core::{InboxItem, TeamNews};
 use crate::event::{Event, RunStatus};
 use crate::plan::Plan;
 use crate::runtime::{Cancel, Runtime};

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Chat, ChatEvent, ChatIo, TurnEnd, chat_thread_error};
-use crate::chat::inbox::{InboxItem, TeamNews};
 use crate::chat::{ChatError, ingest, tools};
+use crate::core::{InboxItem, TeamNews};
 use crate::event::RunStatus;
 use crate::model::{ChatRequest, ChatResponse, Message, ModelError, Phase, ToolCall};
 use crate::runtime::Cancel;
@@ -34,7 +34,7 @@ impl Chat {
             if items.is_empty() && step == 0 {
                 return Ok(TurnEnd::Idle);
             }
-            for item in &items {
+            for item in items.iter().map(|r| &r.item) {
                 if let InboxItem::TeamEvent(TeamNews::AwaitingUser { run_id, .. }) = item {
                     self.awaiting = Some(run_id.clone());
                 }

@@ -183,7 +183,7 @@ impl Phases for OnPool<'_, '_, '_> {
         let run = &self.run;
         if !matches!(
             run.state.status,
-            RunStatus::Cancelled | RunStatus::AwaitingUser
+            RunStatus::Cancelled | RunStatus::AwaitingUser | RunStatus::AwaitingApproval
         ) {
             run.room.core.at(run.state.round, run.state.phase);
             run.update_memory();

@@ -15,9 +15,13 @@ impl Blackboard<'_> {
     /// the board holds no usable draft to answer from.
     pub(crate) fn end_early(&mut self, stop: Stop) -> Result<(), RunError> {
         match stop {
-            Stop::Cancelled => {
+            Stop::Cancelled | Stop::AwaitingApproval => {
                 // Saved where it stands: `resume` goes on from this phase.
-                self.state.status = RunStatus::Cancelled;
+                self.state.status = if stop == Stop::Cancelled {
+                    RunStatus::Cancelled
+                } else {
+                    RunStatus::AwaitingApproval
+                };
                 self.checkpoint();
                 return Ok(());
             }

@@ -14,8 +14,10 @@ use crate::store::{self, JournalRecord, RunRecord, StoreError};
 /// The state a saved blackboard run goes on from.
 pub(crate) fn prepare(dir: &Path, record: RunRecord) -> Result<RunState, RunError> {
     let mut state = replay(dir, record.state, record.journal_len).map_err(RunError::Store)?;
-    if matches!(state.status, RunStatus::Cancelled | RunStatus::Failed)
-        && state.phase != RunPhase::Finished
+    if matches!(
+        state.status,
+        RunStatus::Cancelled | RunStatus::Failed | RunStatus::AwaitingApproval
+    ) && state.phase != RunPhase::Finished
     {
         state.rerun_errors = state.status == RunStatus::Failed;
         back_to_failed_members(&mut state);

@@ -3,9 +3,13 @@
 //! the entry's module, its events).
 
 use crate::board::{Entry, EntryKind, Failure, NewEntry};
+use crate::core::InboxItem;
 use crate::core::call::{Ask, Attempt};
 use crate::event::EventKind;
-use crate::model::{ChatResponse, Message, ModelError, Phase};
+use crate::model::{ChatResponse, Message, ModelError, Phase, Role};
+
+/// Who a directive of the process itself is from.
+const RUNTIME: &str = "runtime";
 use crate::record::RunPhase;
 use crate::record::Turn;
 use crate::store::JournalRecord;
@@ -44,7 +48,9 @@ impl Room<'_> {
         // The assignment's own module: a member with several in a round
         // keeps each draft in its own archive.
         let archive = |turn: Turn| self.archive_turn(turn, task);
+        let (messages, inputs) = self.through_inbox(agent, task.is_some(), messages);
         let ask = Ask {
+            inputs: &inputs,
             task,
             schema: self.schema_for(phase),
             on_turn: &archive,
@@ -53,6 +59,37 @@ impl Room<'_> {
             ..Ask::new(phase, round, expected)
         };
         self.core.call_until(agent, &ask, messages, accept)
+    }
+
+    /// The agent's input through its inbox: the prompt's last user
+    /// message (the ask the phase composed) becomes a directive delivered
+    /// with whatever waits there (an observer's note), in priority order,
+    /// after the system prompt. The ids of the items are the turn's
+    /// inputs.
+    fn through_inbox(
+        &self,
+        agent: &AgentSpec,
+        assigned: bool,
+        mut messages: Vec<Message>,
+    ) -> (Vec<Message>, Vec<String>) {
+        let Some(at) = messages.iter().rposition(|m| m.role == Role::User) else {
+            return (messages, Vec::new());
+        };
+        let ask = messages.remove(at);
+        let from = if assigned {
+            self.team.master().name.clone()
+        } else {
+            RUNTIME.to_string()
+        };
+        let items = self.core.deliver(
+            &agent.name,
+            InboxItem::Directive {
+                from,
+                text: ask.content,
+            },
+        );
+        messages.splice(at..at, crate::core::ingest_all(&items));
+        (messages, crate::core::inbox::ids(&items))
     }
 
     /// Adds an entry and files it under `at` (where the driver is).

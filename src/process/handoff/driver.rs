@@ -299,8 +299,12 @@ impl Handoff<'_> {
     /// Ends the run before its agents finished: stopped (saved where it
     /// stands, resumable), or out of time or tokens (the last answer).
     pub(super) fn end_early(&mut self, stop: Stop) -> Result<(), RunError> {
-        if stop == Stop::Cancelled {
-            self.state.status = RunStatus::Cancelled;
+        if matches!(stop, Stop::Cancelled | Stop::AwaitingApproval) {
+            self.state.status = if stop == Stop::Cancelled {
+                RunStatus::Cancelled
+            } else {
+                RunStatus::AwaitingApproval
+            };
             self.checkpoint();
             return Ok(());
         }

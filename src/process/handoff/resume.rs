@@ -59,8 +59,10 @@ pub(crate) fn prepare(
     if let Some(message) = message {
         take_message(&mut state, message)?;
     }
-    if matches!(state.status, RunStatus::Cancelled | RunStatus::Failed)
-        && state.phase != RunPhase::Finished
+    if matches!(
+        state.status,
+        RunStatus::Cancelled | RunStatus::Failed | RunStatus::AwaitingApproval
+    ) && state.phase != RunPhase::Finished
     {
         state.status = RunStatus::Running;
         state.error = None;

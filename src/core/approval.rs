@@ -1,0 +1,467 @@
+//! Tool calls that wait for a person's decision: the run's approval desk,
+//! where a paused agent turn waits, and [`Approvals`], the caller's side of
+//! it ([`RunHandle::approvals`](crate::RunHandle::approvals)).
+//!
+//! An agent whose reply asks for a call that `approve:` names pauses
+//! before any call of that reply runs; the run's other agents go on. With
+//! [`Runtime::wait_for_approvals`](crate::Runtime::wait_for_approvals) the
+//! agent waits for [`Approvals::decide`]; without it (the default), or when
+//! the run's time limit passes while it waits, or after
+//! [`Approvals::stop_waiting`], the run stops once the calls in flight
+//! return and is saved with status
+//! [`RunStatus::AwaitingApproval`](crate::RunStatus::AwaitingApproval),
+//! resumable with decisions. No lock is held while an agent waits.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::record::approval::PausedTurn;
+use crate::record::{Decision, PendingApproval};
+
+/// Why a decision was not taken.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ApprovalError {
+    /// No call with this id waits for a decision in the run (it was never
+    /// asked for, or it is decided already).
+    UnknownCall {
+        /// The id given.
+        call_id: String,
+    },
+    /// Edited arguments that are not a JSON object.
+    BadArguments {
+        /// The call's id.
+        call_id: String,
+        /// What is wrong with them.
+        source: serde_json::Error,
+    },
+    /// Edited arguments that are JSON but not an object.
+    NotAnObject {
+        /// The call's id.
+        call_id: String,
+    },
+}
+
+impl std::fmt::Display for ApprovalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ApprovalError::UnknownCall { call_id } => {
+                write!(f, "no tool call '{call_id}' waits for a decision")
+            }
+            ApprovalError::BadArguments { call_id, source } => {
+                write!(
+                    f,
+                    "tool call '{call_id}': the edited arguments are not JSON: {source}"
+                )
+            }
+            ApprovalError::NotAnObject { call_id } => write!(
+                f,
+                "tool call '{call_id}': the edited arguments must be a JSON object"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ApprovalError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ApprovalError::BadArguments { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// The run's approval desk.
+#[derive(Debug, Default)]
+pub(crate) struct Desk {
+    inner: Mutex<Inner>,
+    changed: Condvar,
+    /// Set once a turn stopped waiting with calls undecided: the run ends
+    /// with status `awaiting_approval`.
+    parked: AtomicBool,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// Turns paused at calls that wait: restored from a saved run, or
+    /// pausing now.
+    paused: Vec<PausedTurn>,
+    /// Decisions given for calls of a saved run before its turn reached
+    /// them (a resume with decisions).
+    given: HashMap<String, Decision>,
+    /// Nobody will decide now: turns stop waiting.
+    stop_waiting: bool,
+}
+
+impl Desk {
+    /// The paused turns of a saved run, to go on from.
+    pub(crate) fn restore(&self, paused: Vec<PausedTurn>) {
+        let mut inner = self.inner.lock();
+        for mut turn in paused {
+            // Decisions given with the resume.
+            for p in &turn.pending {
+                if let Some(d) = inner.given.remove(&p.call_id) {
+                    turn.decided.insert(p.call_id.clone(), d);
+                }
+            }
+            inner.paused.push(turn);
+        }
+    }
+
+    /// Decisions to apply to a saved run's calls when it is restored.
+    pub(crate) fn give(&self, decisions: Vec<(String, Decision)>) {
+        self.inner.lock().given.extend(decisions);
+    }
+
+    /// The calls decisions were given for (before the run is restored).
+    pub(crate) fn given_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.inner.lock().given.keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+
+    /// The turns paused now (what a save writes).
+    pub(crate) fn paused(&self) -> Vec<PausedTurn> {
+        self.inner.lock().paused.clone()
+    }
+
+    /// Whether a turn stopped waiting with calls undecided.
+    pub(crate) fn is_parked(&self) -> bool {
+        self.parked.load(Ordering::Relaxed)
+    }
+
+    /// Takes the paused turn `agent` is taking now, if there is one.
+    pub(crate) fn resumed_turn(
+        &self,
+        agent: &str,
+        round: u32,
+        phase: crate::model::Phase,
+        task: Option<&str>,
+    ) -> Option<PausedTurn> {
+        let inner = self.inner.lock();
+        inner
+            .paused
+            .iter()
+            .find(|t| t.is(agent, round, phase, task))
+            .cloned()
+    }
+
+    /// Files a turn that pauses now (or replaces the restored one).
+    pub(crate) fn pause(&self, turn: PausedTurn) {
+        let mut inner = self.inner.lock();
+        let (a, r, p, t) = (
+            turn.agent.clone(),
+            turn.round,
+            turn.phase,
+            turn.task.clone(),
+        );
+        inner.paused.retain(|x| !x.is(&a, r, p, t.as_deref()));
+        inner.paused.push(turn);
+        drop(inner);
+        self.changed.notify_all();
+    }
+
+    /// Waits until every call of the turn `key` names is decided, and
+    /// takes the turn off the desk; `Err(true)` when the turn stops
+    /// waiting with calls undecided (the run is then parked), `Err(false)`
+    /// when `stop` says the run stops for another reason. `on_decided`
+    /// hears each decision as it is taken (called with no lock held).
+    pub(crate) fn wait(
+        &self,
+        key: (&str, u32, crate::model::Phase, Option<&str>),
+        wait: bool,
+        deadline: Option<Instant>,
+        stop: &dyn Fn() -> bool,
+        on_decided: &mut dyn FnMut(&PendingApproval, &Decision),
+    ) -> Result<PausedTurn, bool> {
+        let mut told: Vec<String> = Vec::new();
+        loop {
+            let mut inner = self.inner.lock();
+            let stop_waiting = inner.stop_waiting;
+            let Some(at) = inner
+                .paused
+                .iter()
+                .position(|t| t.is(key.0, key.1, key.2, key.3))
+            else {
+                return Err(false);
+            };
+            let turn = &inner.paused[at];
+            let fresh: Vec<(PendingApproval, Decision)> = turn
+                .pending
+                .iter()
+                .filter(|p| !told.contains(&p.call_id))
+                .filter_map(|p| turn.decided.get(&p.call_id).map(|d| (p.clone(), d.clone())))
+                .collect();
+            let done = turn.undecided().next().is_none();
+            let turn = done.then(|| inner.paused.remove(at));
+            drop(inner);
+            for (p, d) in &fresh {
+                told.push(p.call_id.clone());
+                on_decided(p, d);
+            }
+            if let Some(turn) = turn {
+                return Ok(turn);
+            }
+            if stop() {
+                return Err(false);
+            }
+            let late = deadline.is_some_and(|d| Instant::now() >= d);
+            if !wait || stop_waiting || late {
+                self.parked.store(true, Ordering::Relaxed);
+                return Err(true);
+            }
+            // Short waits: a cancel sets a flag and notifies nobody.
+            let mut inner = self.inner.lock();
+            let until = Instant::now() + Duration::from_millis(200);
+            let until = deadline.map_or(until, |d| d.min(until));
+            let undecided = inner
+                .paused
+                .iter()
+                .find(|t| t.is(key.0, key.1, key.2, key.3))
+                .is_some_and(|t| t.undecided().next().is_some());
+            if undecided && !inner.stop_waiting {
+                let _ = self.changed.wait_until(&mut inner, until);
+            }
+        }
+    }
+}
+
+/// The caller's side of a run's tool-call approvals: the calls that wait
+/// and the decisions about them. Cheap to clone; every clone is the same
+/// run's. Get it from [`RunHandle::approvals`](crate::RunHandle::approvals).
+///
+/// # Examples
+///
+/// ```
+/// use boardroom::{Decision, Runtime, Team};
+/// use boardroom::testing::Sim;
+///
+/// let handle = Runtime::new(Team::builtin()?, Sim::new())
+///     .wait_for_approvals(true)
+///     .start("Plan a picnic")?;
+/// let approvals = handle.approvals();
+/// // The built-in team approves nothing: no call waits.
+/// for call in approvals.pending() {
+///     approvals.decide(&call.call_id, Decision::Approve)?;
+/// }
+/// handle.wait()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Approvals(pub(crate) Arc<Desk>);
+
+impl Approvals {
+    /// The calls that wait for a decision now, oldest first.
+    #[must_use]
+    pub fn pending(&self) -> Vec<PendingApproval> {
+        let inner = self.0.inner.lock();
+        inner
+            .paused
+            .iter()
+            .flat_map(|t| t.undecided().cloned())
+            .collect()
+    }
+
+    /// Blocks until a call waits for a decision or `timeout` passes, and
+    /// returns the calls that wait (empty after the timeout).
+    #[must_use]
+    pub fn wait_pending(&self, timeout: Duration) -> Vec<PendingApproval> {
+        let until = Instant::now() + timeout;
+        let mut inner = self.0.inner.lock();
+        loop {
+            let pending: Vec<PendingApproval> = inner
+                .paused
+                .iter()
+                .flat_map(|t| t.undecided().cloned())
+                .collect();
+            if !pending.is_empty() || self.0.changed.wait_until(&mut inner, until).timed_out() {
+                return pending;
+            }
+        }
+    }
+
+    /// Decides about the call `call_id`: the agent that waits for it goes
+    /// on (a denied call never runs; the model gets the denial as its
+    /// result). The decision is sent as an `approval_decided` event and
+    /// saved with the run while its turn waits for its other calls.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::UnknownCall`] when no call with this id waits;
+    /// [`ApprovalError::BadArguments`] or [`ApprovalError::NotAnObject`]
+    /// for edited arguments that are not a JSON object.
+    pub fn decide(&self, call_id: &str, decision: Decision) -> Result<(), ApprovalError> {
+        check_decision(call_id, &decision)?;
+        let mut inner = self.0.inner.lock();
+        let turn = inner.paused.iter_mut().find(|t| {
+            t.pending.iter().any(|p| p.call_id == call_id) && !t.decided.contains_key(call_id)
+        });
+        let Some(turn) = turn else {
+            return Err(ApprovalError::UnknownCall {
+                call_id: call_id.to_string(),
+            });
+        };
+        turn.decided.insert(call_id.to_string(), decision);
+        drop(inner);
+        self.0.changed.notify_all();
+        Ok(())
+    }
+
+    /// Ends every wait: the agents that wait stop, and the run ends with
+    /// status `awaiting_approval` once the calls in flight return (saved;
+    /// resume it with decisions).
+    pub fn stop_waiting(&self) {
+        self.0.inner.lock().stop_waiting = true;
+        self.0.changed.notify_all();
+    }
+}
+
+/// Edited arguments must be a JSON object.
+pub(crate) fn check_decision(call_id: &str, decision: &Decision) -> Result<(), ApprovalError> {
+    if let Decision::Edit { arguments } = decision {
+        let value: serde_json::Value =
+            serde_json::from_str(arguments).map_err(|source| ApprovalError::BadArguments {
+                call_id: call_id.to_string(),
+                source,
+            })?;
+        if !value.is_object() {
+            return Err(ApprovalError::NotAnObject {
+                call_id: call_id.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+impl super::Core<'_> {
+    /// The decisions about the calls of `response` that need one (the
+    /// agent's or the team's `approve:` names their tool), by call id;
+    /// none when no call needs one. The turn pauses on the run's desk
+    /// until all are decided.
+    ///
+    /// # Errors
+    ///
+    /// [`ModelError::Cancelled`](crate::model::ModelError::Cancelled)
+    /// when the run stops while the turn waits (it stays on the desk and
+    /// is saved with the run).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn approve_calls(
+        &self,
+        agent: &crate::team::AgentSpec,
+        ask: &super::call::Ask<'_>,
+        request: &crate::model::ChatRequest,
+        step: usize,
+        response: &crate::model::ChatResponse,
+        verdicts: &[super::call::Intercepted],
+        granted: &[Arc<dyn crate::tools::Tool>],
+    ) -> Result<HashMap<String, Decision>, crate::model::ModelError> {
+        let needs: Vec<PendingApproval> = response
+            .tool_calls
+            .iter()
+            .zip(verdicts)
+            .filter(|(_, v)| **v == super::call::Intercepted::No)
+            .filter_map(|(call, _)| {
+                let tool = granted.iter().find(|t| {
+                    t.name() == call.name || crate::tools::wire_name(t.name()) == call.name
+                })?;
+                self.team
+                    .needs_approval(agent, tool.name())
+                    .then(|| PendingApproval {
+                        call_id: call.id.clone(),
+                        agent: agent.name.clone(),
+                        tool: tool.name().to_string(),
+                        arguments: crate::util::secrets::mask(&call.arguments).into_owned(),
+                        round: request.round,
+                    })
+            })
+            .collect();
+        if needs.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let desk = self.approvals();
+        let key = (agent.name.as_str(), request.round, request.phase, ask.task);
+        let turn = match desk.resumed_turn(key.0, key.1, key.2, key.3) {
+            Some(turn) => turn,
+            None => {
+                let turn = PausedTurn {
+                    agent: agent.name.clone(),
+                    round: request.round,
+                    phase: request.phase,
+                    task: ask.task.map(str::to_string),
+                    messages: request.messages.clone(),
+                    text: response.text.clone(),
+                    calls: response.tool_calls.clone(),
+                    step,
+                    pending: needs,
+                    decided: std::collections::BTreeMap::new(),
+                };
+                desk.pause(turn.clone());
+                turn
+            }
+        };
+        let parent = self.parent_of(agent);
+        for p in turn.undecided() {
+            self.emit(
+                &agent.name,
+                parent,
+                crate::event::EventKind::ApprovalRequested {
+                    round: p.round,
+                    id: p.call_id.clone(),
+                    tool: p.tool.clone(),
+                    arguments: p.arguments.clone(),
+                },
+            );
+        }
+        let mut on_decided = |p: &PendingApproval, d: &Decision| {
+            log::info!(
+                "{}: tool call {} ({}) {}",
+                p.agent,
+                p.call_id,
+                p.tool,
+                d.as_str()
+            );
+            let (reason, arguments) = match d {
+                Decision::Deny { reason } => (reason.clone(), None),
+                Decision::Edit { arguments } => (
+                    None,
+                    Some(crate::util::secrets::mask(arguments).into_owned()),
+                ),
+                Decision::Approve => (None, None),
+            };
+            self.emit(
+                &agent.name,
+                parent,
+                crate::event::EventKind::ApprovalDecided {
+                    id: p.call_id.clone(),
+                    tool: p.tool.clone(),
+                    decision: d.as_str().to_string(),
+                    reason,
+                    arguments,
+                },
+            );
+        };
+        let wait = self.config.wait_for_approvals;
+        match desk.wait(
+            key,
+            wait,
+            self.deadline,
+            &|| self.cancelled(),
+            &mut on_decided,
+        ) {
+            Ok(turn) => Ok(turn.decided.into_iter().collect()),
+            Err(parked) => {
+                if parked {
+                    log::info!(
+                        "{}: tool calls wait for approval; the run stops here (saved)",
+                        agent.name
+                    );
+                }
+                Err(crate::model::ModelError::Cancelled)
+            }
+        }
+    }
+}

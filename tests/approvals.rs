@@ -1,0 +1,273 @@
+//! Issue 27, tool-call approval in the library: a call that `approve:`
+//! names waits for a decision (the agent pauses; a denied call never runs,
+//! counted at the tool); without anyone to wait for it the run stops with
+//! status `awaiting_approval`, saved, and a resume with a decision goes on
+//! from the reply that asked, not from a new model call.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::time::{Duration, Instant};
+
+use boardroom::store::load_run;
+use boardroom::testing::Scripted;
+use boardroom::{
+    AgentSpec, ApprovalError, ChatResponse, Decision, EventKind, FinishReason, RunError, RunStatus,
+    Runtime, Team, TeamConfig, ToolCall,
+};
+use serde_json::json;
+
+/// A tool that counts its calls and keeps their arguments.
+#[derive(Debug, Clone, Default)]
+struct Launch(Arc<(AtomicUsize, parking_lot::Mutex<Vec<String>>)>);
+
+impl boardroom::Tool for Launch {
+    fn name(&self) -> &str {
+        "launch"
+    }
+    fn description(&self) -> &str {
+        "Launches a rocket"
+    }
+    fn parameters(&self) -> serde_json::Value {
+        json!({"type": "object", "properties": {"target": {"type": "string"}}})
+    }
+    fn call(
+        &self,
+        args: serde_json::Value,
+        _ctx: &boardroom::ToolContext<'_>,
+    ) -> Result<String, boardroom::ToolError> {
+        self.0.0.fetch_add(1, SeqCst);
+        self.0.1.lock().push(args.to_string());
+        Ok(format!("launched to {}", args["target"]))
+    }
+}
+
+impl Launch {
+    fn calls(&self) -> usize {
+        self.0.0.load(SeqCst)
+    }
+}
+
+fn team() -> Team {
+    let mut writer = AgentSpec::member("writer", "Writes", "You write.").with_tools(["launch"]);
+    writer.approve = vec!["laun*".into()];
+    Team::new(
+        "approvals",
+        TeamConfig::default(),
+        vec![AgentSpec::master("lead", "You lead."), writer],
+    )
+    .unwrap()
+}
+
+/// The lead assigns, the writer asks for one launch then writes, the lead
+/// is done.
+fn model() -> Scripted {
+    Scripted::new()
+        .reply("lead", "ASSIGN:writer:Launch it")
+        .respond(
+            "writer",
+            ChatResponse {
+                tool_calls: vec![ToolCall {
+                    id: "call-7".into(),
+                    name: "launch".into(),
+                    arguments: json!({"target": "moon"}).to_string(),
+                }],
+                finish: FinishReason::ToolCalls,
+                ..ChatResponse::default()
+            },
+        )
+        .reply("writer", "Written.")
+        .reply("lead", "DONE\nok")
+}
+
+/// Waits (at most a generous minute) until the run has a call waiting.
+fn first_pending(approvals: &boardroom::Approvals) -> boardroom::PendingApproval {
+    let until = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < until {
+        if let Some(p) = approvals.wait_pending(Duration::from_millis(200)).pop() {
+            return p;
+        }
+    }
+    panic!("no call waited for approval");
+}
+
+#[test]
+fn a_denied_call_never_runs_and_the_model_reads_the_reason() {
+    let launch = Launch::default();
+    let scripted = model();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let handle = Runtime::new(team(), scripted.clone())
+        .tool(launch.clone())
+        .events(tx)
+        .wait_for_approvals(true)
+        .start("Go")
+        .unwrap();
+    let pending = first_pending(&handle.approvals());
+    assert_eq!(pending.call_id, "call-7");
+    assert_eq!(pending.tool, "launch");
+    assert_eq!(pending.agent, "writer");
+    assert_eq!(pending.arguments, r#"{"target":"moon"}"#);
+    assert_eq!(handle.pending_approvals(), vec![pending.clone()]);
+    assert!(matches!(
+        handle.decide("call-8", Decision::Approve),
+        Err(ApprovalError::UnknownCall { call_id }) if call_id == "call-8"
+    ));
+    handle
+        .decide(
+            "call-7",
+            Decision::Deny {
+                reason: Some("not on a Sunday".into()),
+            },
+        )
+        .unwrap();
+    assert!(
+        matches!(
+            handle.decide("call-7", Decision::Approve),
+            Err(ApprovalError::UnknownCall { .. })
+        ),
+        "a call is decided once"
+    );
+    let run = handle.wait().unwrap();
+    assert_eq!(run.status, RunStatus::Done);
+    assert_eq!(launch.calls(), 0, "a denied call never runs");
+    let last = scripted
+        .requests()
+        .into_iter()
+        .rfind(|r| r.agent == "writer")
+        .unwrap();
+    assert_eq!(
+        support::tool_results(&last),
+        vec![
+            "error: the user denied this call of 'launch'; it did not run. Their reason: not on a Sunday"
+        ]
+    );
+    let kinds: Vec<EventKind> = rx.try_iter().map(|e| e.kind).collect();
+    let asked = kinds
+        .iter()
+        .position(|k| matches!(k, EventKind::ApprovalRequested { id, .. } if id == "call-7"))
+        .expect("approval_requested");
+    let decided = kinds
+        .iter()
+        .position(|k| {
+            matches!(k, EventKind::ApprovalDecided { id, decision, reason, .. }
+                if id == "call-7" && decision == "denied" && reason.as_deref() == Some("not on a Sunday"))
+        })
+        .expect("approval_decided");
+    assert!(asked < decided);
+    assert!(
+        !kinds
+            .iter()
+            .any(|k| matches!(k, EventKind::ToolCall { .. })),
+        "no tool_call event for a call that did not run"
+    );
+}
+
+#[test]
+fn edited_arguments_are_what_runs() {
+    let launch = Launch::default();
+    let handle = Runtime::new(team(), model())
+        .tool(launch.clone())
+        .wait_for_approvals(true)
+        .start("Go")
+        .unwrap();
+    let p = first_pending(&handle.approvals());
+    assert!(matches!(
+        handle.decide(
+            &p.call_id,
+            Decision::Edit {
+                arguments: "[1]".into()
+            }
+        ),
+        Err(ApprovalError::NotAnObject { .. })
+    ));
+    handle
+        .decide(
+            &p.call_id,
+            Decision::Edit {
+                arguments: json!({"target": "mars"}).to_string(),
+            },
+        )
+        .unwrap();
+    assert_eq!(handle.wait().unwrap().status, RunStatus::Done);
+    assert_eq!(launch.calls(), 1);
+    assert_eq!(launch.0.1.lock().clone(), vec![r#"{"target":"mars"}"#]);
+}
+
+#[test]
+fn with_nobody_to_decide_the_run_stops_saved_and_a_resume_decides() {
+    let runs = tempfile::tempdir().unwrap();
+    let launch = Launch::default();
+    let scripted = model();
+    let run = Runtime::new(team(), scripted.clone())
+        .tool(launch.clone())
+        .runs_dir(runs.path())
+        .run("Go")
+        .unwrap();
+    assert_eq!(run.status, RunStatus::AwaitingApproval);
+    assert_eq!(launch.calls(), 0);
+    let dir = runs.path().join(&run.run_id);
+    let saved = load_run(&dir).unwrap();
+    assert_eq!(saved.state.status(), RunStatus::AwaitingApproval);
+    let pending = saved.state.pending_approvals();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].call_id, "call-7");
+
+    let rt = Runtime::new(team(), scripted.clone())
+        .tool(launch.clone())
+        .runs_dir(runs.path());
+    // A decision for a call the run does not wait for is refused.
+    let err = rt
+        .start_resume_deciding(&dir, [("call-9".to_string(), Decision::Approve)])
+        .unwrap()
+        .wait()
+        .unwrap_err();
+    assert!(
+        matches!(&err, RunError::Approval { source: ApprovalError::UnknownCall { call_id }, .. } if call_id == "call-9"),
+        "{err}"
+    );
+    let writer_calls = scripted
+        .requests()
+        .iter()
+        .filter(|r| r.agent == "writer")
+        .count();
+    let again = rt
+        .start_resume_deciding(&dir, [("call-7".to_string(), Decision::Approve)])
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(again.status, RunStatus::Done, "{}", again.answer);
+    assert_eq!(launch.calls(), 1, "the approved call ran once");
+    let writer = scripted
+        .requests()
+        .into_iter()
+        .filter(|r| r.agent == "writer")
+        .collect::<Vec<_>>();
+    assert_eq!(
+        writer.len(),
+        writer_calls + 1,
+        "the resume went on from the reply that asked: one model call, for the text"
+    );
+    assert_eq!(
+        support::tool_results(writer.last().unwrap()),
+        vec![r#"launched to "moon""#]
+    );
+    assert!(load_run(&dir).unwrap().state.pending_approvals().is_empty());
+}
+
+#[test]
+fn a_time_limit_ends_the_wait_with_the_run_saved_resumable() {
+    let runs = tempfile::tempdir().unwrap();
+    let launch = Launch::default();
+    let run = Runtime::new(team(), model())
+        .tool(launch.clone())
+        .runs_dir(runs.path())
+        .wait_for_approvals(true)
+        .timeout(Duration::from_millis(500))
+        .run("Go")
+        .unwrap();
+    assert_eq!(run.status, RunStatus::AwaitingApproval);
+    assert_eq!(launch.calls(), 0);
+    let saved = load_run(&runs.path().join(&run.run_id)).unwrap();
+    assert_eq!(saved.state.pending_approvals().len(), 1);
+}
