@@ -269,19 +269,7 @@ fn a_websocket_client_answers_the_masters_question() {
         addr,
         json!({"task": "Plan a picnic", "model": "sim:ask=Which city?"}),
     );
-    use tungstenite::client::IntoClientRequest;
-    let mut request = format!("ws://{addr}/v1/runs/{id}/ws")
-        .into_client_request()
-        .unwrap();
-    request
-        .headers_mut()
-        .insert("Authorization", format!("Bearer {TOKEN}").parse().unwrap());
-    let stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .unwrap();
-    let (mut ws, response) = tungstenite::client(request, stream).unwrap();
-    assert_eq!(response.status().as_u16(), 101);
+    let mut ws = websocket(addr, &id);
     let mut seen = 0u64;
     loop {
         let m = next_json(&mut ws);
@@ -328,6 +316,160 @@ fn next_json(ws: &mut tungstenite::WebSocket<TcpStream>) -> Value {
         if let tungstenite::Message::Text(t) = ws.read().unwrap() {
             return serde_json::from_str(t.as_str()).unwrap();
         }
+    }
+}
+
+/// A team whose writer's `plan_read` calls wait for a person.
+fn approving_team(dir: &Path) -> boardroom::Team {
+    let agents = dir.join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::create_dir_all(dir.join("souls")).unwrap();
+    for agent in ["lead", "writer"] {
+        std::fs::write(
+            dir.join("souls").join(format!("{agent}.md")),
+            "Careful and brief.\n",
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        agents.join("lead.md"),
+        "---\nname: lead\nrole: master\ndescription: Leads the team\n---\nYou lead.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        agents.join("writer.md"),
+        "---\nname: writer\nrole: member\ndescription: Writes drafts\ntools: [plan_read]\n\
+         approve: [plan_read]\n---\nYou write.\n",
+    )
+    .unwrap();
+    boardroom::Team::load(dir).unwrap()
+}
+
+/// Opens the run's WebSocket with the token.
+fn websocket(addr: SocketAddr, id: &str) -> tungstenite::WebSocket<TcpStream> {
+    use tungstenite::client::IntoClientRequest;
+    let mut request = format!("ws://{addr}/v1/runs/{id}/ws")
+        .into_client_request()
+        .unwrap();
+    request
+        .headers_mut()
+        .insert("Authorization", format!("Bearer {TOKEN}").parse().unwrap());
+    let stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    tungstenite::client(request, stream).unwrap().0
+}
+
+/// A tool call that `approve:` names waits while the run is live: a
+/// WebSocket client approves one run's call (it runs), the approvals route
+/// denies another's (it never runs: the model reads the denial); a call
+/// no one waits for is 404.
+#[test]
+fn a_websocket_client_approves_a_call_and_the_route_denies_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let team = approving_team(&tmp.path().join("team"));
+    let name = team.name().to_string();
+    let runs = tmp.path().join("runs");
+    let srv = Server::start(ServeConfig::new(&runs, TOKEN).memory(false).team(team)).unwrap();
+    let addr = srv.addr();
+    let body = json!({"task": "Plan a picnic", "team": name, "model": "sim:tool=writer:plan_read"});
+    let approved = start_run(addr, body.clone());
+    let denied = start_run(addr, body);
+
+    let mut ws = websocket(addr, &approved);
+    let call = loop {
+        let m = next_json(&mut ws);
+        if m["event"]["type"] == "approval_requested" {
+            assert_eq!(m["event"]["tool"], "plan_read", "{m}");
+            break m["event"]["id"].as_str().unwrap().to_string();
+        }
+        assert_ne!(
+            m["event"]["type"], "run_finished",
+            "finished without asking: {m}"
+        );
+    };
+    let run = wait_run(addr, &approved, |r| {
+        !r["approvals"].as_array().is_none_or(Vec::is_empty)
+    });
+    assert_eq!(run["approvals"][0]["call_id"], call.as_str(), "{run}");
+    ws.send(tungstenite::Message::text(
+        json!({"type": "approve", "call": call}).to_string(),
+    ))
+    .unwrap();
+    let mut decided = None;
+    loop {
+        let m = next_json(&mut ws);
+        if m["type"] == "ok" {
+            assert_eq!(m["action"], "approve", "{m}");
+            continue;
+        }
+        assert_eq!(m["type"], "event", "{m}");
+        if m["event"]["type"] == "approval_decided" {
+            decided = Some(m["event"]["decision"].clone());
+        }
+        if m["event"]["type"] == "run_finished" {
+            break;
+        }
+    }
+    assert_eq!(decided, Some(json!("approved")));
+
+    // The other run, over the route.
+    let (events, _) = sse_until(addr, &denied, "approval_requested");
+    let call = serde_json::from_str::<Value>(&events).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = format!("/v1/runs/{denied}/approvals/{call}");
+    let (status, _, v) = call_api(addr, &path, r#"{"decision": "maybe"}"#);
+    assert_eq!(status, 400, "{v}");
+    let (status, _, v) = call_api(
+        addr,
+        &format!("/v1/runs/{denied}/approvals/nope"),
+        r#"{"decision": "approve"}"#,
+    );
+    assert_eq!(status, 404, "{v}");
+    let (status, _, v) = call_api(
+        addr,
+        &path,
+        r#"{"decision": "deny", "reason": "not today"}"#,
+    );
+    assert_eq!(status, 202, "{v}");
+    let run = wait_run(addr, &denied, |r| r["live"] == false);
+    assert_eq!(run["status"], "done", "{run}");
+    let saved = std::fs::read_to_string(runs.join(&denied).join("events.jsonl")).unwrap();
+    assert!(
+        saved.contains("\"decision\":\"denied\""),
+        "the denial is recorded"
+    );
+    assert!(saved.contains("not today"));
+    // Only the approved run's call ran (the tool's result event).
+    let ran = |id: &str| {
+        std::fs::read_to_string(runs.join(id).join("events.jsonl"))
+            .unwrap()
+            .lines()
+            .any(|l| {
+                l.contains("\"type\":\"tool_result\"") || l.contains("\"type\":\"tool_finished\"")
+            })
+    };
+    assert!(ran(&approved), "the approved call ran");
+    assert!(!ran(&denied), "the denied call never ran");
+}
+
+fn call_api(addr: SocketAddr, path: &str, body: &str) -> (u16, Option<String>, Value) {
+    call(addr, "POST", path, Some(TOKEN), Some(body))
+}
+
+/// The data of the first event of `kind` in the run's stream.
+fn sse_until(addr: SocketAddr, id: &str, kind: &str) -> (String, u64) {
+    let mut after = 0;
+    loop {
+        let (events, _) = sse(addr, id, Some(after), 1);
+        let (n, data) = events.into_iter().next().expect("the stream ended first");
+        if data.contains(&format!("\"type\":\"{kind}\"")) {
+            return (data, n);
+        }
+        after = n;
     }
 }
 

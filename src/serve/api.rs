@@ -203,14 +203,58 @@ pub(super) fn handle(mut request: Request, runs: &Runs, access: &Access, stop: &
             Ok(()) => json(202, &serde_json::json!({"id": id})),
             Err(r) => refusal(&r),
         },
-        (_, "/v1/runs/{id}/approvals/{call}") => error(
-            501,
-            "tool-call approvals are not available in this build of the server",
-        ),
+        (_, "/v1/runs/{id}/approvals/{call}") => {
+            let call = params.get(1).copied().unwrap_or("").to_string();
+            match body::<Verdict>(&mut request, access.max_body)
+                .and_then(|v| v.decision().map_err(|m| error(400, &m)))
+            {
+                Ok(decision) => match runs.decide(&id, &call, decision) {
+                    Ok(()) => json(202, &serde_json::json!({"id": id, "call": call})),
+                    Err(r) => refusal(&r),
+                },
+                Err(response) => response,
+            }
+        }
         _ => error(501, &format!("{method} {pattern} is not implemented")),
     };
     if let Err(e) = request.respond(response) {
         log::debug!("serve: {method} {path}: {e}");
+    }
+}
+
+/// A decision about a tool call that waits for one:
+/// `{"decision": "approve" | "deny" | "edit", "reason": "…", "arguments": {…}}`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Verdict {
+    decision: String,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    arguments: Option<serde_json::Value>,
+}
+
+impl Verdict {
+    /// The library's decision, or why this is none.
+    pub(super) fn decision(self) -> Result<crate::record::Decision, String> {
+        use crate::record::Decision;
+        match (self.decision.as_str(), self.arguments) {
+            ("approve", None) => Ok(Decision::Approve),
+            ("deny", None) => Ok(Decision::Deny {
+                reason: self.reason.filter(|r| !r.trim().is_empty()),
+            }),
+            ("edit", Some(args)) => Ok(Decision::Edit {
+                arguments: match args {
+                    serde_json::Value::String(s) => s,
+                    other => other.to_string(),
+                },
+            }),
+            ("edit", None) => Err("arguments: an edit needs the new arguments".into()),
+            ("approve" | "deny", Some(_)) => Err("arguments: only an edit takes arguments".into()),
+            (other, _) => Err(format!(
+                "decision: '{other}' is not a decision (approve, deny, edit)"
+            )),
+        }
     }
 }
 

@@ -6,13 +6,13 @@
 //! GET  /openapi.json                   the OpenAPI 3 document (no token)
 //! GET  /v1/runs                        every run in the runs directory
 //! POST /v1/runs                        {"task", "team", "model", "vars", "max_rounds"} → 201 {"id"}
-//! GET  /v1/runs/{id}                   status, rounds, tokens, answer (or question), resumable
+//! GET  /v1/runs/{id}                   status, rounds, tokens, answer (or question), approvals, resumable
 //! GET  /v1/runs/{id}/events            server-sent events: saved, then live (Last-Event-ID)
-//! GET  /v1/runs/{id}/ws                WebSocket: events out; messages, answers, cancel in
+//! GET  /v1/runs/{id}/ws                WebSocket: events out; messages, answers, cancel, decisions in
 //! POST /v1/runs/{id}/messages          {"text"}: the reply to the master's question, or a follow-up
 //! POST /v1/runs/{id}/cancel            stop a live run (saved where it stands, resumable)
 //! POST /v1/runs/{id}/resume            go on with an interrupted or stopped run
-//! POST /v1/runs/{id}/approvals/{call}  501: approvals are not in this build yet
+//! POST /v1/runs/{id}/approvals/{call}  {"decision": approve|deny|edit, "reason", "arguments"}
 //! ```
 //!
 //! Every route but the first two needs `Authorization: Bearer TOKEN`

@@ -16,8 +16,9 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 
 use crate::RunStatus;
-use crate::core::Cancel;
+use crate::core::{ApprovalError, Approvals, Cancel};
 use crate::memory::MasterMemory;
+use crate::record::Decision;
 use crate::record::RunPhase;
 use crate::runtime::{RunHandle, Runtime};
 use crate::store::{RunRecord, list_runs, load_run, run_holder};
@@ -85,7 +86,7 @@ impl Signal {
 /// A run driven by this server right now.
 #[derive(Debug, Default)]
 pub(super) struct Live {
-    cancel: Mutex<Option<Cancel>>,
+    cancel: Mutex<Option<(Cancel, Approvals)>>,
     pub(super) signal: Signal,
 }
 
@@ -186,7 +187,8 @@ impl Runs {
         let mut runtime = Runtime::with_shared_model(team.clone(), model)
             .runs_dir(&self.dir)
             .model_spec(&spec)
-            .events_per_run();
+            .events_per_run()
+            .wait_for_approvals(true);
         if let Some(r) = new.max_rounds {
             runtime = runtime.max_rounds(r);
         }
@@ -215,6 +217,46 @@ impl Runs {
     /// Goes on with a saved run: the user's reply or a follow-up when
     /// `message` is given, else from where it stopped.
     pub(super) fn resume(&self, id: &str, message: Option<&str>) -> Result<(), Refused> {
+        self.go_on(id, message, Vec::new())
+    }
+
+    /// Decides about the tool call `call` of run `id`: at once when the
+    /// run is live here (its agent waits), else by resuming the saved run
+    /// (status `awaiting_approval`) with the decision.
+    pub(super) fn decide(&self, id: &str, call: &str, decision: Decision) -> Result<(), Refused> {
+        if let Some(live) = self.live(id) {
+            let approvals = live.cancel.lock().as_ref().map(|(_, a)| a.clone());
+            return match approvals {
+                Some(a) => a.decide(call, decision).map_err(|e| match e {
+                    e @ ApprovalError::UnknownCall { .. } => Refused::NotFound(e.to_string()),
+                    e => Refused::BadInput(e.to_string()),
+                }),
+                None => Err(Refused::Conflict(format!("run {id} is starting: retry"))),
+            };
+        }
+        let dir = self
+            .find(id)
+            .ok_or_else(|| Refused::NotFound(format!("no run '{id}'")))?;
+        let record = load_run(&dir).map_err(|e| Refused::Failed(e.to_string()))?;
+        if !record
+            .state
+            .pending_approvals()
+            .iter()
+            .any(|p| p.call_id == call)
+        {
+            return Err(Refused::NotFound(format!(
+                "no tool call '{call}' waits for a decision in run {id}"
+            )));
+        }
+        self.go_on(id, None, vec![(call.to_string(), decision)])
+    }
+
+    fn go_on(
+        &self,
+        id: &str,
+        message: Option<&str>,
+        decisions: Vec<(String, Decision)>,
+    ) -> Result<(), Refused> {
         let dir = self
             .find(id)
             .ok_or_else(|| Refused::NotFound(format!("no run '{id}'")))?;
@@ -224,7 +266,13 @@ impl Runs {
         }
         let record = load_run(&dir).map_err(|e| Refused::Failed(e.to_string()))?;
         let state = &record.state;
-        if message.is_none() {
+        if message.is_none() && decisions.is_empty() {
+            if state.status() == RunStatus::AwaitingApproval {
+                return Err(Refused::Conflict(format!(
+                    "run {id} waits for decisions about tool calls: POST them to \
+                     /v1/runs/{id}/approvals/CALL"
+                )));
+            }
             if state.status() == RunStatus::AwaitingUser {
                 return Err(Refused::Conflict(format!(
                     "run {id} waits for its user: send the reply to /v1/runs/{id}/messages"
@@ -253,7 +301,8 @@ impl Runs {
             .map_err(|e| Refused::Failed(format!("the saved team: {e}")))?
             .runs_dir(&self.dir)
             .model_spec(&spec)
-            .events_per_run();
+            .events_per_run()
+            .wait_for_approvals(true);
         if self.memory && record.settings.memory {
             runtime = runtime.master_memory(MasterMemory::for_team(&self.dir, team.name()));
         }
@@ -274,6 +323,7 @@ impl Runs {
         }
         let handle = match message {
             Some(m) => runtime.start_resume_with_message(&dir, m),
+            None if !decisions.is_empty() => runtime.start_resume_deciding(&dir, decisions),
             None => runtime.start_resume(&dir),
         }
         .map_err(|e| Refused::Failed(e.to_string()))?;
@@ -288,8 +338,9 @@ impl Runs {
     pub(super) fn cancel(&self, id: &str) -> Result<(), Refused> {
         match self.live(id) {
             Some(live) => {
-                if let Some(c) = live.cancel.lock().as_ref() {
+                if let Some((c, a)) = live.cancel.lock().as_ref() {
                     c.cancel();
+                    a.stop_waiting();
                 }
                 Ok(())
             }
@@ -341,7 +392,18 @@ impl Runs {
             (s, _) => s.as_str(),
         };
         let waiting = state.status() == RunStatus::AwaitingUser;
-        let resumable = !live && !held && !waiting && state.phase() != RunPhase::Finished;
+        let deciding = state.status() == RunStatus::AwaitingApproval;
+        let resumable =
+            !live && !held && !waiting && !deciding && state.phase() != RunPhase::Finished;
+        let pending = match self.live(id) {
+            Some(l) => l
+                .cancel
+                .lock()
+                .as_ref()
+                .map(|(_, a)| a.pending())
+                .unwrap_or_default(),
+            None => state.pending_approvals(),
+        };
         let mut out = serde_json::json!({
             "id": id,
             "status": status,
@@ -354,6 +416,7 @@ impl Runs {
             "saved_ms": record.saved_ms,
             "live": live,
             "resumable": resumable,
+            "approvals": pending,
         });
         if let Some(answer) = state.answer().filter(|_| !live) {
             let key = if waiting { "question" } else { "answer" };
@@ -393,7 +456,7 @@ impl Runs {
     /// Watches `handle` on a thread of its own: every event wakes the
     /// run's streams; the end takes it off the live list.
     fn supervise(&self, mut handle: RunHandle, entry: Arc<Live>) {
-        *entry.cancel.lock() = Some(handle.canceller());
+        *entry.cancel.lock() = Some((handle.canceller(), handle.approvals()));
         let live = Arc::clone(&self.live);
         let id = handle.run_id().to_string();
         let key = id.clone();
@@ -431,8 +494,9 @@ impl Runs {
     /// and joins their supervisors.
     pub(super) fn stop(&self) {
         for live in self.live.lock().values() {
-            if let Some(c) = live.cancel.lock().as_ref() {
+            if let Some((c, a)) = live.cancel.lock().as_ref() {
                 c.cancel();
+                a.stop_waiting();
             }
         }
         let supervisors = std::mem::take(&mut *self.supervisors.lock());

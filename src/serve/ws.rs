@@ -3,7 +3,8 @@
 //! `{"type":"event","id":N,"event":{...}}`, from after `?after=N` or
 //! `Last-Event-ID`, then live. In: `{"type":"message","text":...}` (a
 //! reply to the master's question or a follow-up; `"answer"` is the same),
-//! `{"type":"cancel"}`, and `{"type":"approve"|"deny","call":...}`; each is
+//! `{"type":"cancel"}`, and `{"type":"approve"|"deny"|"edit","call":...}`
+//! (with `reason` for a denial, `arguments` for an edit); each is
 //! answered `{"type":"ok",...}` or `{"type":"error","status":N,...}`. The
 //! socket stays open across the run's ends and resumes until the client
 //! closes it or the server stops.
@@ -35,6 +36,10 @@ struct Incoming {
     text: Option<String>,
     #[serde(default)]
     call: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    arguments: Option<serde_json::Value>,
 }
 
 /// Answers the upgrade and serves the socket until it closes.
@@ -137,17 +142,31 @@ fn answer(runs: &Runs, id: &str, text: &str) -> serde_json::Value {
                 refusal(status, &message)
             }
         },
-        "approve" | "deny" => {
-            let call = incoming.call.unwrap_or_default();
-            refusal(
-                501,
-                &format!("approvals are not available in this build (call '{call}')"),
-            )
+        kind @ ("approve" | "deny" | "edit") => {
+            let Some(call) = incoming.call else {
+                return refusal(400, "call: missing (the id of the tool call)");
+            };
+            let verdict = serde_json::json!({
+                "decision": kind,
+                "reason": incoming.reason,
+                "arguments": incoming.arguments,
+            });
+            let decision = serde_json::from_value::<api::Verdict>(verdict)
+                .map_err(|e| e.to_string())
+                .and_then(api::Verdict::decision);
+            match decision.map(|d| runs.decide(id, &call, d)) {
+                Ok(Ok(())) => done(kind),
+                Ok(Err(r)) => {
+                    let (status, message) = api::refused(&r);
+                    refusal(status, &message)
+                }
+                Err(message) => refusal(400, &message),
+            }
         }
         other => refusal(
             400,
             &format!(
-                "type: unknown message type '{other}' (known: message, answer, cancel, approve, deny)"
+                "type: unknown message type '{other}' (known: message, answer, cancel, approve, deny, edit)"
             ),
         ),
     }
