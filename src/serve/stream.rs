@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::runs::Runs;
 use crate::store::run_holder;
+use crate::util::httpd::{SSE_HEAD, send};
 
 /// At most this much is read from the file at a time.
 const CHUNK: usize = 256 * 1024;
@@ -117,12 +118,7 @@ pub(super) fn sse(
     after: u64,
     stop: &AtomicBool,
 ) {
-    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n\
-                X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\nretry: 1000\n\n";
-    if w.write_all(head.as_bytes())
-        .and_then(|()| w.flush())
-        .is_err()
-    {
+    if !send(&mut w, SSE_HEAD) {
         return;
     }
     let mut tail = Tail::new(dir, after);
@@ -150,7 +146,7 @@ pub(super) fn sse(
                     out.push_str(&format!("id: {n}\ndata: {text}\n\n"));
                 }
                 out.push_str("event: end\ndata: {}\n\n");
-                let _ = w.write_all(out.as_bytes()).and_then(|()| w.flush());
+                send(&mut w, &out);
                 return;
             }
             retries = 10;
@@ -159,10 +155,7 @@ pub(super) fn sse(
             }
         }
         if !out.is_empty() {
-            if w.write_all(out.as_bytes())
-                .and_then(|()| w.flush())
-                .is_err()
-            {
+            if !send(&mut w, &out) {
                 return;
             }
             last_write = Instant::now();
