@@ -80,9 +80,10 @@ impl Tail {
     pub(super) fn wait(&self, runs: &Runs, id: &str, dir: &Path, seen: Option<u64>) -> bool {
         match (runs.live(id), seen) {
             (Some(live), Some(seen)) => {
-                // The file is written a moment after the event is sent:
-                // woken, the caller looks again at once.
-                live.signal.wait_past(seen, Duration::from_millis(500));
+                // The file is written a moment after the event is sent (an
+                // event counted before `seen` may not be in it yet): wake
+                // at least every 50 ms to look again.
+                live.signal.wait_past(seen, Duration::from_millis(50));
                 true
             }
             (Some(_), None) => true,
