@@ -287,16 +287,22 @@ fn body<T: serde::de::DeserializeOwned>(
     })
 }
 
-/// The page shell (it asks for the token itself).
+/// The page (it asks for the token itself and keeps it in the tab's
+/// session storage), with a fresh nonce: only its own script runs.
 fn page() -> Response {
-    Response::new(200, PAGE.as_bytes().to_vec())
+    let nonce = uuid::Uuid::new_v4().simple().to_string();
+    let body = PAGE.replace("{{NONCE}}", &nonce);
+    Response::new(200, body.into_bytes())
         .with_header("Content-Type", "text/html; charset=utf-8")
         .with_header("Cache-Control", "no-store")
         .with_header("X-Content-Type-Options", "nosniff")
         .with_header("Referrer-Policy", "no-referrer")
         .with_header(
             "Content-Security-Policy",
-            "default-src 'none'; style-src 'unsafe-inline'; connect-src 'self'",
+            &format!(
+                "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'unsafe-inline'; \
+                 connect-src 'self'"
+            ),
         )
 }
 

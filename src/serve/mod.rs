@@ -2,7 +2,7 @@
 //! outside, many at once, each on its own [`RunHandle`](crate::RunHandle).
 //!
 //! ```text
-//! GET  /                               the page shell (no token)
+//! GET  /                               the page: start, follow, answer, approve (no token)
 //! GET  /openapi.json                   the OpenAPI 3 document (no token)
 //! GET  /v1/runs                        every run in the runs directory
 //! POST /v1/runs                        {"task", "team", "model", "vars", "max_rounds"} → 201 {"id"}
