@@ -60,6 +60,8 @@ mod process;
 pub mod protocol;
 mod record;
 mod runtime;
+#[cfg(feature = "serve")]
+pub mod serve;
 mod team;
 
 pub mod testing;
@@ -185,6 +187,8 @@ mod book {
     mod tools {}
     #[doc = include_str!("../docs/observing.md")]
     mod observing {}
+    #[doc = include_str!("../docs/serving.md")]
+    mod serving {}
     #[doc = include_str!("../docs/cli.md")]
     mod cli {}
     #[doc = include_str!("../docs/library.md")]

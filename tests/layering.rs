@@ -30,6 +30,7 @@ const FLOORS: &[&[&str]] = &[
     &["process"],
     &["runtime"],
     &["chat", "observe", "bench", "guide"],
+    &["serve"],
 ];
 
 /// Where a module stands: (floor, position on the floor).

@@ -26,6 +26,9 @@ pub(crate) enum Command {
     Memory(super::runs::MemoryArgs),
     /// Serve a web page that draws runs (call graph, board, plan, turns), live.
     View(super::observe::ViewArgs),
+    /// Serve an HTTP API that starts runs and steers them (SSE, WebSocket),
+    /// many at once, behind a bearer token.
+    Serve(super::serve::ServeArgs),
     /// Send a saved run's trace to an OpenTelemetry collector (OTLP/HTTP).
     Export(super::observe::ExportArgs),
     /// Talk with the team's partner: it drafts the work and launches the team.

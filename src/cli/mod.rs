@@ -37,6 +37,7 @@ mod out;
 mod render;
 mod run;
 mod runs;
+mod serve;
 mod setup;
 mod shell;
 mod team_info;
@@ -80,6 +81,7 @@ fn try_main(cli: Cli, lingering: &mut Option<Lingering>) -> Result<ExitCode, Cli
         Command::Resume(args) => runs::resume(&args, lingering),
         Command::Memory(args) => runs::memory(&args),
         Command::View(args) => observe::view(&args),
+        Command::Serve(args) => serve::serve(&args),
         Command::Export(args) => observe::export(&args),
         Command::Chat(args) => chat::chat(&args),
         Command::Bench(args) => bench::main(&args),

@@ -3,6 +3,8 @@
 
 pub(crate) mod duration;
 pub(crate) mod fs;
+#[cfg(feature = "view")]
+pub(crate) mod httpd;
 pub(crate) mod secrets;
 pub(crate) mod shard;
 pub(crate) mod text;

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 
-use super::serve::Request;
+use crate::util::httpd::{self, Request};
 use crate::event::RunStatus;
 
 /// How long one event stream stays open before the browser reconnects
@@ -95,10 +95,8 @@ impl Streams {
             return request.respond(super::routes::too_many_streams());
         }
         let mut conn = request.into_stream();
-        let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n\
-                    X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\nretry: 1000\n\n";
         let ok = conn
-            .write_all(head.as_bytes())
+            .write_all(httpd::SSE_HEAD.as_bytes())
             .and_then(|()| conn.flush())
             .and_then(|()| conn.set_nonblocking(true))
             .is_ok();

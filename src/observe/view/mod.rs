@@ -32,13 +32,14 @@
 
 mod live;
 mod routes;
-mod serve;
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
+
+use crate::util::httpd;
 
 /// Worker threads: each serves one request at a time (a live page's
 /// event stream is handed to the streaming thread, see [`live`]).
@@ -107,20 +108,14 @@ impl std::error::Error for ViewError {
 /// view.wait();                                      // serves until the process ends
 /// # Ok::<(), boardroom::view::ViewError>(())
 /// ```
+#[derive(Debug)]
 pub struct ViewServer {
     addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    /// The streaming thread, the gathering thread, then the workers.
-    workers: Vec<JoinHandle<()>>,
-}
-
-impl std::fmt::Debug for ViewServer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ViewServer")
-            .field("addr", &self.addr)
-            .field("workers", &self.workers.len())
-            .finish_non_exhaustive()
-    }
+    server: Option<httpd::Server>,
+    /// Ends the streaming thread (the server's own flag is its own).
+    live_stop: Arc<AtomicBool>,
+    /// The streaming thread.
+    live: Option<JoinHandle<()>>,
 }
 
 impl ViewServer {
@@ -153,74 +148,47 @@ impl ViewServer {
         token: Option<&str>,
     ) -> Result<Self, ViewError> {
         let token: Option<Arc<str>> = token.filter(|t| !t.is_empty()).map(Arc::from);
-        let shown = if host.contains(':') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
-        };
+        let shown = httpd::shown(host, port);
         let bind = |source| ViewError::Bind {
             addr: shown.clone(),
             source,
         };
-        let listener = TcpListener::bind((host, port)).map_err(bind)?;
-        let addr = listener.local_addr().map_err(bind)?;
+        let (listener, addr) = httpd::bind(host, port).map_err(bind)?;
         if token.is_none() && !addr.ip().is_loopback() {
             return Err(ViewError::NeedsToken { addr: shown });
         }
-        listener.set_nonblocking(true).map_err(bind)?;
         // On loopback, only requests that name it (not a DNS name a web
         // page rebound to 127.0.0.1) are served.
-        let hosts: Option<Arc<[String]>> = addr.ip().is_loopback().then(|| {
-            let port = addr.port();
-            vec![
-                addr.to_string(),
-                format!("127.0.0.1:{port}"),
-                format!("localhost:{port}"),
-                format!("[::1]:{port}"),
-            ]
-            .into()
-        });
+        let hosts = httpd::loopback_hosts(addr);
         let access = Arc::new(routes::Access { hosts, token });
-        let stop = Arc::new(AtomicBool::new(false));
         let runs_dir: Arc<PathBuf> = Arc::new(runs_dir.as_ref().to_path_buf());
-        let (jobs, queue) = crossbeam_channel::bounded::<serve::Request>(QUEUED);
-        let mut server = ViewServer {
-            addr,
-            stop: Arc::clone(&stop),
-            workers: Vec::with_capacity(WORKERS + 1),
+        let limits = httpd::Limits {
+            workers: WORKERS,
+            queued: QUEUED,
+            name: "boardroom-view",
         };
         let (streams, slots, open) = live::Streams::new();
-        let halt = Arc::clone(&stop);
+        let live_stop = Arc::new(AtomicBool::new(false));
+        let halt = Arc::clone(&live_stop);
         let streamer = std::thread::Builder::new()
             .name("boardroom-view-live".into())
             .spawn(move || live::run(&slots, &open, &halt))
             .map_err(ViewError::Thread)?;
-        server.workers.push(streamer);
-        let halt = Arc::clone(&stop);
-        let gatherer = std::thread::Builder::new()
-            .name("boardroom-view-accept".into())
-            .spawn(move || serve::gather(&listener, &jobs, &halt))
-            .map_err(ViewError::Thread)?;
-        server.workers.push(gatherer);
-        for i in 0..WORKERS {
-            let (queue, streams, runs_dir, access) = (
-                queue.clone(),
-                streams.clone(),
-                Arc::clone(&runs_dir),
-                Arc::clone(&access),
-            );
-            let worker = std::thread::Builder::new()
-                .name(format!("boardroom-view-{i}"))
-                .spawn(move || {
-                    serve::work(&queue, |request| {
-                        routes::handle(request, &runs_dir, &streams, &access);
-                    });
-                })
-                // Dropping the partial server stops and joins what started.
-                .map_err(ViewError::Thread)?;
-            server.workers.push(worker);
-        }
-        Ok(server)
+        let mut view = ViewServer {
+            addr,
+            server: None,
+            live_stop,
+            live: Some(streamer),
+        };
+        let handler: httpd::Handler = Arc::new(move |request, _halt| {
+            routes::handle(request, &runs_dir, &streams, &access);
+        });
+        // On an error, dropping `view` stops and joins the streaming thread.
+        view.server = Some(
+            httpd::Server::start(listener, limits, routes::busy, handler)
+                .map_err(ViewError::Thread)?,
+        );
+        Ok(view)
     }
 
     /// The address it listens on.
@@ -243,8 +211,8 @@ impl ViewServer {
 
     /// Blocks while the server serves (until the process ends).
     pub fn wait(mut self) {
-        for w in self.workers.drain(..) {
-            let _ = w.join();
+        if let Some(server) = self.server.take() {
+            server.wait();
         }
     }
 
@@ -257,11 +225,12 @@ impl ViewServer {
 
 impl Drop for ViewServer {
     fn drop(&mut self) {
-        // The gathering thread sees the flag within a moment and drops
-        // the queue; the workers end once it is empty.
-        self.stop.store(true, Ordering::Relaxed);
-        for w in self.workers.drain(..) {
-            let _ = w.join();
+        // The workers first (none hands a stream over after), then the
+        // streaming thread, which closes what it holds.
+        drop(self.server.take());
+        self.live_stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.live.take() {
+            let _ = t.join();
         }
     }
 }

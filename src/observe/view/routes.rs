@@ -5,7 +5,7 @@ use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::serve::{Request, Response};
+use crate::util::httpd::{self, Request, Response, same};
 
 use crate::event::RunStatus;
 use crate::store::{RunListing, list_runs};
@@ -25,21 +25,9 @@ pub(super) struct Access {
 /// The cookie that carries the token after a `?token=` page visit.
 const COOKIE: &str = "boardroom_view";
 
-/// Equal in time independent of where they differ.
-fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
-}
-
 /// Whether the request carries the token in a header or the cookie.
 fn has_token(request: &Request, token: &str) -> bool {
-    let bearer = request
-        .header("Authorization")
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|t| same(t.trim(), token));
+    let bearer = httpd::bearer(request).is_some_and(|t| same(t, token));
     let cookie = request.header("Cookie").is_some_and(|v| {
         v.split(';')
             .filter_map(|c| c.trim().split_once('='))
@@ -94,15 +82,12 @@ pub(super) fn handle(
         }
         return;
     }
-    if let Some(hosts) = access.hosts.as_deref() {
-        let host = request.header("Host").map(str::to_ascii_lowercase);
-        if !host.is_some_and(|h| hosts.contains(&h)) {
-            let _ = request.respond(html(
-                421,
-                "<h1>421</h1><p>This server answers to its own address only.</p>".into(),
-            ));
-            return;
-        }
+    if !httpd::host_allowed(&request, access.hosts.as_deref()) {
+        let _ = request.respond(html(
+            421,
+            "<h1>421</h1><p>This server answers to its own address only.</p>".into(),
+        ));
+        return;
     }
     let url = request.url().to_string();
     let path = url.split(['?', '#']).next().unwrap_or("").to_string();
@@ -142,12 +127,7 @@ pub(super) fn handle(
 /// The run directory for an id that names one of the runs, else `None`.
 /// Ids are compared with the listed directory names, never joined.
 pub(super) fn find(runs_dir: &Path, id: &str) -> Option<PathBuf> {
-    let plain = !id.is_empty()
-        && !id.starts_with('.')
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if !plain {
+    if !httpd::plain_name(id) {
         return None;
     }
     list_runs(runs_dir)

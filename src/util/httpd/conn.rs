@@ -1,6 +1,6 @@
-//! The view's HTTP/1.1 server: one thread gathers connections and reads
-//! their request heads without blocking, a fixed pool of workers answers
-//! the requests whose heads arrived, one response per connection.
+//! One connection of the HTTP/1.1 server: the thread that gathers
+//! connections and reads their request heads without blocking, the
+//! request a worker gets (head, body, the socket), and the response.
 //!
 //! Bounded whatever clients do: at most [`PENDING`] connections wait for
 //! their heads (past it the oldest is closed), a head must arrive whole
@@ -14,39 +14,56 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender, TrySendError};
+use crossbeam_channel::{Sender, TrySendError};
 
 /// Connections waiting for their request heads.
-pub(super) const PENDING: usize = 256;
+const PENDING: usize = 256;
 /// How long a connection has to send its whole request head.
-pub(super) const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// The largest request head read.
-pub(super) const MAX_HEAD: usize = 16 * 1024;
+const MAX_HEAD: usize = 16 * 1024;
 /// A worker's read and write timeout on its connection.
-pub(super) const IO_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const IO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Headers kept from one request.
 const MAX_HEADERS: usize = 64;
 /// How long the gathering thread sleeps when nothing happened.
 const IDLE_SLEEP: Duration = Duration::from_millis(5);
 
 /// A request whose head arrived, with its connection.
-pub(super) struct Request {
+pub(crate) struct Request {
     method: String,
     url: String,
     headers: Vec<(String, String)>,
+    /// Bytes read past the head: the start of the body.
+    rest: Vec<u8>,
     stream: TcpStream,
+}
+
+/// Why a request's body could not be read.
+#[derive(Debug)]
+pub(crate) enum BodyError {
+    /// `Content-Length` says more than the limit allows (or the body sent
+    /// more).
+    TooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// No `Content-Length` (a chunked body), or one that is not a number.
+    NoLength,
+    /// The connection failed or timed out before the body arrived.
+    Io(std::io::Error),
 }
 
 /// A response: status, headers, body (sent with `Content-Length` and
 /// `Connection: close`).
-pub(super) struct Response {
+pub(crate) struct Response {
     status: u16,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
 }
 
 impl Response {
-    pub(super) fn new(status: u16, body: Vec<u8>) -> Self {
+    pub(crate) fn new(status: u16, body: Vec<u8>) -> Self {
         Response {
             status,
             headers: Vec::new(),
@@ -55,7 +72,7 @@ impl Response {
     }
 
     /// Adds a header; control characters in the value are dropped.
-    pub(super) fn with_header(mut self, name: &str, value: &str) -> Self {
+    pub(crate) fn with_header(mut self, name: &str, value: &str) -> Self {
         let value: String = value.chars().filter(|c| !c.is_control()).collect();
         self.headers.push((name.to_string(), value));
         self
@@ -63,17 +80,57 @@ impl Response {
 }
 
 impl Request {
-    pub(super) fn url(&self) -> &str {
+    pub(crate) fn url(&self) -> &str {
         &self.url
     }
 
+    /// The method, as sent.
+    pub(crate) fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The URL without its query and fragment.
+    pub(crate) fn path(&self) -> &str {
+        self.url.split(['?', '#']).next().unwrap_or("")
+    }
+
+    /// Reads the body `Content-Length` announces, at most `limit` bytes
+    /// (a request with none has an empty body unless it says it is
+    /// chunked).
+    pub(crate) fn read_body(&mut self, limit: usize) -> Result<Vec<u8>, BodyError> {
+        let length = match self.header("Content-Length") {
+            Some(v) => v.trim().parse::<usize>().map_err(|_| BodyError::NoLength)?,
+            None if self.header("Transfer-Encoding").is_some() => {
+                return Err(BodyError::NoLength);
+            }
+            None => 0,
+        };
+        if length > limit || self.rest.len() > limit {
+            return Err(BodyError::TooLarge { limit });
+        }
+        let mut body = std::mem::take(&mut self.rest);
+        body.truncate(length);
+        if body.len() < length {
+            let mut more = vec![0u8; length - body.len()];
+            self.stream.read_exact(&mut more).map_err(BodyError::Io)?;
+            body.extend_from_slice(&more);
+        }
+        Ok(body)
+    }
+
+    /// The connection itself, for a protocol that takes it over (a
+    /// WebSocket after its upgrade).
+    pub(crate) fn into_stream(self) -> TcpStream {
+        self.stream
+    }
+
     /// Whether the method is GET or HEAD.
-    pub(super) fn is_get(&self) -> bool {
+    pub(crate) fn is_get(&self) -> bool {
         matches!(self.method.as_str(), "GET" | "HEAD")
     }
 
     /// The value of a header (name compared without case).
-    pub(super) fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -81,7 +138,7 @@ impl Request {
     }
 
     /// Sends `response` (no body to a HEAD) and closes the connection.
-    pub(super) fn respond(mut self, response: Response) -> std::io::Result<()> {
+    pub(crate) fn respond(mut self, response: Response) -> std::io::Result<()> {
         let mut head = format!(
             "HTTP/1.1 {} {}\r\n",
             response.status,
@@ -100,23 +157,29 @@ impl Request {
         }
         self.stream.flush()
     }
-
-    /// The connection, for a response written as it goes (an event stream).
-    pub(super) fn into_stream(self) -> TcpStream {
-        self.stream
-    }
 }
 
 fn reason(status: u16) -> &'static str {
     match status {
+        101 => "Switching Protocols",
         200 => "OK",
+        201 => "Created",
+        202 => "Accepted",
         303 => "See Other",
         400 => "Bad Request",
         401 => "Unauthorized",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        409 => "Conflict",
+        411 => "Length Required",
+        413 => "Content Too Large",
+        415 => "Unsupported Media Type",
         421 => "Misdirected Request",
+        426 => "Upgrade Required",
+        429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
         503 => "Service Unavailable",
         _ => "",
     }
@@ -137,9 +200,15 @@ enum Step {
 }
 
 /// Accepts connections on `listener` (non-blocking) and reads their heads
-/// until `stop`; each complete request goes to `jobs`, or is answered 503
-/// when the queue is full. Dropping `jobs` on return ends the workers.
-pub(super) fn gather(listener: &TcpListener, jobs: &Sender<Request>, stop: &AtomicBool) {
+/// until `stop`; each complete request goes to `jobs`, or is answered with
+/// `overloaded()` when the queue is full. Dropping `jobs` on return ends the
+/// workers.
+pub(crate) fn gather(
+    listener: &TcpListener,
+    jobs: &Sender<Request>,
+    stop: &AtomicBool,
+    overloaded: fn() -> Response,
+) {
     let mut pending: Vec<Pending> = Vec::new();
     let mut buf = vec![0u8; 4096];
     while !stop.load(Ordering::Relaxed) {
@@ -164,7 +233,7 @@ pub(super) fn gather(listener: &TcpListener, jobs: &Sender<Request>, stop: &Atom
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) => {
                     // Out of descriptors, say: wait instead of spinning.
-                    log::debug!("view: accepting: {e}");
+                    log::debug!("http: accepting: {e}");
                     std::thread::sleep(IDLE_SLEEP * 10);
                     break;
                 }
@@ -183,7 +252,7 @@ pub(super) fn gather(listener: &TcpListener, jobs: &Sender<Request>, stop: &Atom
                     match jobs.try_send(request) {
                         Ok(()) => {}
                         Err(TrySendError::Full(request)) => {
-                            let _ = request.respond(super::routes::busy());
+                            let _ = request.respond(overloaded());
                         }
                         Err(TrySendError::Disconnected(_)) => return,
                     }
@@ -213,7 +282,11 @@ fn read_some(p: &mut Pending, buf: &mut [u8]) -> Step {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut parsed = httparse::Request::new(&mut headers);
         let status = parsed.parse(&p.head);
-        let complete = matches!(status, Ok(httparse::Status::Complete(_)));
+        let head_len = match status {
+            Ok(httparse::Status::Complete(n)) => Some(n),
+            _ => None,
+        };
+        let complete = head_len.is_some();
         if !complete && status.is_ok() && p.head.len() <= MAX_HEAD {
             continue;
         }
@@ -230,6 +303,7 @@ fn read_some(p: &mut Pending, buf: &mut [u8]) -> Step {
             method: parsed.method.unwrap_or("GET").to_string(),
             url: parsed.path.unwrap_or("/").to_string(),
             headers: Vec::new(),
+            rest: head_len.map_or_else(Vec::new, |n| p.head[n..].to_vec()),
             stream,
         };
         if !complete {
@@ -250,12 +324,5 @@ fn read_some(p: &mut Pending, buf: &mut [u8]) -> Step {
             })
             .collect();
         return Step::Ready(request);
-    }
-}
-
-/// A worker: answers requests until the queue is dropped.
-pub(super) fn work(jobs: &Receiver<Request>, answer: impl Fn(Request)) {
-    for request in jobs {
-        answer(request);
     }
 }
