@@ -28,6 +28,15 @@ pub struct Lines<T> {
 /// [`StoreError::NewerVersion`] for a file from a newer boardroom,
 /// [`StoreError::Json`] for one that is not a run record.
 pub fn load_run(dir: &Path) -> Result<RunRecord, StoreError> {
+    let (mut record, _) = load_raw(dir)?;
+    count_late_calls(dir, &mut record);
+    Ok(record)
+}
+
+/// `run.json` as saved (with, from format 2 on, `team.json` and the part
+/// of `state.jsonl` it covers, whose length comes back too), before the
+/// late calls of a finished run are counted.
+pub(crate) fn load_raw(dir: &Path) -> Result<(RunRecord, Option<u64>), StoreError> {
     let path = dir.join(RUN_FILE);
     let text = match super::read_capped(&path, super::MAX_RECORD_FILE)
         .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))
@@ -57,9 +66,17 @@ pub fn load_run(dir: &Path) -> Result<RunRecord, StoreError> {
             supported: RUN_FORMAT_VERSION,
         });
     }
-    let mut record: RunRecord = serde_json::from_value(value)
-        .map_err(|e| StoreError::json(&path, "not a run record", e))?;
-    count_late_calls(dir, &mut record);
+    // Format 2 is a summary that says how much of `state.jsonl` it covers;
+    // anything else is a whole record (format 1, or a `RunRecord` written
+    // out as it serialises).
+    let (record, state_len) = if value.get("state_len").is_some() {
+        let (record, len) = super::snapshot::load(dir, value)?;
+        (record, Some(len))
+    } else {
+        let record: RunRecord = serde_json::from_value(value)
+            .map_err(|e| StoreError::json(&path, "not a run record", e))?;
+        (record, None)
+    };
     // Entries are numbered 1, 2, 3, ... in board order: anything else was
     // not written by boardroom (and a number at the top of the range
     // would overflow the next entry's).
@@ -73,7 +90,7 @@ pub fn load_run(dir: &Path) -> Result<RunRecord, StoreError> {
         }
         last = e.seq;
     }
-    Ok(record)
+    Ok((record, state_len))
 }
 
 /// A finished run's calls after its last snapshot (the memory note's, when
