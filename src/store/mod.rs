@@ -4,6 +4,7 @@
 mod crash;
 mod error;
 mod lock;
+mod long_task;
 mod read;
 mod record;
 mod snapshot;

@@ -162,3 +162,43 @@ fn issue25_handoff_steps_are_appended() {
     assert_eq!(lines.last().unwrap().matches("step text").count(), 1);
     assert_eq!(load_run(&path).unwrap().state, state);
 }
+
+#[test]
+fn issue28_finding4_a_long_task_is_written_once_and_turns_get_it_back() {
+    use crate::model::{Message, Phase, Role};
+    use crate::record::AgentRole;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("r");
+    let dir = RunDir::create(&path).unwrap();
+    let task = format!("Plan a \"picnic\"\n{}", "é and more words. ".repeat(4000));
+    let state = RunState::new("r".into(), task.clone());
+    save(&dir, &state);
+    let mut turn =
+        crate::record::turn::sample_turn("t0001", "writer", AgentRole::Member, 1, Phase::Draft);
+    let message = |role, content: String| Message {
+        role,
+        content,
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+    };
+    turn.messages = vec![
+        message(Role::System, "You write.".into()),
+        message(
+            Role::User,
+            format!("<task>\n{task}\n</task>\n\n<assignment>\n{task} (your part)\n</assignment>"),
+        ),
+    ];
+    dir.append_turn(&turn).unwrap();
+    let short =
+        crate::record::turn::sample_turn("t0002", "critic", AgentRole::Member, 1, Phase::Draft);
+    dir.append_turn(&short).unwrap();
+    let turns = std::fs::read_to_string(path.join("turns.jsonl")).unwrap();
+    assert!(turns.len() < 1000, "{} bytes of turns", turns.len());
+    let back = read_turns(&path).unwrap();
+    assert!(back.warnings.is_empty(), "{:?}", back.warnings);
+    assert_eq!(back.items, vec![turn, short]);
+    // Written once: in state.jsonl, not in run.json.
+    let run_json = std::fs::read_to_string(path.join("run.json")).unwrap();
+    assert!(!run_json.contains("picnic"), "{run_json}");
+    assert_eq!(load_run(&path).unwrap().state.task(), task);
+}

@@ -30,6 +30,9 @@ pub(crate) struct RunDir {
     /// checkpoint points there instead of writing the entry again.
     journaled: Mutex<std::collections::HashMap<u64, u64>>,
     state: Mutex<StateLog>,
+    /// The run's task when it is long: cut out of the turns that hold it
+    /// (it is in `state.jsonl` once).
+    long_task: parking_lot::RwLock<Option<Arc<str>>>,
 }
 
 /// `journal.jsonl`, open for appending, and its length.
@@ -232,9 +235,12 @@ impl RunDir {
             .len();
         // Going on from a snapshot of format 2: the log is what it covers
         // (a checkpoint killed before its `run.json` appended more).
-        let written = match super::read::load_raw(path) {
-            Ok((record, Some(state_len))) => Written::of(&record.state, state_len),
-            _ => Written::default(),
+        let (written, task) = match super::read::load_raw(path) {
+            Ok((record, Some(state_len))) => (
+                Written::of(&record.state, state_len),
+                long(&record.state.task),
+            ),
+            _ => (Written::default(), None),
         };
         let state_path = path.join(STATE_FILE);
         let state = open_append(&state_path)?;
@@ -251,6 +257,7 @@ impl RunDir {
                 file: state,
                 written,
             }),
+            long_task: parking_lot::RwLock::new(task),
         })
     }
 
@@ -283,8 +290,19 @@ impl RunDir {
         Ok(())
     }
 
-    pub(crate) fn append_turn(&self, value: &impl Serialize) -> Result<(), StoreError> {
-        append(&self.turns, &self.path.join(TURNS_FILE), value)
+    /// Appends one turn; a long task is cut out of its messages.
+    pub(crate) fn append_turn(&self, turn: &crate::record::Turn) -> Result<(), StoreError> {
+        let path = self.path.join(TURNS_FILE);
+        let line =
+            serde_json::to_vec(turn).map_err(|e| StoreError::json(&path, "cannot serialise", e))?;
+        let line = crate::util::secrets::mask_json(&line).into_owned();
+        let task = self.long_task.read().clone();
+        let mut line = super::long_task::cut_task(line, task.as_deref());
+        line.push(b'\n');
+        let mut f = self.turns.lock();
+        f.write_all(&line)
+            .and_then(|()| f.flush())
+            .map_err(|e| StoreError::io(&path, e))
     }
 
     /// Appends one journal record; a board entry's place is remembered
@@ -341,6 +359,7 @@ impl RunDir {
                 return Err(StoreError::io(&state_path, e));
             }
             log.written.wrote(state, line.len() as u64);
+            *self.long_task.write() = long(&state.task);
         }
         let summary = Summary::of(
             state,
@@ -379,14 +398,10 @@ fn masked(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
 /// The end of a new run directory's name while it is being made.
 pub(crate) const STAGING_SUFFIX: &str = ".new";
 
-/// One JSON line, written with a single `write` and flushed, so a crash
-/// leaves at worst a torn last line that readers skip.
-fn append(file: &Mutex<File>, path: &Path, value: &impl Serialize) -> Result<(), StoreError> {
-    let line = line(path, value)?;
-    let mut f = file.lock();
-    f.write_all(&line)
-        .and_then(|()| f.flush())
-        .map_err(|e| StoreError::io(path, e))
+/// The task, when long enough to be written once.
+fn long(task: &str) -> Option<Arc<str>> {
+    (task.len() >= super::long_task::LONG_TASK)
+        .then(|| Arc::from(crate::util::secrets::mask(task).as_ref()))
 }
 
 /// `value` as one JSON line, known secrets masked.
