@@ -5,8 +5,8 @@
 //!
 //! Measured with main before the change (format 1, the whole run in
 //! `run.json`, rewritten after every phase): 5.62 MB written for a
-//! directory of 3.00 MB, `run.json` 712 KB. With format 2: 2.83 MB written
-//! for 2.82 MB, `run.json` 1.5 KB.
+//! directory of 3.00 MB, `run.json` 712 KB. With format 2: 2.55 MB written
+//! for 2.55 MB, `run.json` 1.5 KB.
 
 use boardroom::bench::bench_team;
 use boardroom::store::load_run;

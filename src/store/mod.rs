@@ -8,6 +8,7 @@ mod long_task;
 mod read;
 mod record;
 mod snapshot;
+mod snapshot_load;
 mod write;
 
 pub use error::StoreError;

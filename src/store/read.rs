@@ -70,7 +70,7 @@ pub(crate) fn load_raw(dir: &Path) -> Result<(RunRecord, Option<u64>), StoreErro
     // anything else is a whole record (format 1, or a `RunRecord` written
     // out as it serialises).
     let (record, state_len) = if value.get("state_len").is_some() {
-        let (record, len) = super::snapshot::load(dir, value)?;
+        let (record, len) = super::snapshot_load::load(dir, value)?;
         (record, Some(len))
     } else {
         let record: RunRecord = serde_json::from_value(value)

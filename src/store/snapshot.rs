@@ -16,15 +16,12 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::record::{JournalRecord, RunRecord, TeamSnapshot};
-use super::{JOURNAL_FILE, StoreError};
+use super::StoreError;
 use crate::board::Entry;
 use crate::model::Usage;
-use crate::plan::{Plan, WorkModule};
+use crate::plan::WorkModule;
 use crate::protocol::Assignment;
-use crate::record::{
-    HandoffState, ProcessState, RunPhase, RunSettings, RunState, RunStatus, UserNote,
-};
+use crate::record::{HandoffState, RunPhase, RunSettings, RunState, RunStatus, UserNote};
 
 /// The team of a run of format 2, written once.
 pub(crate) const TEAM_FILE: &str = "team.json";
@@ -83,7 +80,7 @@ pub(crate) struct Counts {
 /// holds it.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(untagged)]
-enum BoardItem<E> {
+pub(crate) enum BoardItem<E> {
     At(At),
     Inline(E),
 }
@@ -91,9 +88,9 @@ enum BoardItem<E> {
 /// An entry's place in `journal.jsonl`.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct At {
-    seq: u64,
-    at: u64,
+pub(crate) struct At {
+    pub(crate) seq: u64,
+    pub(crate) at: u64,
 }
 
 /// One line of `state.jsonl` as written: borrowed from the state.
@@ -143,11 +140,19 @@ struct ModuleChange<'a> {
     metadata: Option<&'a serde_json::Map<String, serde_json::Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     context_archive: Option<&'a [crate::model::Message]>,
+    /// Where the journal holds the changed transcript (in a module
+    /// record), instead of `context_archive`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    archive_at: Option<u64>,
 }
 
 impl<'a> ModuleChange<'a> {
-    fn between(was: &WorkModule, now: &'a WorkModule) -> Self {
+    fn between(was: &WorkModule, now: &'a WorkModule, archived: &Archived<'_>) -> Self {
         let changed = |same: bool| !same;
+        let new_archive = changed(was.context_archive == now.context_archive);
+        let archive_at = new_archive
+            .then(|| archived(&now.task_id, &now.context_archive))
+            .flatten();
         ModuleChange {
             task_id: &now.task_id,
             description: changed(was.description == now.description).then_some(&*now.description),
@@ -156,8 +161,9 @@ impl<'a> ModuleChange<'a> {
                 .then_some(&now.assigned_agent),
             round: changed(was.round == now.round).then_some(&now.round),
             metadata: changed(was.metadata == now.metadata).then_some(&now.metadata),
-            context_archive: changed(was.context_archive == now.context_archive)
+            context_archive: (new_archive && archive_at.is_none())
                 .then_some(&now.context_archive[..]),
+            archive_at,
         }
     }
 }
@@ -174,37 +180,8 @@ struct HandoffOut<'a> {
     feedback: &'a [String],
 }
 
-/// One line of `state.jsonl` as read.
-#[derive(Debug, Default, Deserialize)]
-struct DeltaIn {
-    #[serde(default)]
-    task: Option<String>,
-    #[serde(default)]
-    board_from: Option<usize>,
-    #[serde(default)]
-    board: Vec<BoardItem<Entry>>,
-    #[serde(default)]
-    plan_reset: bool,
-    #[serde(default)]
-    modules: Vec<WorkModule>,
-    #[serde(default)]
-    module_changes: Vec<serde_json::Map<String, serde_json::Value>>,
-    #[serde(default)]
-    assignments: Option<Vec<Assignment>>,
-    #[serde(default)]
-    usage_reset: bool,
-    #[serde(default)]
-    usage_by_agent: BTreeMap<String, Usage>,
-    #[serde(default)]
-    handoff: Option<HandoffIn>,
-}
-
-#[derive(Debug, Deserialize)]
-struct HandoffIn {
-    steps_from: usize,
-    #[serde(flatten)]
-    state: HandoffState,
-}
+/// Where the journal holds a module's transcript equal to this one.
+pub(crate) type Archived<'x> = dyn Fn(&str, &[crate::model::Message]) -> Option<u64> + 'x;
 
 /// What the log holds as of the last checkpoint: the writer's view, to
 /// write only what changed.
@@ -241,6 +218,7 @@ impl Written {
         &self,
         state: &RunState,
         journaled: &dyn Fn(u64) -> Option<u64>,
+        archived: &Archived<'_>,
     ) -> Result<Option<(Vec<u8>, bool)>, serde_json::Error> {
         let mut d = DeltaOut::default();
         if self.task.as_deref() != Some(state.task.as_str()) {
@@ -270,7 +248,11 @@ impl Written {
             for (i, m) in tasks.iter().enumerate() {
                 match self.plan.get(i) {
                     Some(was) if was == m => {}
-                    Some(was) => d.module_changes.push(ModuleChange::between(was, m)),
+                    Some(was) => {
+                        let change = ModuleChange::between(was, m, archived);
+                        refs |= change.archive_at.is_some();
+                        d.module_changes.push(change);
+                    }
                     None => d.modules.push(m),
                 }
             }
@@ -397,205 +379,6 @@ impl Summary {
                 agents: state.usage_by_agent.len(),
                 steps: state.process.handoff().map(|h| h.steps.len()),
             },
-        }
-    }
-}
-
-/// Reads a run of format 2: `run.json` (already parsed as `value`),
-/// `team.json`, and `state.jsonl` up to where `run.json` says. Returns the
-/// record and the length of the log it covers.
-pub(crate) fn load(dir: &Path, value: serde_json::Value) -> Result<(RunRecord, u64), StoreError> {
-    let run_path = dir.join(super::RUN_FILE);
-    let summary: Summary = serde_json::from_value(value)
-        .map_err(|e| StoreError::json(&run_path, "not a run record", e))?;
-    let team_path = dir.join(TEAM_FILE);
-    let team_bytes = super::read_capped(&team_path, super::MAX_RECORD_FILE)
-        .map_err(|e| StoreError::io(&team_path, e))?;
-    let team: TeamSnapshot = serde_json::from_slice(&team_bytes)
-        .map_err(|e| StoreError::json(&team_path, "not a team", e))?;
-    let state_path = dir.join(STATE_FILE);
-    let corrupt = |path: &Path, detail: String| StoreError::Corrupt {
-        path: path.to_path_buf(),
-        detail,
-    };
-    let bytes = if summary.state_len == 0 {
-        Vec::new()
-    } else {
-        super::read_capped(&state_path, super::MAX_LOG_FILE)
-            .map_err(|e| StoreError::io(&state_path, e))?
-    };
-    let covered = usize::try_from(summary.state_len).unwrap_or(usize::MAX);
-    if bytes.len() < covered {
-        return Err(corrupt(
-            &state_path,
-            format!(
-                "{} bytes long, run.json says {}",
-                bytes.len(),
-                summary.state_len
-            ),
-        ));
-    }
-    let mut deltas = Vec::new();
-    for (i, line) in bytes[..covered].split(|b| *b == b'\n').enumerate() {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let d: DeltaIn = serde_json::from_slice(line).map_err(|e| StoreError::Json {
-            path: state_path.clone(),
-            what: if i == 0 {
-                "line 1"
-            } else {
-                "a checkpoint line"
-            },
-            source: Box::new(e),
-        })?;
-        deltas.push(d);
-    }
-    let mut journal = JournalLines::new(dir, &deltas);
-    let mut state = RunState::new(summary.run_id, summary.task.unwrap_or_default());
-    let mut steps_seen = false;
-    for d in deltas {
-        if let Some(task) = d.task {
-            state.task = task;
-        }
-        if let Some(from) = d.board_from {
-            state.board.truncate(from);
-        }
-        for item in d.board {
-            let entry = match item {
-                BoardItem::Inline(e) => e,
-                BoardItem::At(at) => journal.entry(at)?,
-            };
-            state.board.push(entry);
-        }
-        if d.plan_reset {
-            state.plan = Plan::default();
-        }
-        for m in d.modules {
-            match state.plan.get_mut(&m.task_id) {
-                Some(old) => *old = m,
-                None => state.plan.tasks.push(m),
-            }
-        }
-        for change in d.module_changes {
-            change_module(&mut state.plan, change)
-                .map_err(|detail| corrupt(&state_path, detail))?;
-        }
-        if let Some(a) = d.assignments {
-            state.assignments = a;
-        }
-        if d.usage_reset {
-            state.usage_by_agent.clear();
-        }
-        state.usage_by_agent.extend(d.usage_by_agent);
-        if let Some(h) = d.handoff {
-            steps_seen = true;
-            let mut steps = state
-                .process
-                .take_handoff()
-                .map(|old| old.steps)
-                .unwrap_or_default();
-            steps.truncate(h.steps_from);
-            let mut hs = h.state;
-            steps.append(&mut hs.steps);
-            hs.steps = steps;
-            state.process = ProcessState::Handoff(hs);
-        }
-    }
-    let _ = steps_seen;
-    state.round = summary.round;
-    state.phase = summary.phase;
-    state.status = summary.status;
-    state.answer = summary.answer;
-    state.error = summary.error;
-    state.usage = summary.usage;
-    state.feedback = summary.feedback;
-    state.user_notes = summary.user_notes;
-    state.round_offset = summary.round_offset;
-    let record = RunRecord {
-        version: summary.version,
-        created_ms: summary.created_ms,
-        saved_ms: summary.saved_ms,
-        team,
-        settings: summary.settings,
-        journal_len: summary.journal_len,
-        state,
-    };
-    Ok((record, summary.state_len))
-}
-
-/// A module's changed fields put over it.
-fn change_module(
-    plan: &mut Plan,
-    change: serde_json::Map<String, serde_json::Value>,
-) -> Result<(), String> {
-    let id = change
-        .get("task_id")
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let Some(module) = plan.get_mut(&id) else {
-        return Err(format!(
-            "a change to module '{id}', which is not in the plan"
-        ));
-    };
-    let mut value = serde_json::to_value(&*module).map_err(|e| e.to_string())?;
-    if let serde_json::Value::Object(fields) = &mut value {
-        fields.extend(change);
-    }
-    *module = serde_json::from_value(value).map_err(|e| format!("module '{id}': {e}"))?;
-    Ok(())
-}
-
-/// The journal, read once and only when a checkpoint points into it.
-struct JournalLines {
-    path: std::path::PathBuf,
-    from: u64,
-    bytes: Option<Vec<u8>>,
-}
-
-impl JournalLines {
-    fn new(dir: &Path, deltas: &[DeltaIn]) -> Self {
-        let from = deltas
-            .iter()
-            .flat_map(|d| &d.board)
-            .filter_map(|b| match b {
-                BoardItem::At(at) => Some(at.at),
-                BoardItem::Inline(_) => None,
-            })
-            .min()
-            .unwrap_or(0);
-        JournalLines {
-            path: dir.join(JOURNAL_FILE),
-            from,
-            bytes: None,
-        }
-    }
-
-    /// The board entry journaled at `at.at`.
-    fn entry(&mut self, at: At) -> Result<Entry, StoreError> {
-        let corrupt = |detail: String| StoreError::Corrupt {
-            path: self.path.clone(),
-            detail,
-        };
-        if self.bytes.is_none() {
-            let b = super::read_capped_from(&self.path, self.from, super::MAX_LOG_FILE)
-                .map_err(|e| StoreError::io(&self.path, e))?;
-            self.bytes = Some(b);
-        }
-        let bytes = self.bytes.as_deref().unwrap_or_default();
-        let start = usize::try_from(at.at.saturating_sub(self.from)).unwrap_or(usize::MAX);
-        let line = bytes
-            .get(start..)
-            .and_then(|rest| rest.split(|b| *b == b'\n').next())
-            .filter(|l| !l.is_empty())
-            .ok_or_else(|| corrupt(format!("no line at byte {} (entry #{})", at.at, at.seq)))?;
-        match serde_json::from_slice::<JournalRecord>(line) {
-            Ok(JournalRecord::Entry { entry, .. }) if entry.seq == at.seq => Ok(entry),
-            _ => Err(corrupt(format!(
-                "byte {}: not board entry #{} as state.jsonl says",
-                at.at, at.seq
-            ))),
         }
     }
 }

@@ -202,3 +202,33 @@ fn issue28_finding4_a_long_task_is_written_once_and_turns_get_it_back() {
     assert!(!run_json.contains("picnic"), "{run_json}");
     assert_eq!(load_run(&path).unwrap().state.task(), task);
 }
+
+#[test]
+fn issue25_a_journaled_transcript_is_pointed_to_not_written_again() {
+    use crate::model::{Message, Role};
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("r");
+    let dir = RunDir::create(&path).unwrap();
+    let mut state = RunState::new("r".into(), "a task".into());
+    state.plan.add("part one", Some("writer".into()));
+    save(&dir, &state);
+    let module = &mut state.plan.tasks[0];
+    module.context_archive = vec![Message {
+        role: Role::Assistant,
+        content: "the transcript of part one".into(),
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+    }];
+    module.status = crate::plan::ModuleStatus::PendingReview;
+    dir.append_journal(&JournalRecord::Module {
+        round: 1,
+        phase: RunPhase::Members,
+        module: module.clone(),
+    })
+    .unwrap();
+    save(&dir, &state);
+    let last = state_lines(&path).pop().unwrap();
+    assert!(last.contains("\"archive_at\""), "{last}");
+    assert!(!last.contains("transcript of part one"), "{last}");
+    assert_eq!(load_run(&path).unwrap().state, state);
+}
