@@ -106,6 +106,7 @@ fn main() {
             model: None,
             rounds: reps,
             executor: Executor::Auto,
+            save: false,
         })
         .expect("the bench runs");
         assert_eq!(row.drafts, n * reps, "every member drafted");

@@ -46,6 +46,10 @@ pub struct BenchOptions {
     pub rounds: usize,
     /// What runs the members (`Auto`: as a run does by default).
     pub executor: Executor,
+    /// Save each run as `boardroom run` does (its directory in a temp
+    /// directory, removed after the run, outside the time): `false`, the
+    /// runs are not saved at all.
+    pub save: bool,
 }
 
 impl std::fmt::Debug for BenchOptions {
@@ -56,6 +60,7 @@ impl std::fmt::Debug for BenchOptions {
             .field("model", &self.model.as_ref().map(|m| m.name()))
             .field("rounds", &self.rounds)
             .field("executor", &self.executor)
+            .field("save", &self.save)
             .finish()
     }
 }
@@ -106,6 +111,12 @@ pub struct BenchRow {
     pub drafts: usize,
     /// Changes of an endpoint's in-flight limit (all runs).
     pub limit_changes: usize,
+    /// Whether the runs were saved as `boardroom run` saves them.
+    #[serde(default)]
+    pub saved: bool,
+    /// The size of the median run's directory, in bytes (saved runs only).
+    #[serde(default)]
+    pub saved_bytes: u64,
 }
 
 /// Why a bench could not run.
@@ -174,14 +185,22 @@ pub fn bench(opts: &BenchOptions) -> Result<BenchRow, BenchError> {
             .map_err(|e| BenchError(format!("cannot start the collector thread: {e}")))?;
         let watch = std::sync::Arc::new(Stopwatch::new(std::sync::Arc::clone(&model)));
         let timed: SharedModel = watch.clone();
-        let runtime = Runtime::with_shared_model(team.clone(), timed)
+        let mut runtime = Runtime::with_shared_model(team.clone(), timed)
             .max_rounds(1)
             .executor(opts.executor)
             .events(tx);
+        let runs_dir = opts.save.then(saved_runs_dir).transpose()?;
+        if let Some(dir) = &runs_dir {
+            runtime = runtime.runs_dir(dir);
+        }
         let started = Instant::now();
         let outcome = runtime.run(BENCH_TASK);
         let wall = started.elapsed();
         drop(runtime);
+        let saved_bytes = runs_dir.as_deref().map_or(0, dir_bytes);
+        if let Some(dir) = &runs_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
         let mut seen = collector
             .join()
             .map_err(|_| BenchError("the collector thread panicked".into()))?;
@@ -192,6 +211,7 @@ pub fn bench(opts: &BenchOptions) -> Result<BenchRow, BenchError> {
             .filter(|e| e.kind == crate::board::EntryKind::Draft)
             .count();
         seen.wall = wall;
+        seen.saved_bytes = saved_bytes;
         if let Some(round) = watch.round() {
             seen.round = round;
         }
@@ -234,7 +254,37 @@ pub fn bench(opts: &BenchOptions) -> Result<BenchRow, BenchError> {
         peak_rss_kib,
         drafts: runs.iter().map(|r| r.drafts).sum(),
         limit_changes: runs.iter().map(|r| r.limit_changes).sum(),
+        saved: opts.save,
+        saved_bytes: median.saved_bytes,
     })
+}
+
+/// A fresh runs directory for one saved bench run, in the system's temp
+/// directory.
+fn saved_runs_dir() -> Result<std::path::PathBuf, BenchError> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "boardroom-bench-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| BenchError(format!("cannot make {}: {e}", dir.display())))?;
+    Ok(dir)
+}
+
+/// The bytes of the files under `dir`.
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    read.filter_map(Result::ok)
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+            _ => e.metadata().map_or(0, |m| m.len()),
+        })
+        .sum()
 }
 
 /// The process's thread count once it stops falling (threads of earlier
@@ -369,6 +419,8 @@ struct Seen {
     /// The first member call's start and the last one's end (ms).
     first: Option<u64>,
     last: Option<u64>,
+    /// The run directory's size (a saved run).
+    saved_bytes: u64,
 }
 
 /// Reads a run's events as they come, timing each from its own stamp (when
@@ -535,6 +587,30 @@ mod tests {
     }
 
     #[test]
+    fn issue25_a_saved_bench_saves_each_run_as_run_does_and_cleans_up() {
+        let row = bench(&BenchOptions {
+            members: 8,
+            latency: Duration::ZERO,
+            model: None,
+            rounds: 1,
+            executor: Executor::Threads,
+            save: true,
+        })
+        .unwrap();
+        assert!(row.saved);
+        assert_eq!(row.drafts, 8);
+        // run.json, team.json, state.jsonl, the logs: some kilobytes.
+        assert!(row.saved_bytes > 4096, "{}", row.saved_bytes);
+        let prefix = format!("boardroom-bench-{}-", std::process::id());
+        let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
     fn a_sim_bench_counts_every_member() {
         let row = bench(&BenchOptions {
             members: 16,
@@ -542,6 +618,7 @@ mod tests {
             model: None,
             rounds: 2,
             executor: Executor::Threads,
+            save: false,
         })
         .unwrap();
         assert_eq!(row.members, 16);

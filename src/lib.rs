@@ -103,7 +103,10 @@ pub mod store {
     //!
     //! ```text
     //! runs/<run-id>/
-    //!   run.json        snapshot after every phase (temp file, fsync, rename)
+    //!   run.json        a summary after every phase: status, phase, settings, totals,
+    //!                   how much of state.jsonl it covers (temp file, fsync, rename)
+    //!   team.json       the team, written once
+    //!   state.jsonl     what each checkpoint changed (board, plan, usage, steps)
     //!   events.jsonl    every event, one JSON object a line (buffered, from a writer thread)
     //!   turns.jsonl     every model call (a Turn record a line)
     //!   journal.jsonl   board entries and work modules as they land mid-phase

@@ -263,11 +263,10 @@ fn json_mode_prints_the_chat_and_the_run_as_json_lines() {
 }
 
 /// The run.json of run `run_id` under `dir/runs`.
+/// The saved run, whole (run.json is a summary since format 2).
 fn saved_run(dir: &Path, run_id: &str) -> serde_json::Value {
-    serde_json::from_str(
-        &std::fs::read_to_string(dir.join("runs").join(run_id).join("run.json")).unwrap(),
-    )
-    .unwrap()
+    serde_json::to_value(boardroom::store::load_run(&dir.join("runs").join(run_id)).unwrap())
+        .unwrap()
 }
 
 #[test]

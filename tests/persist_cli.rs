@@ -115,7 +115,7 @@ fn a_run_json_from_a_newer_version_is_reported_and_never_crashes() {
         serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
     v["version"] = 7.into();
     std::fs::write(dir.join("run.json"), v.to_string()).unwrap();
-    let why = "run.json: written by a newer boardroom (format version 7, this build reads up to 1)";
+    let why = "run.json: written by a newer boardroom (format version 7, this build reads up to 2)";
 
     let out = boardroom(tmp.path(), &["runs"]);
     assert!(out.status.success());
@@ -264,8 +264,8 @@ fn show_makes_terminal_escape_sequences_in_model_text_visible() {
     let dir = run(tmp.path(), "Plan a picnic", &["--no-memory"]);
     let id = dir.file_name().unwrap().to_str().unwrap();
     let path = dir.join("run.json");
-    let mut record: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    // The whole run as one run.json (format 1: board and all), edited.
+    let mut record = serde_json::to_value(boardroom::store::load_run(&dir).unwrap()).unwrap();
     let hostile = "ok\u{1b}[2J\u{1b}]0;pwned\u{7}\r\u{9b}31mred \u{202e}desrever\u{2066}";
     record["board"][0]["text"] = hostile.into();
     record["answer"] = format!("answer {hostile}").into();
@@ -299,8 +299,8 @@ fn a_saved_run_with_absurd_numbers_never_panics_on_resume() {
     );
     let id = dir.file_name().unwrap().to_str().unwrap().to_string();
     let path = dir.join("run.json");
-    let original: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    // The whole run as one run.json (format 1: board and all), edited.
+    let original = serde_json::to_value(boardroom::store::load_run(&dir).unwrap()).unwrap();
 
     let mut record = original.clone();
     record["phase"] = "review".into();

@@ -255,7 +255,10 @@ fn run_json_holds_no_secrets_and_resume_gets_the_team_directory_back() {
         .run("Plan a picnic")
         .unwrap();
     let run_dir = runs.path().join(&run.run_id);
-    let saved = std::fs::read_to_string(run_dir.join("run.json")).unwrap();
+    // run.json and, since format 2, the team beside it in team.json.
+    let saved = ["run.json", "team.json"]
+        .map(|f| std::fs::read_to_string(run_dir.join(f)).unwrap())
+        .concat();
     assert!(
         !saved.contains("PASSWORD42") && !saved.contains("ghp_TOKEN42"),
         "{saved}"

@@ -529,9 +529,8 @@ fn a_handoff_run_is_drawn_as_its_steps_with_reasons_tokens_and_times() {
         &runs,
     );
     let id = only_run(&runs);
-    let saved: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(runs.join(&id).join("run.json")).unwrap())
-            .unwrap();
+    // The saved run, whole (run.json is a summary since format 2).
+    let saved = serde_json::to_value(boardroom::store::load_run(&runs.join(&id)).unwrap()).unwrap();
     let steps = saved["handoff"]["steps"].as_array().unwrap().clone();
     assert_eq!(steps.len(), 4, "{saved}");
     let view = ViewServer::start(&runs, "127.0.0.1", 0).unwrap();

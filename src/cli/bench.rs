@@ -46,6 +46,11 @@ pub(crate) struct BenchArgs {
     /// high-water mark over all sizes so far).
     #[arg(long)]
     pub(crate) in_process: bool,
+    /// Save every run as `boardroom run` does (into a temp directory,
+    /// removed after each run, outside the time): what users run. Without
+    /// it the runs are not saved.
+    #[arg(long)]
+    pub(crate) save: bool,
 }
 
 fn members(v: &str) -> Result<usize, String> {
@@ -127,6 +132,7 @@ pub(crate) fn main(args: &BenchArgs) -> Result<Outcome, CliError> {
                     model: model.clone(),
                     rounds: args.rounds,
                     executor,
+                    save: args.save,
                 })
                 .map_err(|e| e.to_string())
             } else {
@@ -177,6 +183,9 @@ fn child(args: &BenchArgs, n: usize, executor: Executor) -> Result<BenchRow, Str
         .arg(args.rounds.to_string())
         .arg("--executor")
         .arg(executor.to_string());
+    if args.save {
+        cmd.arg("--save");
+    }
     if let Some(m) = &args.model {
         cmd.arg("--model").arg(m);
     }
@@ -199,7 +208,7 @@ fn child(args: &BenchArgs, n: usize, executor: Executor) -> Result<BenchRow, Str
 fn header(model: &str, args: &BenchArgs, executors: &[Executor]) {
     let names: Vec<String> = executors.iter().map(ToString::to_string).collect();
     println!(
-        "boardroom bench · model {model} · latency {} ms · {} cores · median of {} run(s) · {} · executor {} (auto: rayon up to {} members)",
+        "boardroom bench · model {model} · latency {} ms · {} cores · median of {} run(s) · {} · executor {} (auto: rayon up to {} members) · {}",
         args.latency.as_secs_f64() * 1e3,
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         args.rounds,
@@ -210,6 +219,11 @@ fn header(model: &str, args: &BenchArgs, executors: &[Executor]) {
         },
         names.join(", "),
         Executor::auto_limit(),
+        if args.save {
+            "runs saved as `run` saves them"
+        } else {
+            "runs not saved (--save: as `run` saves them)"
+        },
     );
     println!();
     if let [_, _, ..] = executors {

@@ -1,6 +1,7 @@
 //! Persistence of a run: the run directory opened at start, a snapshot
-//! (`run.json`, `workspace/plan.json`) after every phase, `report.md` at
-//! the end. (Resuming a saved run is the runtime's: `runtime/start.rs`.)
+//! after every phase (what changed, to `state.jsonl`; a small `run.json`;
+//! `workspace/plan.json` when the plan changed), `report.md` at the end.
+//! (Resuming a saved run is the runtime's: `runtime/start.rs`.)
 //!
 //! The logs (`events.jsonl`, `turns.jsonl`, `journal.jsonl`) are written
 //! by the run store, a subscriber of the run's bus (see `bus.rs`). Why a
@@ -17,11 +18,9 @@ use std::sync::Arc;
 use super::config::RunConfig;
 use super::error::RunError;
 use crate::event::now_ms;
-use crate::record::{RunPhase, RunSettings, RunState, Turn};
-use crate::store::{
-    self, RUN_FORMAT_VERSION, RunDir, RunRecord, StoreError, TeamSnapshot, write_atomic,
-    write_replace,
-};
+use crate::plan::Plan;
+use crate::record::{RunPhase, RunSettings, RunState, RunStatus, Turn};
+use crate::store::{self, Checkpoint, RunDir, StoreError, TeamSnapshot, write_replace};
 
 /// How a run comes to its directory.
 #[derive(Debug)]
@@ -41,6 +40,8 @@ pub(crate) struct Persist {
     /// The run directory, when the runtime has a runs directory.
     pub(crate) dir: Option<Arc<RunDir>>,
     created_ms: u64,
+    /// The plan last written to `workspace/plan.json`.
+    plan_written: parking_lot::Mutex<Option<Plan>>,
 }
 
 impl Persist {
@@ -86,11 +87,11 @@ impl Persist {
         let persist = Persist {
             dir: Some(Arc::new(dir)),
             created_ms: previous.as_ref().map_or_else(now_ms, |r| r.created_ms),
+            plan_written: parking_lot::Mutex::new(None),
         };
         if previous.is_none() {
-            let record = persist.record(config, state.clone());
             persist
-                .save(&record, None, false)
+                .save(config, state, None, false)
                 .map_err(RunError::Store)?;
         }
         Ok((persist, turns.items))
@@ -102,54 +103,87 @@ impl Persist {
         self.dir.as_deref().map(RunDir::lock)
     }
 
-    pub(crate) fn record(&self, config: &RunConfig, state: RunState) -> RunRecord {
-        RunRecord {
-            version: RUN_FORMAT_VERSION,
-            created_ms: self.created_ms,
-            saved_ms: now_ms(),
-            team: TeamSnapshot::of(&config.team),
-            journal_len: Some(self.dir.as_deref().map_or(0, RunDir::journal_len)),
-            settings: RunSettings {
-                model: config.model.name(),
-                model_spec: config.model_spec.as_deref().map(crate::model::redact_url),
-                max_rounds: config.rounds_cap(),
-                max_parallel: config.parallel_cap(),
-                memory: config.master_memory.is_some(),
-                token_budget: config.token_budget,
-                protocol: config.protocol,
-                vars: config.vars.clone(),
-                executor: config.executor,
-            },
-            state,
-        }
-    }
-
-    /// Writes `run.json` (when the run has a directory), then `plan.json`
-    /// and, at the end, `report.md` into the workspace (when there is one)
-    /// if the run's answer is a report (`answer_is_report`: the process
-    /// says; a question to the user is not).
+    /// Saves the run (when it has a directory): `team.json` the first
+    /// time, what changed to `state.jsonl`, then `run.json`; then
+    /// `plan.json` when the plan changed and, at the end, `report.md` into
+    /// the workspace (when there is one) if the run's answer is a report
+    /// (`answer_is_report`: the process says; a question to the user is
+    /// not).
     pub(crate) fn save(
         &self,
-        record: &RunRecord,
+        config: &RunConfig,
+        state: &RunState,
         workspace: Option<&Path>,
         answer_is_report: bool,
     ) -> Result<(), StoreError> {
+        self.save_at(config, state, workspace, answer_is_report, None)
+    }
+
+    /// The journal's length now, when the run has a directory.
+    pub(crate) fn journal_len(&self) -> Option<u64> {
+        self.dir.as_deref().map(RunDir::journal_len)
+    }
+
+    /// As [`Persist::save`], with the snapshot covering the journal up to
+    /// `journal_len` (when given) rather than all of it: a process whose
+    /// saves keep the usage a dispatch began with keeps its journal length
+    /// too, so a resume counts every later call once.
+    pub(crate) fn save_at(
+        &self,
+        config: &RunConfig,
+        state: &RunState,
+        workspace: Option<&Path>,
+        answer_is_report: bool,
+        journal_len: Option<u64>,
+    ) -> Result<(), StoreError> {
         if let Some(dir) = &self.dir {
-            let path = dir.path().join(store::RUN_FILE);
-            write_atomic(&path, &to_json(&path, record)?)?;
+            let team = || TeamSnapshot::of(&config.team);
+            dir.checkpoint(
+                state,
+                Checkpoint {
+                    created_ms: self.created_ms,
+                    settings: settings(config),
+                    team_name: config.team.name(),
+                    team: &team,
+                    journal_len,
+                },
+            )?;
         }
         let Some(ws) = workspace else { return Ok(()) };
         std::fs::create_dir_all(ws).map_err(|e| StoreError::io(ws, e))?;
-        let plan_path = ws.join("plan.json");
-        write_replace(&plan_path, &to_json(&plan_path, &record.state.plan)?)?;
-        if record.state.phase == RunPhase::Finished
+        // The plan is in `state.jsonl`; `plan.json`, its copy in Roboco's
+        // shape, is written where the run stops (and waits, or ends).
+        let stops = state.phase == RunPhase::Finished || state.status != RunStatus::Running;
+        let mut written = self.plan_written.lock();
+        if stops && written.as_ref() != Some(&state.plan) {
+            let plan_path = ws.join("plan.json");
+            write_replace(&plan_path, &to_json(&plan_path, &state.plan)?)?;
+            *written = Some(state.plan.clone());
+        }
+        drop(written);
+        if state.phase == RunPhase::Finished
             && answer_is_report
-            && let Some(answer) = &record.state.answer
+            && let Some(answer) = &state.answer
         {
-            let report = report(&record.state.task, answer);
+            let report = report(&state.task, answer);
             write_replace(&ws.join("report.md"), report.as_bytes())?;
         }
         Ok(())
+    }
+}
+
+/// The settings a run was started with, as `run.json` keeps them.
+fn settings(config: &RunConfig) -> RunSettings {
+    RunSettings {
+        model: config.model.name(),
+        model_spec: config.model_spec.as_deref().map(crate::model::redact_url),
+        max_rounds: config.rounds_cap(),
+        max_parallel: config.parallel_cap(),
+        memory: config.master_memory.is_some(),
+        token_budget: config.token_budget,
+        protocol: config.protocol,
+        vars: config.vars.clone(),
+        executor: config.executor,
     }
 }
 

@@ -367,10 +367,9 @@ impl<'a> Core<'a> {
         state.usage = usage;
         state.usage_by_agent = by_agent;
         state.approvals = self.approvals().paused();
-        let record = self.persist.record(self.config, state);
-        if let Err(e) = self
-            .persist
-            .save(&record, workspace.as_deref(), answer_is_report)
+        if let Err(e) =
+            self.persist
+                .save(self.config, &state, workspace.as_deref(), answer_is_report)
         {
             log::error!("cannot save the run: {e}");
         }

@@ -8,11 +8,10 @@ use std::sync::Arc;
 use super::{RunError, RunOutcome, RunState, Runtime};
 use crate::core::persist::Opening;
 use crate::core::{Driver, RunConfig, RunContext};
-use crate::event::{RunStatus, now_ms};
 use crate::process::blackboard::BlackboardRun;
 use crate::process::handoff::Handoff;
 use crate::process::principal::PrincipalRun;
-use crate::store::{self, RunRecord, StoreError, write_atomic};
+use crate::store::{self, RunRecord, StoreError};
 use crate::team::Process;
 
 /// How a run comes to the state it starts from.
@@ -218,15 +217,10 @@ fn drive_as<'a, D: Driver<'a>>(
 fn mark_failed(runs_dir: Option<&Path>, run_id: &str, error: String) {
     let Some(runs_dir) = runs_dir else { return };
     let dir = runs_dir.join(run_id);
-    let Ok(mut record) = store::load_run(&dir) else {
+    if !dir.join(store::RUN_FILE).is_file() {
         return;
-    };
-    record.state.status = RunStatus::Failed;
-    record.state.error = Some(error);
-    record.saved_ms = now_ms();
-    if let Ok(json) = serde_json::to_vec_pretty(&record)
-        && let Err(e) = write_atomic(&dir.join(store::RUN_FILE), &json)
-    {
+    }
+    if let Err(e) = store::mark_failed(&dir, error) {
         log::error!("cannot save the failed run: {e}");
     }
 }

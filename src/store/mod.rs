@@ -4,8 +4,11 @@
 mod crash;
 mod error;
 mod lock;
+mod long_task;
 mod read;
 mod record;
+mod snapshot;
+mod snapshot_load;
 mod write;
 
 pub use error::StoreError;
@@ -20,7 +23,8 @@ pub(crate) use crash::crash_point;
 pub(crate) use lock::RunLock;
 pub(crate) use read::{MAX_SEQ, read_journal};
 pub(crate) use record::JournalRecord;
-pub(crate) use write::{EventLog, RunDir, write_atomic, write_replace};
+pub(crate) use snapshot::mark_failed;
+pub(crate) use write::{Checkpoint, EventLog, RunDir, write_atomic, write_replace};
 
 /// File names inside a run directory.
 pub(crate) const RUN_FILE: &str = "run.json";
@@ -29,5 +33,7 @@ pub(crate) const TURNS_FILE: &str = "turns.jsonl";
 pub(crate) const JOURNAL_FILE: &str = "journal.jsonl";
 pub(crate) const WORKSPACE_DIR: &str = "workspace";
 
+#[cfg(test)]
+mod snapshot_tests;
 #[cfg(test)]
 mod tests;

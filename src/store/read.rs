@@ -28,6 +28,15 @@ pub struct Lines<T> {
 /// [`StoreError::NewerVersion`] for a file from a newer boardroom,
 /// [`StoreError::Json`] for one that is not a run record.
 pub fn load_run(dir: &Path) -> Result<RunRecord, StoreError> {
+    let (mut record, _) = load_raw(dir)?;
+    count_late_calls(dir, &mut record);
+    Ok(record)
+}
+
+/// `run.json` as saved (with, from format 2 on, `team.json` and the part
+/// of `state.jsonl` it covers, whose length comes back too), before the
+/// late calls of a finished run are counted.
+pub(crate) fn load_raw(dir: &Path) -> Result<(RunRecord, Option<u64>), StoreError> {
     let path = dir.join(RUN_FILE);
     let text = match super::read_capped(&path, super::MAX_RECORD_FILE)
         .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))
@@ -57,9 +66,17 @@ pub fn load_run(dir: &Path) -> Result<RunRecord, StoreError> {
             supported: RUN_FORMAT_VERSION,
         });
     }
-    let mut record: RunRecord = serde_json::from_value(value)
-        .map_err(|e| StoreError::json(&path, "not a run record", e))?;
-    count_late_calls(dir, &mut record);
+    // Format 2 is a summary that says how much of `state.jsonl` it covers;
+    // anything else is a whole record (format 1, or a `RunRecord` written
+    // out as it serialises).
+    let (record, state_len) = if value.get("state_len").is_some() {
+        let (record, len) = super::snapshot_load::load(dir, value)?;
+        (record, Some(len))
+    } else {
+        let record: RunRecord = serde_json::from_value(value)
+            .map_err(|e| StoreError::json(&path, "not a run record", e))?;
+        (record, None)
+    };
     // Entries are numbered 1, 2, 3, ... in board order: anything else was
     // not written by boardroom (and a number at the top of the range
     // would overflow the next entry's).
@@ -73,7 +90,7 @@ pub fn load_run(dir: &Path) -> Result<RunRecord, StoreError> {
         }
         last = e.seq;
     }
-    Ok(record)
+    Ok((record, state_len))
 }
 
 /// A finished run's calls after its last snapshot (the memory note's, when
@@ -130,7 +147,23 @@ pub fn read_events(dir: &Path) -> Result<Lines<Event>, StoreError> {
 ///
 /// A [`StoreError::Io`] when the file exists but cannot be read.
 pub fn read_turns(dir: &Path) -> Result<Lines<Turn>, StoreError> {
-    read_lines(&dir.join(TURNS_FILE))
+    // A long task was cut out of the turns that held it: put back from
+    // the run's state, read once and only if a turn needs it.
+    let mut task: Option<Result<String, String>> = None;
+    read_lines_with(&dir.join(TURNS_FILE), 0, |line| {
+        if !super::long_task::has_task_cut(line) {
+            return serde_json::from_str(line).map_err(|e| e.to_string());
+        }
+        let task = task.get_or_insert_with(|| {
+            load_raw(dir)
+                .map(|(r, _)| r.state.task)
+                .map_err(|e| format!("its task could not be read: {e}"))
+        });
+        match task {
+            Ok(task) => super::long_task::turn_with_task(line, task).map_err(|e| e.to_string()),
+            Err(e) => Err(e.clone()),
+        }
+    })
 }
 
 /// The journal's records from byte `from` on (where the last snapshot
@@ -144,6 +177,25 @@ fn read_lines<T: DeserializeOwned>(path: &Path) -> Result<Lines<T>, StoreError> 
 }
 
 fn read_lines_from<T: DeserializeOwned>(path: &Path, from: u64) -> Result<Lines<T>, StoreError> {
+    read_lines_with(path, from, |line| {
+        serde_json::from_str(line).map_err(|e| {
+            if e.is_eof() {
+                EOF.to_string()
+            } else {
+                e.to_string()
+            }
+        })
+    })
+}
+
+/// What a parser says of a line cut short.
+const EOF: &str = "EOF while parsing";
+
+fn read_lines_with<T>(
+    path: &Path,
+    from: u64,
+    mut parse: impl FnMut(&str) -> Result<T, String>,
+) -> Result<Lines<T>, StoreError> {
     let bytes = match super::read_capped_from(path, from, super::MAX_LOG_FILE) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
@@ -163,11 +215,11 @@ fn read_lines_from<T: DeserializeOwned>(path: &Path, from: u64) -> Result<Lines<
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str(line) {
+        match parse(line) {
             Ok(item) => out.items.push(item),
             Err(e) => {
                 let last = i + 1 == lines.len() && !complete;
-                let why = if last || e.is_eof() {
+                let why = if last || e.contains(EOF) {
                     "truncated line skipped".to_string()
                 } else {
                     format!("unreadable line skipped: {e}")

@@ -10,7 +10,7 @@ use crate::record::{HandoffState, RunPhase, RunSettings, RunState, RunStatus};
 use crate::team::{AgentSpec, Team, TeamConfig, TeamError};
 
 /// The format version this build writes; newer files are refused clearly.
-pub const RUN_FORMAT_VERSION: u32 = 1;
+pub const RUN_FORMAT_VERSION: u32 = 2;
 
 /// The contents of `run.json`: the run's state plus what is needed to
 /// start it again (the team and the settings, never a secret).

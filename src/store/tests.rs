@@ -52,7 +52,7 @@ fn a_newer_run_json_is_refused_clearly() {
     assert!(matches!(err, StoreError::NewerVersion { found: 99, .. }));
     assert!(
         err.to_string().ends_with(
-            "run.json: written by a newer boardroom (format version 99, this build reads up to 1)"
+            "run.json: written by a newer boardroom (format version 99, this build reads up to 2)"
         ),
         "{err}"
     );

@@ -11,17 +11,70 @@ use serde::Serialize;
 
 use crate::event::Event;
 
-use super::{EVENTS_FILE, JOURNAL_FILE, RunLock, StoreError, TURNS_FILE, WORKSPACE_DIR};
+use super::record::{JournalRecord, TeamSnapshot};
+use super::snapshot::{STATE_FILE, Summary, TEAM_FILE, Written};
+use super::{EVENTS_FILE, JOURNAL_FILE, RUN_FILE, RunLock, StoreError, TURNS_FILE, WORKSPACE_DIR};
+use crate::record::{RunSettings, RunState};
 
 /// An open run directory, locked for this process while it lives. The
 /// turn and journal logs are appended from any thread, one whole line per
-/// `write` under a short lock; events go through an [`EventLog`].
+/// `write` under a short lock; events go through an [`EventLog`]; the
+/// snapshots go to `state.jsonl` and `run.json` ([`RunDir::checkpoint`]).
 #[derive(Debug)]
 pub(crate) struct RunDir {
     path: PathBuf,
     lock: Arc<RunLock>,
     turns: Mutex<File>,
-    journal: Mutex<File>,
+    journal: Mutex<Journal>,
+    /// Where this process journaled each board entry (by number): a
+    /// checkpoint points there instead of writing the entry again.
+    journaled: Mutex<std::collections::HashMap<u64, u64>>,
+    /// Where this process last journaled each module (by id), with its
+    /// transcript then: a checkpoint points there when it is unchanged.
+    archives: Mutex<std::collections::HashMap<String, (u64, Vec<crate::model::Message>)>>,
+    state: Mutex<StateLog>,
+    /// The run's task when it is long: cut out of the turns that hold it
+    /// (it is in `state.jsonl` once).
+    long_task: parking_lot::RwLock<Option<Arc<str>>>,
+}
+
+/// `journal.jsonl`, open for appending, and its length.
+#[derive(Debug)]
+struct Journal {
+    file: File,
+    len: u64,
+}
+
+/// `state.jsonl`, open for appending, and what it holds.
+#[derive(Debug)]
+struct StateLog {
+    file: File,
+    written: Written,
+}
+
+/// What a checkpoint saves besides the state.
+pub(crate) struct Checkpoint<'a> {
+    /// When the run started.
+    pub(crate) created_ms: u64,
+    /// The settings it runs with.
+    pub(crate) settings: RunSettings,
+    /// The team's name.
+    pub(crate) team_name: &'a str,
+    /// The team, made only when `team.json` is not written yet.
+    pub(crate) team: &'a dyn Fn() -> TeamSnapshot,
+    /// The journal length the snapshot covers, when not the journal's
+    /// length now (a process that saves while calls finish on other
+    /// threads keeps the length it began with).
+    pub(crate) journal_len: Option<u64>,
+}
+
+impl std::fmt::Debug for Checkpoint<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checkpoint")
+            .field("created_ms", &self.created_ms)
+            .field("team_name", &self.team_name)
+            .finish_non_exhaustive()
+    }
 }
 
 /// `events.jsonl` written by a thread of its own (`boardroom-events`)
@@ -181,11 +234,38 @@ impl RunDir {
         for name in [EVENTS_FILE, TURNS_FILE, JOURNAL_FILE] {
             end_with_newline(&path.join(name))?;
         }
+        let journal_path = path.join(JOURNAL_FILE);
+        let journal = open_append(&journal_path)?;
+        let len = journal
+            .metadata()
+            .map_err(|e| StoreError::io(&journal_path, e))?
+            .len();
+        // Going on from a snapshot of format 2: the log is what it covers
+        // (a checkpoint killed before its `run.json` appended more).
+        let (written, task) = match super::read::load_raw(path) {
+            Ok((record, Some(state_len))) => (
+                Written::of(&record.state, state_len),
+                long(&record.state.task),
+            ),
+            _ => (Written::default(), None),
+        };
+        let state_path = path.join(STATE_FILE);
+        let state = open_append(&state_path)?;
+        state
+            .set_len(written.state_len)
+            .map_err(|e| StoreError::io(&state_path, e))?;
         Ok(RunDir {
             path: path.to_path_buf(),
             lock,
             turns: Mutex::new(open_append(&path.join(TURNS_FILE))?),
-            journal: Mutex::new(open_append(&path.join(JOURNAL_FILE))?),
+            journal: Mutex::new(Journal { file: journal, len }),
+            journaled: Mutex::new(std::collections::HashMap::new()),
+            archives: Mutex::new(std::collections::HashMap::new()),
+            state: Mutex::new(StateLog {
+                file: state,
+                written,
+            }),
+            long_task: parking_lot::RwLock::new(task),
         })
     }
 
@@ -198,13 +278,7 @@ impl RunDir {
     /// The journal's length in bytes: where the records after a snapshot
     /// start.
     pub(crate) fn journal_len(&self) -> u64 {
-        let f = self.journal.lock();
-        f.metadata().map_or(0, |m| m.len())
-    }
-
-    /// The directory.
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
+        self.journal.lock().len
     }
 
     /// The run's workspace.
@@ -224,12 +298,102 @@ impl RunDir {
         Ok(())
     }
 
-    pub(crate) fn append_turn(&self, value: &impl Serialize) -> Result<(), StoreError> {
-        append(&self.turns, &self.path.join(TURNS_FILE), value)
+    /// Appends one turn; a long task is cut out of its messages.
+    pub(crate) fn append_turn(&self, turn: &crate::record::Turn) -> Result<(), StoreError> {
+        let path = self.path.join(TURNS_FILE);
+        let line =
+            serde_json::to_vec(turn).map_err(|e| StoreError::json(&path, "cannot serialise", e))?;
+        let line = crate::util::secrets::mask_json(&line).into_owned();
+        let task = self.long_task.read().clone();
+        let mut line = super::long_task::cut_task(line, task.as_deref());
+        line.push(b'\n');
+        let mut f = self.turns.lock();
+        f.write_all(&line)
+            .and_then(|()| f.flush())
+            .map_err(|e| StoreError::io(&path, e))
     }
 
-    pub(crate) fn append_journal(&self, value: &impl Serialize) -> Result<(), StoreError> {
-        append(&self.journal, &self.path.join(JOURNAL_FILE), value)
+    /// Appends one journal record; a board entry's place is remembered
+    /// for the next checkpoint.
+    pub(crate) fn append_journal(&self, record: &JournalRecord) -> Result<(), StoreError> {
+        let path = self.path.join(JOURNAL_FILE);
+        let line = line(&path, record)?;
+        let mut j = self.journal.lock();
+        j.file
+            .write_all(&line)
+            .map_err(|e| StoreError::io(&path, e))?;
+        let at = j.len;
+        j.len += line.len() as u64;
+        match record {
+            JournalRecord::Entry { entry, .. } => {
+                self.journaled.lock().insert(entry.seq, at);
+            }
+            JournalRecord::Module { module, .. } if !module.context_archive.is_empty() => {
+                self.archives
+                    .lock()
+                    .insert(module.task_id.clone(), (at, module.context_archive.clone()));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Saves a snapshot of the run: `team.json` once, what changed since
+    /// the last checkpoint as one line of `state.jsonl`, then `run.json`.
+    /// The line (and the journal, when it points there) is on disk before
+    /// the `run.json` that covers it replaces the old one.
+    pub(crate) fn checkpoint(&self, state: &RunState, c: Checkpoint<'_>) -> Result<(), StoreError> {
+        let mut log = self.state.lock();
+        if !log.written.team {
+            let path = self.path.join(TEAM_FILE);
+            let team = serde_json::to_vec(&(c.team)())
+                .map_err(|e| StoreError::json(&path, "cannot serialise", e))?;
+            write_atomic(&path, &team)?;
+            log.written.team = true;
+        }
+        let state_path = self.path.join(STATE_FILE);
+        let journaled = |seq: u64| self.journaled.lock().get(&seq).copied();
+        let archived = |id: &str, archive: &[crate::model::Message]| {
+            let archives = self.archives.lock();
+            let (at, kept) = archives.get(id)?;
+            (kept[..] == *archive).then_some(*at)
+        };
+        let delta = log
+            .written
+            .delta(state, &journaled, &archived)
+            .map_err(|e| StoreError::json(&state_path, "cannot serialise", e))?;
+        if let Some((line, points_to_journal)) = delta {
+            if points_to_journal {
+                let j = self.journal.lock();
+                j.file
+                    .sync_data()
+                    .map_err(|e| StoreError::io(self.path.join(JOURNAL_FILE), e))?;
+            }
+            let before = log.written.state_len;
+            let written = log
+                .file
+                .write_all(&line)
+                .and_then(|()| log.file.sync_data());
+            if let Err(e) = written {
+                // No torn line for the next checkpoint to follow.
+                let _ = log.file.set_len(before);
+                return Err(StoreError::io(&state_path, e));
+            }
+            log.written.wrote(state, line.len() as u64);
+            *self.long_task.write() = long(&state.task);
+        }
+        let summary = Summary::of(
+            state,
+            c.created_ms,
+            c.team_name.to_string(),
+            c.settings,
+            c.journal_len.unwrap_or_else(|| self.journal_len()),
+            log.written.state_len,
+        );
+        let path = self.path.join(RUN_FILE);
+        let json = serde_json::to_vec_pretty(&summary)
+            .map_err(|e| StoreError::json(&path, "cannot serialise", e))?;
+        write_atomic(&path, &json)
     }
 }
 
@@ -255,17 +419,19 @@ fn masked(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
 /// The end of a new run directory's name while it is being made.
 pub(crate) const STAGING_SUFFIX: &str = ".new";
 
-/// One JSON line, written with a single `write` and flushed, so a crash
-/// leaves at worst a torn last line that readers skip.
-fn append(file: &Mutex<File>, path: &Path, value: &impl Serialize) -> Result<(), StoreError> {
+/// The task, when long enough to be written once.
+fn long(task: &str) -> Option<Arc<str>> {
+    (task.len() >= super::long_task::LONG_TASK)
+        .then(|| Arc::from(crate::util::secrets::mask(task).as_ref()))
+}
+
+/// `value` as one JSON line, known secrets masked.
+fn line(path: &Path, value: &impl Serialize) -> Result<Vec<u8>, StoreError> {
     let line =
         serde_json::to_vec(value).map_err(|e| StoreError::json(path, "cannot serialise", e))?;
     let mut line = crate::util::secrets::mask_json(&line).into_owned();
     line.push(b'\n');
-    let mut f = file.lock();
-    f.write_all(&line)
-        .and_then(|()| f.flush())
-        .map_err(|e| StoreError::io(path, e))
+    Ok(line)
 }
 
 /// Writes `bytes` to `path` so that readers see the old file or the new

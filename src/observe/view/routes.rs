@@ -371,7 +371,12 @@ fn state(dir: &Path) -> serde_json::Value {
     });
     let (turns, turns_omitted) = bounded_lines(&dir.join("turns.jsonl"), |r| Some(r.clone()));
     serde_json::json!({
-        "run": read_json(dir.join("run.json")),
+        // The whole record (run.json is a summary since format 2: the
+        // board, the plan and the team are read with it).
+        "run": crate::store::load_run(dir)
+            .ok()
+            .and_then(|r| serde_json::to_value(r).ok())
+            .unwrap_or_else(|| read_json(dir.join("run.json"))),
         "entries": entries,
         "entries_omitted": entries_omitted,
         "turns": turns,

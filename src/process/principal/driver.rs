@@ -263,15 +263,14 @@ impl Room<'_> {
         };
         state.usage = usage;
         state.usage_by_agent = by_agent;
-        let mut record = self.core.persist.record(self.core.config, state);
-        if let Some(f) = &frozen {
-            record.journal_len = f.journal_len;
-        }
-        if let Err(e) = self
-            .core
-            .persist
-            .save(&record, workspace.as_deref(), answer_is_report)
-        {
+        let journal_len = frozen.as_ref().and_then(|f| f.journal_len);
+        if let Err(e) = self.core.persist.save_at(
+            self.core.config,
+            &state,
+            workspace.as_deref(),
+            answer_is_report,
+            journal_len,
+        ) {
             log::error!("cannot save the run: {e}");
         }
     }
@@ -282,14 +281,7 @@ impl Room<'_> {
         *self.frozen.lock() = None;
         self.checkpoint();
         let (usage, by_agent) = self.core.usage();
-        let journal_len = self
-            .core
-            .persist
-            .record(
-                self.core.config,
-                RunState::new(String::new(), String::new()),
-            )
-            .journal_len;
+        let journal_len = self.core.persist.journal_len();
         *self.frozen.lock() = Some(Frozen {
             usage,
             by_agent,

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# What saving a run costs (issue 25): `boardroom run` (which saves the run)
+# against `boardroom bench` (which saves nothing) on the same generated team,
+# against the loopback server, interleaved so each pair shares its minute.
+#
+#   cargo build --release --features loopback --bins
+#   scripts/bench-save.sh [N_BIG=1024] [N_SMALL=256] [REPS=3]
+#
+# Prints, for N_BIG members: the median wall of `run` (the whole process:
+# loading the team from its files, the run, saving it) and of `bench` (the
+# run alone, in process), their ratio, the size of `run.json` and of the
+# whole run directory; for N_SMALL members: `run`'s median wall over the
+# ideal of three latencies (3 × 100 ms).
+set -euo pipefail
+
+N_BIG=${1:-1024}
+N_SMALL=${2:-256}
+REPS=${3:-3}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${BOARDROOM_BIN:-$ROOT/target/release/boardroom}
+LB=${LOOPBACK_BIN:-$ROOT/target/release/boardroom-loopback}
+WORK=$(mktemp -d)
+trap 'kill "$LB_PID" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+
+"$LB" serve --latency 100ms >"$WORK/url" &
+LB_PID=$!
+for _ in $(seq 50); do [ -s "$WORK/url" ] && break; sleep 0.1; done
+URL="$(head -1 "$WORK/url")#loopback"
+
+# The team `boardroom bench` builds in memory, as files.
+team() {
+  local n=$1 dir=$WORK/team-$1
+  mkdir -p "$dir/agents" "$dir/souls"
+  printf -- '---\nname: master\nrole: master\ndescription: leads\n---\n' >"$dir/agents/master.md"
+  echo 'You lead. Give every member one part.' >"$dir/souls/master.md"
+  for i in $(seq 0 $((n - 1))); do
+    m=$(printf 'm%04d' "$i")
+    printf -- '---\nname: %s\nrole: member\ndescription: writes one part\n---\n' "$m" >"$dir/agents/$m.md"
+    echo "You are $m. Write your part in one sentence." >"$dir/souls/$m.md"
+  done
+  echo "$dir"
+}
+
+now_ms() { date +%s%3N; }
+
+# One `run` of team $1 into runs dir $2: prints its wall in ms.
+run_once() {
+  local t0 t1
+  t0=$(now_ms)
+  "$BIN" run --team "$1" --runs-dir "$2" --model "$URL" --rounds 1 --no-memory --json \
+    "Write a short guide in parts." >/dev/null 2>"$WORK/run.err" || { cat "$WORK/run.err" >&2; exit 1; }
+  t1=$(now_ms)
+  echo $((t1 - t0))
+}
+
+bench_once() {
+  "$BIN" bench --members "$1" --latency 100ms --rounds 1 --in-process --json --model "$URL" |
+    python3 -c 'import json,sys; d=json.load(sys.stdin); r=d["rows"][0] if "rows" in d else d[0]; print(round(r["wall_ms"]))'
+}
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+BIG=$(team "$N_BIG")
+SMALL=$(team "$N_SMALL")
+: >"$WORK/runs.txt"; : >"$WORK/bench.txt"; : >"$WORK/small.txt"
+for r in $(seq "$REPS"); do
+  bench_once "$N_BIG" >>"$WORK/bench.txt"
+  run_once "$BIG" "$WORK/runs-big-$r" >>"$WORK/runs.txt"
+  run_once "$SMALL" "$WORK/runs-small-$r" >>"$WORK/small.txt"
+done
+RUN=$(median <"$WORK/runs.txt")
+BENCH=$(median <"$WORK/bench.txt")
+SMALL_MS=$(median <"$WORK/small.txt")
+DIR=$(ls -d "$WORK"/runs-big-1/*/ | head -1)
+RUN_JSON=$(stat -c %s "$DIR/run.json")
+DIR_BYTES=$(du -sb "$DIR" | cut -f1)
+echo "run ${N_BIG}: $(paste -sd' ' "$WORK/runs.txt") ms; bench ${N_BIG}: $(paste -sd' ' "$WORK/bench.txt") ms; run ${N_SMALL}: $(paste -sd' ' "$WORK/small.txt") ms"
+echo "files of one ${N_BIG}-member run:"
+(cd "$DIR" && find . -type f -printf "  %-24p %10s\n" | sort)
+python3 - "$RUN" "$BENCH" "$SMALL_MS" "$RUN_JSON" "$DIR_BYTES" "$N_BIG" "$N_SMALL" <<'EOF'
+import sys
+run, bench, small, rj, d, nb, ns = map(int, sys.argv[1:])
+print(f"| figure | value |\n|---|---:|")
+print(f"| `run` ÷ `bench`, {nb} members, medians of 3 | {run/bench:.2f} ({run} ms / {bench} ms) |")
+print(f"| `run` with {ns} members ÷ ideal (3 × 100 ms) | {small/300:.2f} ({small} ms) |")
+print(f"| `run.json` after the run | {rj/1024:.1f} KB |")
+print(f"| the whole run directory | {d/1e6:.2f} MB |")
+EOF

@@ -1,0 +1,409 @@
+//! `run.json` from format 2 on: a small summary of the run, the team once
+//! in `team.json`, and what grows in `state.jsonl`, an append-only log of
+//! what each checkpoint changed (issue 25).
+//!
+//! A checkpoint appends one line to `state.jsonl` — the board entries,
+//! work modules, assignments, per-agent usage and handoff steps that are
+//! new or changed since the last one; a board entry already in
+//! `journal.jsonl` is written as its place there — then replaces
+//! `run.json` (status, phase, settings, totals, and `state_len`, how much
+//! of `state.jsonl` it covers). Reading folds the log up to `state_len`:
+//! whatever a killed checkpoint appended past it is ignored, and cut off
+//! when the run is opened again to go on.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::StoreError;
+use crate::board::Entry;
+use crate::model::Usage;
+use crate::plan::WorkModule;
+use crate::protocol::Assignment;
+use crate::record::{HandoffState, RunPhase, RunSettings, RunState, RunStatus, UserNote};
+
+/// The team of a run of format 2, written once.
+pub(crate) const TEAM_FILE: &str = "team.json";
+/// The log of what each checkpoint changed.
+pub(crate) const STATE_FILE: &str = "state.jsonl";
+
+/// A task up to this long is also kept in `run.json` (for readers of that
+/// file alone); a longer one only in `state.jsonl`, once.
+const TASK_IN_SUMMARY: usize = 4096;
+
+/// `run.json`, format 2.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Summary {
+    pub(crate) version: u32,
+    pub(crate) created_ms: u64,
+    pub(crate) saved_ms: u64,
+    /// The team's name (the team itself is in `team.json`).
+    pub(crate) team: String,
+    pub(crate) settings: RunSettings,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) journal_len: Option<u64>,
+    /// How many bytes of `state.jsonl` this snapshot covers.
+    pub(crate) state_len: u64,
+    pub(crate) run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) task: Option<String>,
+    pub(crate) round: u32,
+    pub(crate) phase: RunPhase,
+    pub(crate) status: RunStatus,
+    pub(crate) answer: Option<String>,
+    pub(crate) error: Option<String>,
+    pub(crate) usage: Usage,
+    #[serde(default)]
+    pub(crate) feedback: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) user_notes: Vec<UserNote>,
+    #[serde(default)]
+    pub(crate) round_offset: u32,
+    /// How many board entries, modules, agents with usage and handoff
+    /// steps the state holds (for readers of `run.json` alone).
+    #[serde(default)]
+    pub(crate) counts: Counts,
+}
+
+/// Sizes of what `state.jsonl` holds, as of a snapshot.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Counts {
+    pub(crate) board: usize,
+    pub(crate) modules: usize,
+    pub(crate) agents: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) steps: Option<usize>,
+}
+
+/// A board entry in a checkpoint line: written out, or where the journal
+/// holds it.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum BoardItem<E> {
+    At(At),
+    Inline(E),
+}
+
+/// An entry's place in `journal.jsonl`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct At {
+    pub(crate) seq: u64,
+    pub(crate) at: u64,
+}
+
+/// One line of `state.jsonl` as written: borrowed from the state.
+#[derive(Debug, Default, Serialize)]
+struct DeltaOut<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    task: Option<&'a str>,
+    /// The board is cut to this many entries before `board` is added
+    /// (absent: nothing is cut).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    board_from: Option<usize>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    board: Vec<BoardItem<&'a Entry>>,
+    /// The plan is emptied before `modules` (else each replaces the module
+    /// of its id, or is added).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    plan_reset: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    modules: Vec<&'a WorkModule>,
+    /// Modules that changed: their id and the fields that did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    module_changes: Vec<ModuleChange<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    assignments: Option<&'a [Assignment]>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    usage_reset: bool,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    usage_by_agent: BTreeMap<&'a str, Usage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    handoff: Option<HandoffOut<'a>>,
+}
+
+/// The fields of a module that changed since the last checkpoint (its
+/// transcript, the largest, is written when it changes only).
+#[derive(Debug, Serialize)]
+struct ModuleChange<'a> {
+    task_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<crate::plan::ModuleStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    assigned_agent: Option<&'a Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    round: Option<&'a Option<u32>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<&'a serde_json::Map<String, serde_json::Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    context_archive: Option<&'a [crate::model::Message]>,
+    /// Where the journal holds the changed transcript (in a module
+    /// record), instead of `context_archive`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    archive_at: Option<u64>,
+}
+
+impl<'a> ModuleChange<'a> {
+    fn between(was: &WorkModule, now: &'a WorkModule, archived: &Archived<'_>) -> Self {
+        let changed = |same: bool| !same;
+        let new_archive = changed(was.context_archive == now.context_archive);
+        let archive_at = new_archive
+            .then(|| archived(&now.task_id, &now.context_archive))
+            .flatten();
+        ModuleChange {
+            task_id: &now.task_id,
+            description: changed(was.description == now.description).then_some(&*now.description),
+            status: changed(was.status == now.status).then_some(now.status),
+            assigned_agent: changed(was.assigned_agent == now.assigned_agent)
+                .then_some(&now.assigned_agent),
+            round: changed(was.round == now.round).then_some(&now.round),
+            metadata: changed(was.metadata == now.metadata).then_some(&now.metadata),
+            context_archive: (new_archive && archive_at.is_none())
+                .then_some(&now.context_archive[..]),
+            archive_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct HandoffOut<'a> {
+    /// The steps are cut to this many before `steps` is added.
+    steps_from: usize,
+    steps: &'a [crate::record::HandoffStep],
+    active: &'a str,
+    handoffs: u32,
+    variables: &'a crate::team::Variables,
+    routing: bool,
+    feedback: &'a [String],
+}
+
+/// Where the journal holds a module's transcript equal to this one.
+pub(crate) type Archived<'x> = dyn Fn(&str, &[crate::model::Message]) -> Option<u64> + 'x;
+
+/// What the log holds as of the last checkpoint: the writer's view, to
+/// write only what changed.
+#[derive(Debug, Default)]
+pub(crate) struct Written {
+    pub(crate) state_len: u64,
+    pub(crate) team: bool,
+    task: Option<String>,
+    board: Vec<Entry>,
+    plan: Vec<WorkModule>,
+    assignments: Vec<Assignment>,
+    usage_by_agent: BTreeMap<String, Usage>,
+    handoff: Option<HandoffState>,
+}
+
+impl Written {
+    /// What a loaded run of format 2 holds: its log is `state_len` long.
+    pub(crate) fn of(state: &RunState, state_len: u64) -> Self {
+        Written {
+            state_len,
+            team: true,
+            task: Some(state.task.clone()),
+            board: state.board.clone(),
+            plan: state.plan.tasks.clone(),
+            assignments: state.assignments.clone(),
+            usage_by_agent: state.usage_by_agent.clone(),
+            handoff: state.process.handoff().cloned(),
+        }
+    }
+
+    /// The line of what changed since, and the journal must be on disk
+    /// before it (some entries point into it). `None` when nothing did.
+    pub(crate) fn delta(
+        &self,
+        state: &RunState,
+        journaled: &dyn Fn(u64) -> Option<u64>,
+        archived: &Archived<'_>,
+    ) -> Result<Option<(Vec<u8>, bool)>, serde_json::Error> {
+        let mut d = DeltaOut::default();
+        if self.task.as_deref() != Some(state.task.as_str()) {
+            d.task = Some(&state.task);
+        }
+        let (from, new) = appended(&self.board, &state.board);
+        d.board_from = from;
+        let mut refs = false;
+        d.board = new
+            .iter()
+            .map(|e| match journaled(e.seq) {
+                Some(at) => {
+                    refs = true;
+                    BoardItem::At(At { seq: e.seq, at })
+                }
+                None => BoardItem::Inline(e),
+            })
+            .collect();
+        let tasks = &state.plan.tasks;
+        let same_order = self.plan.len() <= tasks.len()
+            && self
+                .plan
+                .iter()
+                .zip(tasks)
+                .all(|(a, b)| a.task_id == b.task_id);
+        if same_order {
+            for (i, m) in tasks.iter().enumerate() {
+                match self.plan.get(i) {
+                    Some(was) if was == m => {}
+                    Some(was) => {
+                        let change = ModuleChange::between(was, m, archived);
+                        refs |= change.archive_at.is_some();
+                        d.module_changes.push(change);
+                    }
+                    None => d.modules.push(m),
+                }
+            }
+        } else {
+            d.plan_reset = true;
+            d.modules = tasks.iter().collect();
+        }
+        if self.assignments != state.assignments {
+            d.assignments = Some(&state.assignments);
+        }
+        let by_agent = &state.usage_by_agent;
+        d.usage_reset = self
+            .usage_by_agent
+            .keys()
+            .any(|k| !by_agent.contains_key(k));
+        d.usage_by_agent = by_agent
+            .iter()
+            .filter(|(k, u)| d.usage_reset || self.usage_by_agent.get(*k) != Some(*u))
+            .map(|(k, u)| (k.as_str(), *u))
+            .collect();
+        d.handoff = match (state.process.handoff(), &self.handoff) {
+            (None, _) => None,
+            (Some(now), Some(was)) if now == was => None,
+            (Some(now), was) => {
+                let before = was.as_ref().map_or(&[][..], |w| &w.steps[..]);
+                let (from, steps) = appended(before, &now.steps);
+                Some(HandoffOut {
+                    steps_from: from.unwrap_or(before.len()),
+                    steps,
+                    active: &now.active,
+                    handoffs: now.handoffs,
+                    variables: &now.variables,
+                    routing: now.routing,
+                    feedback: &now.feedback,
+                })
+            }
+        };
+        let nothing = d.task.is_none()
+            && d.board_from.is_none()
+            && d.board.is_empty()
+            && !d.plan_reset
+            && d.modules.is_empty()
+            && d.module_changes.is_empty()
+            && d.assignments.is_none()
+            && !d.usage_reset
+            && d.usage_by_agent.is_empty()
+            && d.handoff.is_none();
+        if nothing {
+            return Ok(None);
+        }
+        let mut line = serde_json::to_vec(&d)?;
+        line = crate::util::secrets::mask_json(&line).into_owned();
+        line.push(b'\n');
+        Ok(Some((line, refs)))
+    }
+
+    /// Takes in what a written line held: the log now matches `state`.
+    pub(crate) fn wrote(&mut self, state: &RunState, line_len: u64) {
+        self.state_len += line_len;
+        if self.task.as_deref() != Some(state.task.as_str()) {
+            self.task = Some(state.task.clone());
+        }
+        match appended(&self.board, &state.board) {
+            (None, new) => self.board.extend_from_slice(new),
+            (Some(_), _) => self.board = state.board.clone(),
+        }
+        if self.plan != state.plan.tasks {
+            self.plan = state.plan.tasks.clone();
+        }
+        if self.assignments != state.assignments {
+            self.assignments = state.assignments.clone();
+        }
+        if self.usage_by_agent != state.usage_by_agent {
+            self.usage_by_agent = state.usage_by_agent.clone();
+        }
+        if self.handoff.as_ref() != state.process.handoff() {
+            self.handoff = state.process.handoff().cloned();
+        }
+    }
+}
+
+/// `now` as `before` plus what was added: `(None, added)` when `before`
+/// is a prefix of `now`, else `(Some(0), now)`.
+fn appended<'a, T: PartialEq>(before: &[T], now: &'a [T]) -> (Option<usize>, &'a [T]) {
+    if before.len() <= now.len() && now[..before.len()] == *before {
+        (None, &now[before.len()..])
+    } else {
+        (Some(0), now)
+    }
+}
+
+impl Summary {
+    /// The summary of `state` as of a checkpoint.
+    pub(crate) fn of(
+        state: &RunState,
+        created_ms: u64,
+        team: String,
+        settings: RunSettings,
+        journal_len: u64,
+        state_len: u64,
+    ) -> Self {
+        Summary {
+            version: super::RUN_FORMAT_VERSION,
+            created_ms,
+            saved_ms: crate::event::now_ms(),
+            team,
+            settings,
+            journal_len: Some(journal_len),
+            state_len,
+            run_id: state.run_id.clone(),
+            task: (state.task.len() <= TASK_IN_SUMMARY).then(|| state.task.clone()),
+            round: state.round,
+            phase: state.phase,
+            status: state.status,
+            answer: state.answer.clone(),
+            error: state.error.clone(),
+            usage: state.usage,
+            feedback: state.feedback.clone(),
+            user_notes: state.user_notes.clone(),
+            round_offset: state.round_offset,
+            counts: Counts {
+                board: state.board.len(),
+                modules: state.plan.tasks.len(),
+                agents: state.usage_by_agent.len(),
+                steps: state.process.handoff().map(|h| h.steps.len()),
+            },
+        }
+    }
+}
+
+/// Marks a saved run as failed where it stands: status and error in
+/// `run.json` (of either format), nothing else rewritten.
+pub(crate) fn mark_failed(dir: &Path, error: String) -> Result<(), StoreError> {
+    let path = dir.join(super::RUN_FILE);
+    let (_, state_len) = super::read::load_raw(dir)?;
+    let json = if state_len.is_some() {
+        let bytes = super::read_capped(&path, super::MAX_RECORD_FILE)
+            .map_err(|e| StoreError::io(&path, e))?;
+        let mut summary: Summary = serde_json::from_slice(&bytes)
+            .map_err(|e| StoreError::json(&path, "not a run record", e))?;
+        summary.status = RunStatus::Failed;
+        summary.error = Some(error);
+        summary.saved_ms = crate::event::now_ms();
+        serde_json::to_vec_pretty(&summary)
+    } else {
+        let mut record = super::load_run(dir)?;
+        record.state.status = RunStatus::Failed;
+        record.state.error = Some(error);
+        record.saved_ms = crate::event::now_ms();
+        serde_json::to_vec_pretty(&record)
+    }
+    .map_err(|e| StoreError::json(&path, "cannot serialise", e))?;
+    super::write_atomic(&path, &json)
+}

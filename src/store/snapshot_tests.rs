@@ -1,0 +1,235 @@
+//! Format 2: a small `run.json`, the team once, what changed per checkpoint.
+
+use std::io::Write;
+
+use super::*;
+use crate::board::{Entry, EntryKind};
+use crate::record::{HandoffState, HandoffStep, ProcessState, RunPhase, RunSettings, RunState};
+use crate::team::Team;
+
+fn entry(seq: u64, author: &str) -> Entry {
+    Entry {
+        seq,
+        round: 1,
+        author: author.into(),
+        kind: EntryKind::Draft,
+        task: Some("task_001".into()),
+        text: format!("draft {seq} by {author}"),
+        transport: false,
+        failure: None,
+    }
+}
+
+fn save(dir: &RunDir, state: &RunState) {
+    let team = Team::builtin().unwrap();
+    let snapshot = || TeamSnapshot::of(&team);
+    dir.checkpoint(
+        state,
+        Checkpoint {
+            created_ms: 7,
+            settings: RunSettings::default(),
+            team_name: "default",
+            team: &snapshot,
+            journal_len: None,
+        },
+    )
+    .unwrap();
+}
+
+fn state_lines(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("state.jsonl"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn issue25_each_checkpoint_writes_what_changed_and_loads_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("r");
+    let dir = RunDir::create(&path).unwrap();
+    let mut state = RunState::new("r".into(), "a task".into());
+    save(&dir, &state);
+    state.phase = RunPhase::Members;
+    state.round = 1;
+    state.plan.add("part one", Some("writer".into()));
+    state.board.push(entry(1, "writer"));
+    save(&dir, &state);
+    // The same state again: no line, the summary only.
+    save(&dir, &state);
+    state.board.push(entry(2, "critic"));
+    save(&dir, &state);
+    let lines = state_lines(&path);
+    assert_eq!(lines.len(), 3, "{lines:#?}");
+    assert!(lines[0].contains("\"task\":\"a task\""), "{}", lines[0]);
+    assert_eq!(lines[1].matches("draft 1 by writer").count(), 1);
+    assert!(!lines[2].contains("draft 1"), "{}", lines[2]);
+    assert!(lines[2].contains("draft 2 by critic"), "{}", lines[2]);
+    let run_json = std::fs::read_to_string(path.join("run.json")).unwrap();
+    assert!(!run_json.contains("draft"), "{run_json}");
+    assert!(!run_json.contains("soul"), "{run_json}");
+    let back = load_run(&path).unwrap();
+    assert_eq!(back.state, state);
+    assert_eq!(back.team.name, "default");
+    assert_eq!(back.version, RUN_FORMAT_VERSION);
+}
+
+#[test]
+fn issue25_a_journaled_entry_is_pointed_to_not_written_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("r");
+    let dir = RunDir::create(&path).unwrap();
+    let mut state = RunState::new("r".into(), "a task".into());
+    save(&dir, &state);
+    for (seq, who) in [(1, "writer"), (2, "critic")] {
+        dir.append_journal(&JournalRecord::Entry {
+            round: 1,
+            phase: RunPhase::Members,
+            entry: entry(seq, who),
+        })
+        .unwrap();
+        state.board.push(entry(seq, who));
+    }
+    // One the journal does not hold: written out.
+    state.board.push(entry(3, "editor"));
+    save(&dir, &state);
+    let lines = state_lines(&path);
+    let last = lines.last().unwrap();
+    assert!(
+        !last.contains("draft 1") && !last.contains("draft 2"),
+        "{last}"
+    );
+    assert!(last.contains("draft 3 by editor"), "{last}");
+    assert_eq!(load_run(&path).unwrap().state, state);
+}
+
+#[test]
+fn issue25_a_checkpoint_cut_before_its_run_json_is_not_read_and_is_cut_off_on_reopen() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("r");
+    let mut state = RunState::new("r".into(), "a task".into());
+    {
+        let dir = RunDir::create(&path).unwrap();
+        save(&dir, &state);
+        state.board.push(entry(1, "writer"));
+        save(&dir, &state);
+    }
+    // What a kill between the line and run.json leaves: a line (torn,
+    // here) that run.json does not cover.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path.join("state.jsonl"))
+        .unwrap();
+    f.write_all(b"{\"board\":[{\"seq\":2,").unwrap();
+    drop(f);
+    assert_eq!(load_run(&path).unwrap().state, state);
+    let dir = RunDir::open(&path).unwrap();
+    state.board.push(entry(2, "critic"));
+    save(&dir, &state);
+    assert_eq!(load_run(&path).unwrap().state, state);
+    assert!(state_lines(&path).iter().all(|l| l.ends_with('}')));
+}
+
+#[test]
+fn issue25_handoff_steps_are_appended() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("r");
+    let dir = RunDir::create(&path).unwrap();
+    let mut state = RunState::new("r".into(), "a task".into());
+    state.phase = RunPhase::Step;
+    let step = |n: usize| HandoffStep {
+        step_id: format!("s{n}"),
+        agent: "writer".into(),
+        text: format!("step text {n}"),
+        tool_calls: Vec::new(),
+        artifacts: Vec::new(),
+        handoff_triggered: false,
+        handoff_target: None,
+        reason: None,
+        how: None,
+    };
+    let mut hs = HandoffState {
+        active: "writer".into(),
+        ..HandoffState::default()
+    };
+    for n in 1..=3 {
+        hs.steps.push(step(n));
+        hs.handoffs = n as u32;
+        state.process = ProcessState::Handoff(hs.clone());
+        save(&dir, &state);
+    }
+    let lines = state_lines(&path);
+    assert_eq!(lines.last().unwrap().matches("step text").count(), 1);
+    assert_eq!(load_run(&path).unwrap().state, state);
+}
+
+#[test]
+fn issue28_finding4_a_long_task_is_written_once_and_turns_get_it_back() {
+    use crate::model::{Message, Phase, Role};
+    use crate::record::AgentRole;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("r");
+    let dir = RunDir::create(&path).unwrap();
+    let task = format!("Plan a \"picnic\"\n{}", "é and more words. ".repeat(4000));
+    let state = RunState::new("r".into(), task.clone());
+    save(&dir, &state);
+    let mut turn =
+        crate::record::turn::sample_turn("t0001", "writer", AgentRole::Member, 1, Phase::Draft);
+    let message = |role, content: String| Message {
+        role,
+        content,
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+    };
+    turn.messages = vec![
+        message(Role::System, "You write.".into()),
+        message(
+            Role::User,
+            format!("<task>\n{task}\n</task>\n\n<assignment>\n{task} (your part)\n</assignment>"),
+        ),
+    ];
+    dir.append_turn(&turn).unwrap();
+    let short =
+        crate::record::turn::sample_turn("t0002", "critic", AgentRole::Member, 1, Phase::Draft);
+    dir.append_turn(&short).unwrap();
+    let turns = std::fs::read_to_string(path.join("turns.jsonl")).unwrap();
+    assert!(turns.len() < 1000, "{} bytes of turns", turns.len());
+    let back = read_turns(&path).unwrap();
+    assert!(back.warnings.is_empty(), "{:?}", back.warnings);
+    assert_eq!(back.items, vec![turn, short]);
+    // Written once: in state.jsonl, not in run.json.
+    let run_json = std::fs::read_to_string(path.join("run.json")).unwrap();
+    assert!(!run_json.contains("picnic"), "{run_json}");
+    assert_eq!(load_run(&path).unwrap().state.task(), task);
+}
+
+#[test]
+fn issue25_a_journaled_transcript_is_pointed_to_not_written_again() {
+    use crate::model::{Message, Role};
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("r");
+    let dir = RunDir::create(&path).unwrap();
+    let mut state = RunState::new("r".into(), "a task".into());
+    state.plan.add("part one", Some("writer".into()));
+    save(&dir, &state);
+    let module = &mut state.plan.tasks[0];
+    module.context_archive = vec![Message {
+        role: Role::Assistant,
+        content: "the transcript of part one".into(),
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+    }];
+    module.status = crate::plan::ModuleStatus::PendingReview;
+    dir.append_journal(&JournalRecord::Module {
+        round: 1,
+        phase: RunPhase::Members,
+        module: module.clone(),
+    })
+    .unwrap();
+    save(&dir, &state);
+    let last = state_lines(&path).pop().unwrap();
+    assert!(last.contains("\"archive_at\""), "{last}");
+    assert!(!last.contains("transcript of part one"), "{last}");
+    assert_eq!(load_run(&path).unwrap().state, state);
+}
