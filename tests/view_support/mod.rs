@@ -148,6 +148,41 @@ impl Browser {
 }
 
 impl Browser {
+    /// The WebDriver id of the first element `css` matches (it must exist).
+    pub fn element(&self, css: &str) -> String {
+        let v = self.post(
+            &format!("/session/{}/element", self.session),
+            &json!({"using": "css selector", "value": css}),
+        );
+        v["element-6066-11e4-a52e-4f735466cecf"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no element {css}: {v}"))
+            .to_string()
+    }
+
+    /// Clicks the element `css` matches, as a user would (WebDriver moves
+    /// the pointer there and clicks; it fails when the element is hidden).
+    pub fn click(&self, css: &str) {
+        let id = self.element(css);
+        let v = self.post(
+            &format!("/session/{}/element/{id}/click", self.session),
+            &json!({}),
+        );
+        assert!(v.is_null(), "click on {css} failed: {v}");
+    }
+
+    /// Types `text` into the element `css` matches, key by key.
+    pub fn type_into(&self, css: &str, text: &str) {
+        let id = self.element(css);
+        let v = self.post(
+            &format!("/session/{}/element/{id}/value", self.session),
+            &json!({ "text": text }),
+        );
+        assert!(v.is_null(), "typing into {css} failed: {v}");
+    }
+}
+
+impl Browser {
     /// Saves a PNG of the page, as the browser draws it, to `path`.
     pub fn screenshot(&self, path: &std::path::Path) {
         let mut resp = self
