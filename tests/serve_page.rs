@@ -183,3 +183,28 @@ fn the_page_approves_one_tool_call_and_denies_another() {
     assert_ne!(first, second);
     assert!(!ran(&second), "the denied call never ran");
 }
+
+#[test]
+fn the_page_shows_the_masters_question_and_sends_the_reply() {
+    let tmp = tempfile::tempdir().unwrap();
+    let srv = server(tmp.path(), 4);
+    let browser = unlocked(&srv);
+    start_from_form(&browser, "Plan a picnic", "sim:ask=Which city?");
+    browser.wait_for(
+        "return !document.getElementById('question').hidden \
+         && !document.getElementById('message-form').hidden",
+        60,
+    );
+    assert_eq!(text(&browser, "#question-text"), "Which city?");
+    browser.type_into("#message", "Lisbon, in May");
+    browser.click("#send");
+    browser.wait_for(
+        "return document.getElementById('run-status').textContent === 'done' \
+         && document.getElementById('answer').textContent.includes('Lisbon, in May')",
+        120,
+    );
+    assert_eq!(
+        browser.eval("return document.getElementById('question').hidden"),
+        Value::Bool(true)
+    );
+}
