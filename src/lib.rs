@@ -184,6 +184,8 @@ mod book {
     mod tools {}
     #[doc = include_str!("../docs/observing.md")]
     mod observing {}
+    #[doc = include_str!("../docs/serving.md")]
+    mod serving {}
     #[doc = include_str!("../docs/cli.md")]
     mod cli {}
     #[doc = include_str!("../docs/library.md")]

@@ -24,6 +24,22 @@ use crate::runtime::{RunHandle, Runtime};
 use crate::store::{RunRecord, list_runs, load_run, run_holder};
 use crate::team::Team;
 
+/// Whether the last event saved in `dir` ends a run (`run_finished`, or
+/// `awaiting_user` just before it).
+fn last_event_ends(dir: &Path) -> bool {
+    let path = dir.join("events.jsonl");
+    let len = std::fs::metadata(&path).map_or(0, |m| m.len());
+    let tail = crate::util::fs::read_capped_from(&path, len.saturating_sub(64 << 10), 64 << 10)
+        .unwrap_or_default();
+    let text = String::from_utf8_lossy(&tail);
+    text.lines().next_back().is_some_and(|l| {
+        l.contains("\"type\":\"run_finished\"") || l.contains("\"type\":\"awaiting_user\"")
+    })
+}
+
+/// How long a reply waits for a run that ended to close.
+const SETTLE: Duration = Duration::from_secs(10);
+
 /// The name a request gives the built-in team.
 pub(super) const BUILTIN: &str = "builtin";
 
@@ -145,12 +161,7 @@ impl Runs {
         if self.live.lock().contains_key(id) {
             return Some(self.dir.join(id));
         }
-        let plain = !id.is_empty()
-            && !id.starts_with('.')
-            && id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if !plain {
+        if !crate::util::httpd::plain_name(id) {
             return None;
         }
         let dir = self.dir.join(id);
@@ -264,6 +275,7 @@ impl Runs {
         if message == Some("") {
             return Err(Refused::BadInput("text: the message is empty".into()));
         }
+        self.settle(id, &dir);
         let record = load_run(&dir).map_err(|e| Refused::Failed(e.to_string()))?;
         let state = &record.state;
         if message.is_none() && decisions.is_empty() {
@@ -332,6 +344,22 @@ impl Runs {
         drop(live);
         self.supervise(handle, entry);
         Ok(())
+    }
+
+    /// A live run whose last event says it ended (it asked its user, or
+    /// finished) is still closing (its last events, its memory note): a
+    /// reply sent the moment its question arrived waits for that, at most
+    /// [`SETTLE`], instead of being refused as too early.
+    fn settle(&self, id: &str, dir: &Path) {
+        let started = std::time::Instant::now();
+        while let Some(live) = self.live(id) {
+            let seen = live.signal.seq();
+            let ended = last_event_ends(dir);
+            if !ended || started.elapsed() > SETTLE {
+                return;
+            }
+            live.signal.wait_past(seen, Duration::from_millis(100));
+        }
     }
 
     /// Asks a live run to stop (it is saved where it stands).

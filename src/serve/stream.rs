@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::runs::Runs;
 use crate::store::run_holder;
+use crate::util::httpd::{SSE_HEAD, send};
 
 /// At most this much is read from the file at a time.
 const CHUNK: usize = 256 * 1024;
@@ -79,9 +80,10 @@ impl Tail {
     pub(super) fn wait(&self, runs: &Runs, id: &str, dir: &Path, seen: Option<u64>) -> bool {
         match (runs.live(id), seen) {
             (Some(live), Some(seen)) => {
-                // The file is written a moment after the event is sent:
-                // woken, the caller looks again at once.
-                live.signal.wait_past(seen, Duration::from_millis(500));
+                // The file is written a moment after the event is sent (an
+                // event counted before `seen` may not be in it yet): wake
+                // at least every 50 ms to look again.
+                live.signal.wait_past(seen, Duration::from_millis(50));
                 true
             }
             (Some(_), None) => true,
@@ -117,12 +119,7 @@ pub(super) fn sse(
     after: u64,
     stop: &AtomicBool,
 ) {
-    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n\
-                X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\nretry: 1000\n\n";
-    if w.write_all(head.as_bytes())
-        .and_then(|()| w.flush())
-        .is_err()
-    {
+    if !send(&mut w, SSE_HEAD) {
         return;
     }
     let mut tail = Tail::new(dir, after);
@@ -150,7 +147,7 @@ pub(super) fn sse(
                     out.push_str(&format!("id: {n}\ndata: {text}\n\n"));
                 }
                 out.push_str("event: end\ndata: {}\n\n");
-                let _ = w.write_all(out.as_bytes()).and_then(|()| w.flush());
+                send(&mut w, &out);
                 return;
             }
             retries = 10;
@@ -159,10 +156,7 @@ pub(super) fn sse(
             }
         }
         if !out.is_empty() {
-            if w.write_all(out.as_bytes())
-                .and_then(|()| w.flush())
-                .is_err()
-            {
+            if !send(&mut w, &out) {
                 return;
             }
             last_write = Instant::now();

@@ -131,12 +131,7 @@ pub(super) fn handle(request: Request, runs_dir: &Path, stop: &AtomicBool, acces
 /// The run directory for an id that names one of the runs, else `None`.
 /// Ids are compared with the listed directory names, never joined.
 pub(super) fn find(runs_dir: &Path, id: &str) -> Option<PathBuf> {
-    let plain = !id.is_empty()
-        && !id.starts_with('.')
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if !plain {
+    if !httpd::plain_name(id) {
         return None;
     }
     list_runs(runs_dir)
@@ -380,12 +375,7 @@ fn state(dir: &Path) -> serde_json::Value {
 /// the file while the run works; ends with an `end` event once the run
 /// finished, or after [`STREAM_FOR`] (the browser reconnects).
 fn stream(mut w: Box<dyn Write + Send>, dir: &Path, skip: u64, stop: &AtomicBool) {
-    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n\
-                X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\nretry: 1000\n\n";
-    if w.write_all(head.as_bytes())
-        .and_then(|()| w.flush())
-        .is_err()
-    {
+    if !httpd::send(&mut w, httpd::SSE_HEAD) {
         return;
     }
     let path = dir.join("events.jsonl");
@@ -436,10 +426,7 @@ fn stream(mut w: Box<dyn Write + Send>, dir: &Path, skip: u64, stop: &AtomicBool
             out.push_str(": ping\n\n");
         }
         if !out.is_empty() {
-            if w.write_all(out.as_bytes())
-                .and_then(|()| w.flush())
-                .is_err()
-            {
+            if !httpd::send(&mut w, &out) {
                 return;
             }
             last_write = Instant::now();

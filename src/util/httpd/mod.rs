@@ -105,6 +105,30 @@ pub(crate) fn same(a: &str, b: &str) -> bool {
             == 0
 }
 
+/// The head of a server-sent event stream (the connection closes when it
+/// ends), and the client's reconnect delay.
+pub(crate) const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+    Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n\
+    retry: 1000\n\n";
+
+/// Writes `text` and flushes it; `false` when the client is gone.
+pub(crate) fn send(w: &mut impl std::io::Write, text: &str) -> bool {
+    w.write_all(text.as_bytes())
+        .and_then(|()| w.flush())
+        .is_ok()
+}
+
+/// Whether `name` is a plain file name (letters, digits, `-`, `_`, `.`;
+/// not empty, not starting with a dot): one that joined onto a directory
+/// stays in it.
+pub(crate) fn plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
 /// The bearer token of an `Authorization` header.
 pub(crate) fn bearer(request: &Request) -> Option<&str> {
     let value = request.header("Authorization")?.trim();
