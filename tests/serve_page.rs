@@ -61,7 +61,32 @@ fn keep_screenshot(browser: &Browser, name: &str) {
 fn the_page_takes_the_token_once_starts_a_run_and_shows_it_live_to_its_answer() {
     let tmp = tempfile::tempdir().unwrap();
     let srv = server(tmp.path(), 4);
-    let browser = unlocked(&srv);
+    // The page and its script are open; the teams it offers need the token.
+    assert_eq!(
+        serve_support::call(srv.addr(), "GET", "/page.js", None, None).0,
+        200
+    );
+    assert_eq!(
+        serve_support::call(srv.addr(), "GET", "/v1/teams", None, None).0,
+        401
+    );
+    // A wrong token is refused and asked for again; then the right one.
+    let browser = Browser::start();
+    browser.open(&srv.url());
+    browser.wait_for("return document.body.dataset.phase === 'locked'", 30);
+    browser.type_into("#token", "not-the-token-0123456789");
+    browser.click("#unlock");
+    browser.wait_for(
+        "return document.getElementById('token-error').textContent.includes('refused')",
+        30,
+    );
+    assert_eq!(
+        browser.eval("return sessionStorage.getItem('boardroom.token')"),
+        Value::Null
+    );
+    browser.type_into("#token", TOKEN);
+    browser.click("#unlock");
+    browser.wait_for("return document.body.dataset.phase === 'ready'", 30);
     // Kept in the tab, never in the address.
     assert_eq!(
         browser.eval("return sessionStorage.getItem('boardroom.token')"),
