@@ -124,8 +124,9 @@ pub mod store {
 
     pub use crate::memory::{DEFAULT_MEMORY_CHARS, MasterMemory};
     pub use crate::record::{
-        HandoffHow, HandoffState, HandoffStep, ParseTurnIdError, ProcessKind, ProcessState,
-        RunPhase, RunSettings, RunState, Turn, TurnId, UserNote,
+        HandoffHow, HandoffState, HandoffStep, InboxItem, InboxKind, ParseTurnIdError,
+        PrincipalState, ProcessKind, ProcessState, RunPhase, RunSettings, RunState, Turn, TurnId,
+        UserNote,
     };
     pub use run_dir::*;
 }
@@ -180,6 +181,8 @@ mod book {
     mod models {}
     #[doc = include_str!("../docs/teams.md")]
     mod teams {}
+    #[doc = include_str!("../docs/principal.md")]
+    mod principal {}
     #[doc = include_str!("../docs/tools.md")]
     mod tools {}
     #[doc = include_str!("../docs/observing.md")]
@@ -221,6 +224,15 @@ pub mod config {
         AfterWork, HandoffRule, HandoffRuleConfig, HandoffSettings, ModelConfig,
     };
     pub use crate::util::duration::{TimeoutError, parse_timeout};
+}
+
+/// Handover protocols: which parts of a run's context go into a briefing
+/// (a team's `protocols/*.yaml` over the built-in ones), and how it reads.
+pub mod protocols {
+    pub use crate::team::{
+        ArchivedMessage, BriefingError, BriefingField, BriefingSource, HandoverProtocol,
+        ModuleView, PARTNER_TO_PRINCIPAL, PRINCIPAL_TO_ASSOCIATE, Protocols,
+    };
 }
 
 /// Templates and variables: `{{ var }}` and `{% if %}` in souls, tasks and

@@ -82,6 +82,10 @@ pub struct WorkModule {
     /// The full transcript of the member's work on it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub context_archive: Vec<Message>,
+    /// The structured deliverable an associate handed in (a principal
+    /// team's), valid per its profile's schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deliverable: Option<serde_json::Value>,
 }
 
 /// The plan: every work module of a run.
@@ -107,6 +111,7 @@ impl Plan {
             round: None,
             metadata: serde_json::Map::new(),
             context_archive: Vec::new(),
+            deliverable: None,
         });
         task_id
     }
@@ -138,6 +143,8 @@ struct ModuleFile {
     metadata: serde_json::Map<String, serde_json::Value>,
     #[serde(default)]
     context_archive: Vec<Message>,
+    #[serde(default)]
+    deliverable: Option<serde_json::Value>,
 }
 
 impl From<ModuleFile> for WorkModule {
@@ -160,6 +167,7 @@ impl From<ModuleFile> for WorkModule {
             round,
             metadata: f.metadata,
             context_archive: f.context_archive,
+            deliverable: f.deliverable,
         }
     }
 }

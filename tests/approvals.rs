@@ -271,3 +271,114 @@ fn a_time_limit_ends_the_wait_with_the_run_saved_resumable() {
     let saved = load_run(&runs.path().join(&run.run_id)).unwrap();
     assert_eq!(saved.state.pending_approvals().len(), 1);
 }
+
+/// The run's other members go on while one waits: the researcher's draft
+/// lands on the board before the writer's call is decided.
+#[test]
+fn other_members_go_on_while_one_waits() {
+    let mut writer = AgentSpec::member("writer", "Writes", "You write.").with_tools(["launch"]);
+    writer.approve = vec!["launch".into()];
+    let team = Team::new(
+        "approvals",
+        TeamConfig::default(),
+        vec![
+            AgentSpec::master("lead", "You lead."),
+            writer,
+            AgentSpec::member("researcher", "Reads", "You read."),
+        ],
+    )
+    .unwrap();
+    let scripted = Scripted::new()
+        .reply("lead", "ASSIGN:writer:Launch it\nASSIGN:researcher:Read up")
+        .respond(
+            "writer",
+            ChatResponse {
+                tool_calls: vec![ToolCall {
+                    id: "call-7".into(),
+                    name: "launch".into(),
+                    arguments: json!({"target": "moon"}).to_string(),
+                }],
+                finish: FinishReason::ToolCalls,
+                ..ChatResponse::default()
+            },
+        )
+        .reply("writer", "Written.")
+        .reply("researcher", "Read.")
+        .reply("lead", "DONE\nok");
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let handle = Runtime::new(team, scripted)
+        .tool(Launch::default())
+        .events(tx)
+        .wait_for_approvals(true)
+        .start("Go")
+        .unwrap();
+    let p = first_pending(&handle.approvals());
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        let e = rx
+            .recv_timeout(left)
+            .expect("the researcher's draft while the writer waits");
+        if e.agent == "researcher" && matches!(e.kind, EventKind::BoardEntry { .. }) {
+            break;
+        }
+    }
+    assert_eq!(handle.pending_approvals(), vec![p.clone()], "still waiting");
+    handle.decide(&p.call_id, Decision::Approve).unwrap();
+    assert_eq!(handle.wait().unwrap().status, RunStatus::Done);
+}
+
+/// A handoff agent's call waits the same way, and its resume goes on from
+/// the reply that asked.
+#[test]
+fn a_handoff_agents_call_waits_and_resumes() {
+    let runs = tempfile::tempdir().unwrap();
+    let mut config = TeamConfig::default();
+    config.process = boardroom::Process::Handoff;
+    config.approve = vec!["launch".into()];
+    config.after_work_behavior = Some(boardroom::config::AfterWork::Terminate);
+    let team = Team::new(
+        "relay",
+        config,
+        vec![
+            AgentSpec::master("lead", "You lead.").with_tools(["launch"]),
+            AgentSpec::member("writer", "Writes", "You write."),
+        ],
+    )
+    .unwrap();
+    let scripted = Scripted::new()
+        .respond(
+            "lead",
+            ChatResponse {
+                tool_calls: vec![ToolCall {
+                    id: "call-h".into(),
+                    name: "launch".into(),
+                    arguments: json!({"target": "sun"}).to_string(),
+                }],
+                finish: FinishReason::ToolCalls,
+                ..ChatResponse::default()
+            },
+        )
+        .reply("lead", "Launched.")
+        .otherwise("lead", "NONE");
+    let launch = Launch::default();
+    let rt = Runtime::new(team, scripted)
+        .tool(launch.clone())
+        .protocol(boardroom::protocol::Protocol::Line)
+        .runs_dir(runs.path());
+    let run = rt.run("Go").unwrap();
+    assert_eq!(run.status, RunStatus::AwaitingApproval);
+    let dir = runs.path().join(&run.run_id);
+    assert_eq!(
+        load_run(&dir).unwrap().state.pending_approvals()[0].call_id,
+        "call-h"
+    );
+    let again = rt
+        .start_resume_deciding(&dir, [("call-h".to_string(), Decision::Approve)])
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(again.status, RunStatus::Done, "{}", again.answer);
+    assert_eq!(again.answer, "Launched.");
+    assert_eq!(launch.calls(), 1);
+}

@@ -396,6 +396,17 @@ fn system_prompt(runtime: &Runtime, partner: &AgentSpec) -> String {
          (the user is asked too; while the team works, a change the user asks for is a \
          follow_up too: it is queued and goes to the team when its run finishes).",
     );
+    s.push_str(
+        " Before launching, agree the team's make-up with the user: propose which member \
+         (by its description above) each module needs, set it as the module's assigned_agent, \
+         and show the modules with their members; the user's yes to the launch covers both.",
+    );
+    if team.config().process == crate::team::Process::Principal {
+        s.push_str(
+            " This team works by a principal: every module goes to one associate (a member \
+             above), so every module needs one.",
+        );
+    }
     s
 }
 

@@ -113,6 +113,56 @@ pub(crate) fn check_launchable(plan: &Plan) -> Result<usize, String> {
     Ok(open)
 }
 
+/// The team's make-up the partner proposes with a launch (seed 000,
+/// "Team Formation"): the associates, by profile, the open modules need.
+/// Every module names one of `members` (name, description) when
+/// `required` (a principal team, whose modules each go to one
+/// associate); a module naming an agent that is not a member is refused
+/// either way. The associates chosen, in the order first named, or the
+/// corrective error.
+pub(crate) fn team_make_up<'m>(
+    plan: &Plan,
+    members: &'m [(String, String)],
+    required: bool,
+) -> Result<Vec<&'m (String, String)>, String> {
+    let roster = || {
+        members
+            .iter()
+            .map(|(n, d)| format!("{n} ({d})"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut chosen: Vec<&(String, String)> = Vec::new();
+    for (i, m) in plan.tasks.iter().enumerate() {
+        if m.status == ModuleStatus::Completed {
+            continue;
+        }
+        match m.assigned_agent.as_deref() {
+            Some(a) => {
+                let Some(member) = members.iter().find(|(n, _)| n.eq_ignore_ascii_case(a)) else {
+                    return Err(format!(
+                        "module {} names '{a}', who is not on the team: propose one of {}                          (plan_update_task with assigned_agent), then call {LAUNCH_TEAM} again",
+                        i + 1,
+                        roster()
+                    ));
+                };
+                if !chosen.contains(&member) {
+                    chosen.push(member);
+                }
+            }
+            None if required => {
+                return Err(format!(
+                    "module {} has no associate: propose the associate each module needs                      (plan_update_task with assigned_agent) from {}, show the user the modules                      with their associates, then call {LAUNCH_TEAM} again",
+                    i + 1,
+                    roster()
+                ));
+            }
+            None => {}
+        }
+    }
+    Ok(chosen)
+}
+
 /// The plan as a numbered list, as the user is shown it.
 pub(crate) fn module_lines(plan: &Plan) -> String {
     let mut out = String::new();
@@ -160,5 +210,31 @@ mod tests {
                 .starts_with("the arguments are not JSON")
         );
         assert_eq!(module_lines(&plan), "1. [pending] one\n2. [pending] two\n");
+    }
+
+    #[test]
+    fn a_launch_proposes_the_associates_each_module_needs() {
+        let members = vec![
+            ("analyst".to_string(), "weighs options".to_string()),
+            ("researcher".to_string(), "finds facts".to_string()),
+        ];
+        let mut plan = Plan::default();
+        plan.add("facts", Some("Researcher".into()));
+        plan.add("options", None);
+        let err = team_make_up(&plan, &members, true).unwrap_err();
+        assert!(err.starts_with("module 2 has no associate"), "{err}");
+        assert!(err.contains("analyst (weighs options)"), "{err}");
+        // Not required (a blackboard team): the named ones are the make-up.
+        let chosen = team_make_up(&plan, &members, false).unwrap();
+        assert_eq!(chosen, vec![&members[1]]);
+        plan.get_mut("task_002").unwrap().assigned_agent = Some("writer".into());
+        let err = team_make_up(&plan, &members, false).unwrap_err();
+        assert!(
+            err.starts_with("module 2 names 'writer', who is not on the team"),
+            "{err}"
+        );
+        plan.get_mut("task_002").unwrap().assigned_agent = Some("analyst".into());
+        let chosen = team_make_up(&plan, &members, true).unwrap();
+        assert_eq!(chosen, vec![&members[1], &members[0]]);
     }
 }

@@ -10,7 +10,7 @@ use boardroom::{RunError, RunHandle, RunStatus, Runtime, ThreadError};
 
 use super::exit::{CliError, EXIT_STOPPED, Outcome};
 use super::text::terminal_safe;
-use super::{home, observe, render};
+use super::{approve, home, observe, render};
 
 /// How long calls in flight may take to return after the first Ctrl-C
 /// before they are abandoned (the run is then resumed from its last saved
@@ -18,7 +18,7 @@ use super::{home, observe, render};
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// The command that goes on with a run.
-fn resume_hint(runs_dir: &Path, run_id: &str) -> String {
+pub(crate) fn resume_hint(runs_dir: &Path, run_id: &str) -> String {
     if home::is_implied_runs_dir(runs_dir) {
         format!("boardroom resume {run_id}")
     } else {
@@ -87,12 +87,15 @@ fn wait_watching_ctrl_c(
 
 /// Runs `start` while the renderer thread shows the events from `rx`,
 /// then prints the answer, the usage per agent and where the run was
-/// saved, and says how the run ended. Shared by `run` and `resume`.
+/// saved, and says how the run ended. Shared by `run` and `resume`. With
+/// `ask`, tool calls that wait for approval are asked about on the
+/// terminal while the run goes on (the runtime must wait for them).
 pub(crate) fn drive_and_report(
     runtime: Runtime,
     rx: crossbeam_channel::Receiver<boardroom::Event>,
     json: bool,
     runs_dir: &Path,
+    ask: bool,
     start: impl FnOnce(&Runtime) -> Result<RunHandle, RunError>,
 ) -> Result<Outcome, CliError> {
     let mode = if json {
@@ -100,6 +103,7 @@ pub(crate) fn drive_and_report(
     } else {
         render::Mode::Human
     };
+    let done = std::sync::atomic::AtomicBool::new(false);
     let outcome = std::thread::scope(|s| {
         let renderer = std::thread::Builder::new()
             .name("boardroom-render".into())
@@ -108,7 +112,21 @@ pub(crate) fn drive_and_report(
         // Dropping the runtime drops this sender: the renderer drains and
         // ends when the run drops its own.
         drop(runtime);
+        let asker = match &handle {
+            Ok(h) if ask => {
+                let (approvals, done) = (h.approvals(), &done);
+                std::thread::Builder::new()
+                    .name("boardroom-approve".into())
+                    .spawn_scoped(s, move || approve::ask_on_terminal(&approvals, done))
+                    .ok()
+            }
+            _ => None,
+        };
         let outcome = handle.and_then(|h| wait_watching_ctrl_c(h, runs_dir));
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(asker) = asker {
+            let _ = asker.join();
+        }
         if let Ok(handle) = renderer {
             let _ = handle.join();
         }
@@ -134,6 +152,13 @@ pub(crate) fn drive_and_report(
         render::usage_by_agent(&outcome.usage_by_agent);
         super::runs::saved_note(runs_dir, &outcome.run_id);
     }
+    if outcome.status == RunStatus::AwaitingApproval {
+        approve::waiting_note(
+            runs_dir,
+            &outcome.run_id,
+            &resume_hint(runs_dir, &outcome.run_id),
+        );
+    }
     if outcome.status == RunStatus::AwaitingUser {
         eprintln!(
             "waiting for your reply: {}",
@@ -142,7 +167,7 @@ pub(crate) fn drive_and_report(
     }
     Ok(match outcome.status {
         RunStatus::Failed => Outcome::Failed,
-        RunStatus::AwaitingUser => Outcome::Waiting,
+        RunStatus::AwaitingUser | RunStatus::AwaitingApproval => Outcome::Waiting,
         // A run cut by its own limit says so in its status; the drafts the
         // limit refused are not members failing.
         RunStatus::BudgetExhausted | RunStatus::TimedOut => Outcome::Done,

@@ -22,7 +22,8 @@ pub(crate) const EXIT_FAILED: u8 = 1;
 /// chat in use by another process). clap's own usage errors exit 2 too.
 pub(crate) const EXIT_BAD_INPUT: u8 = 2;
 /// Exit code: the run waits for its user's reply (`resume RUN_ID
-/// --message TEXT`).
+/// --message TEXT`) or for a decision about a tool call (`resume RUN_ID
+/// --approve CALL` / `--deny CALL`).
 pub(crate) const EXIT_WAITING: u8 = 3;
 /// Exit code: the run gave an answer, but some members' drafts failed
 /// (stderr says `partial: N of M drafts failed; ...`).
@@ -39,7 +40,8 @@ pub(crate) enum Outcome {
     /// The run ended with its status `failed`, its answer printed and the
     /// reason shown by its events (no error message of its own).
     Failed,
-    /// The run waits for its user's reply.
+    /// The run waits for its user's reply, or for a decision about a
+    /// tool call.
     Waiting,
     /// The run gave an answer, but some members' drafts failed.
     Partial,

@@ -23,6 +23,7 @@ macro_rules! print {
     };
 }
 
+mod approve;
 mod args;
 mod bench;
 mod chat;

@@ -334,6 +334,25 @@ impl Human {
             EventKind::UserMessage { text } => {
                 self.line(format!("  » user: {}", one_line(&text, 90)));
             }
+            EventKind::ApprovalRequested {
+                id,
+                tool,
+                arguments,
+                ..
+            } => self.line(format!(
+                "  ? {agent} waits for approval: {tool} {} (call {id})",
+                one_line(&arguments, 80)
+            )),
+            EventKind::ApprovalDecided {
+                id,
+                tool,
+                decision,
+                reason,
+                ..
+            } => self.line(match reason {
+                Some(why) => format!("  · call {id} ({tool}) {decision}: {}", one_line(&why, 80)),
+                None => format!("  · call {id} ({tool}) {decision}"),
+            }),
             EventKind::AwaitingUser { question } => {
                 self.line(format!("  ? {agent} asks you: {}", one_line(&question, 90)));
             }
@@ -350,6 +369,7 @@ impl Human {
                     RunStatus::Done => "done".to_string(),
                     RunStatus::Cancelled => "stopped".to_string(),
                     RunStatus::AwaitingUser => "waiting for the user".to_string(),
+                    RunStatus::AwaitingApproval => "waiting for approval".to_string(),
                     other => other.as_str().replace('_', " "),
                 };
                 let unit = if self.handoff { "step(s)" } else { "round(s)" };

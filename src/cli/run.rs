@@ -157,7 +157,10 @@ pub(crate) fn run(args: RunArgs, lingering: &mut Option<Lingering>) -> Result<Ou
         &args.runs_dir,
     )?;
     // On a terminal, a run that asks its user (the master's ASK:) asks
-    // inline and goes on with the answer; elsewhere it exits 3.
+    // inline and goes on with the answer, and a tool call that waits for
+    // approval is asked about while the run goes on; elsewhere both exit 3.
+    let on_terminal = !args.json && std::io::stdin().is_terminal();
+    runtime = runtime.wait_for_approvals(on_terminal);
     let mut answer: Option<(PathBuf, String)> = None;
     loop {
         let (tx, rx) = crossbeam_channel::unbounded();
@@ -168,6 +171,7 @@ pub(crate) fn run(args: RunArgs, lingering: &mut Option<Lingering>) -> Result<Ou
             rx,
             args.json,
             &args.runs_dir,
+            on_terminal,
             |rt| {
                 let handle = match answer.take() {
                     Some((dir, message)) => rt.start_resume_with_message(dir, &message),
@@ -177,9 +181,13 @@ pub(crate) fn run(args: RunArgs, lingering: &mut Option<Lingering>) -> Result<Ou
                 Ok(handle)
             },
         );
-        let asked =
-            matches!(ended, Ok(Outcome::Waiting)) && !args.json && std::io::stdin().is_terminal();
-        if let (true, Some(id)) = (asked, run_id.into_inner())
+        let id = run_id.into_inner();
+        let awaits_user = id.as_ref().is_some_and(|id| {
+            boardroom::store::load_run(&args.runs_dir.join(id))
+                .is_ok_and(|r| r.state.status() == boardroom::RunStatus::AwaitingUser)
+        });
+        let asked = matches!(ended, Ok(Outcome::Waiting)) && on_terminal && awaits_user;
+        if let (true, Some(id)) = (asked, id)
             && let Some(reply) = ask_inline()
         {
             answer = Some((args.runs_dir.join(id), reply));
@@ -197,11 +205,9 @@ fn ask_inline() -> Option<String> {
     use std::io::Write as _;
     eprint!("your answer (empty: answer later with resume --message)> ");
     let _ = std::io::stderr().flush();
-    let mut line = String::new();
-    match std::io::stdin().read_line(&mut line) {
-        Ok(n) if n > 0 && !line.trim().is_empty() => Some(line.trim().to_string()),
-        _ => None,
-    }
+    super::approve::read_line()
+        .map(|line| line.trim().to_string())
+        .filter(|line| !line.is_empty())
 }
 
 /// The task from the argument, `--task-file PATH`, or stdin (`-`).

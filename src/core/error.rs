@@ -80,6 +80,13 @@ pub enum RunError {
         /// The phase it was saved in.
         phase: RunPhase,
     },
+    /// A handover protocol did not render for a briefing.
+    Protocol {
+        /// The protocol.
+        name: String,
+        /// What went wrong.
+        detail: String,
+    },
     /// A handoff run whose team has no handoff settings.
     NotAHandoffTeam {
         /// The team.
@@ -188,6 +195,9 @@ impl fmt::Display for RunError {
                     "run {run_id}: a blackboard phase ({other:?}) in a handoff run"
                 ),
             },
+            RunError::Protocol { name, detail } => {
+                write!(f, "handover protocol '{name}': {detail}")
+            }
             RunError::NotAHandoffTeam { team } => {
                 write!(f, "team '{team}' is not a handoff team")
             }
@@ -257,6 +267,8 @@ pub enum MasterPhase {
     Final,
     /// A turn of a handoff team's agent.
     HandoffStep,
+    /// A turn of a principal team's principal.
+    PrincipalTurn,
 }
 
 impl MasterPhase {
@@ -267,6 +279,7 @@ impl MasterPhase {
             MasterPhase::Plan => "plan",
             MasterPhase::Final => "final",
             MasterPhase::HandoffStep => "handoff step",
+            MasterPhase::PrincipalTurn => "principal turn",
         }
     }
 }

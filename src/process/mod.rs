@@ -8,3 +8,4 @@
 pub(crate) mod blackboard;
 pub(crate) mod handoff;
 pub(crate) mod memory_note;
+pub(crate) mod principal;

@@ -12,6 +12,7 @@
 pub(crate) mod approval;
 mod executor;
 mod handoff;
+mod principal;
 mod settings;
 mod state;
 mod status;
@@ -20,6 +21,7 @@ pub(crate) mod turn;
 pub use approval::{Decision, PendingApproval};
 pub use executor::{Executor, ParseExecutorError};
 pub use handoff::{HandoffHow, HandoffState, HandoffStep};
+pub use principal::{InboxItem, InboxKind, PrincipalState};
 pub use settings::RunSettings;
 pub use state::{ProcessKind, ProcessState, RunPhase, RunState, UserNote};
 pub use status::RunStatus;

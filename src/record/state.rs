@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{HandoffState, RunStatus};
+use super::{HandoffState, PrincipalState, RunStatus};
 use crate::board::Entry;
 use crate::model::Usage;
 use crate::plan::Plan;
@@ -79,14 +79,10 @@ pub struct RunState {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub(crate) round_offset: u32,
     /// The process's own state: a handoff run's steps, active agent and
-    /// context variables. Saved as today's `handoff` key (absent for a
-    /// blackboard run), so runs saved before it existed load.
-    #[serde(
-        rename = "handoff",
-        default,
-        skip_serializing_if = "ProcessState::is_blackboard",
-        with = "process_wire"
-    )]
+    /// context variables (saved as today's `handoff` key), a principal
+    /// run's inbox and progress (the `principal` key); both absent for a
+    /// blackboard run, so runs saved before it existed load.
+    #[serde(flatten, with = "process_wire")]
     pub(crate) process: ProcessState,
     /// Agent turns paused at tool calls that wait for a person's decision
     /// (status [`RunStatus::AwaitingApproval`], or a run stopped while it
@@ -232,6 +228,9 @@ pub enum ProcessState {
     /// A handoff run: the steps so far, the active agent, the context
     /// variables.
     Handoff(HandoffState),
+    /// A principal run: the principal's inbox, its log, the dispatch in
+    /// flight, the report.
+    Principal(PrincipalState),
 }
 
 impl ProcessState {
@@ -241,6 +240,7 @@ impl ProcessState {
         match self {
             ProcessState::Blackboard => ProcessKind::Blackboard,
             ProcessState::Handoff(_) => ProcessKind::Handoff,
+            ProcessState::Principal(_) => ProcessKind::Principal,
         }
     }
 
@@ -249,7 +249,7 @@ impl ProcessState {
     pub fn handoff(&self) -> Option<&HandoffState> {
         match self {
             ProcessState::Handoff(hs) => Some(hs),
-            ProcessState::Blackboard => None,
+            _ => None,
         }
     }
 
@@ -257,7 +257,7 @@ impl ProcessState {
     pub(crate) fn handoff_mut(&mut self) -> Option<&mut HandoffState> {
         match self {
             ProcessState::Handoff(hs) => Some(hs),
-            ProcessState::Blackboard => None,
+            _ => None,
         }
     }
 
@@ -265,38 +265,87 @@ impl ProcessState {
     pub(crate) fn take_handoff(&mut self) -> Option<HandoffState> {
         match std::mem::take(self) {
             ProcessState::Handoff(hs) => Some(hs),
-            ProcessState::Blackboard => None,
+            other => {
+                *self = other;
+                None
+            }
         }
     }
 
-    fn is_blackboard(&self) -> bool {
-        matches!(self, ProcessState::Blackboard)
+    /// A principal run's state.
+    #[must_use]
+    pub fn principal(&self) -> Option<&PrincipalState> {
+        match self {
+            ProcessState::Principal(ps) => Some(ps),
+            _ => None,
+        }
+    }
+
+    /// Takes a principal run's state out, leaving [`ProcessState::Blackboard`].
+    pub(crate) fn take_principal(&mut self) -> Option<PrincipalState> {
+        match std::mem::take(self) {
+            ProcessState::Principal(ps) => Some(ps),
+            other => {
+                *self = other;
+                None
+            }
+        }
     }
 }
 
-/// `run.json`'s `handoff` key: a handoff run's state, absent (or `null`)
-/// for a blackboard run.
+/// `run.json`'s `handoff` and `principal` keys: a handoff run's state
+/// under `handoff`, a principal run's under `principal`, neither for a
+/// blackboard run (a `handoff: null` of older runs reads as none).
 mod process_wire {
-    use serde::{Deserialize, Deserializer, Serializer};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-    use super::{HandoffState, ProcessState};
+    use super::{HandoffState, PrincipalState, ProcessState};
+
+    #[derive(Serialize)]
+    struct Out<'a> {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        handoff: Option<&'a HandoffState>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        principal: Option<&'a PrincipalState>,
+    }
+
+    #[derive(Deserialize)]
+    struct In {
+        #[serde(default)]
+        handoff: Option<HandoffState>,
+        #[serde(default)]
+        principal: Option<PrincipalState>,
+    }
 
     pub(super) fn serialize<S: Serializer>(p: &ProcessState, s: S) -> Result<S::Ok, S::Error> {
-        match p {
-            ProcessState::Handoff(hs) => s.serialize_some(hs),
-            ProcessState::Blackboard => s.serialize_none(),
-        }
+        let out = match p {
+            ProcessState::Handoff(hs) => Out {
+                handoff: Some(hs),
+                principal: None,
+            },
+            ProcessState::Principal(ps) => Out {
+                handoff: None,
+                principal: Some(ps),
+            },
+            ProcessState::Blackboard => Out {
+                handoff: None,
+                principal: None,
+            },
+        };
+        out.serialize(s)
     }
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ProcessState, D::Error> {
-        Ok(match Option::<HandoffState>::deserialize(d)? {
-            Some(hs) => ProcessState::Handoff(hs),
-            None => ProcessState::Blackboard,
+        let wire = In::deserialize(d)?;
+        Ok(match (wire.handoff, wire.principal) {
+            (Some(hs), _) => ProcessState::Handoff(hs),
+            (None, Some(ps)) => ProcessState::Principal(ps),
+            (None, None) => ProcessState::Blackboard,
         })
     }
 }
 
-/// A run's process, by name: `blackboard` or `handoff`, as `team.yaml`
+/// A run's process, by name: `blackboard`, `handoff` or `principal`, as `team.yaml`
 /// and a `run_started` event write it. A name this build does not know
 /// (an event written by a newer one) is kept as [`ProcessKind::Other`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -306,6 +355,9 @@ pub enum ProcessKind {
     Blackboard,
     /// One agent active at a time, passing control by handoff.
     Handoff,
+    /// A principal manages work modules and dispatches them to parallel
+    /// associates (Common Ground).
+    Principal,
     /// A name this build does not know (empty in a `run_started` event
     /// saved before the process was recorded).
     Other(String),
@@ -318,6 +370,7 @@ impl ProcessKind {
         match self {
             ProcessKind::Blackboard => "blackboard",
             ProcessKind::Handoff => "handoff",
+            ProcessKind::Principal => "principal",
             ProcessKind::Other(name) => name,
         }
     }
@@ -328,6 +381,7 @@ impl ProcessKind {
         match name {
             "blackboard" => ProcessKind::Blackboard,
             "handoff" => ProcessKind::Handoff,
+            "principal" => ProcessKind::Principal,
             other => ProcessKind::Other(other.to_string()),
         }
     }

@@ -11,6 +11,7 @@ use crate::core::{Driver, RunConfig, RunContext};
 use crate::event::{RunStatus, now_ms};
 use crate::process::blackboard::BlackboardRun;
 use crate::process::handoff::Handoff;
+use crate::process::principal::PrincipalRun;
 use crate::store::{self, RunRecord, StoreError, write_atomic};
 use crate::team::Process;
 
@@ -165,6 +166,7 @@ impl Runtime {
         match config.team.config().process {
             Process::Blackboard => drive_as::<BlackboardRun<'_>>(config, ctx, start),
             Process::Handoff => drive_as::<Handoff<'_>>(config, ctx, start),
+            Process::Principal => drive_as::<PrincipalRun<'_>>(config, ctx, start),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! outside, many at once, each on its own [`RunHandle`](crate::RunHandle).
 //!
 //! ```text
-//! GET  /                               the page shell (no token)
+//! GET  /                               the page: start, follow, answer, approve (no token)
 //! GET  /openapi.json                   the OpenAPI 3 document (no token)
 //! GET  /page.js                        the page's script (no token)
 //! GET  /v1/teams                       the teams a run may name, the default first

@@ -20,6 +20,7 @@ const AGENT_KEYS: &[&str] = &[
     "temperature",
     "max_tokens",
     "approve",
+    "deliverable",
 ];
 
 /// One agent: its settings and its soul.
@@ -61,6 +62,10 @@ pub struct AgentSpec {
     /// Where it was loaded from, if from disk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<PathBuf>,
+    /// The JSON schema of the deliverable it hands in as an associate of a
+    /// principal team (`deliverable:` in its front matter), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deliverable: Option<serde_json::Value>,
     /// A model given in code ([`AgentSpec::with_chat_model`]); it wins over
     /// `model`. Not saved with a run: a resumed run uses `model` or the
     /// default. Read it with [`AgentSpec::chat_model`]. Being private, it
@@ -113,6 +118,7 @@ impl AgentSpec {
             soul: soul.into(),
             notes: String::new(),
             source: None,
+            deliverable: None,
             chat_model: None,
         }
     }
@@ -123,6 +129,14 @@ impl AgentSpec {
             role: AgentRole::Master,
             ..Self::member(name, "Leads the team", soul)
         }
+    }
+
+    /// Sets the JSON schema of its deliverable (an associate of a
+    /// principal team).
+    #[must_use]
+    pub fn with_deliverable(mut self, schema: serde_json::Value) -> Self {
+        self.deliverable = Some(schema);
+        self
     }
 
     /// Lets it take part in the challenge round.
@@ -174,6 +188,7 @@ struct FrontMatter {
     approve: Vec<String>,
     temperature: Option<f32>,
     max_tokens: Option<u32>,
+    deliverable: Option<serde_json::Value>,
 }
 
 /// A name is an identifier: ASCII letter first, then letters, digits, `_`, `-`.
@@ -299,6 +314,15 @@ pub(super) fn parse_agent(
             format!("temperature {t} is outside 0..=2"),
         ));
     }
+    if let Some(schema) = &fm.deliverable
+        && !schema.is_object()
+    {
+        return Err(TeamError::at(
+            path,
+            line_of("deliverable"),
+            "deliverable: a JSON schema is a mapping (type, properties, required)",
+        ));
+    }
     super::approve::check_list(path, &fm.approve, |i| {
         outline
             .line(&[yaml::Step::Key("approve"), yaml::Step::Item(i)])
@@ -318,6 +342,7 @@ pub(super) fn parse_agent(
         soul: soul.trim().to_string(),
         notes,
         source: Some(path.to_path_buf()),
+        deliverable: fm.deliverable,
         chat_model: None,
     })
 }

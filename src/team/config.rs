@@ -43,6 +43,10 @@ pub enum Process {
     Blackboard,
     /// One agent active at a time, passing control by handoff.
     Handoff,
+    /// Common Ground: a principal manages work modules by tools and
+    /// dispatches them to associates working in parallel, each handing in a
+    /// JSON deliverable the principal reviews.
+    Principal,
 }
 
 /// A model named in `team.yaml`: either a spec string (`sim`,

@@ -151,7 +151,8 @@ pub(super) fn build(
             !config.handoffs.is_empty(),
             config.after_work_behavior.is_some(),
             config.max_handoffs.is_some(),
-            config.max_turns.is_some(),
+            // A principal team caps its principal's turns with it too.
+            config.max_turns.is_some() && config.process != Process::Principal,
         ];
         if let Some((key, _)) = HANDOFF_ONLY.iter().zip(used).find(|(_, u)| *u) {
             return Err(at(

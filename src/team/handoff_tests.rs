@@ -189,7 +189,10 @@ fn mistakes_name_file_and_line() {
     assert!(e.contains("unknown field 'to_agnet'"), "{e}");
     let e = err("process: relay\n");
     assert!(e.starts_with("team.yaml:1: "), "{e}");
-    assert!(e.contains("expected 'blackboard' or 'handoff'"), "{e}");
+    assert!(
+        e.contains("expected one of 'blackboard', 'handoff', 'principal'"),
+        "{e}"
+    );
     let e = err("process: handoff\ncontext_variables:\n  topics: [a, b]\n");
     assert!(e.contains("must be text, a number or a boolean"), "{e}");
 }

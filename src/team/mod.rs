@@ -14,6 +14,7 @@ mod config;
 mod error;
 mod handoff;
 mod mcp;
+mod protocols;
 mod template;
 mod yaml;
 
@@ -29,6 +30,10 @@ pub use error::TeamError;
 pub use handoff::{AfterWork, HandoffRule, HandoffSettings};
 pub(crate) use mcp::check_server_name;
 pub use mcp::{Elicitation, McpServerConfig};
+pub use protocols::{
+    ArchivedMessage, BriefingError, BriefingField, BriefingSource, HandoverProtocol, ModuleView,
+    PARTNER_TO_PRINCIPAL, PRINCIPAL_TO_ASSOCIATE, Protocols,
+};
 pub use template::{
     TemplateError, VarError, Variables, apply_var_flags, check_template, parse_var_flag, render,
     render_task,
@@ -41,6 +46,8 @@ struct TeamInner {
     config: TeamConfig,
     agents: Vec<AgentSpec>,
     handoff: Option<HandoffSettings>,
+    /// Handover protocols: the team's `protocols/*.yaml` over the built-in ones.
+    protocols: Protocols,
 }
 
 /// A validated team: exactly one master, unique valid names.
@@ -102,7 +109,24 @@ impl Team {
             path: &config_path,
             outline,
         });
-        Team::validate_with(name, Some(dir.to_path_buf()), config, agents, source)
+        let protocols = Protocols::load(dir)?;
+        let team = Team::validate_with(name, Some(dir.to_path_buf()), config, agents, source)?;
+        Ok(team.with_protocols(protocols))
+    }
+
+    /// The team with these handover protocols.
+    fn with_protocols(mut self, protocols: Protocols) -> Team {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.protocols = protocols;
+        }
+        self
+    }
+
+    /// The team's handover protocols (its `protocols/*.yaml` over the
+    /// built-in ones).
+    #[must_use]
+    pub fn protocols(&self) -> &Protocols {
+        &self.inner.protocols
     }
 
     /// Builds a team in code.
@@ -156,9 +180,16 @@ impl Team {
             || PathBuf::from(format!("team '{name}'")),
             |d| d.join("agents"),
         );
+        // Patterns set in code (files are checked at their lines on load).
+        for p in &config.approve {
+            approve::check_pattern(p).map_err(|why| TeamError::in_file(&team_path, why))?;
+        }
         for (i, a) in agents.iter().enumerate() {
             if let Err(why) = check_name(&a.name) {
                 return Err(TeamError::in_file(where_(a), why));
+            }
+            for p in &a.approve {
+                approve::check_pattern(p).map_err(|why| TeamError::in_file(where_(a), why))?;
             }
             if let Some(first) = agents[..i]
                 .iter()
@@ -185,7 +216,7 @@ impl Team {
                     "no master: exactly one agent needs 'role: master'",
                 ));
             }
-            [_] if config.process == Process::Blackboard
+            [_] if config.process != Process::Handoff
                 && !agents.iter().any(|a| a.role == AgentRole::Member) =>
             {
                 // The master's plan must assign work (a DONE in the plan is
@@ -227,6 +258,7 @@ impl Team {
                 config,
                 agents,
                 handoff,
+                protocols: Protocols::default(),
             }),
         })
     }
@@ -314,6 +346,7 @@ impl Team {
                 config: self.inner.config.clone(),
                 agents,
                 handoff: self.inner.handoff.clone(),
+                protocols: self.inner.protocols.clone(),
             }),
         })
     }

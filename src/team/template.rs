@@ -177,7 +177,7 @@ const GLOBALS: &[&str] = &["range", "dict", "namespace", "debug"];
 /// with a loop over a few hundred items), far below a stuck run.
 const RENDER_FUEL: u64 = 200_000;
 
-fn environment() -> minijinja::Environment<'static> {
+pub(super) fn environment() -> minijinja::Environment<'static> {
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     // A bound on the work of one render: a task or soul with nested loops

@@ -12,6 +12,7 @@ mod scripted;
 mod sim;
 mod sim_handoff;
 mod sim_partner;
+mod sim_principal;
 mod spec;
 
 pub use scripted::{Scripted, ScriptedReply};

@@ -334,6 +334,9 @@ impl ChatModel for Sim {
                 detail: "the model is configured to fail for this agent".into(),
             });
         }
+        if let Some(resp) = super::sim_principal::reply(req, on_delta) {
+            return Ok(resp);
+        }
         if let Some(resp) = super::sim_handoff::reply(&self.options, req, on_delta) {
             return Ok(resp);
         }

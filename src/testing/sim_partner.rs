@@ -137,10 +137,7 @@ fn partner(req: &ChatRequest) -> (String, Calls) {
         } else {
             String::new()
         };
-        let calls = modules(&first, &details)
-            .into_iter()
-            .map(|d| ("plan_add_task", json!({ "description": d })))
-            .collect();
+        let calls = drafts(msgs, modules(&first, &details));
         return (String::new(), calls);
     }
     if !launched
@@ -168,6 +165,36 @@ fn partner(req: &ChatRequest) -> (String, Calls) {
         ),
         Vec::new(),
     )
+}
+
+/// `plan_add_task` calls for the modules; for a team whose every module
+/// goes to one associate (the partner's prompt says so), each names a
+/// member of the team in turn (the team's make-up the user agrees to).
+fn drafts(msgs: &[Message], modules: Vec<String>) -> Calls {
+    let system = msgs
+        .iter()
+        .find(|m| m.role == Role::System)
+        .map_or("", |m| m.content.as_str());
+    let members: Vec<&str> = if system.contains("every module goes to one associate") {
+        system
+            .lines()
+            .filter(|l| l.starts_with("- ") && !l.ends_with("(leads the team)"))
+            .filter_map(|l| l[2..].split(':').next())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    modules
+        .into_iter()
+        .enumerate()
+        .map(|(i, d)| match members.get(i % members.len().max(1)) {
+            Some(agent) if !members.is_empty() => (
+                "plan_add_task",
+                json!({ "description": d, "assigned_agent": agent }),
+            ),
+            _ => ("plan_add_task", json!({ "description": d })),
+        })
+        .collect()
 }
 
 /// Whether a run the partner launched (or followed up) is under way: no
@@ -213,10 +240,7 @@ fn after_tools(msgs: &[Message]) -> (String, Calls) {
         if r.starts_with("error: the plan has no open work modules") {
             let requests = user_texts(msgs);
             let first = requests.first().cloned().unwrap_or_default();
-            let calls = modules(&first, "")
-                .into_iter()
-                .map(|d| ("plan_add_task", json!({ "description": d })))
-                .collect();
+            let calls = drafts(msgs, modules(&first, ""));
             return (String::new(), calls);
         }
         if r.starts_with("launched run") {

@@ -114,6 +114,41 @@ impl Browser {
         )
     }
 
+    /// The WebDriver id of the first element `css` selects.
+    fn element(&self, css: &str) -> String {
+        let v = self.post(
+            &format!("/session/{}/element", self.session),
+            &json!({ "using": "css selector", "value": css }),
+        );
+        let id = v
+            .as_object()
+            .and_then(|o| o.values().next())
+            .and_then(Value::as_str);
+        id.unwrap_or_else(|| panic!("no element {css}: {v}"))
+            .to_string()
+    }
+
+    /// Clicks the element `css` selects, as a user would (WebDriver's
+    /// element click: scrolled into view, hit-tested).
+    pub fn click(&self, css: &str) {
+        let id = self.element(css);
+        let v = self.post(
+            &format!("/session/{}/element/{id}/click", self.session),
+            &json!({}),
+        );
+        assert!(v.is_null(), "click on {css} failed: {v}");
+    }
+
+    /// Types `text` into the element `css` selects.
+    pub fn type_into(&self, css: &str, text: &str) {
+        let id = self.element(css);
+        let v = self.post(
+            &format!("/session/{}/element/{id}/value", self.session),
+            &json!({ "text": text }),
+        );
+        assert!(v.is_null(), "typing into {css} failed: {v}");
+    }
+
     /// Polls `script` until it returns true (at most `secs` seconds).
     pub fn wait_for(&self, script: &str, secs: u64) {
         let deadline = Instant::now() + Duration::from_secs(secs);
@@ -144,41 +179,6 @@ impl Browser {
                 )
             })
             .collect()
-    }
-}
-
-impl Browser {
-    /// The WebDriver id of the first element `css` matches (it must exist).
-    pub fn element(&self, css: &str) -> String {
-        let v = self.post(
-            &format!("/session/{}/element", self.session),
-            &json!({"using": "css selector", "value": css}),
-        );
-        v["element-6066-11e4-a52e-4f735466cecf"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no element {css}: {v}"))
-            .to_string()
-    }
-
-    /// Clicks the element `css` matches, as a user would (WebDriver moves
-    /// the pointer there and clicks; it fails when the element is hidden).
-    pub fn click(&self, css: &str) {
-        let id = self.element(css);
-        let v = self.post(
-            &format!("/session/{}/element/{id}/click", self.session),
-            &json!({}),
-        );
-        assert!(v.is_null(), "click on {css} failed: {v}");
-    }
-
-    /// Types `text` into the element `css` matches, key by key.
-    pub fn type_into(&self, css: &str, text: &str) {
-        let id = self.element(css);
-        let v = self.post(
-            &format!("/session/{}/element/{id}/value", self.session),
-            &json!({ "text": text }),
-        );
-        assert!(v.is_null(), "typing into {css} failed: {v}");
     }
 }
 

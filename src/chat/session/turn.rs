@@ -228,18 +228,45 @@ impl Chat {
         }
         let brief = tools::brief_of(arguments)?;
         let open = tools::check_launchable(&self.plan.lock())?;
-        let question = format!(
-            "Launch the team on these {open} module{}? [y/N]",
-            if open == 1 { "" } else { "s" }
-        );
+        // The team's make-up: the associates (by profile) the modules
+        // need; a principal team's every module names one.
+        let team = self.runtime.team();
+        let members: Vec<(String, String)> = team
+            .members()
+            .map(|m| (m.name.clone(), m.description.clone()))
+            .collect();
+        let required = team.config().process == crate::team::Process::Principal;
+        let chosen = tools::team_make_up(&self.plan.lock(), &members, required)?;
+        let names: Vec<&str> = chosen.iter().map(|(n, _)| n.as_str()).collect();
+        let question = if names.is_empty() {
+            format!(
+                "Launch the team on these {open} module{}? [y/N]",
+                if open == 1 { "" } else { "s" }
+            )
+        } else {
+            format!(
+                "Launch the team on these {open} module{} with {}? [y/N]",
+                if open == 1 { "" } else { "s" },
+                names.join(", ")
+            )
+        };
         // What the user consents to is shown by the program, from the plan
         // and the brief the team will get: the model's own list may differ.
         let modules = tools::module_lines(&self.plan.lock());
+        let make_up: String = chosen
+            .iter()
+            .map(|(n, d)| format!("- {n}: {d}\n"))
+            .collect();
+        let make_up = if make_up.is_empty() {
+            String::new()
+        } else {
+            format!("these associates:\n{make_up}")
+        };
         self.show(
             io,
             ChatEvent::Notice {
                 text: format!(
-                    "the team would get these modules:\n{modules}and this brief: {}",
+                    "the team would get these modules:\n{modules}{make_up}and this brief: {}",
                     brief.trim()
                 ),
             },

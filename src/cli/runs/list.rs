@@ -109,6 +109,7 @@ fn run_json(run: &boardroom::store::RunListing) -> serde_json::Value {
                 "status": status,
                 "resumable": r.state.phase() != RunPhase::Finished && status != "running",
                 "awaiting_user": r.state.status() == RunStatus::AwaitingUser,
+                "awaiting_approval": r.state.status() == RunStatus::AwaitingApproval,
                 "team": r.team.name,
                 "rounds": r.state.round(),
                 "tokens": {

@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use boardroom::store::{MasterMemory, RunPhase, RunRecord, StoreError, load_run, run_holder};
-use boardroom::{RunStatus, Runtime};
+use std::io::IsTerminal;
+
+use boardroom::{Decision, RunStatus, Runtime};
 
 use super::{find_run, status_of};
 use crate::cli::drive::{drive_and_report, message_hint};
@@ -55,8 +57,19 @@ pub(crate) struct ResumeArgs {
     otlp_content: bool,
     /// The user's reply to a run that waits for it (status
     /// awaiting_user), or a follow-up to a finished run.
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT", conflicts_with_all = ["approve", "deny"])]
     message: Option<String>,
+    /// Approve a tool call the run waits for (status awaiting_approval):
+    /// its id, as `run` printed it (repeatable).
+    #[arg(long, value_name = "CALL")]
+    approve: Vec<String>,
+    /// Deny a tool call the run waits for: it never runs, and the model
+    /// is told so (repeatable).
+    #[arg(long, value_name = "CALL")]
+    deny: Vec<String>,
+    /// Why the calls given with --deny are denied (the model reads it).
+    #[arg(long, value_name = "TEXT", requires = "deny")]
+    reason: Option<String>,
 }
 
 /// Resumes the run. A resumed run with `--view` leaves its page in
@@ -141,12 +154,54 @@ pub(crate) fn resume(
         &runs_dir,
     )?;
     let rx = observers.tee(rx);
-    let ended = drive_and_report(runtime, rx, args.json, &runs_dir, |rt| match message {
-        Some(m) => rt.start_resume_with_message(&dir, m),
-        None => rt.start_resume(&dir),
-    });
+    let decisions = decisions(args)?;
+    // On a terminal, calls still undecided are asked about inline.
+    let on_terminal = !args.json && std::io::stdin().is_terminal();
+    let runtime = runtime.wait_for_approvals(on_terminal);
+    let ended = drive_and_report(
+        runtime,
+        rx,
+        args.json,
+        &runs_dir,
+        on_terminal,
+        |rt| match message {
+            Some(m) => rt.start_resume_with_message(&dir, m),
+            None if !decisions.is_empty() => rt.start_resume_deciding(&dir, decisions),
+            None => rt.start_resume(&dir),
+        },
+    );
     *lingering = observers.finish();
     ended
+}
+
+/// The decisions `--approve` and `--deny` give, by call id.
+fn decisions(args: &ResumeArgs) -> Result<Vec<(String, Decision)>, CliError> {
+    let mut out: Vec<(String, Decision)> = Vec::new();
+    let reason = args
+        .reason
+        .as_deref()
+        .map(str::trim)
+        .filter(|r| !r.is_empty());
+    let approved = args.approve.iter().map(|c| (c, Decision::Approve));
+    let denied = args.deny.iter().map(|c| {
+        let reason = reason.map(str::to_string);
+        (c, Decision::Deny { reason })
+    });
+    for (call, decision) in approved.chain(denied) {
+        let call = call.trim();
+        if call.is_empty() {
+            return Err(CliError::bad_input(
+                "--approve/--deny: the call id is empty",
+            ));
+        }
+        if out.iter().any(|(c, _)| c == call) {
+            return Err(CliError::bad_input(format!(
+                "tool call '{call}' is given more than one decision"
+            )));
+        }
+        out.push((call.to_string(), decision));
+    }
+    Ok(out)
 }
 
 /// What `resume` prints for a run it does not drive (finished, or waiting

@@ -132,6 +132,17 @@ pub(crate) fn show(args: &ShowArgs) -> Result<Outcome, CliError> {
             message_hint(runs_dir, s.run_id())
         );
     }
+    // Calls that wait for a decision (a run stopped awaiting_approval, or
+    // one stopped while a call waited).
+    for p in s.pending_approvals() {
+        out!(
+            "waiting for approval: call {} · {} → {} {}",
+            p.call_id,
+            p.agent,
+            p.tool,
+            one_line(&p.arguments, 100)
+        );
+    }
     // A handoff run's messages are steps of the user's (below).
     if s.handoff().is_none() && !s.user_notes().is_empty() {
         out!("\n== from the user");
