@@ -1,52 +1,235 @@
-//! The page `boardroom serve` serves at `/` (issue 27), in headless
-//! Chromium over WebDriver with real clicks: the token is given, a run
-//! is started from the page, its writer's tool call waits, the Approve
-//! button lets it run, and the run ends done.
+//! Issue 27, the page `boardroom serve` serves: a real headless Chromium
+//! (over WebDriver) is given the token once, starts a run from the form
+//! with real clicks and watches its answer arrive; approves one tool call
+//! and denies another from the page, each run going on to its end.
+
+#![cfg(feature = "serve")]
 
 mod serve_support;
 mod support;
 mod view_support;
 
+use std::path::Path;
+
 use boardroom::serve::{ServeConfig, Server};
-use serve_support::{TOKEN, approving_team};
+use serde_json::Value;
+use serve_support::{TOKEN, approving_team, server};
 use view_support::Browser;
 
-#[test]
-fn a_run_started_from_the_page_has_its_call_approved_there() {
-    let tmp = tempfile::tempdir().unwrap();
-    let team = approving_team(&tmp.path().join("team"));
-    let name = team.name().to_string();
-    let runs = tmp.path().join("runs");
-    let srv = Server::start(ServeConfig::new(&runs, TOKEN).memory(false).team(team)).unwrap();
+/// Opens the page and gives it the token, as a user pastes it.
+fn unlocked(srv: &Server) -> Browser {
     let browser = Browser::start();
     browser.open(&srv.url());
+    browser.wait_for("return document.body.dataset.phase === 'locked'", 30);
     browser.type_into("#token", TOKEN);
-    browser.click("#save");
-    browser.type_into("#team", &name);
-    browser.type_into("#model", "sim:tool=writer:plan_read");
-    browser.type_into("#task", "Plan a picnic");
+    browser.click("#unlock");
+    browser.wait_for("return document.body.dataset.phase === 'ready'", 30);
+    browser
+}
+
+/// Fills the form (task, model; the team the server offers first) and
+/// clicks Start.
+fn start_from_form(browser: &Browser, task: &str, model: &str) {
+    browser.eval(
+        "document.getElementById('task').value = ''; document.getElementById('model').value = '';",
+    );
+    browser.type_into("#task", task);
+    browser.type_into("#model", model);
     browser.click("#start");
-    browser.wait_for(
-        "return !!document.querySelector('#approvals .approval button.approve')",
-        60,
+    browser.wait_for("return !!document.body.dataset.run", 30);
+}
+
+fn text(browser: &Browser, css: &str) -> String {
+    browser
+        .eval(&format!(
+            "const e = document.querySelector('{css}'); return e ? e.textContent : null;"
+        ))
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Keeps a PNG of the page under target/ (a test artifact).
+fn keep_screenshot(browser: &Browser, name: &str) {
+    browser.fit_page();
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    browser.screenshot(&path);
+    println!("screenshot: {}", path.display());
+}
+
+#[test]
+fn the_page_takes_the_token_once_starts_a_run_and_shows_it_live_to_its_answer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let srv = server(tmp.path(), 4);
+    // The page and its script are open; the teams it offers need the token.
+    assert_eq!(
+        serve_support::call(srv.addr(), "GET", "/page.js", None, None).0,
+        200
     );
-    let tool = browser.eval("return document.querySelector('#approvals .approval').textContent");
-    assert!(tool.as_str().unwrap().contains("plan_read"), "{tool}");
-    browser.click("#approvals .approval button.approve");
-    browser.wait_for(
-        "return document.querySelector('#status').dataset.status === 'done'",
-        60,
+    assert_eq!(
+        serve_support::call(srv.addr(), "GET", "/v1/teams", None, None).0,
+        401
     );
-    let log = browser.eval("return document.querySelector('#log').textContent");
-    let log = log.as_str().unwrap();
-    assert!(log.contains("writer: approval_decided"), "{log}");
-    assert!(log.contains("run_finished"), "{log}");
+    // A wrong token is refused and asked for again; then the right one.
+    let browser = Browser::start();
+    browser.open(&srv.url());
+    browser.wait_for("return document.body.dataset.phase === 'locked'", 30);
+    browser.type_into("#token", "not-the-token-0123456789");
+    browser.click("#unlock");
+    browser.wait_for(
+        "return document.getElementById('token-error').textContent.includes('refused')",
+        30,
+    );
+    assert_eq!(
+        browser.eval("return sessionStorage.getItem('boardroom.token')"),
+        Value::Null
+    );
+    browser.type_into("#token", TOKEN);
+    browser.click("#unlock");
+    browser.wait_for("return document.body.dataset.phase === 'ready'", 30);
+    // Kept in the tab, never in the address.
+    assert_eq!(
+        browser.eval("return sessionStorage.getItem('boardroom.token')"),
+        Value::String(TOKEN.into())
+    );
     assert!(
-        browser
-            .eval("return document.querySelector('#answer').textContent.length > 0")
-            .as_bool()
-            .unwrap()
+        !browser
+            .eval("return location.href")
+            .to_string()
+            .contains(TOKEN)
     );
-    // The run is an ordinary run in the directory.
-    assert_eq!(boardroom::store::list_runs(&runs).unwrap().len(), 1);
+    // The built-in team is offered.
+    assert_eq!(
+        browser.eval("return [...document.querySelectorAll('#team option')].map(o => o.value)"),
+        serde_json::json!(["builtin"])
+    );
+
+    start_from_form(&browser, "Plan a picnic by the river", "sim:latency=300ms");
+    // Live: the run is shown running, with members at work, before its answer.
+    browser.wait_for(
+        "return document.body.dataset.phase === 'live' \
+         && document.querySelectorAll('#members span').length > 0 \
+         && document.getElementById('answer').textContent === ''",
+        60,
+    );
+    assert_eq!(text(&browser, "#run-task"), "Plan a picnic by the river");
+    browser.wait_for(
+        "return document.getElementById('run-status').textContent === 'done' \
+         && document.getElementById('answer').textContent.length > 0",
+        120,
+    );
+    let answer = text(&browser, "#answer");
+    let id = browser.eval("return document.body.dataset.run");
+    let (status, _, saved) = serve_support::call(
+        srv.addr(),
+        "GET",
+        &format!("/v1/runs/{}", id.as_str().unwrap()),
+        Some(TOKEN),
+        None,
+    );
+    assert_eq!(status, 200);
+    assert_eq!(
+        saved["answer"].as_str(),
+        Some(answer.as_str()),
+        "the page shows the saved answer"
+    );
+    // The events arrived over the stream: the log shows the run's start and end.
+    let kinds =
+        browser.eval("return [...document.querySelectorAll('#log .ev')].map(e => e.dataset.type)");
+    let kinds: Vec<String> = serde_json::from_value(kinds).unwrap();
+    assert!(kinds.contains(&"run_started".into()), "{kinds:?}");
+    assert!(kinds.contains(&"run_finished".into()), "{kinds:?}");
+
+    // A reload does not ask again: the token stays in the tab.
+    browser.open(&srv.url());
+    browser.wait_for("return document.body.dataset.phase === 'ready'", 30);
+    browser.wait_for(
+        "return document.querySelectorAll('#runs li').length === 1",
+        30,
+    );
+    keep_screenshot(&browser, "serve-page-ready.png");
+}
+
+#[test]
+fn the_page_approves_one_tool_call_and_denies_another() {
+    let tmp = tempfile::tempdir().unwrap();
+    let team = approving_team(&tmp.path().join("team"));
+    let runs = tmp.path().join("runs");
+    let srv = Server::start(ServeConfig::new(&runs, TOKEN).memory(false).team(team)).unwrap();
+    let browser = unlocked(&srv);
+
+    // Approve: the call waits, the click lets it run, the run finishes.
+    start_from_form(&browser, "Plan a picnic", "sim:tool=writer:plan_read");
+    browser.wait_for(
+        "return !!document.querySelector('.card.approval[data-state=waiting]')",
+        60,
+    );
+    assert!(text(&browser, ".card.approval b").contains("plan_read"));
+    keep_screenshot(&browser, "serve-page-approval.png");
+    browser.click(".card.approval .approve");
+    browser.wait_for(
+        "return document.querySelector('.card.approval').dataset.state === 'approved' \
+         && document.getElementById('run-status').textContent === 'done'",
+        120,
+    );
+    let first = browser.eval("return document.body.dataset.run");
+    let ran = |id: &Value| {
+        std::fs::read_to_string(runs.join(id.as_str().unwrap()).join("events.jsonl"))
+            .unwrap()
+            .lines()
+            .any(|l| {
+                l.contains("\"type\":\"tool_result\"") || l.contains("\"type\":\"tool_finished\"")
+            })
+    };
+    assert!(ran(&first), "the approved call ran");
+
+    // Deny, with a reason: the page shows the denial, the call never runs.
+    start_from_form(
+        &browser,
+        "Plan a second picnic",
+        "sim:tool=writer:plan_read",
+    );
+    browser.wait_for(
+        "return document.body.dataset.run !== arguments[0] \
+         && !!document.querySelector('.card.approval[data-state=waiting]')"
+            .replace("arguments[0]", &first.to_string())
+            .as_str(),
+        60,
+    );
+    browser.type_into(".card.approval .reason", "not today");
+    browser.click(".card.approval .deny");
+    browser.wait_for(
+        "return document.querySelector('.card.approval').dataset.state === 'denied' \
+         && document.getElementById('run-status').textContent === 'done'",
+        120,
+    );
+    assert_eq!(text(&browser, ".card.approval .said"), "denied: not today");
+    let second = browser.eval("return document.body.dataset.run");
+    assert_ne!(first, second);
+    assert!(!ran(&second), "the denied call never ran");
+}
+
+#[test]
+fn the_page_shows_the_masters_question_and_sends_the_reply() {
+    let tmp = tempfile::tempdir().unwrap();
+    let srv = server(tmp.path(), 4);
+    let browser = unlocked(&srv);
+    start_from_form(&browser, "Plan a picnic", "sim:ask=Which city?");
+    browser.wait_for(
+        "return !document.getElementById('question').hidden \
+         && !document.getElementById('message-form').hidden",
+        60,
+    );
+    assert_eq!(text(&browser, "#question-text"), "Which city?");
+    browser.type_into("#message", "Lisbon, in May");
+    browser.click("#send");
+    browser.wait_for(
+        "return document.getElementById('run-status').textContent === 'done' \
+         && document.getElementById('answer').textContent.includes('Lisbon, in May')",
+        120,
+    );
+    assert_eq!(
+        browser.eval("return document.getElementById('question').hidden"),
+        Value::Bool(true)
+    );
 }

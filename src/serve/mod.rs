@@ -4,6 +4,8 @@
 //! ```text
 //! GET  /                               the page: start, follow, answer, approve (no token)
 //! GET  /openapi.json                   the OpenAPI 3 document (no token)
+//! GET  /page.js                        the page's script (no token)
+//! GET  /v1/teams                       the teams a run may name, the default first
 //! GET  /v1/runs                        every run in the runs directory
 //! POST /v1/runs                        {"task", "team", "model", "vars", "max_rounds"} → 201 {"id"}
 //! GET  /v1/runs/{id}                   status, rounds, tokens, answer (or question), approvals, resumable
@@ -15,7 +17,7 @@
 //! POST /v1/runs/{id}/approvals/{call}  {"decision": approve|deny|edit, "reason", "arguments"}
 //! ```
 //!
-//! Every route but the first two needs `Authorization: Bearer TOKEN`
+//! Every route but the first three needs `Authorization: Bearer TOKEN`
 //! (401 otherwise). The HTTP machinery is `view`'s (bounded workers,
 //! timeouts on slow clients, the `Host` check against DNS rebinding on
 //! loopback); past `max_runs` live runs a start is answered `429` with
