@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::record::AgentRole;
 
+use super::profile::{Profile, ProfileKeys, read_profile};
 use super::{TeamError, yaml};
 
 /// Keys an agent's front matter may hold.
@@ -19,6 +20,11 @@ const AGENT_KEYS: &[&str] = &[
     "tools",
     "temperature",
     "max_tokens",
+    "prompt_segments",
+    "toolsets",
+    "flow_decider",
+    "pre_turn_observers",
+    "post_turn_observers",
 ];
 
 /// One agent: its settings and its soul.
@@ -55,6 +61,10 @@ pub struct AgentSpec {
     /// Where it was loaded from, if from disk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<PathBuf>,
+    /// Its declarative profile (prompt segments, toolsets, flow decider,
+    /// observers); empty when it declares none.
+    #[serde(default, skip_serializing_if = "Profile::is_empty")]
+    pub profile: Profile,
     /// A model given in code ([`AgentSpec::with_chat_model`]); it wins over
     /// `model`. Not saved with a run: a resumed run uses `model` or the
     /// default. Read it with [`AgentSpec::chat_model`]. Being private, it
@@ -106,6 +116,7 @@ impl AgentSpec {
             soul: soul.into(),
             notes: String::new(),
             source: None,
+            profile: Profile::default(),
             chat_model: None,
         }
     }
@@ -165,6 +176,16 @@ struct FrontMatter {
     tools: Vec<String>,
     temperature: Option<f32>,
     max_tokens: Option<u32>,
+    #[serde(default)]
+    prompt_segments: Vec<super::profile::Segment>,
+    #[serde(default)]
+    toolsets: std::collections::BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    flow_decider: Vec<super::profile::FlowRule>,
+    #[serde(default)]
+    pre_turn_observers: Vec<super::profile::Observer>,
+    #[serde(default)]
+    post_turn_observers: Vec<super::profile::Observer>,
 }
 
 /// A name is an identifier: ASCII letter first, then letters, digits, `_`, `-`.
@@ -290,6 +311,15 @@ pub(super) fn parse_agent(
             format!("temperature {t} is outside 0..=2"),
         ));
     }
+    let mut tools = fm.tools;
+    let keys = ProfileKeys {
+        prompt_segments: fm.prompt_segments,
+        toolsets: fm.toolsets,
+        flow_decider: fm.flow_decider,
+        pre_turn_observers: fm.pre_turn_observers,
+        post_turn_observers: fm.post_turn_observers,
+    };
+    let profile = read_profile(path, &outline, keys, &mut tools)?;
     let soul = soul(&name).map_err(|why| TeamError::at(path, line_of("name"), why))?;
     Ok(AgentSpec {
         name,
@@ -297,12 +327,13 @@ pub(super) fn parse_agent(
         description: fm.description.trim().to_string(),
         can_challenge: fm.can_challenge,
         model: fm.model,
-        tools: fm.tools,
+        tools,
         temperature: fm.temperature,
         max_tokens: fm.max_tokens,
         soul: soul.trim().to_string(),
         notes,
         source: Some(path.to_path_buf()),
+        profile,
         chat_model: None,
     })
 }

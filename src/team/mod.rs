@@ -13,6 +13,7 @@ mod config;
 mod error;
 mod handoff;
 mod mcp;
+mod profile;
 mod template;
 mod yaml;
 
@@ -28,6 +29,7 @@ pub use error::TeamError;
 pub use handoff::{AfterWork, HandoffRule, HandoffSettings};
 pub(crate) use mcp::check_server_name;
 pub use mcp::{Elicitation, McpServerConfig};
+pub use profile::{AgentState, FlowAction, FlowRule, Observer, Profile, Segment};
 pub use template::{
     TemplateError, VarError, Variables, apply_var_flags, check_template, parse_var_flag, render,
     render_task,
@@ -172,6 +174,10 @@ impl Team {
                     ),
                 ));
             }
+        }
+        let known = config.context_variables.names();
+        for a in &agents {
+            profile::check_profile(a, &known, config.process)?;
         }
         let masters: Vec<&AgentSpec> = agents
             .iter()

@@ -70,6 +70,8 @@ impl<'a> Driver<'a> for BlackboardRun<'a> {
                 board,
                 archive_from: Default::default(),
                 module_hints: Default::default(),
+                last_tools: Default::default(),
+                flows: Default::default(),
             },
             state,
         })

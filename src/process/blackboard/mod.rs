@@ -25,6 +25,7 @@ mod end;
 mod master;
 mod modules;
 mod phases;
+mod profile;
 pub(crate) mod prompt;
 mod remember;
 pub(crate) mod resume;
@@ -60,6 +61,10 @@ pub(crate) struct Room<'a> {
     archive_from: Mutex<HashMap<String, usize>>,
     /// Where each member's module of a round is in the plan.
     module_hints: Mutex<modules::ModuleHints>,
+    /// The tools each agent with a profile called in its last turn.
+    last_tools: Mutex<HashMap<String, Vec<String>>>,
+    /// What the flow decider said of each profiled agent's last reply.
+    flows: Mutex<HashMap<String, crate::team::FlowAction>>,
 }
 
 /// The driver of one blackboard run: its state, over the shared room.
@@ -141,7 +146,12 @@ impl<'d> Blackboard<'d> {
         self.state.phase = RunPhase::Finished;
         let answer = self.state.answer.clone().unwrap_or_default();
         let (usage, usage_by_agent) = self.room.core.usage();
-        self.status(RoomStatus::Done);
+        // A run that asks its user is not over: the room waits on them.
+        self.status(if self.state.status == RunStatus::AwaitingUser {
+            RoomStatus::Pending
+        } else {
+            RoomStatus::Done
+        });
         let master = self.room.team.master().name.clone();
         self.room.core.emit(
             &master,

@@ -100,7 +100,7 @@ fn board_context(board: &[Entry]) -> String {
     render_context(&cut)
 }
 
-fn soul_block(agent: &AgentSpec) -> String {
+pub(super) fn soul_block(agent: &AgentSpec) -> String {
     let mut s = agent.soul.trim().to_string();
     if !agent.notes.trim().is_empty() {
         let _ = write!(s, "\n\n## Notes\n\n{}", agent.notes.trim());

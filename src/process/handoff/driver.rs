@@ -351,7 +351,12 @@ impl Handoff<'_> {
             &agent,
             None,
             EventKind::RoomStatus {
-                status: RoomStatus::Done,
+                // A run that returns to its user waits on them.
+                status: if self.state.status == RunStatus::AwaitingUser {
+                    RoomStatus::Pending
+                } else {
+                    RoomStatus::Done
+                },
             },
         );
         let steps = self.hs.steps.clone();
