@@ -92,6 +92,32 @@ impl MasterMemory {
         self
     }
 
+    /// The memory of the team's member `agent`, kept like this one
+    /// (bounded alike, per task alike) in a file beside it:
+    /// `<team>.<agent>.md` for `<team>.md`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use boardroom::store::MasterMemory;
+    /// let team = MasterMemory::for_team("runs", "writers");
+    /// let member = team.for_member("editor");
+    /// assert!(member.path().ends_with("memory/writers.editor.md"));
+    /// ```
+    #[must_use]
+    pub fn for_member(&self, agent: &str) -> MasterMemory {
+        let stem = self
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        MasterMemory {
+            path: self.path.with_file_name(format!("{stem}.{agent}.md")),
+            max_chars: self.max_chars,
+            per_task: self.per_task,
+        }
+    }
+
     /// Whether the notes are kept per task.
     #[must_use]
     pub fn is_per_task(&self) -> bool {

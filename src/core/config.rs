@@ -145,4 +145,7 @@ pub(crate) struct RunContext {
     /// The directory this run's directory is in (a resumed run: the one
     /// it was found in), if it is saved.
     pub(crate) runs_dir: Option<PathBuf>,
+    /// Where the outcome goes as soon as the run is reported done, before
+    /// its memory notes (a [`RunHandle`](crate::RunHandle)'s).
+    pub(crate) reported: Option<crossbeam_channel::Sender<crate::core::RunOutcome>>,
 }

@@ -11,7 +11,8 @@
 //!     stop asked (cancel, time, budget)?  -> end_early, out of the loop
 //!     step()   -> an error a stop caused: end_early; any other: saved, returned
 //!     stepped()  (the snapshot)
-//! wrap_up (the master's memory), finish -> the outcome
+//! wrap_up (the last snapshot), finish -> the outcome, reported; then the
+//! memory notes (remember)
 //! ```
 
 use std::path::Path;
@@ -123,11 +124,16 @@ pub(crate) trait Phases {
     /// Saves the run as it stands.
     fn checkpoint(&self);
 
-    /// After the loop: the master's memory note, the last snapshot.
+    /// After the loop: the last snapshot.
     fn wrap_up(&mut self);
 
     /// The outcome, with `run_finished` sent.
-    fn finish(self) -> RunOutcome;
+    fn finish(&mut self) -> RunOutcome;
+
+    /// After the run is reported done (saved, `run_finished` sent, the
+    /// outcome handed to the caller's [`RunHandle`](crate::RunHandle)):
+    /// the memory notes. A kill here loses nothing but the note.
+    fn remember(&mut self) {}
 }
 
 /// The loop every process runs: phases or steps until the run is over,
@@ -159,7 +165,10 @@ pub(crate) fn drive<P: Phases>(mut run: P) -> Result<RunOutcome, RunError> {
         return Err(e);
     }
     run.wrap_up();
-    Ok(run.finish())
+    let outcome = run.finish();
+    run.core().report(&outcome);
+    run.remember();
+    Ok(outcome)
 }
 
 /// [`drive`]'s loop: `begin`, then the phases or steps until the run is

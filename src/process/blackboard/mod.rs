@@ -65,6 +65,10 @@ pub(crate) struct Room<'a> {
     last_tools: Mutex<HashMap<String, Vec<String>>>,
     /// What the flow decider said of each profiled agent's last reply.
     flows: Mutex<HashMap<String, crate::team::FlowAction>>,
+    /// Each member's memory of earlier runs, read at its first draft.
+    member_memories: Mutex<HashMap<String, String>>,
+    /// The members to ask for a note after the run, with their drafts.
+    member_notes: Mutex<Vec<(String, Vec<String>)>>,
 }
 
 /// The driver of one blackboard run: its state, over the shared room.
@@ -142,7 +146,7 @@ impl<'d> Blackboard<'d> {
         self.room.core.save(state, report);
     }
 
-    fn finish(mut self) -> RunOutcome {
+    fn finish(&mut self) -> RunOutcome {
         self.state.phase = RunPhase::Finished;
         let answer = self.state.answer.clone().unwrap_or_default();
         let (usage, usage_by_agent) = self.room.core.usage();

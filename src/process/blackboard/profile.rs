@@ -57,7 +57,7 @@ impl Room<'_> {
             module_status,
             modules,
             answer: String::new(),
-            soul: agent.soul.clone(),
+            soul: super::prompt::soul_block(agent),
             vars: self.vars.clone(),
         }
     }

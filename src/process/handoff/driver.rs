@@ -179,16 +179,17 @@ impl Phases for Handoff<'_> {
         Handoff::checkpoint(self);
     }
 
-    fn wrap_up(&mut self) {
+    fn wrap_up(&mut self) {}
+
+    fn finish(&mut self) -> RunOutcome {
+        Handoff::finish(self)
+    }
+
+    fn remember(&mut self) {
         if remember::leaves_a_note(self.state.status) {
             self.update_memory();
             crate::store::crash_point("memory-noted");
-            self.checkpoint();
         }
-    }
-
-    fn finish(self) -> RunOutcome {
-        Handoff::finish(self)
     }
 }
 
@@ -343,7 +344,7 @@ impl Handoff<'_> {
         self.core.save(state, true);
     }
 
-    pub(super) fn finish(self) -> RunOutcome {
+    pub(super) fn finish(&mut self) -> RunOutcome {
         let answer = self.state.answer.clone().unwrap_or_default();
         let (usage, usage_by_agent) = self.core.usage();
         let agent = self.hs.active.clone();

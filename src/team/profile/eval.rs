@@ -63,7 +63,7 @@ pub struct AgentState {
     pub modules: BTreeMap<String, u32>,
     /// The reply (flow decider, post-turn observers; `""` before).
     pub answer: String,
-    /// The soul file's text.
+    /// The soul file's text (with the agent file's notes below it).
     pub soul: String,
     /// The team's context variables.
     pub vars: Variables,
