@@ -135,7 +135,8 @@ fn the_answer_is_on_stdout_before_the_memory_call_ends() {
     );
     release.send(()).unwrap();
     assert!(child.wait().unwrap().success());
-    // Events: run_finished before the memory call started and ended.
+    // Events: the room done before the memory call started and ended;
+    // run_finished, the run's last event, after it.
     let run_dir = std::fs::read_dir(dir.path().join("runs"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -149,10 +150,15 @@ fn the_answer_is_on_stdout_before_the_memory_call_ends() {
             .position(|e| what(&e))
             .unwrap_or_else(|| panic!("{events}"))
     };
-    let finished = at(&|e| e["type"] == "run_finished");
+    let done = at(&|e| e["type"] == "room_status" && e["status"] == "done");
     let started = at(&|e| e["type"] == "call_started" && e["phase"] == "memory");
     let ended = at(&|e| e["type"] == "call_ended" && e["phase"] == "memory");
-    assert!(finished < started && started < ended, "{events}");
+    let finished = at(&|e| e["type"] == "run_finished");
+    assert!(
+        done < started && started < ended && ended < finished,
+        "{events}"
+    );
+    assert_eq!(finished, events.lines().count() - 1, "{events}");
     let lead = std::fs::read_to_string(dir.path().join("runs/memory/team.md")).unwrap();
     assert!(lead.contains("the lead's note"), "{lead}");
 }

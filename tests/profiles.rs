@@ -219,7 +219,7 @@ fn bad_profiles_are_refused_at_their_line_and_check_lists_segments() {
         ),
         (
             "flow_decider:\n  - action: handoff\n",
-            "team/agents/lead.md:5: flow_decider[1]: action 'handoff' needs a handoff team (process: handoff)",
+            "team/agents/lead.md:5: flow_decider[1]: action 'handoff' is not one this team's process has (a handoff team's agents hand off with the handoff tool)",
         ),
         (
             "prompt_segments:\n  - text: \"{{ round | nosuchfilter }}\"\n",
@@ -237,4 +237,28 @@ fn bad_profiles_are_refused_at_their_line_and_check_lists_segments() {
             assert!(stderr.contains(error), "{args:?}: {error}\n{stderr}");
         }
     }
+}
+
+#[test]
+fn a_handoff_agents_segments_stand_in_place_of_its_soul() {
+    use boardroom::testing::Scripted;
+    let (tmp, _) = support::handoff::chain("");
+    std::fs::write(
+        tmp.path().join("agents/writer.md"),
+        "---\nname: writer\nrole: member\ndescription: the team's writer\nprompt_segments:\n  - text: \"{{ soul }}\"\n  - when: \"round > 5\"\n    text: NEVER-SHOWN\n  - when: \"phase == 'step' and round == 2\"\n    text: \"STEP-SEGMENT {{ round }}\"\n---\n",
+    )
+    .unwrap();
+    let team = boardroom::Team::load(tmp.path()).unwrap();
+    let model = Scripted::new()
+        .reply("researcher", "Facts.\nHANDOFF:writer:write it")
+        .reply("writer", "The text.");
+    let outcome = support::handoff::run_line(team, &model);
+    assert_eq!(outcome.answer.trim(), "The text.");
+    let asked = support::handoff::calls(&model, "writer", boardroom::Phase::Converse);
+    let system = &asked[0].messages[0].content;
+    assert!(
+        system.starts_with("You are the writer.\n\nSTEP-SEGMENT 2"),
+        "{system}"
+    );
+    assert!(!system.contains("NEVER-SHOWN"), "{system}");
 }

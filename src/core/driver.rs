@@ -127,11 +127,15 @@ pub(crate) trait Phases {
     /// After the loop: the last snapshot.
     fn wrap_up(&mut self);
 
-    /// The outcome, with `run_finished` sent.
+    /// The outcome, with the last `room_status` sent (`run_finished`
+    /// follows the memory notes, as the run's last event).
     fn finish(&mut self) -> RunOutcome;
 
-    /// After the run is reported done (saved, `run_finished` sent, the
-    /// outcome handed to the caller's [`RunHandle`](crate::RunHandle)):
+    /// The agent the run's `run_finished` event names.
+    fn last_agent(&self) -> String;
+
+    /// After the run is reported done (saved, its last `room_status` sent,
+    /// the outcome handed to the caller's [`RunHandle`](crate::RunHandle)):
     /// the memory notes. A kill here loses nothing but the note.
     fn remember(&mut self) {}
 }
@@ -168,6 +172,18 @@ pub(crate) fn drive<P: Phases>(mut run: P) -> Result<RunOutcome, RunError> {
     let outcome = run.finish();
     run.core().report(&outcome);
     run.remember();
+    // The last event: with the notes' tokens in its usage.
+    let (usage, _) = run.core().usage();
+    run.core().emit(
+        &run.last_agent(),
+        None,
+        EventKind::RunFinished {
+            status: outcome.status,
+            answer: outcome.answer.clone(),
+            rounds: outcome.rounds,
+            usage,
+        },
+    );
     Ok(outcome)
 }
 

@@ -125,11 +125,7 @@ impl Team {
             if agent.profile.is_empty() {
                 continue;
             }
-            let role = match agent.role {
-                super::AgentRole::Master => "master",
-                super::AgentRole::Partner => "partner",
-                _ => "member",
-            };
+            let role = super::role_name(agent.role);
             let state = super::profile::sample_state(&agent.name, role, vars.clone());
             if let Err((line, why)) = eval_check(&agent.profile, &state) {
                 let path = agent

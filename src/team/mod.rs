@@ -29,6 +29,7 @@ pub use error::TeamError;
 pub use handoff::{AfterWork, HandoffRule, HandoffSettings};
 pub(crate) use mcp::check_server_name;
 pub use mcp::{Elicitation, McpServerConfig};
+pub(crate) use profile::role_name;
 pub use profile::{AgentState, FlowAction, FlowRule, Observer, Profile, Segment};
 pub use template::{
     TemplateError, VarError, Variables, apply_var_flags, check_template, parse_var_flag, render,

@@ -199,6 +199,10 @@ impl Phases for OnPool<'_, '_, '_> {
         self.run.finish()
     }
 
+    fn last_agent(&self) -> String {
+        self.run.room.team.master().name.clone()
+    }
+
     fn remember(&mut self) {
         if !matches!(
             self.run.state.status,

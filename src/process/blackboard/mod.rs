@@ -156,17 +156,6 @@ impl<'d> Blackboard<'d> {
         } else {
             RoomStatus::Done
         });
-        let master = self.room.team.master().name.clone();
-        self.room.core.emit(
-            &master,
-            None,
-            EventKind::RunFinished {
-                status: self.state.status,
-                answer: answer.clone(),
-                rounds: self.state.round,
-                usage,
-            },
-        );
         RunOutcome {
             run_id: self.room.core.run_id.clone(),
             answer,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::model::{Message, Phase, Role};
 use crate::record::Turn;
-use crate::team::{AgentRole, AgentSpec, AgentState, FlowAction};
+use crate::team::{AgentSpec, AgentState, FlowAction};
 
 use super::Room;
 
@@ -33,12 +33,7 @@ impl Room<'_> {
         }
         AgentState {
             agent: agent.name.clone(),
-            role: match agent.role {
-                AgentRole::Master => "master",
-                AgentRole::Partner => "partner",
-                _ => "member",
-            }
-            .to_string(),
+            role: crate::team::role_name(agent.role).to_string(),
             round,
             phase: phase.as_str().to_string(),
             tools_called: self

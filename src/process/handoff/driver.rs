@@ -185,6 +185,10 @@ impl Phases for Handoff<'_> {
         Handoff::finish(self)
     }
 
+    fn last_agent(&self) -> String {
+        self.hs.active.clone()
+    }
+
     fn remember(&mut self) {
         if remember::leaves_a_note(self.state.status) {
             self.update_memory();
@@ -361,16 +365,6 @@ impl Handoff<'_> {
             },
         );
         let steps = self.hs.steps.clone();
-        self.core.emit(
-            &agent,
-            None,
-            EventKind::RunFinished {
-                status: self.state.status,
-                answer: answer.clone(),
-                rounds: steps.len() as u32,
-                usage,
-            },
-        );
         RunOutcome {
             run_id: self.core.run_id.clone(),
             answer,

@@ -28,6 +28,15 @@ pub(crate) const STATE_NAMES: &[&str] = &[
     "soul",
 ];
 
+/// A role as conditions name it: `master`, `member`, `partner`.
+pub(crate) fn role_name(role: crate::team::AgentRole) -> &'static str {
+    match role {
+        crate::team::AgentRole::Master => "master",
+        crate::team::AgentRole::Partner => "partner",
+        _ => "member",
+    }
+}
+
 /// The environment every condition compiles in (strict, with fuel).
 static ENV: LazyLock<minijinja::Environment<'static>> = LazyLock::new(environment);
 

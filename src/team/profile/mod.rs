@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use eval::AgentState;
-pub(crate) use eval::{eval_check, sample_state};
+pub(crate) use eval::{eval_check, role_name, sample_state};
 pub(crate) use read::{ProfileKeys, check_profile, read_profile};
 
 /// An agent's declarative profile; empty for an agent that declares none

@@ -206,6 +206,28 @@ pub(crate) fn check_profile(
             )?;
         }
     }
+    if process == Process::Handoff {
+        // A handoff step ends by its handoff, rules and after_work_behavior.
+        let (key, line) = if let Some(r) = p.flow_decider.first() {
+            ("flow_decider", r.lines.0.max(r.lines.1))
+        } else if let Some(o) = p.pre_turn_observers.first() {
+            ("pre_turn_observers", o.lines.0.max(o.lines.1))
+        } else if let Some(o) = p.post_turn_observers.first() {
+            ("post_turn_observers", o.lines.0.max(o.lines.1))
+        } else {
+            ("", 0)
+        };
+        if !key.is_empty() {
+            return Err(at(
+                line,
+                format!(
+                    "{key}: not taken by a handoff team's agents (their steps end by the handoff \
+                     tool, the team's handoff rules and after_work_behavior); prompt_segments \
+                     and toolsets are"
+                ),
+            ));
+        }
+    }
     for (i, r) in p.flow_decider.iter().enumerate() {
         let what = format!("flow_decider[{}]", i + 1);
         check(r.when.as_deref(), "", r.lines, what.clone())?;
@@ -222,8 +244,9 @@ pub(crate) fn check_profile(
 /// Why `action` is not one the process has for an agent of `role`.
 fn unavailable(action: FlowAction, role: AgentRole, process: Process) -> Option<&'static str> {
     match (action, process) {
-        (FlowAction::Handoff, Process::Handoff) => None,
-        (FlowAction::Handoff, _) => Some("needs a handoff team (process: handoff)"),
+        (FlowAction::Handoff, _) => Some(
+            "is not one this team's process has (a handoff team's agents hand off with the handoff tool)",
+        ),
         (FlowAction::AwaitUserInput | FlowAction::Finish, Process::Blackboard)
             if role != AgentRole::Master =>
         {
