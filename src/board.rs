@@ -22,6 +22,10 @@ pub enum RoomStatus {
     Working,
     /// The master is planning or reviewing.
     Thinking,
+    /// The room waits on others: the run stopped to ask its user
+    /// (`awaiting_user`; `resume --message` goes on), or an agent waits on
+    /// work it cannot go on without.
+    Pending,
     /// The run is over.
     Done,
 }

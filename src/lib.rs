@@ -238,6 +238,13 @@ pub mod protocols {
     };
 }
 
+/// Agent profiles: the prompt segments, toolsets, flow decider and
+/// observers an agent's front matter may declare (see the
+/// book's Teams page, `docs/teams.md`).
+pub mod profile {
+    pub use crate::team::{AgentState, FlowAction, FlowRule, Observer, Profile, Segment};
+}
+
 /// Templates and variables: `{{ var }}` and `{% if %}` in souls, tasks and
 /// handoff conditions, a team's declared variables, and the `--var
 /// name=value` flags that set them.

@@ -92,6 +92,32 @@ impl MasterMemory {
         self
     }
 
+    /// The memory of the team's member `agent`, kept like this one
+    /// (bounded alike, per task alike) in a file beside it:
+    /// `<team>.<agent>.md` for `<team>.md`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use boardroom::store::MasterMemory;
+    /// let team = MasterMemory::for_team("runs", "writers");
+    /// let member = team.for_member("editor");
+    /// assert!(member.path().ends_with("memory/writers.editor.md"));
+    /// ```
+    #[must_use]
+    pub fn for_member(&self, agent: &str) -> MasterMemory {
+        let stem = self
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        MasterMemory {
+            path: self.path.with_file_name(format!("{stem}.{agent}.md")),
+            max_chars: self.max_chars,
+            per_task: self.per_task,
+        }
+    }
+
     /// Whether the notes are kept per task.
     #[must_use]
     pub fn is_per_task(&self) -> bool {
@@ -233,18 +259,44 @@ impl MasterMemory {
             .is_ok_and(|text| text.lines().any(|l| l.trim_end() == heading))
     }
 
-    /// Forgets everything. Returns whether there was anything to forget.
+    /// Forgets everything, the members' memories
+    /// ([`MasterMemory::for_member`]) with it. Returns whether there was
+    /// anything to forget.
     ///
     /// # Errors
     ///
-    /// A [`StoreError::Io`] when the file exists but cannot be removed.
+    /// A [`StoreError::Io`] when a file exists but cannot be removed.
     pub fn clear(&self) -> Result<bool, StoreError> {
         let _lock = self.lock()?;
-        match std::fs::remove_file(&self.path) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(StoreError::io(&self.path, e)),
+        let mut files = vec![self.path.clone()];
+        let stem = self
+            .path
+            .file_stem()
+            .map(|s| format!("{}.", s.to_string_lossy()));
+        if let (Some(stem), Some(dir)) = (stem, self.path.parent())
+            && let Ok(entries) = std::fs::read_dir(dir)
+        {
+            files.extend(
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        p.file_name().is_some_and(|n| {
+                            let n = n.to_string_lossy();
+                            n.starts_with(&stem) && n.ends_with(".md")
+                        })
+                    }),
+            );
         }
+        let mut any = false;
+        for file in files {
+            match std::fs::remove_file(&file) {
+                Ok(()) => any = true,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::io(&file, e)),
+            }
+        }
+        Ok(any)
     }
 }
 
@@ -300,6 +352,23 @@ fn split_sections(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_members_memory_is_its_own_and_clear_forgets_it_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = MasterMemory::for_team(dir.path(), "writers");
+        let member = team.for_member("editor");
+        team.remember("r1", "- the lead's").unwrap();
+        member.remember("r1", "- the editor's").unwrap();
+        assert!(!team.load().unwrap().contains("editor's"));
+        assert!(member.load().unwrap().contains("the editor's"));
+        // Another team's files stay.
+        let other = MasterMemory::for_team(dir.path(), "writers2").for_member("editor");
+        other.remember("r2", "- kept").unwrap();
+        assert!(team.clear().unwrap());
+        assert!(member.load().unwrap().is_empty());
+        assert!(other.load().unwrap().contains("kept"));
+    }
 
     #[test]
     fn oldest_notes_go_first_when_over_the_bound() {

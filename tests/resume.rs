@@ -413,9 +413,12 @@ fn resume_and_check(runs: &Path, dir: &Path) {
         "run.json total = turns.jsonl"
     );
 
+    // The master's memory (`<team>.md`); each member that drafted keeps
+    // its own beside it (`<team>.<member>.md`, issue 23).
     let memory: Vec<PathBuf> = std::fs::read_dir(runs.join("memory"))
         .expect("a memory folder")
         .map(|e| e.unwrap().path())
+        .filter(|p| !p.file_stem().unwrap().to_str().unwrap().contains('.'))
         .collect();
     assert_eq!(memory.len(), 1, "{memory:?}");
     let text = std::fs::read_to_string(&memory[0]).unwrap();
@@ -484,7 +487,14 @@ fn kill_9_after_the_final_checkpoint_keeps_the_memory_note() {
         |dir| phase_of(dir) == Some(RunPhase::Finished),
         |dir| {
             assert_eq!(turns_of(dir, Phase::Review), 1);
-            assert_eq!(turns_of(dir, Phase::Memory), 1);
+            // The master's note once (the members' notes follow it).
+            let master_notes = read_turns(dir)
+                .unwrap()
+                .items
+                .iter()
+                .filter(|t| t.phase == Phase::Memory && t.agent == "master")
+                .count();
+            assert_eq!(master_notes, 1);
         },
     );
 }

@@ -61,6 +61,7 @@ pub(crate) fn chat(args: &ChatArgs) -> Result<Outcome, CliError> {
     };
     let model = default_model(&team, args.model.as_deref()).map_err(CliError::bad_input)?;
     team.check_models().map_err(CliError::bad_input)?;
+    team.check_profiles().map_err(CliError::bad_input)?;
     let partner_model = match partner.model.as_deref().filter(|m| *m != "default") {
         Some(spec) => team.model(spec).map_err(|e| {
             CliError::context(Kind::BadInput, format!("the partner's model '{spec}'"), e)

@@ -144,6 +144,9 @@ fn print_text(team: &Team, tools: &ToolRegistry) {
             format!(" [{}]", flags.join("; "))
         };
         println!("  {:<6} {:<14} {}{flags}", role(a), a.name, a.description);
+        for line in a.profile.describe() {
+            println!("         {:<14} {line}", "");
+        }
     }
     for (name, e) in endpoints(team) {
         let key = if e.key_set { "set" } else { "not set" };
@@ -180,6 +183,7 @@ fn as_json(team: &Team, tools: &ToolRegistry) -> Value {
                 "model": a.model,
                 "tools": granted(tools, a),
                 "tools_sent": !a.tools.is_empty() && !model_without_tools(team, a),
+                "profile": a.profile.describe(),
             })
         })
         .collect();

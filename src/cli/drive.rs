@@ -37,21 +37,36 @@ pub(crate) fn message_hint(runs_dir: &Path, run_id: &str) -> String {
 /// Waits for the run while watching Ctrl-C: the first press stops the run
 /// gracefully (no new calls; calls in flight get [`STOP_GRACE`] to
 /// return); a second press, or the grace running out, ends the program at
-/// once with the run resumable from its last saved phase.
+/// once with the run resumable from its last saved phase. `reported` sees
+/// the outcome as soon as the run is reported done, before its memory
+/// notes are taken.
 fn wait_watching_ctrl_c(
     handle: RunHandle,
     runs_dir: &Path,
+    reported: &mut dyn FnMut(&boardroom::RunOutcome),
 ) -> Result<boardroom::RunOutcome, RunError> {
     let Some(presses) = observe::ctrl_c() else {
+        if let Some(outcome) = handle.wait_reported() {
+            reported(&outcome);
+        }
         return handle.wait();
     };
     let cancel = handle.canceller();
     let run_id = handle.run_id().to_string();
     let (done_tx, done) = crossbeam_channel::bounded(1);
+    let (early_tx, early) = crossbeam_channel::bounded(1);
+    let ended = || {
+        Err(RunError::Pool(ThreadError::Ended {
+            thread: "the run thread",
+        }))
+    };
     std::thread::scope(|s| {
         let waiter = std::thread::Builder::new()
             .name("boardroom-wait".into())
             .spawn_scoped(s, move || {
+                if let Some(outcome) = handle.wait_reported() {
+                    let _ = early_tx.send(outcome);
+                }
                 let _ = done_tx.send(handle.wait());
             });
         if let Err(source) = waiter {
@@ -60,9 +75,19 @@ fn wait_watching_ctrl_c(
                 source,
             }));
         }
-        crossbeam_channel::select! {
-            recv(done) -> r => return r.unwrap_or(Err(RunError::Pool(ThreadError::Ended { thread: "the run thread" }))),
-            recv(presses) -> _ => {}
+        let mut early = Some(early);
+        loop {
+            let told = early.clone().unwrap_or_else(crossbeam_channel::never);
+            crossbeam_channel::select! {
+                recv(told) -> r => {
+                    if let Ok(outcome) = r {
+                        reported(&outcome);
+                    }
+                    early = None;
+                }
+                recv(done) -> r => return r.unwrap_or_else(|_| ended()),
+                recv(presses) -> _ => break,
+            }
         }
         cancel.cancel();
         render::print_above(&format!(
@@ -70,7 +95,7 @@ fn wait_watching_ctrl_c(
             STOP_GRACE.as_secs()
         ));
         let how = crossbeam_channel::select! {
-            recv(done) -> r => return r.unwrap_or(Err(RunError::Pool(ThreadError::Ended { thread: "the run thread" }))),
+            recv(done) -> r => return r.unwrap_or_else(|_| ended()),
             recv(presses) -> _ => "stopped at once",
             default(STOP_GRACE) => "stopped; calls in flight abandoned",
         };
@@ -83,6 +108,20 @@ fn wait_watching_ctrl_c(
         // through the scope that would join them.
         std::process::exit(EXIT_STOPPED.into());
     })
+}
+
+/// The answer on stdout, the usage per agent and where the run was saved.
+fn print_answer(outcome: &boardroom::RunOutcome, runs_dir: &Path) {
+    // Exact into a file or a pipe; on a terminal, escape sequences in
+    // the model's text are shown, not obeyed.
+    let answer = outcome.answer.trim_end();
+    if std::io::stdout().is_terminal() {
+        println!("{}", terminal_safe(answer));
+    } else {
+        println!("{answer}");
+    }
+    render::usage_by_agent(&outcome.usage_by_agent);
+    super::runs::saved_note(runs_dir, &outcome.run_id);
 }
 
 /// Runs `start` while the renderer thread shows the events from `rx`,
@@ -104,6 +143,7 @@ pub(crate) fn drive_and_report(
         render::Mode::Human
     };
     let done = std::sync::atomic::AtomicBool::new(false);
+    let mut printed = false;
     let outcome = std::thread::scope(|s| {
         let renderer = std::thread::Builder::new()
             .name("boardroom-render".into())
@@ -122,7 +162,16 @@ pub(crate) fn drive_and_report(
             }
             _ => None,
         };
-        let outcome = handle.and_then(|h| wait_watching_ctrl_c(h, runs_dir));
+        // The answer is printed as soon as the run is reported done: the
+        // memory notes are taken after it (a stopped run prints none).
+        let mut report = |o: &boardroom::RunOutcome| {
+            if !json && o.status != RunStatus::Cancelled {
+                render::clear_view();
+                print_answer(o, runs_dir);
+                printed = true;
+            }
+        };
+        let outcome = handle.and_then(|h| wait_watching_ctrl_c(h, runs_dir, &mut report));
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         if let Some(asker) = asker {
             let _ = asker.join();
@@ -140,17 +189,8 @@ pub(crate) fn drive_and_report(
         );
         return Ok(Outcome::Stopped);
     }
-    if !json {
-        // Exact into a file or a pipe; on a terminal, escape sequences in
-        // the model's text are shown, not obeyed.
-        let answer = outcome.answer.trim_end();
-        if std::io::stdout().is_terminal() {
-            println!("{}", terminal_safe(answer));
-        } else {
-            println!("{answer}");
-        }
-        render::usage_by_agent(&outcome.usage_by_agent);
-        super::runs::saved_note(runs_dir, &outcome.run_id);
+    if !json && !printed {
+        print_answer(&outcome, runs_dir);
     }
     if outcome.status == RunStatus::AwaitingApproval {
         approve::waiting_note(

@@ -107,6 +107,7 @@ pub(crate) fn run(args: RunArgs, lingering: &mut Option<Lingering>) -> Result<Ou
     // Every model an agent can use is built now, before a run directory
     // exists: a bad spec is bad input, not a failed run.
     team.check_models().map_err(CliError::bad_input)?;
+    team.check_profiles().map_err(CliError::bad_input)?;
     blackboard_flags(
         team.config().process,
         team.name(),

@@ -151,4 +151,7 @@ pub(crate) struct RunContext {
     pub(crate) runs_dir: Option<PathBuf>,
     /// This run's tool calls that wait for a decision.
     pub(crate) approvals: super::Approvals,
+    /// Where the outcome goes as soon as the run is reported done, before
+    /// its memory notes (a [`RunHandle`](crate::RunHandle)'s).
+    pub(crate) reported: Option<crossbeam_channel::Sender<crate::core::RunOutcome>>,
 }

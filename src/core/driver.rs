@@ -11,7 +11,8 @@
 //!     stop asked (cancel, time, budget)?  -> end_early, out of the loop
 //!     step()   -> an error a stop caused: end_early; any other: saved, returned
 //!     stepped()  (the snapshot)
-//! wrap_up (the master's memory), finish -> the outcome
+//! wrap_up (the last snapshot), finish -> the outcome, reported; then the
+//! memory notes (remember)
 //! ```
 
 use std::path::Path;
@@ -123,11 +124,20 @@ pub(crate) trait Phases {
     /// Saves the run as it stands.
     fn checkpoint(&self);
 
-    /// After the loop: the master's memory note, the last snapshot.
+    /// After the loop: the last snapshot.
     fn wrap_up(&mut self);
 
-    /// The outcome, with `run_finished` sent.
-    fn finish(self) -> RunOutcome;
+    /// The outcome, with the last `room_status` sent (`run_finished`
+    /// follows the memory notes, as the run's last event).
+    fn finish(&mut self) -> RunOutcome;
+
+    /// The agent the run's `run_finished` event names.
+    fn last_agent(&self) -> String;
+
+    /// After the run is reported done (saved, its last `room_status` sent,
+    /// the outcome handed to the caller's [`RunHandle`](crate::RunHandle)):
+    /// the memory notes. A kill here loses nothing but the note.
+    fn remember(&mut self) {}
 }
 
 /// The loop every process runs: phases or steps until the run is over,
@@ -159,7 +169,22 @@ pub(crate) fn drive<P: Phases>(mut run: P) -> Result<RunOutcome, RunError> {
         return Err(e);
     }
     run.wrap_up();
-    Ok(run.finish())
+    let outcome = run.finish();
+    run.core().report(&outcome);
+    run.remember();
+    // The last event: with the notes' tokens in its usage.
+    let (usage, _) = run.core().usage();
+    run.core().emit(
+        &run.last_agent(),
+        None,
+        EventKind::RunFinished {
+            status: outcome.status,
+            answer: outcome.answer.clone(),
+            rounds: outcome.rounds,
+            usage,
+        },
+    );
+    Ok(outcome)
 }
 
 /// [`drive`]'s loop: `begin`, then the phases or steps until the run is

@@ -45,7 +45,6 @@ impl Inboxes {
 
 impl Core<'_> {
     /// The inbox of `agent` (observers and other agents push into it).
-    #[allow(dead_code)] // the principal's dispatcher and observers post here
     pub(crate) fn inbox(&self, agent: &str) -> Arc<Inbox> {
         self.inboxes.of(agent)
     }

@@ -235,6 +235,14 @@ impl<'a> Core<'a> {
         &self.ctx.approvals.0
     }
 
+    /// Hands the outcome to whoever waits for the run to be reported done
+    /// (its [`RunHandle`](crate::RunHandle)), before the memory notes.
+    pub(crate) fn report(&self, outcome: &super::RunOutcome) {
+        if let Some(tx) = &self.ctx.reported {
+            let _ = tx.send(outcome.clone());
+        }
+    }
+
     /// Whether the caller asked the run to stop.
     pub(crate) fn cancelled(&self) -> bool {
         self.ctx.cancel.is_cancelled()

@@ -33,6 +33,8 @@ pub struct RunHandle {
     cancel: Cancel,
     approvals: Approvals,
     events: Option<Receiver<Event>>,
+    /// The outcome, as soon as the run is reported done.
+    reported: Receiver<RunOutcome>,
     thread: JoinHandle<Result<RunOutcome, RunError>>,
 }
 
@@ -113,7 +115,28 @@ impl RunHandle {
         self.thread.is_finished()
     }
 
-    /// Waits for the run to end.
+    /// Waits until the run is reported done: its outcome once it is saved
+    /// and `run_finished` is sent, before the master's and members' memory
+    /// notes, which go on on the run's thread ([`RunHandle::wait`] then
+    /// waits for them). `None` when the run ended without an outcome (an
+    /// error: [`RunHandle::wait`] returns it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use boardroom::{Runtime, Team, testing::Sim};
+    /// let handle = Runtime::new(Team::builtin()?, Sim::new()).start("Plan a picnic")?;
+    /// let outcome = handle.wait_reported().expect("an outcome");
+    /// println!("{}", outcome.answer); // shown while the notes are taken
+    /// handle.wait()?; // the notes kept
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn wait_reported(&self) -> Option<RunOutcome> {
+        self.reported.recv().ok()
+    }
+
+    /// Waits for the run to end (its memory notes taken).
     ///
     /// # Errors
     ///
@@ -271,6 +294,8 @@ impl Runtime {
         } else {
             None
         };
+        let (reported_tx, reported) = crossbeam_channel::bounded(1);
+        ctx.reported = Some(reported_tx);
         let thread = std::thread::Builder::new()
             .name("boardroom-run".into())
             .spawn(move || go(&rt, ctx))
@@ -285,6 +310,7 @@ impl Runtime {
             cancel,
             approvals,
             events,
+            reported,
             thread,
         })
     }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::record::AgentRole;
 
+use super::profile::{Profile, ProfileKeys, read_profile};
 use super::{TeamError, yaml};
 
 /// Keys an agent's front matter may hold.
@@ -21,6 +22,11 @@ const AGENT_KEYS: &[&str] = &[
     "max_tokens",
     "approve",
     "deliverable",
+    "prompt_segments",
+    "toolsets",
+    "flow_decider",
+    "pre_turn_observers",
+    "post_turn_observers",
 ];
 
 /// One agent: its settings and its soul.
@@ -66,6 +72,10 @@ pub struct AgentSpec {
     /// principal team (`deliverable:` in its front matter), if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deliverable: Option<serde_json::Value>,
+    /// Its declarative profile (prompt segments, toolsets, flow decider,
+    /// observers); empty when it declares none.
+    #[serde(default, skip_serializing_if = "Profile::is_empty")]
+    pub profile: Profile,
     /// A model given in code ([`AgentSpec::with_chat_model`]); it wins over
     /// `model`. Not saved with a run: a resumed run uses `model` or the
     /// default. Read it with [`AgentSpec::chat_model`]. Being private, it
@@ -119,6 +129,7 @@ impl AgentSpec {
             notes: String::new(),
             source: None,
             deliverable: None,
+            profile: Profile::default(),
             chat_model: None,
         }
     }
@@ -189,6 +200,16 @@ struct FrontMatter {
     temperature: Option<f32>,
     max_tokens: Option<u32>,
     deliverable: Option<serde_json::Value>,
+    #[serde(default)]
+    prompt_segments: Vec<super::profile::Segment>,
+    #[serde(default)]
+    toolsets: std::collections::BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    flow_decider: Vec<super::profile::FlowRule>,
+    #[serde(default)]
+    pre_turn_observers: Vec<super::profile::Observer>,
+    #[serde(default)]
+    post_turn_observers: Vec<super::profile::Observer>,
 }
 
 /// A name is an identifier: ASCII letter first, then letters, digits, `_`, `-`.
@@ -328,6 +349,15 @@ pub(super) fn parse_agent(
             .line(&[yaml::Step::Key("approve"), yaml::Step::Item(i)])
             .unwrap_or_else(|| line_of("approve"))
     })?;
+    let mut tools = fm.tools;
+    let keys = ProfileKeys {
+        prompt_segments: fm.prompt_segments,
+        toolsets: fm.toolsets,
+        flow_decider: fm.flow_decider,
+        pre_turn_observers: fm.pre_turn_observers,
+        post_turn_observers: fm.post_turn_observers,
+    };
+    let profile = read_profile(path, &outline, keys, &mut tools)?;
     let soul = soul(&name).map_err(|why| TeamError::at(path, line_of("name"), why))?;
     Ok(AgentSpec {
         name,
@@ -335,7 +365,7 @@ pub(super) fn parse_agent(
         description: fm.description.trim().to_string(),
         can_challenge: fm.can_challenge,
         model: fm.model,
-        tools: fm.tools,
+        tools,
         approve: fm.approve,
         temperature: fm.temperature,
         max_tokens: fm.max_tokens,
@@ -343,6 +373,7 @@ pub(super) fn parse_agent(
         notes,
         source: Some(path.to_path_buf()),
         deliverable: fm.deliverable,
+        profile,
         chat_model: None,
     })
 }

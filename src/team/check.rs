@@ -69,6 +69,7 @@ impl Team {
     /// and the template's line, or team.yaml and the line of the rule's
     /// `condition:` (the file alone where no line is known).
     pub fn check_templates(&self) -> Result<(), TeamError> {
+        self.check_profiles()?;
         let handoff = self.config().process == Process::Handoff;
         if !handoff && self.variables().is_empty() {
             return Ok(());
@@ -101,6 +102,37 @@ impl Team {
                     (Some(_), Some(line)) => TeamError::at(path, line, message),
                     _ => TeamError::in_file(path, message),
                 });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Team {
+    /// Judges every condition and renders every text of every agent's
+    /// profile over a sample state and the declared defaults: what fails
+    /// only when rendered (an unknown filter, a comparison of a number
+    /// with a text) is found before a run (`check` and `run` call it).
+    ///
+    /// # Errors
+    ///
+    /// A [`TeamError`] at the agent file's line of the first condition or
+    /// text that fails.
+    pub fn check_profiles(&self) -> Result<(), TeamError> {
+        use super::profile::eval_check;
+        let vars = check_values(self);
+        for agent in self.agents() {
+            if agent.profile.is_empty() {
+                continue;
+            }
+            let role = super::role_name(agent.role);
+            let state = super::profile::sample_state(&agent.name, role, vars.clone());
+            if let Err((line, why)) = eval_check(&agent.profile, &state) {
+                let path = agent
+                    .source
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from(format!("agent '{}'", agent.name)));
+                return Err(TeamError::at(path, line.max(1), why));
             }
         }
         Ok(())

@@ -15,6 +15,7 @@ mod error;
 mod handoff;
 mod mcp;
 mod protocols;
+mod profile;
 mod template;
 mod yaml;
 
@@ -34,6 +35,8 @@ pub use protocols::{
     ArchivedMessage, BriefingError, BriefingField, BriefingSource, HandoverProtocol, ModuleView,
     PARTNER_TO_PRINCIPAL, PRINCIPAL_TO_ASSOCIATE, Protocols,
 };
+pub(crate) use profile::role_name;
+pub use profile::{AgentState, FlowAction, FlowRule, Observer, Profile, Segment};
 pub use template::{
     TemplateError, VarError, Variables, apply_var_flags, check_template, parse_var_flag, render,
     render_task,
@@ -204,6 +207,10 @@ impl Team {
                     ),
                 ));
             }
+        }
+        let known = config.context_variables.names();
+        for a in &agents {
+            profile::check_profile(a, &known, config.process)?;
         }
         let masters: Vec<&AgentSpec> = agents
             .iter()

@@ -48,7 +48,7 @@ pub fn apply_var_flags(vars: &Variables, flags: &[String]) -> Result<Variables, 
 }
 
 /// The template context: every variable by name.
-fn context(vars: &Variables) -> minijinja::Value {
+pub(crate) fn context(vars: &Variables) -> minijinja::Value {
     minijinja::Value::from_pairs(
         vars.iter()
             .map(|(n, v)| (n, to_template_value(v)))
@@ -56,7 +56,7 @@ fn context(vars: &Variables) -> minijinja::Value {
     )
 }
 
-fn to_template_value(v: &serde_json::Value) -> minijinja::Value {
+pub(crate) fn to_template_value(v: &serde_json::Value) -> minijinja::Value {
     match v {
         serde_json::Value::Bool(b) => (*b).into(),
         serde_json::Value::Number(n) => match (n.as_i64(), n.as_f64()) {
@@ -177,7 +177,7 @@ const GLOBALS: &[&str] = &["range", "dict", "namespace", "debug"];
 /// with a loop over a few hundred items), far below a stuck run.
 const RENDER_FUEL: u64 = 200_000;
 
-pub(super) fn environment() -> minijinja::Environment<'static> {
+pub(crate) fn environment() -> minijinja::Environment<'static> {
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     // A bound on the work of one render: a task or soul with nested loops
@@ -257,6 +257,12 @@ pub fn render(template: &str, vars: &Variables) -> Result<String, TemplateError>
     }
     super::bound::check_bound(template, Some(vars))?;
     check_template(template, &vars.names())?;
+    render_with(template, context(vars))
+}
+
+/// Renders a template (checked by the caller) with `ctx`, within the
+/// bound [`render`] holds.
+pub(crate) fn render_with(template: &str, ctx: minijinja::Value) -> Result<String, TemplateError> {
     let env = environment();
     let tmpl = env.template_from_str(template).map_err(syntax_error)?;
     let mut out = super::bound::Capped {
@@ -264,7 +270,7 @@ pub fn render(template: &str, vars: &Variables) -> Result<String, TemplateError>
         limit: super::bound::output_limit(template),
         over: false,
     };
-    match tmpl.render_captured_to(context(vars), &mut out) {
+    match tmpl.render_captured_to(ctx, &mut out) {
         Ok(_) => String::from_utf8(out.buf).map_err(|_| TemplateError::Syntax {
             line: None,
             detail: "the output is not UTF-8".to_string(),
@@ -307,7 +313,7 @@ pub fn render_task(task: &str, vars: &Variables) -> String {
     }
 }
 
-fn syntax_error(e: minijinja::Error) -> TemplateError {
+pub(crate) fn syntax_error(e: minijinja::Error) -> TemplateError {
     TemplateError::Syntax {
         line: e.line(),
         detail: e

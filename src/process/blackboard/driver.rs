@@ -70,6 +70,10 @@ impl<'a> Driver<'a> for BlackboardRun<'a> {
                 board,
                 archive_from: Default::default(),
                 module_hints: Default::default(),
+                last_tools: Default::default(),
+                flows: Default::default(),
+                member_memories: Default::default(),
+                member_notes: Default::default(),
             },
             state,
         })
@@ -186,12 +190,25 @@ impl Phases for OnPool<'_, '_, '_> {
             RunStatus::Cancelled | RunStatus::AwaitingUser | RunStatus::AwaitingApproval
         ) {
             run.room.core.at(run.state.round, run.state.phase);
-            run.update_memory();
             run.checkpoint();
+            run.gather_member_notes();
         }
     }
 
-    fn finish(self) -> RunOutcome {
+    fn finish(&mut self) -> RunOutcome {
         self.run.finish()
+    }
+
+    fn last_agent(&self) -> String {
+        self.run.room.team.master().name.clone()
+    }
+
+    fn remember(&mut self) {
+        if !matches!(
+            self.run.state.status,
+            RunStatus::Cancelled | RunStatus::AwaitingUser
+        ) {
+            self.run.update_memory();
+        }
     }
 }

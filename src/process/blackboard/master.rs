@@ -9,6 +9,7 @@ use crate::event::{EventKind, ReviewVerdict, RoomStatus, RunStatus};
 use crate::model::{Message, ModelError, Phase};
 use crate::protocol::Decision;
 use crate::record::RunPhase;
+use crate::team::FlowAction;
 
 use super::{Blackboard, prompt};
 
@@ -161,6 +162,18 @@ impl<'d> Blackboard<'d> {
             messages,
             self.room.master_expected(phase),
             |r| {
+                // The master's profile may decide what its reply is.
+                match self.room.flow_of(&master.name) {
+                    FlowAction::AwaitUserInput => {
+                        let question = r.text.trim().to_string();
+                        return Ok((Decision::Ask(question), Vec::new(), r.text.clone()));
+                    }
+                    FlowAction::Finish if phase != Phase::Plan => {
+                        let answer = r.text.trim().to_string();
+                        return Ok((Decision::Done(answer), Vec::new(), r.text.clone()));
+                    }
+                    _ => {}
+                }
                 let reply = self.room.read_master(&r.text, &members, &master.name);
                 let mut problems: Vec<String> =
                     reply.errors.iter().map(ToString::to_string).collect();

@@ -25,6 +25,7 @@ mod end;
 mod master;
 mod modules;
 mod phases;
+mod profile;
 pub(crate) mod prompt;
 mod remember;
 pub(crate) mod resume;
@@ -60,6 +61,14 @@ pub(crate) struct Room<'a> {
     archive_from: Mutex<HashMap<String, usize>>,
     /// Where each member's module of a round is in the plan.
     module_hints: Mutex<modules::ModuleHints>,
+    /// The tools each agent with a profile called in its last turn.
+    last_tools: Mutex<HashMap<String, Vec<String>>>,
+    /// What the flow decider said of each profiled agent's last reply.
+    flows: Mutex<HashMap<String, crate::team::FlowAction>>,
+    /// Each member's memory of earlier runs, read at its first draft.
+    member_memories: Mutex<HashMap<String, String>>,
+    /// The members to ask for a note after the run, with their drafts.
+    member_notes: Mutex<Vec<(String, Vec<String>)>>,
 }
 
 /// The driver of one blackboard run: its state, over the shared room.
@@ -137,22 +146,16 @@ impl<'d> Blackboard<'d> {
         self.room.core.save(state, report);
     }
 
-    fn finish(mut self) -> RunOutcome {
+    fn finish(&mut self) -> RunOutcome {
         self.state.phase = RunPhase::Finished;
         let answer = self.state.answer.clone().unwrap_or_default();
         let (usage, usage_by_agent) = self.room.core.usage();
-        self.status(RoomStatus::Done);
-        let master = self.room.team.master().name.clone();
-        self.room.core.emit(
-            &master,
-            None,
-            EventKind::RunFinished {
-                status: self.state.status,
-                answer: answer.clone(),
-                rounds: self.state.round,
-                usage,
-            },
-        );
+        // A run that asks its user is not over: the room waits on them.
+        self.status(if self.state.status == RunStatus::AwaitingUser {
+            RoomStatus::Pending
+        } else {
+            RoomStatus::Done
+        });
         RunOutcome {
             run_id: self.room.core.run_id.clone(),
             answer,

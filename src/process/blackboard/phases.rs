@@ -158,6 +158,25 @@ impl<'d> Blackboard<'d> {
 }
 
 impl<'a> Room<'a> {
+    /// A member's memory of earlier runs (read once a run; empty without
+    /// a memory or a note).
+    fn member_memory(&self, name: &str, task: &str) -> String {
+        let Some(memory) = &self.core.config.master_memory else {
+            return String::new();
+        };
+        if let Some(known) = self.member_memories.lock().get(name) {
+            return known.clone();
+        }
+        let text = memory.for_member(name).load_for(task).unwrap_or_else(|e| {
+            log::warn!("{name}'s memory not read: {e}");
+            String::new()
+        });
+        self.member_memories
+            .lock()
+            .insert(name.to_string(), text.clone());
+        text
+    }
+
     fn member_turn(&self, ctx: &PhaseCtx, a: &Assignment) {
         let round = ctx.round;
         let Some(member) = self.team.agent(&a.member) else {
@@ -166,7 +185,8 @@ impl<'a> Room<'a> {
         if !ctx.modules_started {
             self.module_started(round, a);
         }
-        let messages = prompt::draft(member, &ctx.task, &ctx.board, &a.task);
+        let memory = self.member_memory(&member.name, &ctx.task);
+        let messages = prompt::draft(member, &memory, &ctx.task, &ctx.board, &a.task);
         let outcome = self.call_until_on(
             member,
             Phase::Draft,

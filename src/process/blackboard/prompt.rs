@@ -100,7 +100,7 @@ fn board_context(board: &[Entry]) -> String {
     render_context(&cut)
 }
 
-fn soul_block(agent: &AgentSpec) -> String {
+pub(super) fn soul_block(agent: &AgentSpec) -> String {
     let mut s = agent.soul.trim().to_string();
     if !agent.notes.trim().is_empty() {
         let _ = write!(s, "\n\n## Notes\n\n{}", agent.notes.trim());
@@ -282,9 +282,39 @@ pub(crate) fn memory(team: &Team, task: &str, answer: &str) -> Vec<Message> {
     ]
 }
 
-/// A member drafting its assignment.
+/// A member asked what is worth remembering of its own work after a run.
+pub(crate) fn member_memory(member: &AgentSpec, task: &str, drafts: &[String]) -> Vec<Message> {
+    let mut ask = task_block(task);
+    for d in drafts {
+        let _ = write!(
+            ask,
+            "\n\n<your_draft>\n{}\n</your_draft>",
+            escape_xml(d.trim())
+        );
+    }
+    ask.push_str(
+        "\n\nThe run is over. In at most three short bullet points, write what is worth \
+         remembering for your future assignments: what worked, mistakes to avoid. Write nothing \
+         else.",
+    );
+    vec![Message::system(soul_block(member)), Message::user(ask)]
+}
+
+/// The memory block of a system prompt (nothing for an empty memory).
+fn memory_block(memory: &str) -> String {
+    if memory.trim().is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n\n## What you remember from earlier runs\n\n<memory>\n{}\n</memory>",
+        escape_xml(memory.trim())
+    )
+}
+
+/// A member drafting its assignment, with its own memory of earlier runs.
 pub(crate) fn draft(
     member: &AgentSpec,
+    memory: &str,
     task: &str,
     board: &SharedBoardText,
     assignment: &str,
@@ -299,7 +329,11 @@ pub(crate) fn draft(
         escape_xml(assignment.trim())
     );
     vec![
-        Message::system(format!("{}\n\n{DRAFT_RULES}", soul_block(member))),
+        Message::system(format!(
+            "{}{}\n\n{DRAFT_RULES}",
+            soul_block(member),
+            memory_block(memory)
+        )),
         Message::user(ask),
     ]
 }

@@ -7,9 +7,10 @@ use crate::core::InboxItem;
 use crate::core::call::{Ask, Attempt};
 use crate::event::EventKind;
 use crate::model::{ChatResponse, Message, ModelError, Phase, Role};
+use crate::team::FlowAction;
+use parking_lot::Mutex;
 
-/// Who a directive of the process itself is from.
-const RUNTIME: &str = "runtime";
+use super::profile::{GO_ON_WITH_A_TOOL, RUNTIME, tools_of};
 use crate::record::RunPhase;
 use crate::record::Turn;
 use crate::store::JournalRecord;
@@ -46,8 +47,18 @@ impl Room<'_> {
         accept: impl Fn(&ChatResponse) -> Result<T, Vec<String>>,
     ) -> Result<Attempt<T>, ModelError> {
         // The assignment's own module: a member with several in a round
-        // keeps each draft in its own archive.
-        let archive = |turn: Turn| self.archive_turn(turn, task);
+        // keeps each draft in its own archive. The tools each call used
+        // and its answer are kept for the profile (when there is one).
+        let profiled = !agent.profile.is_empty();
+        let last: Mutex<(Vec<String>, String)> = Mutex::default();
+        let archive = |turn: Turn| {
+            if profiled {
+                *last.lock() = (tools_of(&turn), turn.answer.clone().unwrap_or_default());
+            }
+            self.archive_turn(turn, task);
+        };
+        let mut messages = messages;
+        self.before_turn(agent, phase, round, &mut messages);
         let (messages, inputs) = self.through_inbox(agent, task.is_some(), messages);
         let ask = Ask {
             inputs: &inputs,
@@ -58,7 +69,32 @@ impl Room<'_> {
             on_pool: agent.role == crate::team::AgentRole::Member,
             ..Ask::new(phase, round, expected)
         };
-        self.core.call_until(agent, &ask, messages, accept)
+        let result = self.core.call_until(agent, &ask, messages, |r| {
+            if profiled {
+                let tools = last.lock().0.clone();
+                let action = self.flow(agent, phase, round, &r.text, &tools);
+                self.flows.lock().insert(agent.name.clone(), action);
+                if action == FlowAction::ContinueWithTool {
+                    return Err(vec![GO_ON_WITH_A_TOOL.to_string()]);
+                }
+            }
+            accept(r)
+        });
+        if profiled {
+            let (tools, answer) = std::mem::take(&mut *last.lock());
+            self.after_turn(agent, phase, round, &answer, tools);
+        }
+        result
+    }
+
+    /// What the flow decider said of `agent`'s last reply (in the accept
+    /// of a call: of the reply being read).
+    pub(super) fn flow_of(&self, agent: &str) -> FlowAction {
+        self.flows
+            .lock()
+            .get(agent)
+            .copied()
+            .unwrap_or(FlowAction::EndAgentTurn)
     }
 
     /// The agent's input through its inbox: the prompt's last user

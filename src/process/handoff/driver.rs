@@ -179,16 +179,21 @@ impl Phases for Handoff<'_> {
         Handoff::checkpoint(self);
     }
 
-    fn wrap_up(&mut self) {
+    fn wrap_up(&mut self) {}
+
+    fn finish(&mut self) -> RunOutcome {
+        Handoff::finish(self)
+    }
+
+    fn last_agent(&self) -> String {
+        self.hs.active.clone()
+    }
+
+    fn remember(&mut self) {
         if remember::leaves_a_note(self.state.status) {
             self.update_memory();
             crate::store::crash_point("memory-noted");
-            self.checkpoint();
         }
-    }
-
-    fn finish(self) -> RunOutcome {
-        Handoff::finish(self)
     }
 }
 
@@ -347,7 +352,7 @@ impl Handoff<'_> {
         self.core.save(state, true);
     }
 
-    pub(super) fn finish(self) -> RunOutcome {
+    pub(super) fn finish(&mut self) -> RunOutcome {
         let answer = self.state.answer.clone().unwrap_or_default();
         let (usage, usage_by_agent) = self.core.usage();
         let agent = self.hs.active.clone();
@@ -355,20 +360,15 @@ impl Handoff<'_> {
             &agent,
             None,
             EventKind::RoomStatus {
-                status: RoomStatus::Done,
+                // A run that returns to its user waits on them.
+                status: if self.state.status == RunStatus::AwaitingUser {
+                    RoomStatus::Pending
+                } else {
+                    RoomStatus::Done
+                },
             },
         );
         let steps = self.hs.steps.clone();
-        self.core.emit(
-            &agent,
-            None,
-            EventKind::RunFinished {
-                status: self.state.status,
-                answer: answer.clone(),
-                rounds: steps.len() as u32,
-                usage,
-            },
-        );
         RunOutcome {
             run_id: self.core.run_id.clone(),
             answer,

@@ -95,7 +95,24 @@ impl Handoff<'_> {
             .chain()
             .map(|a| (a.name.as_str(), a.description.as_str()))
             .collect();
-        let soul = self.rendered(&agent.soul, TemplatePlace::Soul(name.to_string()))?;
+        let mut soul = self.rendered(&agent.soul, TemplatePlace::Soul(name.to_string()))?;
+        // A profile's segments (those that hold) stand in place of the soul.
+        if !agent.profile.prompt_segments.is_empty() {
+            let last = self.hs.steps.iter().rev().find(|s| s.agent == name);
+            let state = crate::team::AgentState {
+                agent: name.to_string(),
+                role: crate::team::role_name(agent.role).to_string(),
+                round: u32::try_from(self.hs.steps.len() + 1).unwrap_or(u32::MAX),
+                phase: "step".to_string(),
+                tools_called: last.map(|s| s.tool_calls.clone()).unwrap_or_default(),
+                soul: soul.clone(),
+                vars: self.hs.variables.clone(),
+                ..Default::default()
+            };
+            if let Some(segments) = agent.profile.system_prompt(&state) {
+                soul = segments;
+            }
+        }
         // A task is the user's text: one that is not a valid template
         // (a stray `{{`) is used as it stands.
         let task = crate::team::render_task(&self.state.task, &self.hs.variables);

@@ -220,8 +220,12 @@ impl Phases for OnPool<'_, '_, '_, '_> {
 
     fn wrap_up(&mut self) {}
 
-    fn finish(self) -> RunOutcome {
+    fn finish(&mut self) -> RunOutcome {
         self.room.finish()
+    }
+
+    fn last_agent(&self) -> String {
+        self.room.team.master().name.clone()
     }
 }
 
@@ -334,21 +338,17 @@ impl Room<'_> {
         };
         let (usage, usage_by_agent) = self.core.usage();
         let agent = self.team.master().name.clone();
+        // `run_finished` is the drive loop's, after the outcome is
+        // reported; a run that waits on its user is pending, not done.
         self.core.emit(
             &agent,
             None,
             EventKind::RoomStatus {
-                status: RoomStatus::Done,
-            },
-        );
-        self.core.emit(
-            &agent,
-            None,
-            EventKind::RunFinished {
-                status,
-                answer: answer.clone(),
-                rounds,
-                usage,
+                status: if status == RunStatus::AwaitingUser {
+                    RoomStatus::Pending
+                } else {
+                    RoomStatus::Done
+                },
             },
         );
         RunOutcome {
