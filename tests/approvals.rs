@@ -382,3 +382,73 @@ fn a_handoff_agents_call_waits_and_resumes() {
     assert_eq!(again.answer, "Launched.");
     assert_eq!(launch.calls(), 1);
 }
+
+fn launch_reply(id: &str, target: &str) -> ChatResponse {
+    ChatResponse {
+        tool_calls: vec![ToolCall {
+            id: id.into(),
+            name: "launch".into(),
+            arguments: json!({ "target": target }).to_string(),
+        }],
+        finish: FinishReason::ToolCalls,
+        ..ChatResponse::default()
+    }
+}
+
+/// Waits (at most a generous minute) until `n` calls wait.
+fn pending_n(approvals: &boardroom::Approvals, n: usize) -> Vec<boardroom::PendingApproval> {
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let pending = approvals.wait_pending(Duration::from_millis(200));
+        if pending.len() >= n {
+            return pending;
+        }
+        assert!(
+            Instant::now() < until,
+            "{} call(s) waited, not {n}: {pending:?}",
+            pending.len()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A member given the same task twice in a round: each job's call waits
+/// for its own decision (one job never adopts the other's paused turn),
+/// a denied call never runs, and both drafts reach the board.
+#[test]
+fn the_same_task_twice_in_a_round_waits_for_each_call() {
+    let launch = Launch::default();
+    let scripted = Scripted::new()
+        .reply("lead", "ASSIGN:writer:Launch it\nASSIGN:writer:Launch it")
+        .respond("writer", launch_reply("call-1", "moon"))
+        .respond("writer", launch_reply("call-2", "mars"))
+        .reply("writer", "Written.")
+        .reply("writer", "Written.")
+        .reply("lead", "DONE\nok");
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let handle = Runtime::new(team(), scripted)
+        .tool(launch.clone())
+        .events(tx)
+        .max_parallel(2)
+        .wait_for_approvals(true)
+        .start("Go")
+        .unwrap();
+    let mut ids: Vec<String> = pending_n(&handle.approvals(), 2)
+        .into_iter()
+        .map(|p| p.call_id)
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["call-1", "call-2"]);
+    handle.decide("call-1", Decision::Approve).unwrap();
+    handle
+        .decide("call-2", Decision::Deny { reason: None })
+        .unwrap();
+    assert_eq!(handle.wait().unwrap().status, RunStatus::Done);
+    assert_eq!(launch.calls(), 1, "the denied call never ran");
+    assert_eq!(launch.0.1.lock().clone(), vec![r#"{"target":"moon"}"#]);
+    let drafts = rx
+        .try_iter()
+        .filter(|e| e.agent == "writer" && matches!(e.kind, EventKind::BoardEntry { .. }))
+        .count();
+    assert_eq!(drafts, 2, "both jobs' drafts reach the board");
+}

@@ -95,6 +95,8 @@ struct Inner {
     given: HashMap<String, Decision>,
     /// Nobody will decide now: turns stop waiting.
     stop_waiting: bool,
+    /// The last serial given to a turn.
+    next: u64,
 }
 
 impl Desk {
@@ -134,45 +136,58 @@ impl Desk {
         self.parked.load(Ordering::Relaxed)
     }
 
-    /// Takes the paused turn `agent` is taking now, if there is one.
-    pub(crate) fn resumed_turn(
+    /// Claims a restored turn `agent` is taking now, if one is left: a
+    /// job takes it for itself (so a second job with the same agent, round
+    /// and task takes another, or none) and it stays on the desk, saved
+    /// with the run, until its calls are decided.
+    pub(crate) fn claim(
         &self,
         agent: &str,
         round: u32,
         phase: crate::model::Phase,
         task: Option<&str>,
     ) -> Option<PausedTurn> {
-        let inner = self.inner.lock();
-        inner
+        let mut inner = self.inner.lock();
+        inner.next += 1;
+        let serial = inner.next;
+        let turn = inner
             .paused
-            .iter()
-            .find(|t| t.is(agent, round, phase, task))
-            .cloned()
+            .iter_mut()
+            .find(|t| t.serial == 0 && t.is(agent, round, phase, task))?;
+        turn.serial = serial;
+        Some(turn.clone())
     }
 
-    /// Files a turn that pauses now (or replaces the restored one).
-    pub(crate) fn pause(&self, turn: PausedTurn) {
+    /// Files a turn that pauses now (or replaces the claimed one of the
+    /// same serial) and returns its serial.
+    pub(crate) fn pause(&self, mut turn: PausedTurn) -> u64 {
         let mut inner = self.inner.lock();
-        let (a, r, p, t) = (
-            turn.agent.clone(),
-            turn.round,
-            turn.phase,
-            turn.task.clone(),
-        );
-        inner.paused.retain(|x| !x.is(&a, r, p, t.as_deref()));
+        if turn.serial == 0 {
+            inner.next += 1;
+            turn.serial = inner.next;
+        }
+        let serial = turn.serial;
+        inner.paused.retain(|x| x.serial != serial);
         inner.paused.push(turn);
         drop(inner);
         self.changed.notify_all();
+        serial
     }
 
-    /// Waits until every call of the turn `key` names is decided, and
+    /// Takes the turn `serial` off the desk (its calls no longer wait).
+    pub(crate) fn drop_turn(&self, serial: u64) {
+        self.inner.lock().paused.retain(|x| x.serial != serial);
+        self.changed.notify_all();
+    }
+
+    /// Waits until every call of the turn `serial` is decided, and
     /// takes the turn off the desk; `Err(true)` when the turn stops
     /// waiting with calls undecided (the run is then parked), `Err(false)`
     /// when `stop` says the run stops for another reason. `on_decided`
     /// hears each decision as it is taken (called with no lock held).
     pub(crate) fn wait(
         &self,
-        key: (&str, u32, crate::model::Phase, Option<&str>),
+        serial: u64,
         wait: bool,
         deadline: Option<Instant>,
         stop: &dyn Fn() -> bool,
@@ -182,11 +197,7 @@ impl Desk {
         loop {
             let mut inner = self.inner.lock();
             let stop_waiting = inner.stop_waiting;
-            let Some(at) = inner
-                .paused
-                .iter()
-                .position(|t| t.is(key.0, key.1, key.2, key.3))
-            else {
+            let Some(at) = inner.paused.iter().position(|t| t.serial == serial) else {
                 return Err(false);
             };
             let turn = &inner.paused[at];
@@ -221,7 +232,7 @@ impl Desk {
             let undecided = inner
                 .paused
                 .iter()
-                .find(|t| t.is(key.0, key.1, key.2, key.3))
+                .find(|t| t.serial == serial)
                 .is_some_and(|t| t.undecided().next().is_some());
             if undecided && !inner.stop_waiting {
                 let _ = self.changed.wait_until(&mut inner, until);
@@ -341,7 +352,9 @@ impl super::Core<'_> {
     /// The decisions about the calls of `response` that need one (the
     /// agent's or the team's `approve:` names their tool), by call id;
     /// none when no call needs one. The turn pauses on the run's desk
-    /// until all are decided.
+    /// until all are decided. `adopted` is the restored turn the job
+    /// claimed, whose reply `response` is: it goes on with the decisions
+    /// it has.
     ///
     /// # Errors
     ///
@@ -358,6 +371,7 @@ impl super::Core<'_> {
         response: &crate::model::ChatResponse,
         verdicts: &[super::call::Intercepted],
         granted: &[Arc<dyn crate::tools::Tool>],
+        adopted: Option<PausedTurn>,
     ) -> Result<HashMap<String, Decision>, crate::model::ModelError> {
         let needs: Vec<PendingApproval> = response
             .tool_calls
@@ -379,15 +393,29 @@ impl super::Core<'_> {
                     })
             })
             .collect();
+        let desk = self.approvals();
+        // A restored turn goes on only with the reply it paused at.
+        let same_reply = |t: &PausedTurn| {
+            t.calls
+                .iter()
+                .map(|c| &c.id)
+                .eq(response.tool_calls.iter().map(|c| &c.id))
+        };
+        let adopted = match adopted {
+            Some(turn) if same_reply(&turn) && !needs.is_empty() => Some(turn),
+            Some(turn) => {
+                desk.drop_turn(turn.serial);
+                None
+            }
+            None => None,
+        };
         if needs.is_empty() {
             return Ok(HashMap::new());
         }
-        let desk = self.approvals();
-        let key = (agent.name.as_str(), request.round, request.phase, ask.task);
-        let turn = match desk.resumed_turn(key.0, key.1, key.2, key.3) {
+        let turn = match adopted {
             Some(turn) => turn,
             None => {
-                let turn = PausedTurn {
+                let mut turn = PausedTurn {
                     agent: agent.name.clone(),
                     round: request.round,
                     phase: request.phase,
@@ -398,8 +426,9 @@ impl super::Core<'_> {
                     step,
                     pending: needs,
                     decided: std::collections::BTreeMap::new(),
+                    serial: 0,
                 };
-                desk.pause(turn.clone());
+                turn.serial = desk.pause(turn.clone());
                 turn
             }
         };
@@ -446,7 +475,7 @@ impl super::Core<'_> {
         };
         let wait = self.config.wait_for_approvals;
         match desk.wait(
-            key,
+            turn.serial,
             wait,
             self.deadline,
             &|| self.cancelled(),

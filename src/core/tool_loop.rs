@@ -94,9 +94,12 @@ impl Core<'_> {
         let mut step = 0;
         // A turn a resumed run paused at calls that waited for a decision
         // goes on from the reply that asked for them, not a new call.
+        // The job claims the turn: another job with the same agent, round
+        // and task never takes it.
         let mut resumed =
             self.approvals()
-                .resumed_turn(&agent.name, request.round, request.phase, ask.task);
+                .claim(&agent.name, request.round, request.phase, ask.task);
+        let mut adopted = None;
         if let Some(turn) = &resumed {
             step = turn.step;
             request.messages = turn.messages.clone();
@@ -111,11 +114,15 @@ impl Core<'_> {
                 )));
             }
             let mut response = match resumed.take() {
-                Some(turn) => ChatResponse {
-                    text: turn.text,
-                    tool_calls: turn.calls,
-                    ..ChatResponse::default()
-                },
+                Some(turn) => {
+                    let response = ChatResponse {
+                        text: turn.text.clone(),
+                        tool_calls: turn.calls.clone(),
+                        ..ChatResponse::default()
+                    };
+                    adopted = Some(turn);
+                    response
+                }
                 None => {
                     let response = chat(ask.on_pool, model, request, on_delta)?;
                     self.add_usage(&agent.name, response.usage);
@@ -160,8 +167,16 @@ impl Core<'_> {
             self.budget_check()?;
             // Calls that need a person's decision: none of the reply's
             // calls runs before every one of them is decided.
-            let decisions =
-                self.approve_calls(agent, ask, request, step, &response, &verdicts, &granted)?;
+            let decisions = self.approve_calls(
+                agent,
+                ask,
+                request,
+                step,
+                &response,
+                &verdicts,
+                &granted,
+                adopted.take(),
+            )?;
             let calls: Vec<ToolCall> = response
                 .tool_calls
                 .iter()

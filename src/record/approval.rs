@@ -88,6 +88,10 @@ pub(crate) struct PausedTurn {
     /// Decisions made so far, by call id.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) decided: BTreeMap<String, Decision>,
+    /// Which job of the run owns the turn (unique in the run; 0: restored
+    /// from a saved run and not yet taken by a job). Never saved.
+    #[serde(skip)]
+    pub(crate) serial: u64,
 }
 
 impl PausedTurn {
