@@ -452,3 +452,66 @@ fn the_same_task_twice_in_a_round_waits_for_each_call() {
         .count();
     assert_eq!(drafts, 2, "both jobs' drafts reach the board");
 }
+
+/// A reply whose calls have no id (an OpenAI-compatible server that
+/// omits it) or the same one: each call gets an id of its own, so one
+/// decision decides one call, and the model reads each result paired
+/// with its call.
+#[test]
+fn calls_without_an_id_or_with_the_same_one_each_wait_under_their_own() {
+    let launch = Launch::default();
+    let two = ChatResponse {
+        tool_calls: vec![
+            ToolCall {
+                id: String::new(),
+                name: "launch".into(),
+                arguments: json!({"target": "moon"}).to_string(),
+            },
+            ToolCall {
+                id: String::new(),
+                name: "launch".into(),
+                arguments: json!({"target": "mars"}).to_string(),
+            },
+        ],
+        finish: FinishReason::ToolCalls,
+        ..ChatResponse::default()
+    };
+    let scripted = Scripted::new()
+        .reply("lead", "ASSIGN:writer:Launch it")
+        .respond("writer", two)
+        .reply("writer", "Written.")
+        .reply("lead", "DONE\nok");
+    let handle = Runtime::new(team(), scripted.clone())
+        .tool(launch.clone())
+        .wait_for_approvals(true)
+        .start("Go")
+        .unwrap();
+    let pending = pending_n(&handle.approvals(), 2);
+    assert_eq!(pending[0].call_id, "writer-1-0-0");
+    assert_eq!(pending[1].call_id, "writer-1-0-1");
+    handle
+        .decide(&pending[0].call_id, Decision::Approve)
+        .unwrap();
+    handle
+        .decide(&pending[1].call_id, Decision::Deny { reason: None })
+        .unwrap();
+    assert_eq!(handle.wait().unwrap().status, RunStatus::Done);
+    assert_eq!(launch.0.1.lock().clone(), vec![r#"{"target":"moon"}"#]);
+    let last = scripted
+        .requests()
+        .into_iter()
+        .rfind(|r| r.agent == "writer")
+        .unwrap();
+    let asked: Vec<String> = last
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_calls.iter().map(|c| c.id.clone()))
+        .collect();
+    let answered: Vec<String> = last
+        .messages
+        .iter()
+        .filter_map(|m| m.tool_call_id.clone())
+        .collect();
+    assert_eq!(asked, ["writer-1-0-0", "writer-1-0-1"]);
+    assert_eq!(answered, asked, "each result is paired with its call");
+}

@@ -124,7 +124,8 @@ impl Core<'_> {
                     response
                 }
                 None => {
-                    let response = chat(ask.on_pool, model, request, on_delta)?;
+                    let mut response = chat(ask.on_pool, model, request, on_delta)?;
+                    unique_ids(&mut response.tool_calls, &agent.name, request.round, step);
                     self.add_usage(&agent.name, response.usage);
                     usage.add(response.usage);
                     retries += response.retries;
@@ -420,6 +421,25 @@ fn chat(
             source: None,
         })
     })
+}
+
+/// Gives each call whose id is empty or repeated in the reply (a server
+/// that omits ids) an id of its own, `{agent}-{round}-{step}-{i}`, before
+/// anything pairs results or decisions with ids: the model is shown the
+/// calls under these ids, each result paired with its call.
+fn unique_ids(calls: &mut [ToolCall], agent: &str, round: u32, step: usize) {
+    let mut seen = std::collections::HashSet::new();
+    let taken: std::collections::HashSet<String> = calls.iter().map(|c| c.id.clone()).collect();
+    for (i, call) in calls.iter_mut().enumerate() {
+        if call.id.is_empty() || !seen.insert(call.id.clone()) {
+            let mut id = format!("{agent}-{round}-{step}-{i}");
+            while taken.contains(&id) {
+                id.push('_');
+            }
+            seen.insert(id.clone());
+            call.id = id;
+        }
+    }
 }
 
 /// Whether the call was denied.
