@@ -179,6 +179,17 @@ fn without_a_terminal_the_run_exits_3_and_resume_decides() {
                 "{turns}"
             );
         }
+        // A decision for a finished run is refused, never ignored.
+        let out = boardroom(
+            &["resume", &id, "--runs-dir", runs_arg, flag, "call-w1"],
+            tmp.path(),
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("no tool call 'call-w1' waits for a decision"),
+            "{}",
+            text(&out.stderr)
+        );
         let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
         let decided = if written { "approved" } else { "denied" };
         assert!(
