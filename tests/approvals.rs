@@ -515,3 +515,61 @@ fn calls_without_an_id_or_with_the_same_one_each_wait_under_their_own() {
     assert_eq!(asked, ["writer-1-0-0", "writer-1-0-1"]);
     assert_eq!(answered, asked, "each result is paired with its call");
 }
+
+/// A decision made before the run stopped is told once: a resume that
+/// decides the other call sends `approval_decided` for that one only.
+#[test]
+fn a_decision_made_before_a_resume_is_told_once() {
+    let runs = tempfile::tempdir().unwrap();
+    let launch = Launch::default();
+    let mut two = launch_reply("call-a", "moon");
+    two.tool_calls
+        .push(launch_reply("call-b", "mars").tool_calls.remove(0));
+    let scripted = Scripted::new()
+        .reply("lead", "ASSIGN:writer:Launch it")
+        .respond("writer", two)
+        .reply("writer", "Written.")
+        .reply("lead", "DONE\nok");
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let handle = Runtime::new(team(), scripted.clone())
+        .tool(launch.clone())
+        .runs_dir(runs.path())
+        .events(tx)
+        .wait_for_approvals(true)
+        .start("Go")
+        .unwrap();
+    pending_n(&handle.approvals(), 2);
+    handle.decide("call-a", Decision::Approve).unwrap();
+    // The decision is told while the turn still waits for call-b.
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        let e = rx.recv_timeout(left).expect("approval_decided for call-a");
+        if matches!(&e.kind, EventKind::ApprovalDecided { id, .. } if id == "call-a") {
+            break;
+        }
+    }
+    handle.approvals().stop_waiting();
+    let run = handle.wait().unwrap();
+    assert_eq!(run.status, RunStatus::AwaitingApproval);
+    let dir = runs.path().join(&run.run_id);
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let again = Runtime::new(team(), scripted)
+        .tool(launch.clone())
+        .runs_dir(runs.path())
+        .events(tx)
+        .start_resume_deciding(&dir, [("call-b".to_string(), Decision::Approve)])
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(again.status, RunStatus::Done, "{}", again.answer);
+    assert_eq!(launch.calls(), 2);
+    let told: Vec<String> = rx
+        .try_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::ApprovalDecided { id, .. } => Some(id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(told, ["call-b"], "call-a was told before the resume");
+}

@@ -104,6 +104,8 @@ impl Desk {
     pub(crate) fn restore(&self, paused: Vec<PausedTurn>) {
         let mut inner = self.inner.lock();
         for mut turn in paused {
+            // Decisions the saved run had were told when they were taken.
+            turn.told = turn.decided.keys().cloned().collect();
             // Decisions given with the resume.
             for p in &turn.pending {
                 if let Some(d) = inner.given.remove(&p.call_id) {
@@ -193,7 +195,14 @@ impl Desk {
         stop: &dyn Fn() -> bool,
         on_decided: &mut dyn FnMut(&PendingApproval, &Decision),
     ) -> Result<PausedTurn, bool> {
-        let mut told: Vec<String> = Vec::new();
+        let mut told: Vec<String> = self
+            .inner
+            .lock()
+            .paused
+            .iter()
+            .find(|t| t.serial == serial)
+            .map(|t| t.told.clone())
+            .unwrap_or_default();
         loop {
             let mut inner = self.inner.lock();
             let stop_waiting = inner.stop_waiting;
@@ -427,6 +436,7 @@ impl super::Core<'_> {
                     pending: needs,
                     decided: std::collections::BTreeMap::new(),
                     serial: 0,
+                    told: Vec::new(),
                 };
                 turn.serial = desk.pause(turn.clone());
                 turn

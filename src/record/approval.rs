@@ -92,6 +92,10 @@ pub(crate) struct PausedTurn {
     /// from a saved run and not yet taken by a job). Never saved.
     #[serde(skip)]
     pub(crate) serial: u64,
+    /// Decisions already sent as `approval_decided` (those a saved run
+    /// had): not sent again. Never saved.
+    #[serde(skip)]
+    pub(crate) told: Vec<String>,
 }
 
 impl PausedTurn {
