@@ -259,14 +259,23 @@ fn with_nobody_to_decide_the_run_stops_saved_and_a_resume_decides() {
 fn a_time_limit_ends_the_wait_with_the_run_saved_resumable() {
     let runs = tempfile::tempdir().unwrap();
     let launch = Launch::default();
-    let run = Runtime::new(team(), model())
+    let handle = Runtime::new(team(), model())
         .tool(launch.clone())
         .runs_dir(runs.path())
         .wait_for_approvals(true)
         .timeout(Duration::from_millis(500))
-        .run("Go")
+        .start("Go")
         .unwrap();
+    let approvals = handle.approvals();
+    let run = handle.wait().unwrap();
     assert_eq!(run.status, RunStatus::AwaitingApproval);
+    // A decision taken after the wait stopped would never be saved.
+    let late = approvals.decide("call-7", Decision::Approve).unwrap_err();
+    assert_eq!(
+        late.to_string(),
+        "tool call 'call-7': the run no longer waits for decisions (saved); \
+         decide it when the run is resumed"
+    );
     assert_eq!(launch.calls(), 0);
     let saved = load_run(&runs.path().join(&run.run_id)).unwrap();
     assert_eq!(saved.state.pending_approvals().len(), 1);

@@ -169,6 +169,15 @@ pub(crate) fn waiting_note(runs_dir: &Path, run_id: &str, resume: &str) {
     let pending = boardroom::store::load_run(&runs_dir.join(run_id))
         .map(|r| r.state.pending_approvals())
         .unwrap_or_default();
+    if pending.is_empty() {
+        // The saved run could not be read to list them.
+        eprintln!(
+            "waiting for approval of tool calls: `boardroom show {}` lists them",
+            terminal_safe(run_id)
+        );
+        eprintln!("decide with: {resume} --approve <call id>  (or --deny <call id>)");
+        return;
+    }
     eprintln!("waiting for approval of {} tool call(s):", pending.len());
     for p in &pending {
         eprintln!(
@@ -179,6 +188,6 @@ pub(crate) fn waiting_note(runs_dir: &Path, run_id: &str, resume: &str) {
             terminal_safe(&super::text::one_line(&p.arguments, 120))
         );
     }
-    let call = pending.first().map_or("CALL", |p| p.call_id.as_str());
+    let call = terminal_safe(&pending[0].call_id);
     eprintln!("decide with: {resume} --approve {call}  (or --deny {call} --reason \"...\")");
 }

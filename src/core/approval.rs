@@ -44,6 +44,13 @@ pub enum ApprovalError {
         /// The call's id.
         call_id: String,
     },
+    /// The run stopped waiting for decisions (its time limit passed, or
+    /// [`Approvals::stop_waiting`]): the call is decided when the saved
+    /// run is resumed.
+    NoLongerWaiting {
+        /// The call's id.
+        call_id: String,
+    },
 }
 
 impl std::fmt::Display for ApprovalError {
@@ -61,6 +68,11 @@ impl std::fmt::Display for ApprovalError {
             ApprovalError::NotAnObject { call_id } => write!(
                 f,
                 "tool call '{call_id}': the edited arguments must be a JSON object"
+            ),
+            ApprovalError::NoLongerWaiting { call_id } => write!(
+                f,
+                "tool call '{call_id}': the run no longer waits for decisions \
+                 (saved); decide it when the run is resumed"
             ),
         }
     }
@@ -312,11 +324,25 @@ impl Approvals {
     /// # Errors
     ///
     /// [`ApprovalError::UnknownCall`] when no call with this id waits;
+    /// [`ApprovalError::NoLongerWaiting`] when the run stopped waiting;
     /// [`ApprovalError::BadArguments`] or [`ApprovalError::NotAnObject`]
     /// for edited arguments that are not a JSON object.
     pub fn decide(&self, call_id: &str, decision: Decision) -> Result<(), ApprovalError> {
         check_decision(call_id, &decision)?;
         let mut inner = self.0.inner.lock();
+        // A turn that stopped waiting is saved as it was: a decision
+        // taken now would be lost.
+        if self.0.is_parked() {
+            let waits = inner
+                .paused
+                .iter()
+                .any(|t| t.undecided().any(|p| p.call_id == call_id));
+            if waits {
+                return Err(ApprovalError::NoLongerWaiting {
+                    call_id: call_id.to_string(),
+                });
+            }
+        }
         let turn = inner.paused.iter_mut().find(|t| {
             t.pending.iter().any(|p| p.call_id == call_id) && !t.decided.contains_key(call_id)
         });
