@@ -228,7 +228,8 @@ fn on_a_terminal_run_asks_inline() {
             runs = runs.path().display(),
         );
         let s = Session::start(&name, "200", &script);
-        s.wait_for("writer asks to run workspace_write {\"path\":\"secret.txt\",\"content\":\"launch codes\"}");
+        s.wait_for("writer asks to run workspace_write with");
+        s.wait_for("    {\"content\":\"launch codes\",\"path\":\"secret.txt\"}");
         s.wait_for("call-w1: [a]pprove, [d]eny [REASON], [e]dit [JSON], empty: decide later");
         s.type_line(answer);
         let screen = s.wait_for("EXIT:");
