@@ -114,6 +114,12 @@ fn ask_one(call: &PendingApproval, done: &AtomicBool) -> Asked {
     // the view's own line would be drawn over).
     let (shown, cut) = shown_arguments(&call.arguments, MAX_SHOWN);
     let view = if cut { ", [v]iew all" } else { "" };
+    if call.masked {
+        render::print_above(
+            "  ! these arguments held a secret, shown as ***: after a resume the saved copy \
+             is masked, so edit them (with the secret) or deny",
+        );
+    }
     render::print_above(&format!(
         "  ? {} asks to run {} with\n{shown}\n  {}: [a]pprove, [d]eny [REASON], [e]dit [JSON]{view}, empty: decide later",
         terminal_safe(&call.agent),

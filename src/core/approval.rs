@@ -51,6 +51,12 @@ pub enum ApprovalError {
         /// The call's id.
         call_id: String,
     },
+    /// An approval of a resumed run's call whose arguments held a secret:
+    /// the saved run has them masked, so the call is edited or denied.
+    MaskedArguments {
+        /// The call's id.
+        call_id: String,
+    },
 }
 
 impl std::fmt::Display for ApprovalError {
@@ -68,6 +74,11 @@ impl std::fmt::Display for ApprovalError {
             ApprovalError::NotAnObject { call_id } => write!(
                 f,
                 "tool call '{call_id}': the edited arguments must be a JSON object"
+            ),
+            ApprovalError::MaskedArguments { call_id } => write!(
+                f,
+                "tool call '{call_id}': its arguments held a secret and were saved \
+                 masked; edit them (with the secret) or deny the call"
             ),
             ApprovalError::NoLongerWaiting { call_id } => write!(
                 f,
@@ -118,6 +129,7 @@ impl Desk {
         for mut turn in paused {
             // Decisions the saved run had were told when they were taken.
             turn.told = turn.decided.keys().cloned().collect();
+            turn.from_save = true;
             // Decisions given with the resume.
             for p in &turn.pending {
                 if let Some(d) = inner.given.remove(&p.call_id) {
@@ -133,11 +145,33 @@ impl Desk {
         self.inner.lock().given.extend(decisions);
     }
 
-    /// The calls decisions were given for (before the run is restored).
-    pub(crate) fn given_ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self.inner.lock().given.keys().cloned().collect();
-        ids.sort();
-        ids
+    /// Checks the decisions given with a resume against the calls the
+    /// saved run waits for: each names one, and none approves a call
+    /// whose saved arguments are masked.
+    pub(crate) fn check_given(&self, saved: &[PausedTurn]) -> Result<(), ApprovalError> {
+        let inner = self.inner.lock();
+        let mut given: Vec<(&String, &Decision)> = inner.given.iter().collect();
+        given.sort_by_key(|(id, _)| id.as_str());
+        for (id, decision) in given {
+            let Some(turn) = saved
+                .iter()
+                .find(|t| t.undecided().any(|p| &p.call_id == id))
+            else {
+                return Err(ApprovalError::UnknownCall {
+                    call_id: id.clone(),
+                });
+            };
+            let restored = PausedTurn {
+                from_save: true,
+                ..turn.clone()
+            };
+            if !restored.allows(id, decision) {
+                return Err(ApprovalError::MaskedArguments {
+                    call_id: id.clone(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The turns paused now (what a save writes).
@@ -325,6 +359,8 @@ impl Approvals {
     ///
     /// [`ApprovalError::UnknownCall`] when no call with this id waits;
     /// [`ApprovalError::NoLongerWaiting`] when the run stopped waiting;
+    /// [`ApprovalError::MaskedArguments`] for an approval of a resumed
+    /// run's call whose saved arguments are masked;
     /// [`ApprovalError::BadArguments`] or [`ApprovalError::NotAnObject`]
     /// for edited arguments that are not a JSON object.
     pub fn decide(&self, call_id: &str, decision: Decision) -> Result<(), ApprovalError> {
@@ -351,6 +387,11 @@ impl Approvals {
                 call_id: call_id.to_string(),
             });
         };
+        if !turn.allows(call_id, &decision) {
+            return Err(ApprovalError::MaskedArguments {
+                call_id: call_id.to_string(),
+            });
+        }
         turn.decided.insert(call_id.to_string(), decision);
         drop(inner);
         self.0.changed.notify_all();
@@ -425,6 +466,10 @@ impl super::Core<'_> {
                         tool: tool.name().to_string(),
                         arguments: crate::util::secrets::mask(&call.arguments).into_owned(),
                         round: request.round,
+                        masked: matches!(
+                            crate::util::secrets::mask(&call.arguments),
+                            std::borrow::Cow::Owned(_)
+                        ),
                     })
             })
             .collect();
@@ -463,6 +508,7 @@ impl super::Core<'_> {
                     decided: std::collections::BTreeMap::new(),
                     serial: 0,
                     told: Vec::new(),
+                    from_save: false,
                 };
                 turn.serial = desk.pause(turn.clone());
                 turn
@@ -478,6 +524,7 @@ impl super::Core<'_> {
                     id: p.call_id.clone(),
                     tool: p.tool.clone(),
                     arguments: p.arguments.clone(),
+                    masked: p.masked,
                 },
             );
         }

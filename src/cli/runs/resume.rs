@@ -110,6 +110,17 @@ pub(crate) fn resume(
             terminal_safe(call)
         )));
     }
+    // A call whose saved arguments are masked would run with `***`.
+    if let Some((call, _)) = decisions.iter().find(|(c, d)| {
+        matches!(d, Decision::Approve) && waiting.iter().any(|p| &p.call_id == c && p.masked)
+    }) {
+        return Err(CliError::bad_input(format!(
+            "run {}: tool call '{}': its arguments held a secret and were saved masked; \
+             deny it, or resume on a terminal and edit them (e)",
+            record.state.run_id(),
+            terminal_safe(call)
+        )));
+    }
     if record.state.status() == RunStatus::AwaitingUser && message.is_none() {
         eprintln!(
             "run {} waits for its user; reply with: {}",
