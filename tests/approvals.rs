@@ -338,7 +338,7 @@ fn other_members_go_on_while_one_waits() {
 }
 
 /// A handoff agent's call waits the same way, and its resume goes on from
-/// the reply that asked.
+/// the reply that asked: approved it runs, denied it never does.
 #[test]
 fn a_handoff_agents_call_waits_and_resumes() {
     let runs = tempfile::tempdir().unwrap();
@@ -355,41 +355,65 @@ fn a_handoff_agents_call_waits_and_resumes() {
         ],
     )
     .unwrap();
-    let scripted = Scripted::new()
-        .respond(
-            "lead",
-            ChatResponse {
-                tool_calls: vec![ToolCall {
-                    id: "call-h".into(),
-                    name: "launch".into(),
-                    arguments: json!({"target": "sun"}).to_string(),
-                }],
-                finish: FinishReason::ToolCalls,
-                ..ChatResponse::default()
-            },
-        )
-        .reply("lead", "Launched.")
-        .otherwise("lead", "NONE");
-    let launch = Launch::default();
-    let rt = Runtime::new(team, scripted)
-        .tool(launch.clone())
-        .protocol(boardroom::protocol::Protocol::Line)
-        .runs_dir(runs.path());
-    let run = rt.run("Go").unwrap();
-    assert_eq!(run.status, RunStatus::AwaitingApproval);
-    let dir = runs.path().join(&run.run_id);
-    assert_eq!(
-        load_run(&dir).unwrap().state.pending_approvals()[0].call_id,
-        "call-h"
-    );
-    let again = rt
-        .start_resume_deciding(&dir, [("call-h".to_string(), Decision::Approve)])
-        .unwrap()
-        .wait()
-        .unwrap();
-    assert_eq!(again.status, RunStatus::Done, "{}", again.answer);
-    assert_eq!(again.answer, "Launched.");
-    assert_eq!(launch.calls(), 1);
+    for deny in [false, true] {
+        let scripted = Scripted::new()
+            .respond(
+                "lead",
+                ChatResponse {
+                    tool_calls: vec![ToolCall {
+                        id: "call-h".into(),
+                        name: "launch".into(),
+                        arguments: json!({"target": "sun"}).to_string(),
+                    }],
+                    finish: FinishReason::ToolCalls,
+                    ..ChatResponse::default()
+                },
+            )
+            .reply("lead", "Launched.")
+            .otherwise("lead", "NONE");
+        let launch = Launch::default();
+        let rt = Runtime::new(team.clone(), scripted.clone())
+            .tool(launch.clone())
+            .protocol(boardroom::protocol::Protocol::Line)
+            .runs_dir(runs.path());
+        let run = rt.run("Go").unwrap();
+        assert_eq!(run.status, RunStatus::AwaitingApproval);
+        let dir = runs.path().join(&run.run_id);
+        assert_eq!(
+            load_run(&dir).unwrap().state.pending_approvals()[0].call_id,
+            "call-h"
+        );
+        let decision = if deny {
+            Decision::Deny {
+                reason: Some("too hot".into()),
+            }
+        } else {
+            Decision::Approve
+        };
+        let again = rt
+            .start_resume_deciding(&dir, [("call-h".to_string(), decision)])
+            .unwrap()
+            .wait()
+            .unwrap();
+        assert_eq!(again.status, RunStatus::Done, "{}", again.answer);
+        assert_eq!(again.answer, "Launched.");
+        assert_eq!(
+            launch.calls(),
+            usize::from(!deny),
+            "a denied call never runs"
+        );
+        let last = scripted
+            .requests()
+            .into_iter()
+            .rfind(|r| r.agent == "lead" && !support::tool_results(r).is_empty())
+            .unwrap();
+        let expected = if deny {
+            "error: the user denied this call of 'launch'; it did not run. Their reason: too hot"
+        } else {
+            r#"launched to "sun""#
+        };
+        assert_eq!(support::tool_results(&last), vec![expected]);
+    }
 }
 
 fn launch_reply(id: &str, target: &str) -> ChatResponse {

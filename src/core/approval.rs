@@ -303,18 +303,43 @@ impl Desk {
 /// # Examples
 ///
 /// ```
-/// use boardroom::{Decision, Runtime, Team};
-/// use boardroom::testing::Sim;
+/// use boardroom::testing::Scripted;
+/// use boardroom::{AgentSpec, ChatResponse, Decision, Runtime, Team, TeamConfig, ToolCall};
 ///
-/// let handle = Runtime::new(Team::builtin()?, Sim::new())
+/// // The writer may add work modules, each addition approved first.
+/// let mut writer = AgentSpec::member("writer", "Writes", "You write.").with_tools(["plan_add_task"]);
+/// writer.approve = vec!["plan_*".into()];
+/// let team = Team::new(
+///     "approving",
+///     TeamConfig::default(),
+///     vec![AgentSpec::master("lead", "You lead."), writer],
+/// )?;
+/// let asks = ChatResponse {
+///     tool_calls: vec![ToolCall {
+///         id: "call-1".into(),
+///         name: "plan_add_task".into(),
+///         arguments: r#"{"description": "Book the venue"}"#.into(),
+///     }],
+///     ..ChatResponse::default()
+/// };
+/// let model = Scripted::new()
+///     .reply("lead", "ASSIGN:writer:Plan the picnic")
+///     .respond("writer", asks)
+///     .reply("writer", "Planned.")
+///     .reply("lead", "DONE\nA picnic.");
+/// let handle = Runtime::new(team, model)
 ///     .wait_for_approvals(true)
 ///     .start("Plan a picnic")?;
 /// let approvals = handle.approvals();
-/// // The built-in team approves nothing: no call waits.
-/// for call in approvals.pending() {
-///     approvals.decide(&call.call_id, Decision::Approve)?;
-/// }
-/// handle.wait()?;
+/// // The writer pauses at its call until someone decides.
+/// let call = loop {
+///     if let Some(call) = approvals.wait_pending(std::time::Duration::from_secs(1)).pop() {
+///         break call;
+///     }
+/// };
+/// assert_eq!(call.tool, "plan_add_task");
+/// approvals.decide(&call.call_id, Decision::Deny { reason: Some("not yet".into()) })?;
+/// assert_eq!(handle.wait()?.answer, "A picnic.");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Default)]
