@@ -299,6 +299,28 @@ fn check_names_the_line_of_a_bad_pattern() {
         )),
         "{err}"
     );
+    // A pattern that matches no granted tool (a typo) is warned about.
+    std::fs::write(team.join("team.yaml"), "name: t\n").unwrap();
+    std::fs::write(
+        team.join("agents/writer.md"),
+        "---\nname: writer\nrole: member\ntools: [workspace_write]\napprove: [workspace_wrte]\n---\n",
+    )
+    .unwrap();
+    let out = Command::new(support::cli::bin())
+        .args(["check", "--team", team.to_str().unwrap()])
+        .env("BOARDROOM_HOME", tmp.path())
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "warning: {}:5: approve: pattern 'workspace_wrte' matches no tool granted to any \
+             agent (granted: workspace_write); its tool would run without approval",
+            file.display()
+        )),
+        "{err}"
+    );
 }
 
 /// Ctrl-C while a call waits stops the run as usual (exit 130), saved with
