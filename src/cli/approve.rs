@@ -201,6 +201,35 @@ fn shown_arguments(arguments: &str, max: usize) -> (String, bool) {
     (out.join("\n"), cut)
 }
 
+/// After a run that stopped at calls waiting for a decision: which, and
+/// the commands that decide.
+pub(crate) fn waiting_note(runs_dir: &Path, run_id: &str, resume: &str) {
+    let pending = boardroom::store::load_run(&runs_dir.join(run_id))
+        .map(|r| r.state.pending_approvals())
+        .unwrap_or_default();
+    if pending.is_empty() {
+        // The saved run could not be read to list them.
+        eprintln!(
+            "waiting for approval of tool calls: `boardroom show {}` lists them",
+            terminal_safe(run_id)
+        );
+        eprintln!("decide with: {resume} --approve <call id>  (or --deny <call id>)");
+        return;
+    }
+    eprintln!("waiting for approval of {} tool call(s):", pending.len());
+    for p in &pending {
+        eprintln!(
+            "  {}: {} → {} {}",
+            terminal_safe(&p.call_id),
+            p.agent,
+            p.tool,
+            terminal_safe(&super::text::one_line(&p.arguments, 120))
+        );
+    }
+    let call = terminal_safe(&pending[0].call_id);
+    eprintln!("decide with: {resume} --approve {call}  (or --deny {call} --reason \"...\")");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,33 +267,4 @@ mod tests {
         assert!(!cut);
         assert_eq!(all.lines().map(|l| l.len() - 4).sum::<usize>(), 5014);
     }
-}
-
-/// After a run that stopped at calls waiting for a decision: which, and
-/// the commands that decide.
-pub(crate) fn waiting_note(runs_dir: &Path, run_id: &str, resume: &str) {
-    let pending = boardroom::store::load_run(&runs_dir.join(run_id))
-        .map(|r| r.state.pending_approvals())
-        .unwrap_or_default();
-    if pending.is_empty() {
-        // The saved run could not be read to list them.
-        eprintln!(
-            "waiting for approval of tool calls: `boardroom show {}` lists them",
-            terminal_safe(run_id)
-        );
-        eprintln!("decide with: {resume} --approve <call id>  (or --deny <call id>)");
-        return;
-    }
-    eprintln!("waiting for approval of {} tool call(s):", pending.len());
-    for p in &pending {
-        eprintln!(
-            "  {}: {} → {} {}",
-            terminal_safe(&p.call_id),
-            p.agent,
-            p.tool,
-            terminal_safe(&super::text::one_line(&p.arguments, 120))
-        );
-    }
-    let call = terminal_safe(&pending[0].call_id);
-    eprintln!("decide with: {resume} --approve {call}  (or --deny {call} --reason \"...\")");
 }
