@@ -387,6 +387,11 @@ pub enum EventKind {
         tool: String,
         /// The arguments as the model wrote them, known secrets masked.
         arguments: String,
+        /// Whether they held a known secret: a resumed run's saved copy is
+        /// masked, so such a call is edited or denied, not approved as it
+        /// is.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        masked: bool,
     },
     /// A person decided about a call that waited (a denied call never
     /// runs: the model gets the denial as its result).

@@ -179,6 +179,17 @@ fn without_a_terminal_the_run_exits_3_and_resume_decides() {
                 "{turns}"
             );
         }
+        // A decision for a finished run is refused, never ignored.
+        let out = boardroom(
+            &["resume", &id, "--runs-dir", runs_arg, flag, "call-w1"],
+            tmp.path(),
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("no tool call 'call-w1' waits for a decision"),
+            "{}",
+            text(&out.stderr)
+        );
         let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
         let decided = if written { "approved" } else { "denied" };
         assert!(
@@ -217,7 +228,8 @@ fn on_a_terminal_run_asks_inline() {
             runs = runs.path().display(),
         );
         let s = Session::start(&name, "200", &script);
-        s.wait_for("writer asks to run workspace_write {\"path\":\"secret.txt\",\"content\":\"launch codes\"}");
+        s.wait_for("writer asks to run workspace_write with");
+        s.wait_for("    {\"content\":\"launch codes\",\"path\":\"secret.txt\"}");
         s.wait_for("call-w1: [a]pprove, [d]eny [REASON], [e]dit [JSON], empty: decide later");
         s.type_line(answer);
         let screen = s.wait_for("EXIT:");
@@ -287,6 +299,28 @@ fn check_names_the_line_of_a_bad_pattern() {
         )),
         "{err}"
     );
+    // A pattern that matches no granted tool (a typo) is warned about.
+    std::fs::write(team.join("team.yaml"), "name: t\n").unwrap();
+    std::fs::write(
+        team.join("agents/writer.md"),
+        "---\nname: writer\nrole: member\ntools: [workspace_write]\napprove: [workspace_wrte]\n---\n",
+    )
+    .unwrap();
+    let out = Command::new(support::cli::bin())
+        .args(["check", "--team", team.to_str().unwrap()])
+        .env("BOARDROOM_HOME", tmp.path())
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "warning: {}:5: approve: pattern 'workspace_wrte' matches no tool granted to any \
+             agent (granted: workspace_write); its tool would run without approval",
+            file.display()
+        )),
+        "{err}"
+    );
 }
 
 /// Ctrl-C while a call waits stops the run as usual (exit 130), saved with
@@ -318,5 +352,65 @@ fn ctrl_c_while_a_call_waits_leaves_it_waiting_in_the_saved_run() {
     let pending = saved.state.pending_approvals();
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].call_id, "call-w1");
+    assert!(!dir.join("workspace/secret.txt").exists());
+}
+
+/// Arguments that hold a known secret (the model's API key here) are
+/// masked in `approval_requested` and in the saved run, which says so;
+/// a resume that would approve the masked call as it is is refused
+/// (exit 2): it would run with `***`.
+#[test]
+fn a_call_saved_with_a_masked_secret_is_not_approved_as_it_is() {
+    let server = Server::start(brain);
+    let tmp = tempfile::tempdir().unwrap();
+    let team = team(tmp.path());
+    let runs = tmp.path().join("runs");
+    let runs_arg = runs.to_str().unwrap();
+    let model = format!(
+        "{}#m,stream=false,key_env=APPROVE_TEST_KEY",
+        server.base_url()
+    );
+    let run = |args: &[&str]| {
+        support::cli::hermetic(args, tmp.path(), tmp.path())
+            .env("APPROVE_TEST_KEY", "launch")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = run(&[
+        "run",
+        "--team",
+        team.to_str().unwrap(),
+        "--model",
+        &model,
+        "--no-memory",
+        "--runs-dir",
+        runs_arg,
+        "Write it",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let dir = the_run(&runs);
+    let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    assert!(
+        events.contains(r#""type":"approval_requested","round":1,"id":"call-w1","tool":"workspace_write","arguments":"{\"path\":\"secret.txt\",\"content\":\"*** codes\"}","masked":true"#),
+        "{events}"
+    );
+    let saved = std::fs::read_to_string(dir.join("run.json")).unwrap();
+    assert!(!saved.contains("launch codes"), "{saved}");
+    assert!(saved.contains("\"masked\": true"), "{saved}");
+    let id = dir.file_name().unwrap().to_str().unwrap();
+    let out = run(&["resume", id, "--runs-dir", runs_arg, "--approve", "call-w1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(
+            "tool call 'call-w1': its arguments held a secret and were saved masked; \
+             deny it, or resume on a terminal and edit them (e)"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!dir.join("workspace/secret.txt").exists());
+    let out = run(&["resume", id, "--runs-dir", runs_arg, "--deny", "call-w1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(!dir.join("workspace/secret.txt").exists());
 }

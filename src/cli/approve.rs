@@ -112,12 +112,19 @@ fn ask_one(call: &PendingApproval, done: &AtomicBool) -> Asked {
     while lines().try_recv().is_ok() {}
     // The question is a whole line above the live view (a prompt left on
     // the view's own line would be drawn over).
+    let (shown, cut) = shown_arguments(&call.arguments, MAX_SHOWN);
+    let view = if cut { ", [v]iew all" } else { "" };
+    if call.masked {
+        render::print_above(
+            "  ! these arguments held a secret, shown as ***: after a resume the saved copy \
+             is masked, so edit them (with the secret) or deny",
+        );
+    }
     render::print_above(&format!(
-        "  ? {} asks to run {} {}\n  {}: [a]pprove, [d]eny [REASON], [e]dit [JSON], empty: decide later",
-        call.agent,
-        call.tool,
-        super::text::one_line(&call.arguments, 200),
-        call.call_id
+        "  ? {} asks to run {} with\n{shown}\n  {}: [a]pprove, [d]eny [REASON], [e]dit [JSON]{view}, empty: decide later",
+        terminal_safe(&call.agent),
+        terminal_safe(&call.tool),
+        terminal_safe(&call.call_id)
     ));
     loop {
         eprint!("> ");
@@ -156,11 +163,42 @@ fn ask_one(call: &PendingApproval, done: &AtomicBool) -> Asked {
                     _ => render::print_above(&format!("  not a JSON object: {arguments}")),
                 }
             }
+            "v" | "view" => render::print_above(&shown_arguments(&call.arguments, usize::MAX).0),
             other => render::print_above(&format!(
                 "  '{other}': type a, d or e (or nothing to decide later)"
             )),
         }
     }
+}
+
+/// Characters of a call's arguments the question shows before `v`.
+const MAX_SHOWN: usize = 4096;
+/// Columns the arguments are wrapped at.
+const WRAP: usize = 100;
+
+/// A call's arguments as the question shows them: compact JSON (the
+/// text as written when it is not JSON), made safe for the terminal,
+/// wrapped at [`WRAP`] columns and indented, at most `max` characters
+/// with a note when cut; and whether it was cut.
+fn shown_arguments(arguments: &str, max: usize) -> (String, bool) {
+    let compact = serde_json::from_str::<serde_json::Value>(arguments)
+        .ok()
+        .and_then(|v| serde_json::to_string(&v).ok())
+        .unwrap_or_else(|| arguments.trim().to_string());
+    let safe = terminal_safe(&compact).into_owned();
+    let total = safe.chars().count();
+    let kept: Vec<char> = safe.chars().take(max).collect();
+    let mut out: Vec<String> = kept
+        .chunks(WRAP)
+        .map(|line| format!("    {}", line.iter().collect::<String>()))
+        .collect();
+    let cut = total > max;
+    if cut {
+        out.push(format!(
+            "    [... cut: {total} characters; type v to see them all]"
+        ));
+    }
+    (out.join("\n"), cut)
 }
 
 /// After a run that stopped at calls waiting for a decision: which, and
@@ -169,6 +207,15 @@ pub(crate) fn waiting_note(runs_dir: &Path, run_id: &str, resume: &str) {
     let pending = boardroom::store::load_run(&runs_dir.join(run_id))
         .map(|r| r.state.pending_approvals())
         .unwrap_or_default();
+    if pending.is_empty() {
+        // The saved run could not be read to list them.
+        eprintln!(
+            "waiting for approval of tool calls: `boardroom show {}` lists them",
+            terminal_safe(run_id)
+        );
+        eprintln!("decide with: {resume} --approve <call id>  (or --deny <call id>)");
+        return;
+    }
     eprintln!("waiting for approval of {} tool call(s):", pending.len());
     for p in &pending {
         eprintln!(
@@ -179,6 +226,45 @@ pub(crate) fn waiting_note(runs_dir: &Path, run_id: &str, resume: &str) {
             terminal_safe(&super::text::one_line(&p.arguments, 120))
         );
     }
-    let call = pending.first().map_or("CALL", |p| p.call_id.as_str());
+    let call = terminal_safe(&pending[0].call_id);
     eprintln!("decide with: {resume} --approve {call}  (or --deny {call} --reason \"...\")");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_arguments_are_shown_whole_and_wrapped() {
+        let content = "x".repeat(250);
+        let args = format!("{{\"path\": \"a.txt\",\n \"content\": \"{content}\"}}");
+        let (shown, cut) = shown_arguments(&args, MAX_SHOWN);
+        assert!(!cut);
+        let lines: Vec<&str> = shown.lines().collect();
+        assert_eq!(lines.len(), 3, "{shown}");
+        assert!(
+            lines
+                .iter()
+                .all(|l| l.starts_with("    ") && l.len() <= WRAP + 4)
+        );
+        let joined: String = lines.iter().map(|l| &l[4..]).collect();
+        assert_eq!(
+            joined,
+            format!("{{\"content\":\"{content}\",\"path\":\"a.txt\"}}")
+        );
+    }
+
+    #[test]
+    fn long_arguments_are_cut_with_a_note() {
+        let args = format!("{{\"content\": \"{}\"}}", "y".repeat(5000));
+        let (shown, cut) = shown_arguments(&args, MAX_SHOWN);
+        assert!(cut);
+        assert!(
+            shown.ends_with("    [... cut: 5014 characters; type v to see them all]"),
+            "{shown}"
+        );
+        let (all, cut) = shown_arguments(&args, usize::MAX);
+        assert!(!cut);
+        assert_eq!(all.lines().map(|l| l.len() - 4).sum::<usize>(), 5014);
+    }
 }

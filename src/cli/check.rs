@@ -33,6 +33,7 @@ pub(crate) fn check(args: &CheckArgs) -> Result<Outcome, CliError> {
             e
         }
     })?;
+    warn_unmatched_approvals(&team, &tools);
     if args.json {
         println!("{}", as_json(&team, &tools));
     } else {
@@ -72,6 +73,44 @@ fn role(a: &boardroom::AgentSpec) -> &'static str {
         boardroom::AgentRole::Master => "master",
         boardroom::AgentRole::Partner => "partner",
         _ => "member",
+    }
+}
+
+/// Warns (stderr) about each `approve:` pattern that matches no tool
+/// granted to any agent: a typo there leaves the tool ungated.
+fn warn_unmatched_approvals(team: &Team, tools: &ToolRegistry) {
+    let mut all: Vec<String> = team
+        .agents()
+        .iter()
+        .flat_map(|a| granted(tools, a))
+        .collect();
+    all.sort();
+    all.dedup();
+    for (agent, pattern) in team.approve_patterns_matching_none(&all) {
+        let file = match agent {
+            Some(name) => team
+                .agents()
+                .iter()
+                .find(|a| a.name == name)
+                .and_then(|a| a.source.clone()),
+            None => team.dir().map(|d| PathBuf::from(d).join("team.yaml")),
+        };
+        let at = file.map_or_else(
+            || format!("agent '{}'", agent.unwrap_or("team")),
+            |p| format!("{}:{}", p.display(), setup::key_line(&p, "approve")),
+        );
+        let granted = if all.is_empty() {
+            "none".to_string()
+        } else {
+            all.join(", ")
+        };
+        eprintln!(
+            "warning: {}: approve: pattern '{}' matches no tool granted to any agent \
+             (granted: {}); its tool would run without approval",
+            terminal_safe(&at),
+            terminal_safe(pattern),
+            terminal_safe(&granted)
+        );
     }
 }
 

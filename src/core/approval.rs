@@ -44,6 +44,19 @@ pub enum ApprovalError {
         /// The call's id.
         call_id: String,
     },
+    /// The run stopped waiting for decisions (its time limit passed, or
+    /// [`Approvals::stop_waiting`]): the call is decided when the saved
+    /// run is resumed.
+    NoLongerWaiting {
+        /// The call's id.
+        call_id: String,
+    },
+    /// An approval of a resumed run's call whose arguments held a secret:
+    /// the saved run has them masked, so the call is edited or denied.
+    MaskedArguments {
+        /// The call's id.
+        call_id: String,
+    },
 }
 
 impl std::fmt::Display for ApprovalError {
@@ -61,6 +74,16 @@ impl std::fmt::Display for ApprovalError {
             ApprovalError::NotAnObject { call_id } => write!(
                 f,
                 "tool call '{call_id}': the edited arguments must be a JSON object"
+            ),
+            ApprovalError::MaskedArguments { call_id } => write!(
+                f,
+                "tool call '{call_id}': its arguments held a secret and were saved \
+                 masked; edit them (with the secret) or deny the call"
+            ),
+            ApprovalError::NoLongerWaiting { call_id } => write!(
+                f,
+                "tool call '{call_id}': the run no longer waits for decisions \
+                 (saved); decide it when the run is resumed"
             ),
         }
     }
@@ -95,6 +118,8 @@ struct Inner {
     given: HashMap<String, Decision>,
     /// Nobody will decide now: turns stop waiting.
     stop_waiting: bool,
+    /// The last serial given to a turn.
+    next: u64,
 }
 
 impl Desk {
@@ -102,6 +127,9 @@ impl Desk {
     pub(crate) fn restore(&self, paused: Vec<PausedTurn>) {
         let mut inner = self.inner.lock();
         for mut turn in paused {
+            // Decisions the saved run had were told when they were taken.
+            turn.told = turn.decided.keys().cloned().collect();
+            turn.from_save = true;
             // Decisions given with the resume.
             for p in &turn.pending {
                 if let Some(d) = inner.given.remove(&p.call_id) {
@@ -117,11 +145,33 @@ impl Desk {
         self.inner.lock().given.extend(decisions);
     }
 
-    /// The calls decisions were given for (before the run is restored).
-    pub(crate) fn given_ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self.inner.lock().given.keys().cloned().collect();
-        ids.sort();
-        ids
+    /// Checks the decisions given with a resume against the calls the
+    /// saved run waits for: each names one, and none approves a call
+    /// whose saved arguments are masked.
+    pub(crate) fn check_given(&self, saved: &[PausedTurn]) -> Result<(), ApprovalError> {
+        let inner = self.inner.lock();
+        let mut given: Vec<(&String, &Decision)> = inner.given.iter().collect();
+        given.sort_by_key(|(id, _)| id.as_str());
+        for (id, decision) in given {
+            let Some(turn) = saved
+                .iter()
+                .find(|t| t.undecided().any(|p| &p.call_id == id))
+            else {
+                return Err(ApprovalError::UnknownCall {
+                    call_id: id.clone(),
+                });
+            };
+            let restored = PausedTurn {
+                from_save: true,
+                ..turn.clone()
+            };
+            if !restored.allows(id, decision) {
+                return Err(ApprovalError::MaskedArguments {
+                    call_id: id.clone(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The turns paused now (what a save writes).
@@ -134,59 +184,75 @@ impl Desk {
         self.parked.load(Ordering::Relaxed)
     }
 
-    /// Takes the paused turn `agent` is taking now, if there is one.
-    pub(crate) fn resumed_turn(
+    /// Claims a restored turn `agent` is taking now, if one is left: a
+    /// job takes it for itself (so a second job with the same agent, round
+    /// and task takes another, or none) and it stays on the desk, saved
+    /// with the run, until its calls are decided.
+    pub(crate) fn claim(
         &self,
         agent: &str,
         round: u32,
         phase: crate::model::Phase,
         task: Option<&str>,
     ) -> Option<PausedTurn> {
-        let inner = self.inner.lock();
-        inner
+        let mut inner = self.inner.lock();
+        inner.next += 1;
+        let serial = inner.next;
+        let turn = inner
             .paused
-            .iter()
-            .find(|t| t.is(agent, round, phase, task))
-            .cloned()
+            .iter_mut()
+            .find(|t| t.serial == 0 && t.is(agent, round, phase, task))?;
+        turn.serial = serial;
+        Some(turn.clone())
     }
 
-    /// Files a turn that pauses now (or replaces the restored one).
-    pub(crate) fn pause(&self, turn: PausedTurn) {
+    /// Files a turn that pauses now (or replaces the claimed one of the
+    /// same serial) and returns its serial.
+    pub(crate) fn pause(&self, mut turn: PausedTurn) -> u64 {
         let mut inner = self.inner.lock();
-        let (a, r, p, t) = (
-            turn.agent.clone(),
-            turn.round,
-            turn.phase,
-            turn.task.clone(),
-        );
-        inner.paused.retain(|x| !x.is(&a, r, p, t.as_deref()));
+        if turn.serial == 0 {
+            inner.next += 1;
+            turn.serial = inner.next;
+        }
+        let serial = turn.serial;
+        inner.paused.retain(|x| x.serial != serial);
         inner.paused.push(turn);
         drop(inner);
         self.changed.notify_all();
+        serial
     }
 
-    /// Waits until every call of the turn `key` names is decided, and
+    /// Takes the turn `serial` off the desk (its calls no longer wait).
+    pub(crate) fn drop_turn(&self, serial: u64) {
+        self.inner.lock().paused.retain(|x| x.serial != serial);
+        self.changed.notify_all();
+    }
+
+    /// Waits until every call of the turn `serial` is decided, and
     /// takes the turn off the desk; `Err(true)` when the turn stops
     /// waiting with calls undecided (the run is then parked), `Err(false)`
     /// when `stop` says the run stops for another reason. `on_decided`
     /// hears each decision as it is taken (called with no lock held).
     pub(crate) fn wait(
         &self,
-        key: (&str, u32, crate::model::Phase, Option<&str>),
+        serial: u64,
         wait: bool,
         deadline: Option<Instant>,
         stop: &dyn Fn() -> bool,
         on_decided: &mut dyn FnMut(&PendingApproval, &Decision),
     ) -> Result<PausedTurn, bool> {
-        let mut told: Vec<String> = Vec::new();
+        let mut told: Vec<String> = self
+            .inner
+            .lock()
+            .paused
+            .iter()
+            .find(|t| t.serial == serial)
+            .map(|t| t.told.clone())
+            .unwrap_or_default();
         loop {
             let mut inner = self.inner.lock();
             let stop_waiting = inner.stop_waiting;
-            let Some(at) = inner
-                .paused
-                .iter()
-                .position(|t| t.is(key.0, key.1, key.2, key.3))
-            else {
+            let Some(at) = inner.paused.iter().position(|t| t.serial == serial) else {
                 return Err(false);
             };
             let turn = &inner.paused[at];
@@ -221,7 +287,7 @@ impl Desk {
             let undecided = inner
                 .paused
                 .iter()
-                .find(|t| t.is(key.0, key.1, key.2, key.3))
+                .find(|t| t.serial == serial)
                 .is_some_and(|t| t.undecided().next().is_some());
             if undecided && !inner.stop_waiting {
                 let _ = self.changed.wait_until(&mut inner, until);
@@ -237,18 +303,43 @@ impl Desk {
 /// # Examples
 ///
 /// ```
-/// use boardroom::{Decision, Runtime, Team};
-/// use boardroom::testing::Sim;
+/// use boardroom::testing::Scripted;
+/// use boardroom::{AgentSpec, ChatResponse, Decision, Runtime, Team, TeamConfig, ToolCall};
 ///
-/// let handle = Runtime::new(Team::builtin()?, Sim::new())
+/// // The writer may add work modules, each addition approved first.
+/// let mut writer = AgentSpec::member("writer", "Writes", "You write.").with_tools(["plan_add_task"]);
+/// writer.approve = vec!["plan_*".into()];
+/// let team = Team::new(
+///     "approving",
+///     TeamConfig::default(),
+///     vec![AgentSpec::master("lead", "You lead."), writer],
+/// )?;
+/// let asks = ChatResponse {
+///     tool_calls: vec![ToolCall {
+///         id: "call-1".into(),
+///         name: "plan_add_task".into(),
+///         arguments: r#"{"description": "Book the venue"}"#.into(),
+///     }],
+///     ..ChatResponse::default()
+/// };
+/// let model = Scripted::new()
+///     .reply("lead", "ASSIGN:writer:Plan the picnic")
+///     .respond("writer", asks)
+///     .reply("writer", "Planned.")
+///     .reply("lead", "DONE\nA picnic.");
+/// let handle = Runtime::new(team, model)
 ///     .wait_for_approvals(true)
 ///     .start("Plan a picnic")?;
 /// let approvals = handle.approvals();
-/// // The built-in team approves nothing: no call waits.
-/// for call in approvals.pending() {
-///     approvals.decide(&call.call_id, Decision::Approve)?;
-/// }
-/// handle.wait()?;
+/// // The writer pauses at its call until someone decides.
+/// let call = loop {
+///     if let Some(call) = approvals.wait_pending(std::time::Duration::from_secs(1)).pop() {
+///         break call;
+///     }
+/// };
+/// assert_eq!(call.tool, "plan_add_task");
+/// approvals.decide(&call.call_id, Decision::Deny { reason: Some("not yet".into()) })?;
+/// assert_eq!(handle.wait()?.answer, "A picnic.");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Default)]
@@ -292,11 +383,27 @@ impl Approvals {
     /// # Errors
     ///
     /// [`ApprovalError::UnknownCall`] when no call with this id waits;
+    /// [`ApprovalError::NoLongerWaiting`] when the run stopped waiting;
+    /// [`ApprovalError::MaskedArguments`] for an approval of a resumed
+    /// run's call whose saved arguments are masked;
     /// [`ApprovalError::BadArguments`] or [`ApprovalError::NotAnObject`]
     /// for edited arguments that are not a JSON object.
     pub fn decide(&self, call_id: &str, decision: Decision) -> Result<(), ApprovalError> {
         check_decision(call_id, &decision)?;
         let mut inner = self.0.inner.lock();
+        // A turn that stopped waiting is saved as it was: a decision
+        // taken now would be lost.
+        if self.0.is_parked() {
+            let waits = inner
+                .paused
+                .iter()
+                .any(|t| t.undecided().any(|p| p.call_id == call_id));
+            if waits {
+                return Err(ApprovalError::NoLongerWaiting {
+                    call_id: call_id.to_string(),
+                });
+            }
+        }
         let turn = inner.paused.iter_mut().find(|t| {
             t.pending.iter().any(|p| p.call_id == call_id) && !t.decided.contains_key(call_id)
         });
@@ -305,6 +412,11 @@ impl Approvals {
                 call_id: call_id.to_string(),
             });
         };
+        if !turn.allows(call_id, &decision) {
+            return Err(ApprovalError::MaskedArguments {
+                call_id: call_id.to_string(),
+            });
+        }
         turn.decided.insert(call_id.to_string(), decision);
         drop(inner);
         self.0.changed.notify_all();
@@ -341,7 +453,9 @@ impl super::Core<'_> {
     /// The decisions about the calls of `response` that need one (the
     /// agent's or the team's `approve:` names their tool), by call id;
     /// none when no call needs one. The turn pauses on the run's desk
-    /// until all are decided.
+    /// until all are decided. `adopted` is the restored turn the job
+    /// claimed, whose reply `response` is: it goes on with the decisions
+    /// it has.
     ///
     /// # Errors
     ///
@@ -358,6 +472,7 @@ impl super::Core<'_> {
         response: &crate::model::ChatResponse,
         verdicts: &[super::call::Intercepted],
         granted: &[Arc<dyn crate::tools::Tool>],
+        adopted: Option<PausedTurn>,
     ) -> Result<HashMap<String, Decision>, crate::model::ModelError> {
         let needs: Vec<PendingApproval> = response
             .tool_calls
@@ -376,18 +491,36 @@ impl super::Core<'_> {
                         tool: tool.name().to_string(),
                         arguments: crate::util::secrets::mask(&call.arguments).into_owned(),
                         round: request.round,
+                        masked: matches!(
+                            crate::util::secrets::mask(&call.arguments),
+                            std::borrow::Cow::Owned(_)
+                        ),
                     })
             })
             .collect();
+        let desk = self.approvals();
+        // A restored turn goes on only with the reply it paused at.
+        let same_reply = |t: &PausedTurn| {
+            t.calls
+                .iter()
+                .map(|c| &c.id)
+                .eq(response.tool_calls.iter().map(|c| &c.id))
+        };
+        let adopted = match adopted {
+            Some(turn) if same_reply(&turn) && !needs.is_empty() => Some(turn),
+            Some(turn) => {
+                desk.drop_turn(turn.serial);
+                None
+            }
+            None => None,
+        };
         if needs.is_empty() {
             return Ok(HashMap::new());
         }
-        let desk = self.approvals();
-        let key = (agent.name.as_str(), request.round, request.phase, ask.task);
-        let turn = match desk.resumed_turn(key.0, key.1, key.2, key.3) {
+        let turn = match adopted {
             Some(turn) => turn,
             None => {
-                let turn = PausedTurn {
+                let mut turn = PausedTurn {
                     agent: agent.name.clone(),
                     round: request.round,
                     phase: request.phase,
@@ -398,8 +531,11 @@ impl super::Core<'_> {
                     step,
                     pending: needs,
                     decided: std::collections::BTreeMap::new(),
+                    serial: 0,
+                    told: Vec::new(),
+                    from_save: false,
                 };
-                desk.pause(turn.clone());
+                turn.serial = desk.pause(turn.clone());
                 turn
             }
         };
@@ -413,6 +549,7 @@ impl super::Core<'_> {
                     id: p.call_id.clone(),
                     tool: p.tool.clone(),
                     arguments: p.arguments.clone(),
+                    masked: p.masked,
                 },
             );
         }
@@ -446,7 +583,7 @@ impl super::Core<'_> {
         };
         let wait = self.config.wait_for_approvals;
         match desk.wait(
-            key,
+            turn.serial,
             wait,
             self.deadline,
             &|| self.cancelled(),

@@ -94,9 +94,12 @@ impl Core<'_> {
         let mut step = 0;
         // A turn a resumed run paused at calls that waited for a decision
         // goes on from the reply that asked for them, not a new call.
+        // The job claims the turn: another job with the same agent, round
+        // and task never takes it.
         let mut resumed =
             self.approvals()
-                .resumed_turn(&agent.name, request.round, request.phase, ask.task);
+                .claim(&agent.name, request.round, request.phase, ask.task);
+        let mut adopted = None;
         if let Some(turn) = &resumed {
             step = turn.step;
             request.messages = turn.messages.clone();
@@ -111,13 +114,18 @@ impl Core<'_> {
                 )));
             }
             let mut response = match resumed.take() {
-                Some(turn) => ChatResponse {
-                    text: turn.text,
-                    tool_calls: turn.calls,
-                    ..ChatResponse::default()
-                },
+                Some(turn) => {
+                    let response = ChatResponse {
+                        text: turn.text.clone(),
+                        tool_calls: turn.calls.clone(),
+                        ..ChatResponse::default()
+                    };
+                    adopted = Some(turn);
+                    response
+                }
                 None => {
-                    let response = chat(ask.on_pool, model, request, on_delta)?;
+                    let mut response = chat(ask.on_pool, model, request, on_delta)?;
+                    unique_ids(&mut response.tool_calls, &agent.name, request.round, step);
                     self.add_usage(&agent.name, response.usage);
                     usage.add(response.usage);
                     retries += response.retries;
@@ -160,8 +168,16 @@ impl Core<'_> {
             self.budget_check()?;
             // Calls that need a person's decision: none of the reply's
             // calls runs before every one of them is decided.
-            let decisions =
-                self.approve_calls(agent, ask, request, step, &response, &verdicts, &granted)?;
+            let decisions = self.approve_calls(
+                agent,
+                ask,
+                request,
+                step,
+                &response,
+                &verdicts,
+                &granted,
+                adopted.take(),
+            )?;
             let calls: Vec<ToolCall> = response
                 .tool_calls
                 .iter()
@@ -405,6 +421,25 @@ fn chat(
             source: None,
         })
     })
+}
+
+/// Gives each call whose id is empty or repeated in the reply (a server
+/// that omits ids) an id of its own, `{agent}-{round}-{step}-{i}`, before
+/// anything pairs results or decisions with ids: the model is shown the
+/// calls under these ids, each result paired with its call.
+fn unique_ids(calls: &mut [ToolCall], agent: &str, round: u32, step: usize) {
+    let mut seen = std::collections::HashSet::new();
+    let taken: std::collections::HashSet<String> = calls.iter().map(|c| c.id.clone()).collect();
+    for (i, call) in calls.iter_mut().enumerate() {
+        if call.id.is_empty() || !seen.insert(call.id.clone()) {
+            let mut id = format!("{agent}-{round}-{step}-{i}");
+            while taken.contains(&id) {
+                id.push('_');
+            }
+            seen.insert(id.clone());
+            call.id = id;
+        }
+    }
 }
 
 /// Whether the call was denied.

@@ -24,6 +24,11 @@ pub struct PendingApproval {
     pub arguments: String,
     /// The round (a handoff run: the step) it was asked in.
     pub round: u32,
+    /// Whether the arguments held a known secret (shown masked). A saved
+    /// run keeps them masked: such a call of a resumed run can be edited
+    /// or denied, never approved as it is (it would run with `***`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub masked: bool,
 }
 
 /// What a person decided about a [`PendingApproval`].
@@ -88,6 +93,17 @@ pub(crate) struct PausedTurn {
     /// Decisions made so far, by call id.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) decided: BTreeMap<String, Decision>,
+    /// Which job of the run owns the turn (unique in the run; 0: restored
+    /// from a saved run and not yet taken by a job). Never saved.
+    #[serde(skip)]
+    pub(crate) serial: u64,
+    /// Decisions already sent as `approval_decided` (those a saved run
+    /// had): not sent again. Never saved.
+    #[serde(skip)]
+    pub(crate) told: Vec<String>,
+    /// Restored from a saved run, whose calls hold masked secrets.
+    #[serde(skip)]
+    pub(crate) from_save: bool,
 }
 
 impl PausedTurn {
@@ -97,6 +113,18 @@ impl PausedTurn {
             && self.round == round
             && self.phase == phase
             && self.task.as_deref() == task
+    }
+
+    /// Whether `decision` may be taken about the call `call_id`: a
+    /// restored call whose saved arguments are masked is not approved as
+    /// it is.
+    pub(crate) fn allows(&self, call_id: &str, decision: &Decision) -> bool {
+        !(self.from_save
+            && matches!(decision, Decision::Approve)
+            && self
+                .pending
+                .iter()
+                .any(|p| p.call_id == call_id && p.masked))
     }
 
     /// Its calls still without a decision.

@@ -134,18 +134,12 @@ impl Runtime {
                 ours,
             });
         }
-        // Decisions given with the resume must name calls that wait.
-        let waiting = record.state.pending_approvals();
-        if let Some(call_id) = ctx
-            .approvals
-            .0
-            .given_ids()
-            .into_iter()
-            .find(|id| !waiting.iter().any(|p| &p.call_id == id))
-        {
+        // Decisions given with the resume must name calls that wait (and
+        // not approve one whose saved arguments are masked).
+        if let Err(source) = ctx.approvals.0.check_given(&record.state.approvals) {
             return Err(RunError::Approval {
                 run_id: record.state.run_id.clone(),
-                source: crate::core::ApprovalError::UnknownCall { call_id },
+                source,
             });
         }
         ctx.runs_dir = Some(dir.parent().map_or_else(PathBuf::new, Path::to_path_buf));

@@ -81,6 +81,22 @@ impl super::Team {
             .chain(&self.config().approve)
             .any(|p| matches(p, tool))
     }
+
+    /// The `approve:` patterns that match none of `tools` (a mistyped
+    /// one leaves its tool ungated): the agent whose list has it (`None`:
+    /// the team's) and the pattern.
+    #[must_use]
+    pub fn approve_patterns_matching_none(&self, tools: &[String]) -> Vec<(Option<&str>, &str)> {
+        let none = |p: &String| !tools.iter().any(|t| matches(p, t));
+        let agents = self.agents().iter().flat_map(|a| {
+            a.approve
+                .iter()
+                .filter(|p| none(p))
+                .map(move |p| (Some(a.name.as_str()), p.as_str()))
+        });
+        let team = self.config().approve.iter().filter(|p| none(p));
+        agents.chain(team.map(|p| (None, p.as_str()))).collect()
+    }
 }
 
 #[cfg(test)]

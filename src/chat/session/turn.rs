@@ -195,7 +195,12 @@ impl Chat {
             tools::TEAM_STATUS => Ok(self.status()),
             tools::FOLLOW_UP => self.follow_up_tool(&call.arguments, io),
             name => {
-                let Some(tool) = self.granted.iter().find(|t| wire_name(t.name()) == name) else {
+                let Some(tool) = self
+                    .granted
+                    .iter()
+                    .find(|t| wire_name(t.name()) == name)
+                    .cloned()
+                else {
                     let mut known: Vec<String> =
                         self.granted.iter().map(|t| wire_name(t.name())).collect();
                     known.push(tools::LAUNCH_TEAM.into());
@@ -212,6 +217,26 @@ impl Chat {
                     serde_json::from_str(&call.arguments)
                         .map_err(|e| format!("the arguments are not JSON: {e}"))?
                 };
+                // `approve:` holds for the partner too: in a chat the user
+                // decides at once, by a yes/no question.
+                if self
+                    .runtime
+                    .team()
+                    .needs_approval(&self.partner, tool.name())
+                {
+                    let shown = crate::util::secrets::mask(&call.arguments).into_owned();
+                    let question = format!(
+                        "The partner asks to run {} with {}: run it? [y/N]",
+                        tool.name(),
+                        shown.trim()
+                    );
+                    if !self.ask(io, &question) {
+                        return Err(format!(
+                            "the user denied this call of '{}'; it did not run.",
+                            tool.name()
+                        ));
+                    }
+                }
                 let ctx = ToolContext::new(&self.partner.name).with_plan(&self.plan);
                 tool.call(args, &ctx).map_err(|e| e.to_string())
             }

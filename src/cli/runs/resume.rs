@@ -96,6 +96,31 @@ pub(crate) fn resume(
     }
     let (process, name) = (record.team.config.process, record.team.name.as_str());
     blackboard_flags(process, name, None, args.parallel).map_err(CliError::bad_input)?;
+    // Decisions name calls the saved run waits for, whatever its status:
+    // one for a finished run is refused, never ignored.
+    let decisions = decisions(args)?;
+    let waiting = record.state.pending_approvals();
+    if let Some((call, _)) = decisions
+        .iter()
+        .find(|(c, _)| !waiting.iter().any(|p| &p.call_id == c))
+    {
+        return Err(CliError::bad_input(format!(
+            "run {}: no tool call '{}' waits for a decision",
+            record.state.run_id(),
+            terminal_safe(call)
+        )));
+    }
+    // A call whose saved arguments are masked would run with `***`.
+    if let Some((call, _)) = decisions.iter().find(|(c, d)| {
+        matches!(d, Decision::Approve) && waiting.iter().any(|p| &p.call_id == c && p.masked)
+    }) {
+        return Err(CliError::bad_input(format!(
+            "run {}: tool call '{}': its arguments held a secret and were saved masked; \
+             deny it, or resume on a terminal and edit them (e)",
+            record.state.run_id(),
+            terminal_safe(call)
+        )));
+    }
     if record.state.status() == RunStatus::AwaitingUser && message.is_none() {
         eprintln!(
             "run {} waits for its user; reply with: {}",
@@ -154,7 +179,6 @@ pub(crate) fn resume(
         &runs_dir,
     )?;
     let rx = observers.tee(rx);
-    let decisions = decisions(args)?;
     // On a terminal, calls still undecided are asked about inline.
     let on_terminal = !args.json && std::io::stdin().is_terminal();
     let runtime = runtime.wait_for_approvals(on_terminal);
