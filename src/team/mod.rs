@@ -14,8 +14,8 @@ mod config;
 mod error;
 mod handoff;
 mod mcp;
-mod protocols;
 mod profile;
+mod protocols;
 mod template;
 mod yaml;
 
@@ -31,12 +31,12 @@ pub use error::TeamError;
 pub use handoff::{AfterWork, HandoffRule, HandoffSettings};
 pub(crate) use mcp::check_server_name;
 pub use mcp::{Elicitation, McpServerConfig};
+pub(crate) use profile::role_name;
+pub use profile::{AgentState, FlowAction, FlowRule, Observer, Profile, Segment};
 pub use protocols::{
     ArchivedMessage, BriefingError, BriefingField, BriefingSource, HandoverProtocol, ModuleView,
     PARTNER_TO_PRINCIPAL, PRINCIPAL_TO_ASSOCIATE, Protocols,
 };
-pub(crate) use profile::role_name;
-pub use profile::{AgentState, FlowAction, FlowRule, Observer, Profile, Segment};
 pub use template::{
     TemplateError, VarError, Variables, apply_var_flags, check_template, parse_var_flag, render,
     render_task,

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::util::httpd::{self, Request};
 use crate::event::RunStatus;
+use crate::util::httpd::{self, Request};
 
 /// How long one event stream stays open before the browser reconnects
 /// (with `Last-Event-ID`, so nothing is sent twice or lost).
