@@ -18,6 +18,7 @@ mod state;
 mod status;
 pub(crate) mod turn;
 
+pub(crate) use approval::PausedTurn;
 pub use approval::{Decision, PendingApproval};
 pub use executor::{Executor, ParseExecutorError};
 pub use handoff::{HandoffHow, HandoffState, HandoffStep};

@@ -3,7 +3,8 @@
 //! what each checkpoint changed (issue 25).
 //!
 //! A checkpoint appends one line to `state.jsonl` — the board entries,
-//! work modules, assignments, per-agent usage and handoff steps that are
+//! work modules, assignments, per-agent usage, handoff steps, a principal
+//! run's own state and the turns paused for approval that are
 //! new or changed since the last one; a board entry already in
 //! `journal.jsonl` is written as its place there — then replaces
 //! `run.json` (status, phase, settings, totals, and `state_len`, how much
@@ -21,7 +22,9 @@ use crate::board::Entry;
 use crate::model::Usage;
 use crate::plan::WorkModule;
 use crate::protocol::Assignment;
-use crate::record::{HandoffState, RunPhase, RunSettings, RunState, RunStatus, UserNote};
+use crate::record::{
+    HandoffState, PausedTurn, PrincipalState, RunPhase, RunSettings, RunState, RunStatus, UserNote,
+};
 
 /// The team of a run of format 2, written once.
 pub(crate) const TEAM_FILE: &str = "team.json";
@@ -121,6 +124,12 @@ struct DeltaOut<'a> {
     usage_by_agent: BTreeMap<&'a str, Usage>,
     #[serde(skip_serializing_if = "Option::is_none")]
     handoff: Option<HandoffOut<'a>>,
+    /// A principal run's own state, whole, when it changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    principal: Option<&'a PrincipalState>,
+    /// The turns paused for a person's decision, whole, when they changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approvals: Option<&'a [PausedTurn]>,
 }
 
 /// The fields of a module that changed since the last checkpoint (its
@@ -140,6 +149,8 @@ struct ModuleChange<'a> {
     metadata: Option<&'a serde_json::Map<String, serde_json::Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     context_archive: Option<&'a [crate::model::Message]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deliverable: Option<&'a Option<serde_json::Value>>,
     /// Where the journal holds the changed transcript (in a module
     /// record), instead of `context_archive`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -161,6 +172,7 @@ impl<'a> ModuleChange<'a> {
                 .then_some(&now.assigned_agent),
             round: changed(was.round == now.round).then_some(&now.round),
             metadata: changed(was.metadata == now.metadata).then_some(&now.metadata),
+            deliverable: changed(was.deliverable == now.deliverable).then_some(&now.deliverable),
             context_archive: (new_archive && archive_at.is_none())
                 .then_some(&now.context_archive[..]),
             archive_at,
@@ -195,6 +207,8 @@ pub(crate) struct Written {
     assignments: Vec<Assignment>,
     usage_by_agent: BTreeMap<String, Usage>,
     handoff: Option<HandoffState>,
+    principal: Option<PrincipalState>,
+    approvals: Vec<PausedTurn>,
 }
 
 impl Written {
@@ -209,6 +223,8 @@ impl Written {
             assignments: state.assignments.clone(),
             usage_by_agent: state.usage_by_agent.clone(),
             handoff: state.process.handoff().cloned(),
+            principal: state.process.principal().cloned(),
+            approvals: state.approvals.clone(),
         }
     }
 
@@ -290,6 +306,14 @@ impl Written {
                 })
             }
         };
+        if let Some(now) = state.process.principal()
+            && self.principal.as_ref() != Some(now)
+        {
+            d.principal = Some(now);
+        }
+        if self.approvals != state.approvals {
+            d.approvals = Some(&state.approvals);
+        }
         let nothing = d.task.is_none()
             && d.board_from.is_none()
             && d.board.is_empty()
@@ -299,7 +323,9 @@ impl Written {
             && d.assignments.is_none()
             && !d.usage_reset
             && d.usage_by_agent.is_empty()
-            && d.handoff.is_none();
+            && d.handoff.is_none()
+            && d.principal.is_none()
+            && d.approvals.is_none();
         if nothing {
             return Ok(None);
         }
@@ -330,6 +356,14 @@ impl Written {
         }
         if self.handoff.as_ref() != state.process.handoff() {
             self.handoff = state.process.handoff().cloned();
+        }
+        if let Some(now) = state.process.principal()
+            && self.principal.as_ref() != Some(now)
+        {
+            self.principal = Some(now.clone());
+        }
+        if self.approvals != state.approvals {
+            self.approvals = state.approvals.clone();
         }
     }
 }

@@ -39,6 +39,10 @@ pub(crate) struct DeltaIn {
     usage_by_agent: BTreeMap<String, Usage>,
     #[serde(default)]
     handoff: Option<HandoffIn>,
+    #[serde(default)]
+    principal: Option<crate::record::PrincipalState>,
+    #[serde(default)]
+    approvals: Option<Vec<crate::record::PausedTurn>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -147,6 +151,12 @@ pub(crate) fn load(dir: &Path, value: serde_json::Value) -> Result<(RunRecord, u
             steps.append(&mut hs.steps);
             hs.steps = steps;
             state.process = ProcessState::Handoff(hs);
+        }
+        if let Some(ps) = d.principal {
+            state.process = ProcessState::Principal(ps);
+        }
+        if let Some(a) = d.approvals {
+            state.approvals = a;
         }
     }
     let _ = steps_seen;

@@ -233,3 +233,42 @@ fn issue25_a_journaled_transcript_is_pointed_to_not_written_again() {
     assert!(!last.contains("transcript of part one"), "{last}");
     assert_eq!(load_run(&path).unwrap().state, state);
 }
+
+#[test]
+fn a_principal_runs_state_and_its_paused_approvals_load_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("r");
+    let dir = RunDir::create(&path).unwrap();
+    let mut state = RunState::new("r".into(), "a task".into());
+    let mut ps = crate::record::PrincipalState::default();
+    ps.log.push("dispatched m1".into());
+    ps.dispatching.push("m1".into());
+    ps.dispatch_rounds = 1;
+    ps.turns = 3;
+    state.process = ProcessState::Principal(ps.clone());
+    state.plan.add("part one", Some("analyst".into()));
+    state.approvals = serde_json::from_value(serde_json::json!([{
+        "agent": "writer", "round": 1, "phase": "draft", "messages": [],
+        "calls": [{"id": "c1", "name": "workspace_write", "arguments": "{}"}],
+        "pending": [{"call_id": "c1", "agent": "writer", "tool": "workspace_write",
+                     "arguments": "{}", "round": 1}]
+    }]))
+    .unwrap();
+    save(&dir, &state);
+    // The module gets its deliverable; the principal's state changes and
+    // is written again, whole.
+    state.plan.tasks[0].deliverable = Some(serde_json::json!({"options": ["a"]}));
+    ps.turns = 4;
+    ps.dispatching.clear();
+    state.process = ProcessState::Principal(ps);
+    save(&dir, &state);
+    let back = load_run(&path).unwrap();
+    assert_eq!(back.state, state);
+    assert_eq!(back.state.process, state.process);
+    assert_eq!(back.state.approvals, state.approvals);
+    assert_eq!(back.state.pending_approvals().len(), 1);
+    // Decided and cleared: the next load has none.
+    state.approvals.clear();
+    save(&dir, &state);
+    assert!(load_run(&path).unwrap().state.approvals.is_empty());
+}
