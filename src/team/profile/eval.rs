@@ -242,7 +242,7 @@ pub(crate) fn sample_state(agent: &str, role: &str, vars: Variables) -> AgentSta
 /// `state`: the line and the error of the first that fails.
 pub(crate) fn eval_check(profile: &Profile, state: &AgentState) -> Result<(), (usize, String)> {
     let ctx = state.context();
-    let both = |when: &Option<String>, text: &str, lines: (usize, usize), what: String| {
+    let both = |when: &Option<String>, text: &str, lines: super::Lines, what: String| {
         holds(when.as_deref(), &ctx).map_err(|e| (lines.0, format!("{what}: {e}")))?;
         render_text(text, &ctx).map_err(|e| (lines.1, format!("{what}: {e}")))?;
         Ok(())

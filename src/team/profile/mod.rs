@@ -110,6 +110,18 @@ impl Profile {
     }
 }
 
+/// Where a segment, rule or observer was written: the lines of its
+/// `when:` and of its body (0 where unknown). Not part of what it is: two
+/// are equal wherever they were written, and a saved team keeps no lines.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Lines(pub(crate) usize, pub(crate) usize);
+
+impl PartialEq for Lines {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
 /// One segment of a system prompt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -125,7 +137,7 @@ pub struct Segment {
     pub text: String,
     /// The file lines of its `when:` and `text:` (0 where unknown).
     #[serde(skip)]
-    pub(crate) lines: (usize, usize),
+    pub(crate) lines: Lines,
 }
 
 /// One rule of a flow decider.
@@ -140,7 +152,7 @@ pub struct FlowRule {
     pub action: FlowAction,
     /// The file lines of its `when:` and `action:` (0 where unknown).
     #[serde(skip)]
-    pub(crate) lines: (usize, usize),
+    pub(crate) lines: Lines,
 }
 
 /// What follows an agent's reply.
@@ -193,7 +205,7 @@ pub struct Observer {
     pub inbox: String,
     /// The file lines of its `when:` and `inbox:` (0 where unknown).
     #[serde(skip)]
-    pub(crate) lines: (usize, usize),
+    pub(crate) lines: Lines,
 }
 
 #[cfg(test)]

@@ -56,7 +56,7 @@ pub(crate) fn read_profile(
     } = keys;
     let at = |line: usize, why: String| TeamError::at(path, line, why);
     for (i, s) in prompt_segments.iter_mut().enumerate() {
-        s.lines = (
+        s.lines = super::Lines(
             line(outline, "prompt_segments", i, "when"),
             line(outline, "prompt_segments", i, "text"),
         );
@@ -70,7 +70,7 @@ pub(crate) fn read_profile(
         ("post_turn_observers", &mut post_turn_observers),
     ] {
         for (i, o) in observers.iter_mut().enumerate() {
-            o.lines = (
+            o.lines = super::Lines(
                 line(outline, list, i, "when"),
                 line(outline, list, i, "inbox"),
             );
@@ -82,7 +82,7 @@ pub(crate) fn read_profile(
     }
     let rules = flow_decider.len();
     for (i, r) in flow_decider.iter_mut().enumerate() {
-        r.lines = (
+        r.lines = super::Lines(
             line(outline, "flow_decider", i, "when"),
             line(outline, "flow_decider", i, "action"),
         );
@@ -169,7 +169,7 @@ pub(crate) fn check_profile(
     let at = |line: usize, why: String| TeamError::at(&path, line.max(1), why);
     let mut names: Vec<String> = known.to_vec();
     names.extend(STATE_NAMES.iter().map(|s| (*s).to_string()));
-    let check = |when: Option<&str>, text: &str, lines: (usize, usize), what: String| {
+    let check = |when: Option<&str>, text: &str, lines: super::Lines, what: String| {
         if let Some(when) = when
             && let Some(name) = unknown_in_condition(when, &names)
         {
