@@ -241,7 +241,9 @@ impl Chats {
         match self.get(id) {
             Some(open) if !open.shared.lock().closed => Ok(open),
             Some(_) => Err(Refused::Conflict(format!("chat {id} is closed"))),
-            None if crate::util::httpd::plain_name(id) && ChatStore::load(&self.dir, id).is_ok() => {
+            None if crate::util::httpd::plain_name(id)
+                && ChatStore::load(&self.dir, id).is_ok() =>
+            {
                 Err(Refused::Conflict(format!(
                     "chat {id} is not open on this server (boardroom chat --resume {id} goes on \
                      with it)"
