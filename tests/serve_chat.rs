@@ -271,3 +271,29 @@ fn an_unknown_chat_is_404_and_bad_bodies_are_400_or_413() {
     let (status, _, v) = call_api(addr, "/v1/chats", &big);
     assert_eq!(status, 413, "{v}");
 }
+
+#[test]
+fn past_the_cap_a_chat_gets_429_until_one_is_closed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let srv = Server::start(
+        ServeConfig::new(tmp.path().join("runs"), TOKEN)
+            .chats_dir(tmp.path().join("chats"))
+            .memory(false)
+            .max_chats(1),
+    )
+    .unwrap();
+    let addr = srv.addr();
+    let id = start_chat(addr, &json!({"model": "sim"}))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (status, retry, v) = call_api(addr, "/v1/chats", "{}");
+    assert_eq!((status, retry.as_deref()), (429, Some("1")), "{v}");
+    assert_eq!(
+        v["error"],
+        "1 chats are open, the most this server holds at once: close one, or retry later"
+    );
+    let (status, _, v) = call_api(addr, &format!("/v1/chats/{id}/close"), "");
+    assert_eq!(status, 200, "{v}");
+    start_chat(addr, &json!({"model": "sim"}));
+}

@@ -74,6 +74,12 @@ pub(super) fn refused(r: &Refused) -> (u16, String) {
             429,
             format!("{n} runs are running, the most this server takes at once: retry later"),
         ),
+        Refused::ChatsFull(n) => (
+            429,
+            format!(
+                "{n} chats are open, the most this server holds at once: close one, or retry later"
+            ),
+        ),
         Refused::BadInput(m) => (400, m.clone()),
         Refused::NotFound(m) => (404, m.clone()),
         Refused::Conflict(m) => (409, m.clone()),

@@ -144,7 +144,7 @@ impl Chats {
         }
         let mut open = self.open.lock();
         if open.len() >= self.max {
-            return Err(Refused::Full(self.max));
+            return Err(Refused::ChatsFull(self.max));
         }
         let (store, id) =
             ChatStore::create(&self.dir).map_err(|e| Refused::Failed(e.to_string()))?;

@@ -63,6 +63,8 @@ pub(super) struct NewRun {
 pub(super) enum Refused {
     /// `max_runs` runs are live.
     Full(usize),
+    /// `max_chats` chats are open.
+    ChatsFull(usize),
     /// The request asks for something that cannot be (400).
     BadInput(String),
     /// No such run (404).
