@@ -21,6 +21,13 @@ pub(crate) struct ServeArgs {
     /// $BOARDROOM_HOME, else ~/.local/share/boardroom).
     #[arg(long, env = "BOARDROOM_RUNS_DIR", default_value_os_t = super::home::runs_dir(), hide_default_value = true)]
     runs_dir: PathBuf,
+    /// Where chats with a partner are saved (default: chats/ in
+    /// $BOARDROOM_HOME, else ~/.local/share/boardroom).
+    #[arg(long, env = "BOARDROOM_CHATS_DIR", default_value_os_t = super::home::chats_dir(), hide_default_value = true)]
+    chats_dir: PathBuf,
+    /// The most chats open at once; a start past it is answered 429.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    max_chats: u64,
     /// The most runs live at once; a start past it is answered 429 with
     /// Retry-After (at least 1).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=100_000))]
@@ -51,6 +58,8 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<Outcome, CliError> {
         .host(&args.host)
         .port(args.port)
         .max_runs(usize::try_from(args.max_runs).unwrap_or(usize::MAX))
+        .chats_dir(&args.chats_dir)
+        .max_chats(usize::try_from(args.max_chats).unwrap_or(usize::MAX))
         .memory(!args.no_memory)
         .max_body(args.max_body);
     for dir in &args.team_dirs {

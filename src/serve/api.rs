@@ -4,6 +4,7 @@
 
 use std::sync::atomic::AtomicBool;
 
+use super::chats::{Chats, NewChat};
 use super::runs::{NewRun, Refused, Runs};
 use crate::util::httpd::{self, BodyError, Request, Response};
 
@@ -29,6 +30,11 @@ pub(super) const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/runs/{id}/cancel"),
     ("POST", "/v1/runs/{id}/resume"),
     ("POST", "/v1/runs/{id}/approvals/{call}"),
+    ("POST", "/v1/chats"),
+    ("GET", "/v1/chats/{id}"),
+    ("POST", "/v1/chats/{id}/messages"),
+    ("POST", "/v1/chats/{id}/consent"),
+    ("POST", "/v1/chats/{id}/close"),
 ];
 
 /// Routes served without the token.
@@ -67,6 +73,12 @@ pub(super) fn refused(r: &Refused) -> (u16, String) {
         Refused::Full(n) => (
             429,
             format!("{n} runs are running, the most this server takes at once: retry later"),
+        ),
+        Refused::ChatsFull(n) => (
+            429,
+            format!(
+                "{n} chats are open, the most this server holds at once: close one, or retry later"
+            ),
         ),
         Refused::BadInput(m) => (400, m.clone()),
         Refused::NotFound(m) => (404, m.clone()),
@@ -123,7 +135,13 @@ fn route<'a>(method: &str, path: &'a str) -> Result<(&'static str, Vec<&'a str>)
 }
 
 /// Answers one request.
-pub(super) fn handle(mut request: Request, runs: &Runs, access: &Access, stop: &AtomicBool) {
+pub(super) fn handle(
+    mut request: Request,
+    runs: &Runs,
+    chats: &Chats,
+    access: &Access,
+    stop: &AtomicBool,
+) {
     if !httpd::host_allowed(&request, access.hosts.as_deref()) {
         let _ = request.respond(error(421, "this server answers to its own address only"));
         return;
@@ -222,6 +240,41 @@ pub(super) fn handle(mut request: Request, runs: &Runs, access: &Access, stop: &
                 Err(response) => response,
             }
         }
+        ("POST", "/v1/chats") => match body::<NewChat>(&mut request, access.max_body) {
+            Ok(new) => match chats.start(runs, new) {
+                Ok(chat) => {
+                    let at = format!("/v1/chats/{}", chat["id"].as_str().unwrap_or(""));
+                    json(201, &chat).with_header("Location", &at)
+                }
+                Err(r) => refusal(&r),
+            },
+            Err(response) => response,
+        },
+        (_, "/v1/chats/{id}") => {
+            let after = query_number(request.url(), "after");
+            match chats.show(&id, after) {
+                Ok(chat) => json(200, &chat),
+                Err(r) => refusal(&r),
+            }
+        }
+        (_, "/v1/chats/{id}/messages") => match body::<Message>(&mut request, access.max_body) {
+            Ok(m) => match chats.say(&id, &m.text) {
+                Ok(chat) => json(200, &chat),
+                Err(r) => refusal(&r),
+            },
+            Err(response) => response,
+        },
+        (_, "/v1/chats/{id}/consent") => match body::<Consent>(&mut request, access.max_body) {
+            Ok(c) => match chats.consent(&id, c.granted) {
+                Ok(chat) => json(200, &chat),
+                Err(r) => refusal(&r),
+            },
+            Err(response) => response,
+        },
+        (_, "/v1/chats/{id}/close") => match chats.close(&id) {
+            Ok(chat) => json(200, &chat),
+            Err(r) => refusal(&r),
+        },
         _ => error(501, &format!("{method} {pattern} is not implemented")),
     };
     if let Err(e) = request.respond(response) {
@@ -270,6 +323,25 @@ impl Verdict {
 #[serde(deny_unknown_fields)]
 struct Message {
     text: String,
+}
+
+/// The user's yes or no to the partner's question.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Consent {
+    granted: bool,
+}
+
+/// The number `name=N` of the URL's query (0 when absent or not one).
+fn query_number(url: &str, name: &str) -> usize {
+    url.split_once('?')
+        .map(|(_, q)| q)
+        .unwrap_or("")
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == name)
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0)
 }
 
 /// The request's body as JSON of type `T`, or the error response: 413 past

@@ -15,6 +15,11 @@
 //! POST /v1/runs/{id}/cancel            stop a live run (saved where it stands, resumable)
 //! POST /v1/runs/{id}/resume            go on with an interrupted or stopped run
 //! POST /v1/runs/{id}/approvals/{call}  {"decision": approve|deny|edit, "reason", "arguments"}
+//! POST /v1/chats                       {"team", "model", "message"} → 201 the chat (and the partner's reply)
+//! GET  /v1/chats/{id}                  state, question, runs, events (?after=N: from the N+1st)
+//! POST /v1/chats/{id}/messages         {"text"} → the partner's reply
+//! POST /v1/chats/{id}/consent          {"granted": true|false}: the answer to the partner's question
+//! POST /v1/chats/{id}/close            end the chat (its run stops, resumable)
 //! ```
 //!
 //! Every route but the first three needs `Authorization: Bearer TOKEN`
@@ -29,6 +34,7 @@
 //! the ones that did not finish as `resumable`.
 
 mod api;
+mod chats;
 mod runs;
 mod stream;
 mod ws;
@@ -110,6 +116,8 @@ pub struct ServeConfig {
     model: Option<String>,
     memory: bool,
     max_body: usize,
+    chats_dir: Option<PathBuf>,
+    max_chats: usize,
 }
 
 impl ServeConfig {
@@ -127,7 +135,26 @@ impl ServeConfig {
             model: None,
             memory: true,
             max_body: DEFAULT_MAX_BODY,
+            chats_dir: None,
+            max_chats: 8,
         }
+    }
+
+    /// Where chats with a partner are saved (default: `chats` beside the
+    /// runs directory).
+    #[must_use]
+    pub fn chats_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.chats_dir = Some(dir.into());
+        self
+    }
+
+    /// The most chats open at once (at least 1; default 8); a start past
+    /// it is answered `429`. The runs a chat launches are not counted in
+    /// [`ServeConfig::max_runs`].
+    #[must_use]
+    pub fn max_chats(mut self, n: usize) -> Self {
+        self.max_chats = n.max(1);
+        self
     }
 
     /// The token every `/v1` request must carry.
@@ -210,6 +237,7 @@ pub struct Server {
     addr: SocketAddr,
     http: Option<httpd::Server>,
     runs: Arc<runs::Runs>,
+    chats: Arc<chats::Chats>,
 }
 
 impl Server {
@@ -243,6 +271,10 @@ impl Server {
                 addr: shown,
                 source,
             })?;
+        let chats_dir = config
+            .chats_dir
+            .unwrap_or_else(|| config.runs_dir.with_file_name("chats"));
+        let chats = Arc::new(chats::Chats::new(chats_dir, config.max_chats));
         let runs = Arc::new(runs::Runs::new(
             config.runs_dir,
             config.max_runs,
@@ -261,8 +293,9 @@ impl Server {
             name: "boardroom-serve",
         };
         let for_requests = Arc::clone(&runs);
+        let chats_for_requests = Arc::clone(&chats);
         let handler: httpd::Handler = Arc::new(move |request, stop| {
-            api::handle(request, &for_requests, &access, stop);
+            api::handle(request, &for_requests, &chats_for_requests, &access, stop);
         });
         let http = httpd::Server::start(listener, limits, api::busy, handler)
             .map_err(ServeError::Thread)?;
@@ -270,6 +303,7 @@ impl Server {
             addr,
             http: Some(http),
             runs,
+            chats,
         })
     }
 
@@ -319,6 +353,7 @@ impl Drop for Server {
     fn drop(&mut self) {
         // Streams end within a moment of the flag; then the runs.
         drop(self.http.take());
+        self.chats.stop();
         self.runs.stop();
     }
 }

@@ -63,6 +63,8 @@ pub(super) struct NewRun {
 pub(super) enum Refused {
     /// `max_runs` runs are live.
     Full(usize),
+    /// `max_chats` chats are open.
+    ChatsFull(usize),
     /// The request asks for something that cannot be (400).
     BadInput(String),
     /// No such run (404).
@@ -142,6 +144,11 @@ impl Runs {
 
     pub(super) fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Whether runs use and update the master's memory.
+    pub(super) fn memory(&self) -> bool {
+        self.memory
     }
 
     pub(super) fn team_names(&self) -> Vec<&str> {
@@ -454,7 +461,7 @@ impl Runs {
     }
 
     /// The team a request names (the default when none).
-    fn team(&self, name: Option<&str>) -> Result<&Team, Refused> {
+    pub(super) fn team(&self, name: Option<&str>) -> Result<&Team, Refused> {
         match name {
             None => Ok(&self.teams[0].1),
             Some(name) => self
@@ -473,7 +480,7 @@ impl Runs {
 
     /// The model spec a run uses: the request's, the server's, the team's
     /// `default`, else the offline `sim`.
-    fn spec(&self, team: &Team, asked: Option<&str>) -> String {
+    pub(super) fn spec(&self, team: &Team, asked: Option<&str>) -> String {
         match asked.or(self.model.as_deref()) {
             Some(spec) => spec.to_string(),
             None if team.config().models.contains_key("default") => "default".into(),
