@@ -329,3 +329,48 @@ fn after_a_restart_an_unfinished_run_is_listed_resumable() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// `max_rounds` caps a principal team's rounds of dispatch, so it is taken;
+/// a handoff team has no rounds, so it is refused, naming the team.
+#[test]
+fn max_rounds_is_refused_only_for_a_handoff_team() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = boardroom::TeamConfig::default();
+    config.process = boardroom::Process::Handoff;
+    let relay = boardroom::Team::new(
+        "relay",
+        config,
+        vec![
+            boardroom::AgentSpec::master("lead", "You lead."),
+            boardroom::AgentSpec::member("writer", "Writes", "You write."),
+        ],
+    )
+    .unwrap();
+    let principal = boardroom::Team::load(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/teams/principal"),
+    )
+    .unwrap();
+    let srv = Server::start(
+        ServeConfig::new(tmp.path(), TOKEN)
+            .memory(false)
+            .team(principal)
+            .team(relay),
+    )
+    .unwrap();
+    let addr = srv.addr();
+    let id = start_run(
+        addr,
+        json!({"task": "Plan a picnic", "team": "principal", "max_rounds": 2}),
+    );
+    wait_run(addr, &id, |r| r["status"] != "running");
+    let body = json!({"task": "Plan a picnic", "team": "relay", "max_rounds": 2}).to_string();
+    let (status, _, v) = call(addr, "POST", "/v1/runs", Some(TOKEN), Some(&body));
+    assert_eq!(status, 400, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("max_rounds: team 'relay' runs the handoff process"),
+        "{v}"
+    );
+}

@@ -177,7 +177,7 @@ impl Runs {
         let flags: Vec<String> = new.vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
         crate::team::apply_var_flags(team.variables(), &flags)
             .map_err(|e| Refused::BadInput(format!("vars: {}", e.replace("--var ", ""))))?;
-        if new.max_rounds.is_some() && team.config().process != crate::team::Process::Blackboard {
+        if new.max_rounds.is_some() && team.config().process == crate::team::Process::Handoff {
             return Err(Refused::BadInput(format!(
                 "max_rounds: team '{}' runs the handoff process, which has no rounds: its caps are \
                  max_turns and max_handoffs in team.yaml",
