@@ -37,8 +37,14 @@ fn last_event_ends(dir: &Path) -> bool {
     })
 }
 
-/// How long a reply waits for a run that ended to close.
-const SETTLE: Duration = Duration::from_secs(10);
+/// Whether the run saved in `dir` has its answer (phase finished).
+fn saved_finished(dir: &Path) -> bool {
+    load_run(dir).is_ok_and(|r| r.state.phase() == RunPhase::Finished)
+}
+
+/// How long a reply waits for a run that ended to close (its memory notes
+/// take a model call for the master and each member).
+const SETTLE: Duration = Duration::from_secs(30);
 
 /// The name a request gives the built-in team.
 pub(super) const BUILTIN: &str = "builtin";
@@ -347,14 +353,16 @@ impl Runs {
     }
 
     /// A live run whose last event says it ended (it asked its user, or
-    /// finished) is still closing (its last events, its memory note): a
+    /// finished), or whose saved phase is finished (its answer is saved and
+    /// its memory notes are being written, `run_finished` comes after
+    /// them), is still closing: a
     /// reply sent the moment its question arrived waits for that, at most
     /// [`SETTLE`], instead of being refused as too early.
     fn settle(&self, id: &str, dir: &Path) {
         let started = std::time::Instant::now();
         while let Some(live) = self.live(id) {
             let seen = live.signal.seq();
-            let ended = last_event_ends(dir);
+            let ended = last_event_ends(dir) || saved_finished(dir);
             if !ended || started.elapsed() > SETTLE {
                 return;
             }
