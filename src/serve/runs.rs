@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -125,6 +126,17 @@ pub(super) struct Runs {
     memory: bool,
     live: LiveMap,
     supervisors: Mutex<Vec<JoinHandle<()>>>,
+    /// Event streams and WebSockets open now.
+    streams: Arc<AtomicUsize>,
+}
+
+/// An open event stream or WebSocket, counted while it lives.
+pub(super) struct StreamSlot(Arc<AtomicUsize>);
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Runs {
@@ -143,7 +155,20 @@ impl Runs {
             memory,
             live: Arc::default(),
             supervisors: Mutex::new(Vec::new()),
+            streams: Arc::default(),
         }
+    }
+
+    /// A slot for one more event stream or WebSocket; `None` when
+    /// [`MAX_STREAMS`](super::MAX_STREAMS) are open.
+    pub(super) fn open_stream(&self) -> Option<StreamSlot> {
+        let taken = self
+            .streams
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < super::MAX_STREAMS).then_some(n + 1)
+            })
+            .is_ok();
+        taken.then(|| StreamSlot(Arc::clone(&self.streams)))
     }
 
     pub(super) fn dir(&self) -> &Path {
