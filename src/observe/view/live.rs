@@ -176,7 +176,7 @@ impl Slot {
         // master's memory note comes first): only a long quiet after it
         // ends a stream that never saw run_finished (a run that crashed).
         if idle && !self.finished {
-            if self.quiet % OVER_EVERY == 0 {
+            if self.quiet.is_multiple_of(OVER_EVERY) {
                 self.seen_over = over(&self.dir);
             }
             self.quiet += 1;
