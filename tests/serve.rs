@@ -329,3 +329,87 @@ fn after_a_restart_an_unfinished_run_is_listed_resumable() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// `max_rounds` caps a principal team's rounds of dispatch, so it is taken;
+/// a handoff team has no rounds, so it is refused, naming the team.
+#[test]
+fn max_rounds_is_refused_only_for_a_handoff_team() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = boardroom::TeamConfig::default();
+    config.process = boardroom::Process::Handoff;
+    let relay = boardroom::Team::new(
+        "relay",
+        config,
+        vec![
+            boardroom::AgentSpec::master("lead", "You lead."),
+            boardroom::AgentSpec::member("writer", "Writes", "You write."),
+        ],
+    )
+    .unwrap();
+    let principal = boardroom::Team::load(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/teams/principal"),
+    )
+    .unwrap();
+    let srv = Server::start(
+        ServeConfig::new(tmp.path(), TOKEN)
+            .memory(false)
+            .team(principal)
+            .team(relay),
+    )
+    .unwrap();
+    let addr = srv.addr();
+    let id = start_run(
+        addr,
+        json!({"task": "Plan a picnic", "team": "principal", "max_rounds": 2}),
+    );
+    wait_run(addr, &id, |r| r["status"] != "running");
+    let body = json!({"task": "Plan a picnic", "team": "relay", "max_rounds": 2}).to_string();
+    let (status, _, v) = call(addr, "POST", "/v1/runs", Some(TOKEN), Some(&body));
+    assert_eq!(status, 400, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("max_rounds: team 'relay' runs the handoff process"),
+        "{v}"
+    );
+}
+
+/// Event streams and WebSockets each hold a worker while open: past the
+/// cap (64) one more is answered 503 with a message naming the cap, and a
+/// plain request still answers; a closed socket frees its place.
+#[test]
+fn open_streams_past_the_cap_get_503_and_requests_still_answer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let srv = server(tmp.path(), 4);
+    let addr = srv.addr();
+    let id = start_run(addr, json!({"task": "Plan a picnic"}));
+    wait_run(addr, &id, |r| r["status"] != "running");
+    let mut sockets: Vec<_> = (0..64).map(|_| websocket(addr, &id)).collect();
+    let events = format!("/v1/runs/{id}/events");
+    let (status, retry, v) = call(addr, "GET", &events, Some(TOKEN), None);
+    assert_eq!(status, 503, "{v}");
+    assert!(retry.is_some());
+    assert_eq!(
+        v["error"],
+        "64 event streams and WebSockets are open, the most this server keeps at once: retry later"
+    );
+    let (status, _, run) = call(addr, "GET", &format!("/v1/runs/{id}"), Some(TOKEN), None);
+    assert_eq!(status, 200, "{run}");
+    let mut ws = sockets.pop().unwrap();
+    ws.close(None).unwrap();
+    while ws.read().is_ok() {}
+    let started = Instant::now();
+    loop {
+        let (status, _, v) = call(addr, "GET", &events, Some(TOKEN), None);
+        if status == 200 {
+            break;
+        }
+        assert_eq!(status, 503, "{v}");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the closed socket's place was never freed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -230,3 +230,38 @@ fn a_run_cancelled_mid_way_is_resumable() {
     assert_eq!(run["status"], "done", "{run}");
     assert_eq!(run["resumable"], false, "{run}");
 }
+
+/// A follow-up sent the moment the answer is saved, while the master's
+/// memory notes are still being written (slow here), waits for the run to
+/// close instead of being refused as running.
+#[test]
+fn a_follow_up_right_after_the_answer_waits_for_the_memory_notes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let srv = Server::start(ServeConfig::new(tmp.path(), TOKEN).max_runs(4)).unwrap();
+    let addr = srv.addr();
+    let id = start_run(
+        addr,
+        json!({"task": "Plan a picnic", "model": "sim:latency=1s,latency_phases=memory"}),
+    );
+    let dir = tmp.path().join(&id);
+    let started = std::time::Instant::now();
+    while !boardroom::store::load_run(&dir)
+        .is_ok_and(|r| r.state.phase() == boardroom::store::RunPhase::Finished)
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no answer saved"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (status, _, v) = call(
+        addr,
+        "POST",
+        &format!("/v1/runs/{id}/messages"),
+        Some(TOKEN),
+        Some(r#"{"text": "And if it rains?"}"#),
+    );
+    assert_eq!(status, 202, "{v}");
+    let run = wait_run(addr, &id, |r| r["status"] != "running");
+    assert_eq!(run["status"], "done", "{run}");
+}

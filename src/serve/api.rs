@@ -97,6 +97,19 @@ fn refusal(r: &Refused) -> Response {
     }
 }
 
+/// As many event streams and WebSockets as the server keeps are open.
+fn too_many_streams() -> Response {
+    error(
+        503,
+        &format!(
+            "{} event streams and WebSockets are open, the most this server keeps at once: \
+             retry later",
+            super::MAX_STREAMS
+        ),
+    )
+    .with_header("Retry-After", "5")
+}
+
 /// Every worker is busy and the queue is full.
 pub(super) fn busy() -> Response {
     error(503, "the server is busy: retry in a moment").with_header("Retry-After", "1")
@@ -197,18 +210,23 @@ pub(super) fn handle(
             Ok(run) => json(200, &run),
             Err(r) => refusal(&r),
         },
-        (_, "/v1/runs/{id}/events") => match runs.find(&id) {
+        (_, "/v1/runs/{id}/events" | "/v1/runs/{id}/ws") => match runs.find(&id) {
             Some(dir) => {
-                let after =
-                    super::stream::last_event_id(request.header("Last-Event-ID"), request.url());
-                super::stream::sse(request.into_stream(), runs, &id, &dir, after, stop);
-                return;
-            }
-            None => error(404, &format!("no run '{id}'")),
-        },
-        (_, "/v1/runs/{id}/ws") => match runs.find(&id) {
-            Some(dir) => {
-                super::ws::serve(request, runs, &id, &dir, stop);
+                // Each holds a worker while it is open: at most
+                // MAX_STREAMS, so plain requests always find one.
+                let Some(_slot) = runs.open_stream() else {
+                    let _ = request.respond(too_many_streams());
+                    return;
+                };
+                if pattern.ends_with("/ws") {
+                    super::ws::serve(request, runs, &id, &dir, stop);
+                } else {
+                    let after = super::stream::last_event_id(
+                        request.header("Last-Event-ID"),
+                        request.url(),
+                    );
+                    super::stream::sse(request.into_stream(), runs, &id, &dir, after, stop);
+                }
                 return;
             }
             None => error(404, &format!("no run '{id}'")),

@@ -49,6 +49,9 @@ use crate::util::httpd;
 /// Worker threads: each answers one request at a time, and an event
 /// stream or a WebSocket holds one while it is open.
 const WORKERS: usize = 128;
+/// Event streams and WebSockets open at once (each holds a worker); one
+/// more is answered `503`, so plain requests always find a worker.
+pub(crate) const MAX_STREAMS: usize = WORKERS / 2;
 /// Requests whose heads arrived, queued for a worker; past it `503`.
 const QUEUED: usize = 512;
 /// The default cap on a request body.

@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -37,8 +38,14 @@ fn last_event_ends(dir: &Path) -> bool {
     })
 }
 
-/// How long a reply waits for a run that ended to close.
-const SETTLE: Duration = Duration::from_secs(10);
+/// Whether the run saved in `dir` has its answer (phase finished).
+fn saved_finished(dir: &Path) -> bool {
+    load_run(dir).is_ok_and(|r| r.state.phase() == RunPhase::Finished)
+}
+
+/// How long a reply waits for a run that ended to close (its memory notes
+/// take a model call for the master and each member).
+const SETTLE: Duration = Duration::from_secs(30);
 
 /// The name a request gives the built-in team.
 pub(super) const BUILTIN: &str = "builtin";
@@ -121,6 +128,17 @@ pub(super) struct Runs {
     memory: bool,
     live: LiveMap,
     supervisors: Mutex<Vec<JoinHandle<()>>>,
+    /// Event streams and WebSockets open now.
+    streams: Arc<AtomicUsize>,
+}
+
+/// An open event stream or WebSocket, counted while it lives.
+pub(super) struct StreamSlot(Arc<AtomicUsize>);
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Runs {
@@ -139,7 +157,20 @@ impl Runs {
             memory,
             live: Arc::default(),
             supervisors: Mutex::new(Vec::new()),
+            streams: Arc::default(),
         }
+    }
+
+    /// A slot for one more event stream or WebSocket; `None` when
+    /// [`MAX_STREAMS`](super::MAX_STREAMS) are open.
+    pub(super) fn open_stream(&self) -> Option<StreamSlot> {
+        let taken = self
+            .streams
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < super::MAX_STREAMS).then_some(n + 1)
+            })
+            .is_ok();
+        taken.then(|| StreamSlot(Arc::clone(&self.streams)))
     }
 
     pub(super) fn dir(&self) -> &Path {
@@ -184,7 +215,7 @@ impl Runs {
         let flags: Vec<String> = new.vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
         crate::team::apply_var_flags(team.variables(), &flags)
             .map_err(|e| Refused::BadInput(format!("vars: {}", e.replace("--var ", ""))))?;
-        if new.max_rounds.is_some() && team.config().process != crate::team::Process::Blackboard {
+        if new.max_rounds.is_some() && team.config().process == crate::team::Process::Handoff {
             return Err(Refused::BadInput(format!(
                 "max_rounds: team '{}' runs the handoff process, which has no rounds: its caps are \
                  max_turns and max_handoffs in team.yaml",
@@ -354,14 +385,16 @@ impl Runs {
     }
 
     /// A live run whose last event says it ended (it asked its user, or
-    /// finished) is still closing (its last events, its memory note): a
+    /// finished), or whose saved phase is finished (its answer is saved and
+    /// its memory notes are being written, `run_finished` comes after
+    /// them), is still closing: a
     /// reply sent the moment its question arrived waits for that, at most
     /// [`SETTLE`], instead of being refused as too early.
     fn settle(&self, id: &str, dir: &Path) {
         let started = std::time::Instant::now();
         while let Some(live) = self.live(id) {
             let seen = live.signal.seq();
-            let ended = last_event_ends(dir);
+            let ended = last_event_ends(dir) || saved_finished(dir);
             if !ended || started.elapsed() > SETTLE {
                 return;
             }

@@ -6,12 +6,15 @@
 //! `{"type":"cancel"}`, and `{"type":"approve"|"deny"|"edit","call":...}`
 //! (with `reason` for a denial, `arguments` for an edit); each is
 //! answered `{"type":"ok",...}` or `{"type":"error","status":N,...}`. The
-//! socket stays open across the run's ends and resumes until the client
-//! closes it or the server stops.
+//! socket stays open across the run's ends and resumes (a reply or a
+//! decision sent over it goes on with the run) until the client closes it,
+//! the server stops, or the run has not been running here for [`LINGER`]
+//! with nothing from the client (each socket holds a worker; the client
+//! reconnects with `?after=N` to go on watching).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tungstenite::protocol::{Role, WebSocket, WebSocketConfig};
 use tungstenite::{Error as WsError, Message};
@@ -24,6 +27,9 @@ use crate::util::httpd::{IO_TIMEOUT, Request};
 /// How long a read waits for a frame before the socket looks at the
 /// run's file again.
 const TICK: Duration = Duration::from_millis(25);
+/// How long a socket stays open once its run no longer runs here and
+/// the client sends nothing.
+const LINGER: Duration = Duration::from_secs(30);
 /// The largest message taken from a client.
 const MAX_MESSAGE: usize = 1 << 20;
 
@@ -77,9 +83,16 @@ pub(super) fn serve(request: Request, runs: &Runs, id: &str, dir: &Path, stop: &
         .max_frame_size(Some(MAX_MESSAGE));
     let mut ws = WebSocket::from_raw_socket(stream, Role::Server, Some(config));
     let mut tail = Tail::new(dir, after);
+    let mut quiet_since = Instant::now();
     while !stop.load(Ordering::Relaxed) {
+        if runs.live(id).is_some() {
+            quiet_since = Instant::now();
+        } else if quiet_since.elapsed() > LINGER {
+            break;
+        }
         match ws.read() {
             Ok(Message::Text(text)) => {
+                quiet_since = Instant::now();
                 let reply = answer(runs, id, text.as_str());
                 if ws.send(Message::text(reply.to_string())).is_err() {
                     return;

@@ -40,6 +40,9 @@ const MAX_BACKLOG: usize = 1024 * 1024;
 /// without `run_finished` ends (about 10 s).
 const QUIET_POLLS: u32 = 66;
 
+/// Quiet polls between two looks at `run.json` (about 1.2 s).
+const OVER_EVERY: u32 = 8;
+
 /// Where workers hand their streams over.
 #[derive(Debug, Clone)]
 pub(super) struct Streams {
@@ -60,6 +63,10 @@ pub(super) struct Slot {
     last_write: Instant,
     finished: bool,
     quiet_over: u32,
+    /// Quiet polls since the last output, and what `run.json` said at the
+    /// last look (it is read every [`OVER_EVERY`] quiet polls, not each).
+    quiet: u32,
+    seen_over: bool,
     /// Written to the slot, not yet taken by the client.
     backlog: Vec<u8>,
     /// The `end` event is queued: close once the backlog is out.
@@ -112,6 +119,8 @@ impl Streams {
             last_write: Instant::now(),
             finished: false,
             quiet_over: 0,
+            quiet: 0,
+            seen_over: false,
             backlog: Vec::new(),
             ending: false,
         };
@@ -166,7 +175,16 @@ impl Slot {
         // run.json says the run is over before its last events land (the
         // master's memory note comes first): only a long quiet after it
         // ends a stream that never saw run_finished (a run that crashed).
-        self.quiet_over = if idle && !self.finished && over(&self.dir) {
+        if idle && !self.finished {
+            if self.quiet.is_multiple_of(OVER_EVERY) {
+                self.seen_over = over(&self.dir);
+            }
+            self.quiet += 1;
+        } else {
+            self.quiet = 0;
+            self.seen_over = false;
+        }
+        self.quiet_over = if idle && !self.finished && self.seen_over {
             self.quiet_over + 1
         } else {
             0
@@ -242,7 +260,33 @@ impl Slot {
 
 /// Whether `run.json` says the run ended. A run killed midway says it is
 /// still running: its stream stays open until [`STREAM_FOR`] and the
-/// browser reconnects.
+/// browser reconnects. Only its `status` is read, not the whole run.
 fn over(dir: &Path) -> bool {
-    crate::store::load_run(dir).is_ok_and(|r| r.state.status != RunStatus::Running)
+    #[derive(serde::Deserialize)]
+    struct Status {
+        status: RunStatus,
+    }
+    let path = dir.join("run.json");
+    crate::util::fs::read_capped(&path, 64 << 20)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Status>(&b).ok())
+        .is_some_and(|s| s.status != RunStatus::Running)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::over;
+
+    #[test]
+    fn over_reads_the_status_of_run_json_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!over(dir.path()), "no run.json: not over");
+        let run = dir.path().join("run.json");
+        for (status, ended) in [("running", false), ("done", true), ("cancelled", true)] {
+            // Only `status` is read: the rest need not be a whole run.
+            let text = format!(r#"{{"version": 2, "status": "{status}", "phase": "x"}}"#);
+            std::fs::write(&run, text).unwrap();
+            assert_eq!(over(dir.path()), ended, "{status}");
+        }
+    }
 }

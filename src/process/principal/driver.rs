@@ -267,6 +267,7 @@ impl Room<'_> {
         };
         state.usage = usage;
         state.usage_by_agent = by_agent;
+        state.approvals = self.core.approvals().paused();
         let journal_len = frozen.as_ref().and_then(|f| f.journal_len);
         if let Err(e) = self.core.persist.save_at(
             self.core.config,
@@ -311,9 +312,16 @@ impl Room<'_> {
         live.ps.dispatching.clear();
     }
 
+    /// Ends the run before the principal finished: stopped, or a call
+    /// waits for approval (saved where it stands, the dispatch kept,
+    /// resumable), or out of time or tokens (a report from what came in).
     fn end_early(&self, stop: Stop) {
-        if stop == Stop::Cancelled {
-            self.live.lock().state.status = RunStatus::Cancelled;
+        if matches!(stop, Stop::Cancelled | Stop::AwaitingApproval) {
+            self.live.lock().state.status = if stop == Stop::Cancelled {
+                RunStatus::Cancelled
+            } else {
+                RunStatus::AwaitingApproval
+            };
             self.checkpoint();
             return;
         }

@@ -36,8 +36,10 @@ pub(crate) fn prepare(
             why: Refusal::NotWaiting,
         });
     }
-    if matches!(state.status, RunStatus::Cancelled | RunStatus::Failed)
-        && state.phase != RunPhase::Finished
+    if matches!(
+        state.status,
+        RunStatus::Cancelled | RunStatus::Failed | RunStatus::AwaitingApproval
+    ) && state.phase != RunPhase::Finished
     {
         state.status = RunStatus::Running;
         state.error = None;
