@@ -395,9 +395,11 @@ fn a_call_saved_with_a_masked_secret_is_not_approved_as_it_is() {
         events.contains(r#""type":"approval_requested","round":1,"id":"call-w1","tool":"workspace_write","arguments":"{\"path\":\"secret.txt\",\"content\":\"*** codes\"}","masked":true"#),
         "{events}"
     );
-    let saved = std::fs::read_to_string(dir.join("run.json")).unwrap();
+    // The paused turn is saved in state.jsonl (run.json is the summary).
+    let saved = std::fs::read_to_string(dir.join("run.json")).unwrap()
+        + &std::fs::read_to_string(dir.join("state.jsonl")).unwrap();
     assert!(!saved.contains("launch codes"), "{saved}");
-    assert!(saved.contains("\"masked\": true"), "{saved}");
+    assert!(saved.contains("\"masked\":true"), "{saved}");
     let id = dir.file_name().unwrap().to_str().unwrap();
     let out = run(&["resume", id, "--runs-dir", runs_arg, "--approve", "call-w1"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
