@@ -144,8 +144,19 @@ fn spans_follow_the_call_graph_and_carry_errors() {
     let writer = find("invoke_agent writer");
     let tool = find("execute_tool workspace_read");
     assert!(root.parent_span_id.is_empty());
-    assert_eq!(master.parent_span_id, root.span_id);
-    assert_eq!(writer.parent_span_id, master.span_id);
+    // Issue 27: run → round → phase → agent.
+    let (round0, plan) = (find("round 0"), find("plan"));
+    let (round1, draft) = (find("round 1"), find("draft"));
+    assert_eq!(round0.parent_span_id, root.span_id);
+    assert_eq!(plan.parent_span_id, round0.span_id);
+    assert_eq!(master.parent_span_id, plan.span_id);
+    assert_eq!(round1.parent_span_id, root.span_id);
+    assert_eq!(draft.parent_span_id, round1.span_id);
+    assert_eq!(writer.parent_span_id, draft.span_id);
+    assert_eq!(
+        attr(writer, "boardroom.parent_agent"),
+        Some(&Value::String("master".into()))
+    );
     assert_eq!(tool.parent_span_id, writer.span_id);
     let chats: Vec<&Span> = spans.iter().filter(|s| s.name == "chat sim").collect();
     assert_eq!(chats.len(), 2, "the model's name comes from run_started");
@@ -213,13 +224,24 @@ fn a_run_that_never_finished_still_closes_its_spans() {
         },
     ));
     spans.extend(b.finish());
-    assert_eq!(spans.len(), 2);
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        // No run_started: the team is unnamed.
+        [
+            "invoke_agent writer",
+            "round 1",
+            "draft",
+            "invoke_workflow "
+        ]
+    );
     let root = spans.last().unwrap();
     assert_eq!(
         root.status.as_ref().unwrap().message,
         "the run did not finish"
     );
-    assert_eq!(spans[0].parent_span_id, root.span_id);
+    assert_eq!(spans[1].parent_span_id, root.span_id);
+    assert_eq!(spans[0].parent_span_id, spans[2].span_id);
 }
 
 #[test]
@@ -363,7 +385,7 @@ fn every_span_has_an_openinference_kind_and_text_only_with_content() {
     let kind = |s: &Span| text(s, "openinference.span.kind").unwrap_or_default();
     for s in &spans {
         let want = match s.name.split(' ').next().unwrap() {
-            "invoke_workflow" => "CHAIN",
+            "invoke_workflow" | "round" | "plan" | "draft" => "CHAIN",
             "invoke_agent" => "AGENT",
             "chat" => "LLM",
             "execute_tool" => "TOOL",
