@@ -179,8 +179,12 @@ impl SpanBuilder {
                 team,
                 model,
                 process,
+                session,
                 ..
             } if self.team.is_empty() => {
+                if let Some(chat) = session {
+                    self.session.clone_from(chat);
+                }
                 self.process = process.clone();
                 self.team = team.clone();
                 self.model = model.clone();

@@ -59,6 +59,7 @@ fn failing_run() -> Vec<Event> {
                 max_rounds: 2,
                 process: "blackboard".into(),
                 executor: None,
+                session: None,
             },
         ),
         ev("master", None, 1100, turn("t0001", 0, Phase::Plan, None)),
@@ -259,6 +260,7 @@ fn a_resumed_stream_shares_the_trace_never_a_span_id() {
                 max_rounds: 2,
                 process: "blackboard".into(),
                 executor: None,
+                session: None,
             },
         )
     };
@@ -473,4 +475,35 @@ fn an_agent_whose_last_call_failed_is_marked_failed() {
         root.status.as_ref().unwrap().message,
         "the run did not finish: http status 500"
     );
+}
+
+/// Issue 27: every span names the run's session: the chat that launched
+/// the run, else the run itself.
+#[test]
+fn every_span_carries_the_session_the_chat_or_else_the_run() {
+    let session_of = |events: &[Event]| -> Vec<(String, Option<String>, Option<String>)> {
+        spans_of(events, false)
+            .iter()
+            .map(|s| {
+                (
+                    s.name.clone(),
+                    text(s, "session.id"),
+                    text(s, "gen_ai.conversation.id"),
+                )
+            })
+            .collect()
+    };
+    let alone = session_of(&failing_run());
+    assert!(alone.len() > 5);
+    for (name, session, conversation) in alone {
+        assert_eq!(session.as_deref(), Some("r1"), "{name}");
+        assert_eq!(conversation.as_deref(), Some("r1"), "{name}");
+    }
+    let mut events = failing_run();
+    if let EventKind::RunStarted { session, .. } = &mut events[0].kind {
+        *session = Some("chat-7".into());
+    }
+    for (name, session, _) in session_of(&events) {
+        assert_eq!(session.as_deref(), Some("chat-7"), "{name}");
+    }
 }
