@@ -203,6 +203,10 @@ pub enum EventKind {
         /// before it was recorded).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         executor: Option<Executor>,
+        /// The conversation the run belongs to: the id of the chat that
+        /// launched it (absent for a run started on its own).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session: Option<String>,
     },
     /// The room's status light changed.
     RoomStatus {

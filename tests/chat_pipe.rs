@@ -137,6 +137,10 @@ fn a_piped_conversation_clarifies_drafts_launches_answers_status_and_reports() {
         if e["agent"] == "master" {
             assert_eq!(parent, "partner", "{line}");
         }
+        // Issue 27: its start names the chat, the session its traces give.
+        if e["type"] == "run_started" {
+            assert_eq!(e["session"], chat_id.as_str(), "{line}");
+        }
     }
 }
 

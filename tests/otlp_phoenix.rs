@@ -169,6 +169,7 @@ fn phoenix_receives_a_runs_spans_with_genai_names_parents_and_tokens() {
             "workspace_write",
             serde_json::json!({"path": "menu.md", "content": "bread, cheese"}),
         )],
+        challenge_round: Some(1),
         ..SimOptions::default()
     });
     let outcome = Runtime::new(team(), sim)
@@ -242,32 +243,54 @@ fn phoenix_receives_a_runs_spans_with_genai_names_parents_and_tokens() {
         assert!(attr(chat, "gen_ai.input.messages").is_null());
     }
 
-    // The call graph: master's plan under the run, members' drafts and the
-    // challenge under the plan, the review under the run.
-    let agent = |who: &str, phase: &str| -> &Value {
+    // Issue 27, the tree a user reads: run → round → phase → agent → LLM,
+    // over two rounds (the critic objects in round 1).
+    let group = |name: &str, round: u32| -> &Value {
+        spans
+            .iter()
+            .find(|s| s["name"] == name && attr(s, "boardroom.round") == round)
+            .unwrap_or_else(|| panic!("no {name} of round {round}"))
+    };
+    for round in [1, 2] {
+        let r = group(&format!("round {round}"), round);
+        assert_eq!(name(parent(r)), Some("invoke_workflow owls".into()));
+        assert_eq!(r["span_kind"], "CHAIN");
+        for phase in ["draft", "challenge", "review"] {
+            let p = group(phase, round);
+            assert_eq!(parent(p), Some(r), "{phase} of round {round}");
+            assert_eq!(p["span_kind"], "CHAIN");
+        }
+    }
+    assert_eq!(name(parent(group("plan", 0))), Some("round 0".into()));
+    let agent = |who: &str, phase: &str, round: u32| -> &Value {
         spans
             .iter()
             .find(|s| {
-                s["name"] == format!("invoke_agent {who}") && attr(s, "boardroom.phase") == phase
+                s["name"] == format!("invoke_agent {who}")
+                    && attr(s, "boardroom.phase") == phase
+                    && attr(s, "boardroom.round") == round
             })
-            .unwrap_or_else(|| panic!("no invoke_agent {who} ({phase})"))
+            .unwrap_or_else(|| panic!("no invoke_agent {who} ({phase} {round})"))
     };
+    assert_eq!(parent(agent("master", "plan", 0)), Some(group("plan", 0)));
+    for round in [1, 2] {
+        for (who, phase) in [
+            ("writer", "draft"),
+            ("critic", "draft"),
+            ("critic", "challenge"),
+            ("master", "review"),
+        ] {
+            let a = agent(who, phase, round);
+            assert_eq!(parent(a), Some(group(phase, round)), "{who} {phase}");
+        }
+    }
     assert_eq!(
-        name(parent(agent("master", "plan"))),
-        Some("invoke_workflow owls".into())
+        attr(agent("writer", "draft", 2), "boardroom.parent_agent"),
+        "master"
     );
-    assert_eq!(
-        name(parent(agent("master", "review"))),
-        Some("invoke_workflow owls".into())
-    );
-    for (who, phase) in [
-        ("writer", "draft"),
-        ("critic", "draft"),
-        ("critic", "challenge"),
-    ] {
-        let p = parent(agent(who, phase)).unwrap();
-        assert_eq!(p["name"], "invoke_agent master", "{who} {phase}");
-        assert_eq!(attr(p, "boardroom.phase"), "plan");
+    // Every span names the session: the run itself, launched on its own.
+    for s in &spans {
+        assert_eq!(attr(s, "session.id"), outcome.run_id.as_str(), "{s}");
     }
     // The writer's tool call, under the writer's turn.
     let tool = spans
@@ -323,6 +346,21 @@ fn phoenix_receives_a_runs_spans_with_genai_names_parents_and_tokens() {
         .unwrap();
     let spans = phoenix.trace(&last.id, exported);
     assert_eq!(spans.len(), exported);
+    // Issue 27: exported, the same tree and session.
+    let draft = spans
+        .iter()
+        .find(|s| s["name"] == "draft")
+        .expect("a draft span");
+    let round = spans
+        .iter()
+        .find(|s| s["context"]["span_id"] == draft["parent_id"])
+        .expect("the draft's round");
+    assert_eq!(round["name"], "round 1");
+    assert!(
+        spans
+            .iter()
+            .all(|s| attr(s, "session.id") == last.id.as_str())
+    );
     let chat = spans.iter().find(|s| s["name"] == "chat sim").unwrap();
     let input = attr(chat, "gen_ai.input.messages").as_str().unwrap_or("");
     assert!(input.contains("Plan a walk"), "{chat}");
@@ -421,7 +459,9 @@ fn check_mixed(f: &mut Findings, how: &str, spans: &[Value], runs: &Path, id: &s
             Some("invoke_workflow") => "CHAIN",
             Some("invoke_agent") => "AGENT",
             Some("chat") => "LLM",
-            _ => "TOOL",
+            Some("execute_tool") => "TOOL",
+            // Issue 27: rounds and phases.
+            _ => "CHAIN",
         };
         f.check(s["span_kind"] == want, || {
             format!("{how}: {name} is {} (want {want})", s["span_kind"])

@@ -63,6 +63,8 @@ pub(crate) struct RunConfig {
     pub(crate) seed: Plan,
     /// The agent that launched the run: the parent of events with no other.
     pub(crate) parent: Option<String>,
+    /// The conversation the run belongs to (a chat's id), for traces.
+    pub(crate) session: Option<String>,
     /// Context variables set for this run, in order.
     pub(crate) vars: Vec<(String, String)>,
 }
@@ -91,6 +93,7 @@ impl RunConfig {
             tools: Vec::new(),
             seed: Plan::default(),
             parent: None,
+            session: None,
             vars: Vec::new(),
         }
     }

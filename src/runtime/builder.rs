@@ -239,6 +239,15 @@ impl Runtime {
         self
     }
 
+    /// Names the conversation the run belongs to (the id of the chat that
+    /// launched it): its `run_started` event carries it, and its traces
+    /// give it as their `session.id`.
+    #[must_use]
+    pub fn session(mut self, id: impl Into<String>) -> Self {
+        self.set().session = Some(id.into());
+        self
+    }
+
     /// Writes the run to `<dir>/<run-id>/` (`run.json`, `events.jsonl`,
     /// `turns.jsonl`, `workspace/`). Without it nothing is written. The
     /// run's workspace is `<dir>/<run-id>/workspace` unless

@@ -120,7 +120,10 @@ impl Chat {
     ) -> Result<String, ChatError> {
         self.reap();
         let (tx, rx) = crossbeam_channel::unbounded::<Event>();
-        let rt = self.runtime.clone().events(tx).parent(&self.partner.name);
+        let mut rt = self.runtime.clone().events(tx).parent(&self.partner.name);
+        if let Some((_, chat_id, _)) = &self.store {
+            rt = rt.session(chat_id);
+        }
         let handle = go(&rt)?;
         // The run's thread holds the only other sender: the forwarder ends
         // when the run does.

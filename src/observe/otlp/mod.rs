@@ -15,6 +15,8 @@
 mod config;
 mod exporter;
 mod genai;
+mod groups;
+mod ids;
 mod openinference;
 mod proto;
 mod spans;

@@ -4,34 +4,39 @@
 //!
 //! ```text
 //! invoke_workflow {team}                 CHAIN  the run (root)
-//! ├─ invoke_agent master                 AGENT  plan, round 0
-//! │  ├─ chat {model}                     LLM    each model call of that turn
-//! │  ├─ invoke_agent writer              AGENT  a member's draft, set to work by that plan
-//! │  │  ├─ chat {model}                  LLM
-//! │  │  └─ execute_tool workspace_write  TOOL
-//! │  └─ invoke_agent critic              AGENT  a challenge of that round
-//! └─ invoke_agent master                 AGENT  review of round 1, parent of round 2 ...
+//! ├─ round 0                             CHAIN
+//! │  └─ plan                             CHAIN
+//! │     └─ invoke_agent master           AGENT
+//! │        └─ chat {model}               LLM    each model call of that turn
+//! ├─ round 1                             CHAIN
+//! │  ├─ draft                            CHAIN
+//! │  │  └─ invoke_agent writer           AGENT  a member's draft
+//! │  │     ├─ chat {model}               LLM
+//! │  │     └─ execute_tool workspace_write  TOOL
+//! │  ├─ challenge                        CHAIN
+//! │  └─ review                           CHAIN
+//! └─ round 2 ...
 //! ```
 //!
-//! An agent turn is an agent's work in one (round, phase); its parent is
-//! the latest turn of the agent that set it to work (the event's
-//! `parent`), else the root. Span ids are derived from the run id, the
+//! An agent turn is an agent's work in one (round, phase), under that
+//! round's phase (see `groups`; the agent that set it to work is its
+//! `boardroom.parent_agent`). Every span carries the run's session:
+//! the chat that launched it, else the run itself. Span ids are derived from the run id, the
 //! time of the stream's first event and the turn, so exporting a saved run
 //! twice gives the same ids, and a resumed run's live trace (the same
 //! trace id) never reuses the ids of the part before.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
 
 use crate::event::{Event, EventKind, RunStatus};
 use crate::model::{Message, Phase};
-use crate::record::Turn;
+use crate::record::{ProcessKind, Turn};
 
 use super::genai::{finish_name, messages_json, provider_and_model};
+use super::groups::{Group, Groups, SpanId};
+use super::ids::{span_id, trace_id};
 use super::openinference::{self as oi, Kind, to_i64};
 use super::proto::{KeyValue, SPAN_KIND_CLIENT, SPAN_KIND_INTERNAL, STATUS_ERROR, Span, Status};
-
-type SpanId = [u8; 8];
 
 /// One agent's work in one (round, phase), open until it is over.
 #[derive(Debug)]
@@ -41,6 +46,8 @@ struct AgentTurn {
     phase: Phase,
     id: SpanId,
     parent: SpanId,
+    /// The agent that set it to work.
+    launched_by: Option<String>,
     start_ms: u64,
     end_ms: u64,
     input_tokens: u64,
@@ -78,6 +85,10 @@ pub(crate) struct SpanBuilder {
     team: String,
     model: String,
     task: String,
+    process: ProcessKind,
+    /// What `session.id` says: the launching chat, else the run.
+    session: String,
+    groups: Groups,
     /// The run's answer (content only).
     answer: String,
     /// The latest failure: what a failed run's span says.
@@ -109,6 +120,9 @@ impl SpanBuilder {
             team: String::new(),
             model: String::new(),
             task: String::new(),
+            process: ProcessKind::Blackboard,
+            session: String::new(),
+            groups: Groups::default(),
             answer: String::new(),
             last_error: None,
             assigned: HashMap::new(),
@@ -153,6 +167,7 @@ impl SpanBuilder {
             // exported live shares the run's trace, never its span ids.
             self.id_base = format!("{}@{}", e.run_id, e.time_ms);
             self.root_id = span_id(&self.id_base, "root");
+            self.session.clone_from(&e.run_id);
         }
         self.start_ms = Some(self.start_ms.map_or(e.time_ms, |s| s.min(e.time_ms)));
         self.end_ms = self.end_ms.max(e.time_ms);
@@ -160,8 +175,17 @@ impl SpanBuilder {
         match &e.kind {
             // A resumed run starts again: the first start names the run.
             EventKind::RunStarted {
-                task, team, model, ..
+                task,
+                team,
+                model,
+                process,
+                session,
+                ..
             } if self.team.is_empty() => {
+                if let Some(chat) = session {
+                    self.session.clone_from(chat);
+                }
+                self.process = process.clone();
                 self.team = team.clone();
                 self.model = model.clone();
                 self.task = task.clone();
@@ -378,6 +402,9 @@ impl SpanBuilder {
         for t in open {
             out.push(self.agent_span(t));
         }
+        for g in self.groups.drain() {
+            out.push(self.group_span(&g));
+        }
         let mut attrs = vec![
             KeyValue::str("gen_ai.operation.name", "invoke_workflow"),
             KeyValue::str("gen_ai.agent.name", self.team.clone()),
@@ -440,11 +467,15 @@ impl SpanBuilder {
             let t = self.open.remove(i);
             out.push(self.agent_span(t));
         }
-        let parent = e
-            .parent
-            .as_ref()
-            .and_then(|p| self.latest.get(p).copied())
-            .unwrap_or(self.root_id);
+        let base = &self.id_base;
+        let parent = self.groups.parent_of(
+            &self.process,
+            round,
+            phase,
+            e.time_ms,
+            self.root_id,
+            |key| span_id(base, key),
+        );
         self.serial += 1;
         let key = format!(
             "agent/{}/{round}/{}/{}",
@@ -465,6 +496,7 @@ impl SpanBuilder {
             phase,
             id,
             parent,
+            launched_by: e.parent.clone(),
             start_ms: e.time_ms,
             end_ms: e.time_ms,
             input_tokens: 0,
@@ -478,7 +510,8 @@ impl SpanBuilder {
         self.open.len() - 1
     }
 
-    fn agent_span(&self, t: AgentTurn) -> Span {
+    fn agent_span(&mut self, t: AgentTurn) -> Span {
+        self.groups.cover(t.round, t.phase, t.start_ms, t.end_ms);
         let mut attrs = vec![
             KeyValue::str("gen_ai.operation.name", "invoke_agent"),
             KeyValue::str("gen_ai.agent.name", t.agent.clone()),
@@ -494,6 +527,9 @@ impl SpanBuilder {
         }
         if let Some(output) = &t.output {
             oi::output(output, &mut attrs);
+        }
+        if let Some(by) = &t.launched_by {
+            attrs.push(KeyValue::str("boardroom.parent_agent", by.clone()));
         }
         if let Some(decision) = t.decision {
             attrs.push(KeyValue::str(
@@ -511,6 +547,18 @@ impl SpanBuilder {
             // An agent whose latest call failed failed too, though no
             // `error` event named it (a master's failed plan ends the run).
             t.error.or(t.call_error),
+        )
+    }
+
+    fn group_span(&self, g: &Group) -> Span {
+        self.span(
+            g.id,
+            g.parent,
+            g.name(&self.process),
+            SPAN_KIND_INTERNAL,
+            (g.start_ms, g.end_ms),
+            g.attributes(),
+            None,
         )
     }
 
@@ -569,9 +617,14 @@ impl SpanBuilder {
         name: String,
         kind: i32,
         (start_ms, end_ms): (u64, u64),
-        attributes: Vec<KeyValue>,
+        mut attributes: Vec<KeyValue>,
         error: Option<String>,
     ) -> Span {
+        attributes.push(KeyValue::str("session.id", self.session.clone()));
+        attributes.push(KeyValue::str(
+            "gen_ai.conversation.id",
+            self.session.clone(),
+        ));
         Span {
             trace_id: self.trace_id.to_vec(),
             span_id: id.to_vec(),
@@ -591,26 +644,4 @@ impl SpanBuilder {
             }),
         }
     }
-}
-
-fn hash(run_id: &str, key: &str) -> u64 {
-    let mut h = DefaultHasher::new();
-    run_id.hash(&mut h);
-    key.hash(&mut h);
-    h.finish()
-}
-
-fn trace_id(run_id: &str) -> [u8; 16] {
-    let mut id = [0; 16];
-    id[..8].copy_from_slice(&hash(run_id, "trace-1").to_be_bytes());
-    id[8..].copy_from_slice(&hash(run_id, "trace-2").to_be_bytes());
-    if id == [0; 16] {
-        id[15] = 1;
-    }
-    id
-}
-
-fn span_id(run_id: &str, key: &str) -> SpanId {
-    let h = hash(run_id, key).max(1);
-    h.to_be_bytes()
 }

@@ -59,6 +59,7 @@ fn failing_run() -> Vec<Event> {
                 max_rounds: 2,
                 process: "blackboard".into(),
                 executor: None,
+                session: None,
             },
         ),
         ev("master", None, 1100, turn("t0001", 0, Phase::Plan, None)),
@@ -144,8 +145,19 @@ fn spans_follow_the_call_graph_and_carry_errors() {
     let writer = find("invoke_agent writer");
     let tool = find("execute_tool workspace_read");
     assert!(root.parent_span_id.is_empty());
-    assert_eq!(master.parent_span_id, root.span_id);
-    assert_eq!(writer.parent_span_id, master.span_id);
+    // Issue 27: run → round → phase → agent.
+    let (round0, plan) = (find("round 0"), find("plan"));
+    let (round1, draft) = (find("round 1"), find("draft"));
+    assert_eq!(round0.parent_span_id, root.span_id);
+    assert_eq!(plan.parent_span_id, round0.span_id);
+    assert_eq!(master.parent_span_id, plan.span_id);
+    assert_eq!(round1.parent_span_id, root.span_id);
+    assert_eq!(draft.parent_span_id, round1.span_id);
+    assert_eq!(writer.parent_span_id, draft.span_id);
+    assert_eq!(
+        attr(writer, "boardroom.parent_agent"),
+        Some(&Value::String("master".into()))
+    );
     assert_eq!(tool.parent_span_id, writer.span_id);
     let chats: Vec<&Span> = spans.iter().filter(|s| s.name == "chat sim").collect();
     assert_eq!(chats.len(), 2, "the model's name comes from run_started");
@@ -213,13 +225,24 @@ fn a_run_that_never_finished_still_closes_its_spans() {
         },
     ));
     spans.extend(b.finish());
-    assert_eq!(spans.len(), 2);
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        // No run_started: the team is unnamed.
+        [
+            "invoke_agent writer",
+            "round 1",
+            "draft",
+            "invoke_workflow "
+        ]
+    );
     let root = spans.last().unwrap();
     assert_eq!(
         root.status.as_ref().unwrap().message,
         "the run did not finish"
     );
-    assert_eq!(spans[0].parent_span_id, root.span_id);
+    assert_eq!(spans[1].parent_span_id, root.span_id);
+    assert_eq!(spans[0].parent_span_id, spans[2].span_id);
 }
 
 #[test]
@@ -237,6 +260,7 @@ fn a_resumed_stream_shares_the_trace_never_a_span_id() {
                 max_rounds: 2,
                 process: "blackboard".into(),
                 executor: None,
+                session: None,
             },
         )
     };
@@ -363,7 +387,7 @@ fn every_span_has_an_openinference_kind_and_text_only_with_content() {
     let kind = |s: &Span| text(s, "openinference.span.kind").unwrap_or_default();
     for s in &spans {
         let want = match s.name.split(' ').next().unwrap() {
-            "invoke_workflow" => "CHAIN",
+            "invoke_workflow" | "round" | "plan" | "draft" => "CHAIN",
             "invoke_agent" => "AGENT",
             "chat" => "LLM",
             "execute_tool" => "TOOL",
@@ -451,4 +475,35 @@ fn an_agent_whose_last_call_failed_is_marked_failed() {
         root.status.as_ref().unwrap().message,
         "the run did not finish: http status 500"
     );
+}
+
+/// Issue 27: every span names the run's session: the chat that launched
+/// the run, else the run itself.
+#[test]
+fn every_span_carries_the_session_the_chat_or_else_the_run() {
+    let session_of = |events: &[Event]| -> Vec<(String, Option<String>, Option<String>)> {
+        spans_of(events, false)
+            .iter()
+            .map(|s| {
+                (
+                    s.name.clone(),
+                    text(s, "session.id"),
+                    text(s, "gen_ai.conversation.id"),
+                )
+            })
+            .collect()
+    };
+    let alone = session_of(&failing_run());
+    assert!(alone.len() > 5);
+    for (name, session, conversation) in alone {
+        assert_eq!(session.as_deref(), Some("r1"), "{name}");
+        assert_eq!(conversation.as_deref(), Some("r1"), "{name}");
+    }
+    let mut events = failing_run();
+    if let EventKind::RunStarted { session, .. } = &mut events[0].kind {
+        *session = Some("chat-7".into());
+    }
+    for (name, session, _) in session_of(&events) {
+        assert_eq!(session.as_deref(), Some("chat-7"), "{name}");
+    }
 }

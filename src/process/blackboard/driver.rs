@@ -137,6 +137,7 @@ impl Phases for OnPool<'_, '_, '_> {
             max_rounds: room.core.config.rounds_cap(),
             process: ProcessKind::Blackboard,
             executor: Some(self.pool.executor()),
+            session: self.core().config.session.clone(),
         };
         (master, started)
     }

@@ -118,6 +118,7 @@ impl Phases for Handoff<'_> {
             max_rounds: self.settings.max_turns,
             process: ProcessKind::Handoff,
             executor: None,
+            session: self.core.config.session.clone(),
         };
         (self.hs.active.clone(), started)
     }

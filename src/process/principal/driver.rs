@@ -156,6 +156,7 @@ impl Phases for OnPool<'_, '_, '_, '_> {
             max_rounds: room.core.config.rounds_cap(),
             process: ProcessKind::Principal,
             executor: Some(self.pool.executor()),
+            session: self.core().config.session.clone(),
         };
         (room.team.master().name.clone(), started)
     }
