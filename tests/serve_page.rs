@@ -233,3 +233,79 @@ fn the_page_shows_the_masters_question_and_sends_the_reply() {
         Value::Bool(true)
     );
 }
+
+#[test]
+fn the_page_talks_to_the_partner_and_its_yes_launches_a_run_that_finishes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let srv = Server::start(
+        ServeConfig::new(tmp.path().join("runs"), TOKEN)
+            .chats_dir(tmp.path().join("chats"))
+            .memory(false),
+    )
+    .unwrap();
+    let browser = unlocked(&srv);
+    // The team and model are the run form's; the first message starts the chat.
+    browser.type_into("#model", "sim");
+    browser.type_into(
+        "#chat-text",
+        "Plan a team offsite for about 20 people over two days",
+    );
+    browser.click("#chat-send");
+    browser.wait_for(
+        "return document.getElementById('chat').dataset.state === 'awaiting_consent' \
+         && !document.getElementById('chat-consent').hidden",
+        120,
+    );
+    assert_eq!(
+        text(&browser, "#chat-question"),
+        "Launch the team on these 4 modules? [y/N]"
+    );
+    assert!(text(&browser, "#chat-log .ev[data-type=user_message] pre").contains("team offsite"));
+    assert!(!text(&browser, "#chat-log .ev[data-type=partner_message] pre").is_empty());
+    keep_screenshot(&browser, "serve-page-chat-consent.png");
+
+    // Yes: the team is launched, its run finishes and its report is shown.
+    browser.click("#chat-yes");
+    browser.wait_for(
+        "return !!document.querySelector('#chat-log .ev[data-type=run_launched]')",
+        120,
+    );
+    assert_eq!(
+        text(&browser, "#chat-log .ev[data-type=consent] pre"),
+        "yes"
+    );
+    browser.wait_for(
+        "return !!document.querySelector('#chat-log .ev[data-type=report]') \
+         && document.getElementById('chat').dataset.state === 'idle'",
+        180,
+    );
+    let run_id = browser.eval(
+        "return document.querySelector('#chat-log .ev[data-type=run_launched] .follow').dataset.run",
+    );
+    let report = text(&browser, "#chat-log .ev[data-type=report] pre");
+    assert!(report.contains("finished"), "{report}");
+    assert!(report.contains(run_id.as_str().unwrap()), "{report}");
+    let (status, _, run) = serve_support::call(
+        srv.addr(),
+        "GET",
+        &format!("/v1/runs/{}", run_id.as_str().unwrap()),
+        Some(TOKEN),
+        None,
+    );
+    assert_eq!(
+        (status, run["status"].as_str()),
+        (200, Some("done")),
+        "{run}"
+    );
+
+    // Its button follows the launched run in the run view.
+    browser.click("#chat-log .ev[data-type=run_launched] .follow");
+    browser.wait_for(
+        "return document.body.dataset.run === arguments[0] \
+         && document.getElementById('run-status').textContent === 'done'"
+            .replace("arguments[0]", &run_id.to_string())
+            .as_str(),
+        60,
+    );
+    keep_screenshot(&browser, "serve-page-chat.png");
+}

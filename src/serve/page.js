@@ -3,6 +3,8 @@
 // runs, follows one live over server-sent events read with fetch (an
 // EventSource cannot send a header), and steers it: the reply to the
 // master's question, a follow-up, a decision about a tool call, stop.
+// It also talks to the team's partner (a chat, polled), whose launched run
+// is followed in the same run view.
 // Model text is only ever set as textContent: it stays inert.
 (() => {
   "use strict";
@@ -31,6 +33,8 @@
   function lock(why) {
     sessionStorage.removeItem(KEY); token = "";
     if (current) current.abort();
+    if (chat) clearTimeout(chat.timer);
+    chat = null;
     $("app").hidden = true; $("lock").hidden = false;
     $("token-error").textContent = why || "";
     document.body.dataset.phase = "locked";
@@ -200,7 +204,11 @@
     const row = el("div", { class: "ev", "data-type": ev.type }, head);
     const text = ev.text || ev.answer || ev.task || ev.question || (what === "approval_requested" ? ev.tool + " " + ev.arguments : "");
     if (text) row.append(el("pre", {}, String(text).slice(0, 4000)));
-    const box = $("log"), stick = box.scrollTop + box.clientHeight >= box.scrollHeight - 8;
+    append($("log"), row);
+  }
+  // Adds a row to a log, keeping it scrolled to the end if it was there.
+  function append(box, row) {
+    const stick = box.scrollTop + box.clientHeight >= box.scrollHeight - 8;
     box.append(row);
     if (stick) box.scrollTop = box.scrollHeight;
   }
@@ -251,6 +259,93 @@
   $("stop").addEventListener("click", async () => {
     try { await api("POST", "/v1/runs/" + encodeURIComponent(run.id) + "/cancel"); } catch (e) { setLive(e.message); }
   });
+
+  // ---- a chat with the partner ----
+  // Each POST answers when the partner's turn ends; the page then reads
+  // the events it has not seen (`?after=N`), and again every second while
+  // the partner works or the run it launched is under way.
+  let chat = null;        // { id, seen, timer, busy, again } of the open chat
+  const chatPath = (c, tail) => "/v1/chats/" + encodeURIComponent(c.id) + (tail || "");
+  async function chatPoll() {
+    const me = chat;
+    if (!me) return;
+    if (me.busy) { me.again = true; return; }
+    clearTimeout(me.timer); me.busy = true; me.again = false;
+    try {
+      const c = await api("GET", chatPath(me, "?after=" + me.seen));
+      if (me !== chat) return;
+      for (const ev of c.events || []) chatEvent(ev);
+      me.seen += (c.events || []).length;
+      chatState(c);
+      if (c.state === "working" || c.running) me.timer = setTimeout(chatPoll, 1000);
+    } catch (e) {
+      if (me === chat) $("chat-error").textContent = e.message;
+    } finally {
+      me.busy = false;
+      if (me.again && me === chat) chatPoll();
+    }
+  }
+  function chatState(c) {
+    const waiting = c.state === "awaiting_consent";
+    $("chat").dataset.state = c.state;
+    $("chat-state").textContent = "· " + c.state.replace("_", " ") + (c.running ? " · run " + c.running + " under way" : "");
+    $("chat-question").textContent = waiting ? c.question || "" : "";
+    $("chat-consent").hidden = !waiting;
+    $("chat-yes").disabled = $("chat-no").disabled = false;
+    $("chat-form").hidden = waiting || c.state === "closed";
+    if (c.state === "closed") { chat = null; chatForm(); }
+  }
+  function chatForm() {
+    $("chat-label").textContent = chat ? "your message" : "first message (starts a chat)";
+    $("chat-close").hidden = !chat; $("chat-form").hidden = false;
+  }
+  const SAID = { user_message: "you", partner_message: "partner", consent_asked: "partner asks",
+    consent: "you answered", run_launched: "team launched", report: "report", notice: "note" };
+  function chatEvent(ev) {
+    const row = el("div", { class: "ev", "data-type": ev.type }, el("span", { class: "kind" }, SAID[ev.type] || ev.type));
+    const text = ev.type === "consent" ? (ev.granted ? "yes" : "no")
+      : ev.type === "run_launched" ? "run " + ev.run_id + " (" + ev.modules + " work modules)"
+      : ev.type === "report" ? "run " + ev.run_id + " finished (" + ev.path + ")\n\n" + (ev.text || "")
+      : ev.text || ev.question || "";
+    row.append(el("pre", {}, String(text)));
+    if (ev.run_id) {
+      const b = el("button", { class: "follow", type: "button", "data-run": ev.run_id }, "Follow this run");
+      b.addEventListener("click", () => { watch(ev.run_id); listRuns(); });
+      row.append(b);
+    }
+    append($("chat-log"), row);
+  }
+  // Sends to the chat: `POST path body`, then reads what it brought.
+  async function chatSend(tail, body) {
+    const me = chat;
+    $("chat-error").textContent = ""; $("chat").dataset.state = "working";
+    $("chat-state").textContent = "· working";
+    try { await api("POST", chatPath(me, tail), body); } catch (e) { $("chat-error").textContent = e.message; }
+    if (me === chat) chatPoll();
+  }
+  $("chat-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const text = $("chat-text").value;
+    if (!text.trim()) return;
+    $("chat-text").value = "";
+    if (chat) { chatSend("/messages", { text }); return; }
+    const body = { team: $("team").value, message: text };
+    const model = $("model").value.trim();
+    if (model) body.model = model;
+    $("chat-error").textContent = ""; $("chat-log").replaceChildren();
+    $("chat-state").textContent = "· starting";
+    try {
+      const c = await api("POST", "/v1/chats", body);
+      chat = { id: c.id, seen: 0, timer: 0, busy: false, again: false };
+      $("chat").dataset.id = c.id;
+      chatForm(); chatPoll();
+    } catch (err) { $("chat-error").textContent = err.message; $("chat-text").value = text; $("chat-state").textContent = ""; }
+  });
+  const consent = (granted) => { $("chat-yes").disabled = $("chat-no").disabled = true; chatSend("/consent", { granted }); };
+  $("chat-yes").addEventListener("click", () => consent(true));
+  $("chat-no").addEventListener("click", () => consent(false));
+  $("chat-close").addEventListener("click", () => chatSend("/close"));
+  chatForm();
 
   if (token) unlock();
 })();
