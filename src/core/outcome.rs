@@ -18,9 +18,12 @@ pub struct RunOutcome {
     pub rounds: u32,
     /// The whole board.
     pub board: Vec<Entry>,
-    /// Tokens used.
+    /// Tokens used up to the run's answer. The memory notes are taken
+    /// after the outcome is reported, so their tokens are not in it: they
+    /// are in the `run_finished` event's usage, in the saved run's totals
+    /// and in `turns.jsonl`.
     pub usage: Usage,
-    /// Tokens used by each agent.
+    /// Tokens used by each agent, up to the answer (as `usage`).
     pub usage_by_agent: std::collections::BTreeMap<String, Usage>,
     /// The work modules.
     pub plan: crate::plan::Plan,
