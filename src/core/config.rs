@@ -70,6 +70,29 @@ pub(crate) struct RunConfig {
 }
 
 impl RunConfig {
+    /// The team's context variables with the run's overrides, and the team
+    /// with its souls rendered against them: where a process starts.
+    ///
+    /// # Errors
+    ///
+    /// An override that names no variable or does not fit it; a soul that
+    /// does not render.
+    pub(crate) fn rendered_team(&self) -> Result<(crate::team::Variables, Team), super::RunError> {
+        let vars = self
+            .team
+            .variables()
+            .with_overrides(&self.vars)
+            .map_err(super::RunError::Variables)?;
+        let team = self
+            .team
+            .with_rendered_souls(&vars)
+            .map_err(|(name, source)| super::RunError::Template {
+                place: super::error::TemplatePlace::Soul(name),
+                source,
+            })?;
+        Ok((vars, team))
+    }
+
     /// The settings of a runtime for `team` with `model` as its default.
     pub(crate) fn new(team: Team, model: SharedModel) -> Self {
         RunConfig {

@@ -9,9 +9,7 @@ use crate::board::SharedBoard;
 use crate::core::budget::Stop;
 use crate::core::persist::Opening;
 use crate::core::pool::Pool;
-use crate::core::{
-    Core, Driver, Phases, RunConfig, RunContext, RunError, RunOutcome, TemplatePlace, drive,
-};
+use crate::core::{Core, Driver, Phases, RunConfig, RunContext, RunError, RunOutcome, drive};
 use crate::event::{EventKind, RunStatus};
 use crate::record::{ProcessKind, RunPhase, RunState};
 use crate::store::RunRecord;
@@ -48,18 +46,7 @@ impl<'a> Driver<'a> for BlackboardRun<'a> {
         mut state: RunState,
         opening: Opening,
     ) -> Result<Self, RunError> {
-        let vars = config
-            .team
-            .variables()
-            .with_overrides(&config.vars)
-            .map_err(RunError::Variables)?;
-        let team = config
-            .team
-            .with_rendered_souls(&vars)
-            .map_err(|(name, source)| RunError::Template {
-                place: TemplatePlace::Soul(name),
-                source,
-            })?;
+        let (vars, team) = config.rendered_team()?;
         let core = Core::start(config, ctx, &mut state, opening)?;
         let board = SharedBoard::from_entries(std::mem::take(&mut state.board));
         Ok(BlackboardRun {

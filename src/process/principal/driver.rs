@@ -20,9 +20,7 @@ use parking_lot::Mutex;
 use crate::core::budget::Stop;
 use crate::core::persist::Opening;
 use crate::core::pool::Pool;
-use crate::core::{
-    Core, Driver, Phases, RunConfig, RunContext, RunError, RunOutcome, TemplatePlace, drive,
-};
+use crate::core::{Core, Driver, Phases, RunConfig, RunContext, RunError, RunOutcome, drive};
 use crate::event::{EventKind, RoomStatus};
 use crate::model::Usage;
 use crate::record::{
@@ -83,18 +81,7 @@ impl<'a> Driver<'a> for PrincipalRun<'a> {
         mut state: RunState,
         opening: Opening,
     ) -> Result<Self, RunError> {
-        let vars = config
-            .team
-            .variables()
-            .with_overrides(&config.vars)
-            .map_err(RunError::Variables)?;
-        let team = config
-            .team
-            .with_rendered_souls(&vars)
-            .map_err(|(name, source)| RunError::Template {
-                place: TemplatePlace::Soul(name),
-                source,
-            })?;
+        let (vars, team) = config.rendered_team()?;
         let ps = state.process.take_principal().unwrap_or_default();
         if state.phase == RunPhase::Plan {
             state.phase = RunPhase::Review;
