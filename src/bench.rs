@@ -397,6 +397,10 @@ impl ChatModel for Stopwatch {
     fn supports_tools(&self) -> bool {
         self.inner.supports_tools()
     }
+
+    fn release_idle(&self) {
+        self.inner.release_idle();
+    }
 }
 
 /// What one run's events say.

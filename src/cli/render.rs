@@ -28,13 +28,20 @@ pub(crate) enum Mode {
 pub(crate) fn render(rx: Receiver<Event>, mode: Mode) {
     match mode {
         Mode::Json => {
-            let stdout = std::io::stdout();
-            let mut out = stdout.lock();
-            for event in rx {
-                if let Ok(line) = serde_json::to_string(&event) {
-                    let _ = writeln!(out, "{line}");
-                    let _ = out.flush();
+            // Buffered, and flushed whenever no further event is waiting:
+            // a reader sees each line as soon as the run is quiet, and a
+            // burst (a 1024-member round) goes out in a few writes instead
+            // of a write a line.
+            let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
+            while let Ok(event) = rx.recv() {
+                let mut next = Some(event);
+                while let Some(event) = next.take() {
+                    if serde_json::to_writer(&mut out, &event).is_ok() {
+                        let _ = out.write_all(b"\n");
+                    }
+                    next = rx.try_recv().ok();
                 }
+                let _ = out.flush();
             }
         }
         Mode::Human => Human::new().run(rx),
@@ -395,19 +402,106 @@ impl Human {
     }
 }
 
-/// Tokens per agent, on stderr, after the answer.
+/// The most agents the usage table lists one by one; a larger team shows
+/// the ones that used the most tokens and one line for the rest.
+const USAGE_ROWS: usize = 16;
+
+/// Tokens per agent, on stderr, after the answer, in one write (stderr is
+/// unbuffered: a line a write, a write a piece, was 15,000 system calls for
+/// a 1024-member team).
 pub(crate) fn usage_by_agent(usage: &std::collections::BTreeMap<String, boardroom::Usage>) {
-    if usage.is_empty() {
-        return;
+    let table = usage_table(usage);
+    if !table.is_empty() {
+        let _ = std::io::stderr().lock().write_all(table.as_bytes());
     }
-    let width = usage.keys().map(String::len).max().unwrap_or(0);
-    eprintln!("tokens by agent:");
-    for (agent, u) in usage {
-        eprintln!(
+}
+
+/// The usage table: every agent by name when there are at most
+/// [`USAGE_ROWS`], else the `USAGE_ROWS - 1` that used the most (by name)
+/// and the others summed on one line.
+fn usage_table(usage: &std::collections::BTreeMap<String, boardroom::Usage>) -> String {
+    use std::fmt::Write as _;
+    if usage.is_empty() {
+        return String::new();
+    }
+    let mut shown: Vec<(&String, &boardroom::Usage)> = usage.iter().collect();
+    let mut rest = None;
+    if shown.len() > USAGE_ROWS {
+        shown.sort_by(|a, b| b.1.total().cmp(&a.1.total()).then(a.0.cmp(b.0)));
+        let others = shown.split_off(USAGE_ROWS - 1);
+        let mut sum = boardroom::Usage::default();
+        for (_, u) in &others {
+            sum.prompt_tokens += u.prompt_tokens;
+            sum.completion_tokens += u.completion_tokens;
+        }
+        rest = Some((format!("{} others", others.len()), sum));
+        shown.sort_by(|a, b| a.0.cmp(b.0));
+    }
+    let width = shown
+        .iter()
+        .map(|(a, _)| a.len())
+        .chain(rest.as_ref().map(|(l, _)| l.len()))
+        .max()
+        .unwrap_or(0);
+    let mut out = String::from("tokens by agent:\n");
+    let rows = shown
+        .into_iter()
+        .map(|(a, u)| (a.as_str(), *u))
+        .chain(rest.as_ref().map(|(l, u)| (l.as_str(), *u)));
+    for (agent, u) in rows {
+        let _ = writeln!(
+            out,
             "  {agent:<width$}  {:>8} ({} prompt, {} completion)",
             u.total(),
             u.prompt_tokens,
             u.completion_tokens
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(n: usize) -> std::collections::BTreeMap<String, boardroom::Usage> {
+        (0..n)
+            .map(|i| {
+                let u = boardroom::Usage {
+                    prompt_tokens: 100 + i as u64,
+                    completion_tokens: 1,
+                    ..boardroom::Usage::default()
+                };
+                (format!("m{i:04}"), u)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_small_team_lists_every_agent_by_name() {
+        let t = usage_table(&usage(3));
+        assert_eq!(
+            t,
+            "tokens by agent:\n  m0000       101 (100 prompt, 1 completion)\n  \
+             m0001       102 (101 prompt, 1 completion)\n  m0002       103 (102 prompt, 1 completion)\n"
+        );
+    }
+
+    #[test]
+    fn a_large_team_shows_the_biggest_and_sums_the_rest() {
+        let t = usage_table(&usage(1024));
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 1 + USAGE_ROWS, "{t}");
+        // The biggest users, by name; the rest summed, nothing lost.
+        assert!(lines[1].trim_start().starts_with("m1009"), "{t}");
+        assert!(
+            lines[USAGE_ROWS - 1].trim_start().starts_with("m1023"),
+            "{t}"
+        );
+        let others: u64 = (0..1009).map(|i| 101 + i as u64).sum();
+        assert!(
+            lines[USAGE_ROWS].contains(&format!("1009 others  {others:>8}")),
+            "{t}"
         );
     }
 }

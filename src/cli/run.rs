@@ -183,11 +183,15 @@ pub(crate) fn run(args: RunArgs, lingering: &mut Option<Lingering>) -> Result<Ou
             },
         );
         let id = run_id.into_inner();
-        let awaits_user = id.as_ref().is_some_and(|id| {
-            boardroom::store::load_run(&args.runs_dir.join(id))
-                .is_ok_and(|r| r.state.status() == boardroom::RunStatus::AwaitingUser)
-        });
-        let asked = matches!(ended, Ok(Outcome::Waiting)) && on_terminal && awaits_user;
+        // Only a run that waits is read back (a 1024-member run's directory
+        // took a tenth of a second to load, after its answer was printed).
+        let awaits_user = || {
+            id.as_ref().is_some_and(|id| {
+                boardroom::store::load_run(&args.runs_dir.join(id))
+                    .is_ok_and(|r| r.state.status() == boardroom::RunStatus::AwaitingUser)
+            })
+        };
+        let asked = matches!(ended, Ok(Outcome::Waiting)) && on_terminal && awaits_user();
         if let (true, Some(id)) = (asked, id)
             && let Some(reply) = ask_inline()
         {

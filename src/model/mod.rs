@@ -341,6 +341,13 @@ pub trait ChatModel: Send + Sync {
     fn endpoint(&self) -> Option<EndpointInfo> {
         None
     }
+
+    /// The run will make few calls from now on (its last parallel phase
+    /// is over): the model may let go of what it keeps for the next wide
+    /// round, such as idle connections, without delaying the caller. The
+    /// default does nothing. Another run using the same endpoint opens
+    /// new connections where it would have reused these.
+    fn release_idle(&self) {}
 }
 
 /// Where a model is served, as `check` shows it: never the key, only
@@ -378,6 +385,10 @@ impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
         (**self).endpoint()
     }
 
+    fn release_idle(&self) {
+        (**self).release_idle();
+    }
+
     fn chat(
         &self,
         request: &ChatRequest,
@@ -402,6 +413,10 @@ impl<M: ChatModel + ?Sized> ChatModel for Box<M> {
 
     fn endpoint(&self) -> Option<EndpointInfo> {
         (**self).endpoint()
+    }
+
+    fn release_idle(&self) {
+        (**self).release_idle();
     }
 
     fn chat(

@@ -264,14 +264,12 @@ pub(super) fn split_front_matter(
 /// Reads a team file as text, saying plainly when it is a directory or
 /// not UTF-8. A leading byte order mark is dropped.
 pub(crate) fn read_text(path: &Path) -> Result<String, String> {
-    if path.is_dir() {
-        return Err("is a directory, not a file".into());
-    }
     let bytes =
         crate::util::fs::read_capped(path, crate::util::fs::MAX_TEAM_FILE).map_err(|e| match e
             .kind()
         {
             std::io::ErrorKind::NotFound => "not found".to_string(),
+            _ if path.is_dir() => "is a directory, not a file".to_string(),
             _ => e.to_string(),
         })?;
     let text = String::from_utf8(bytes).map_err(|e| {

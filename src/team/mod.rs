@@ -98,10 +98,7 @@ impl Team {
             TeamConfig::default()
         };
         mcp::merge_mcp_json(&mut config, &dir.join("mcp.json"))?;
-        let mut agents = Vec::new();
-        for path in &files {
-            agents.push(load_agent(path, &dir.join("souls"))?);
-        }
+        let agents = load_agents(&files, &dir.join("souls"))?;
         let name = config.name.clone().unwrap_or_else(|| {
             dir.canonicalize()
                 .ok()
@@ -187,17 +184,17 @@ impl Team {
         for p in &config.approve {
             approve::check_pattern(p).map_err(|why| TeamError::in_file(&team_path, why))?;
         }
-        for (i, a) in agents.iter().enumerate() {
+        // Names seen so far, in lower case: a name's first holder.
+        let mut seen: std::collections::HashMap<String, &AgentSpec> =
+            std::collections::HashMap::with_capacity(agents.len());
+        for a in &agents {
             if let Err(why) = check_name(&a.name) {
                 return Err(TeamError::in_file(where_(a), why));
             }
             for p in &a.approve {
                 approve::check_pattern(p).map_err(|why| TeamError::in_file(where_(a), why))?;
             }
-            if let Some(first) = agents[..i]
-                .iter()
-                .find(|b| b.name.eq_ignore_ascii_case(&a.name))
-            {
+            if let Some(first) = seen.insert(a.name.to_ascii_lowercase(), a) {
                 return Err(TeamError::in_file(
                     where_(a),
                     format!(
@@ -405,6 +402,48 @@ fn check_one_partner(
             second.name, first.name
         ),
     ))
+}
+
+/// Agents from this many files on are read on several threads.
+const PARALLEL_FROM: usize = 64;
+
+/// Reads and parses the agent files (and their souls), in file order. A
+/// large team is read on a few threads, each a contiguous share of the
+/// files: two files an agent, each opened, checked, read and parsed, were
+/// most of the time before a thousand-agent run's first call. The first
+/// error in file order is the one reported, as a serial read would.
+fn load_agents(files: &[PathBuf], souls: &Path) -> Result<Vec<AgentSpec>, TeamError> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(8);
+    if files.len() < PARALLEL_FROM || threads < 2 {
+        return files.iter().map(|p| load_agent(p, souls)).collect();
+    }
+    let share = files.len().div_ceil(threads);
+    let parts: Vec<Result<Vec<AgentSpec>, TeamError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = files
+            .chunks(share)
+            .map(|chunk| {
+                let read = move || chunk.iter().map(|p| load_agent(p, souls)).collect();
+                (chunk, std::thread::Builder::new().spawn_scoped(s, read))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|(chunk, handle)| match handle {
+                Ok(h) => h
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                // No thread to be had: this share is read here.
+                Err(_) => chunk.iter().map(|p| load_agent(p, souls)).collect(),
+            })
+            .collect()
+    });
+    let mut agents = Vec::with_capacity(files.len());
+    for part in parts {
+        agents.extend(part?);
+    }
+    Ok(agents)
 }
 
 #[cfg(test)]

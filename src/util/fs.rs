@@ -59,24 +59,38 @@ fn not_a_file(ft: std::fs::FileType) -> io::Error {
 /// The open's own error, or [`io::ErrorKind::InvalidInput`] naming what
 /// the file is (`is a named pipe (FIFO), not a regular file; refused`).
 pub(crate) fn open_regular(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
-    // A socket cannot be opened at all (ENXIO): say what it is instead.
-    if let Ok(meta) = std::fs::metadata(path)
-        && !meta.is_file()
-    {
-        return Err(not_a_file(meta.file_type()));
-    }
+    open_regular_with_meta(path, options).map(|(file, _)| file)
+}
+
+/// As [`open_regular`], with the open handle's metadata (one `fstat` for
+/// the check and the caller's size hint: a team of a thousand agents is
+/// two thousand files, and each system call shows).
+fn open_regular_with_meta(
+    path: &Path,
+    options: &mut OpenOptions,
+) -> io::Result<(File, std::fs::Metadata)> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt as _;
         let nonblock = rustix::fs::OFlags::NONBLOCK.bits();
         options.custom_flags(i32::try_from(nonblock).unwrap_or(0));
     }
-    let file = options.open(path)?;
-    let ft = file.metadata()?.file_type();
-    if !ft.is_file() {
-        return Err(not_a_file(ft));
+    let file = match options.open(path) {
+        Ok(file) => file,
+        // A socket cannot be opened at all (ENXIO), nor a FIFO for writing
+        // without a reader: say what it is instead.
+        Err(e) => {
+            return Err(match std::fs::metadata(path) {
+                Ok(meta) if !meta.is_file() => not_a_file(meta.file_type()),
+                _ => e,
+            });
+        }
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_a_file(meta.file_type()));
     }
-    Ok(file)
+    Ok((file, meta))
 }
 
 /// Reads all of `path`, at most `cap` bytes, counted while reading (a file
@@ -93,12 +107,11 @@ pub(crate) fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
 /// As [`read_capped`], from byte `from` on (nothing past the end).
 pub(crate) fn read_capped_from(path: &Path, from: u64, cap: u64) -> io::Result<Vec<u8>> {
     use std::io::{Seek as _, SeekFrom};
-    let mut file = open_regular(path, OpenOptions::new().read(true))?;
-    file.seek(SeekFrom::Start(from))?;
-    let hint = file
-        .metadata()
-        .map_or(0, |m| m.len().saturating_sub(from))
-        .min(cap);
+    let (mut file, meta) = open_regular_with_meta(path, OpenOptions::new().read(true))?;
+    if from > 0 {
+        file.seek(SeekFrom::Start(from))?;
+    }
+    let hint = meta.len().saturating_sub(from).min(cap);
     let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(0));
     file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > cap {

@@ -179,6 +179,10 @@ impl ChatModel for Anthropic {
         self.inner.tools
     }
 
+    fn release_idle(&self) {
+        self.inner.client.endpoint.release_idle();
+    }
+
     fn endpoint(&self) -> Option<EndpointInfo> {
         Some(self.inner.client.info("anthropic"))
     }

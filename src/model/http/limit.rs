@@ -246,6 +246,12 @@ impl Endpoint {
         self.watchers.lock().retain(|(w, _)| *w != id);
     }
 
+    /// Closes the endpoint's idle connections in the background (see
+    /// [`super::agents::Agents::release_idle`]).
+    pub(crate) fn release_idle(&self) {
+        self.agents.release_idle();
+    }
+
     /// The current limit.
     pub(crate) fn limit(&self) -> usize {
         self.state.lock().limit()
@@ -343,7 +349,7 @@ impl Endpoint {
 impl EndpointPermit<'_> {
     /// The HTTP agent the calls of the agent named `caller` go out
     /// through: its shard of the endpoint's connection pool.
-    pub(crate) fn agent(&self, caller: &str) -> &ureq::Agent {
+    pub(crate) fn agent(&self, caller: &str) -> ureq::Agent {
         self.endpoint.agents.for_caller(caller)
     }
 

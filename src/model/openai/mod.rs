@@ -178,6 +178,10 @@ impl ChatModel for OpenAi {
         self.inner.tools
     }
 
+    fn release_idle(&self) {
+        self.inner.client.endpoint.release_idle();
+    }
+
     fn endpoint(&self) -> Option<super::EndpointInfo> {
         Some(self.inner.client.info("openai"))
     }

@@ -67,6 +67,7 @@ impl<'d> Blackboard<'d> {
         // when its caller waits for them.
         if round >= self.cap() {
             pool.release();
+            self.room.core.release_idle_models();
         }
         let master = self.room.team.master().name.clone();
         match self.master_turn(Phase::Review, round, messages) {
@@ -108,6 +109,7 @@ impl<'d> Blackboard<'d> {
         );
         drop(board);
         pool.release();
+        self.room.core.release_idle_models();
         let master = self.room.team.master();
         match self.room.call_until(
             master,
