@@ -98,6 +98,10 @@ struct Human {
     calls: HashMap<u64, CallLine>,
     /// A handoff run counts steps (turns), not rounds.
     handoff: bool,
+    /// Lines not yet written, when stderr is not a terminal: written
+    /// whenever no event waits (a 1024-member round is three thousand
+    /// lines, a write each on unbuffered stderr).
+    pending: std::cell::RefCell<String>,
 }
 
 impl Human {
@@ -117,6 +121,7 @@ impl Human {
             live,
             calls: HashMap::new(),
             handoff: false,
+            pending: std::cell::RefCell::default(),
         }
     }
 
@@ -124,13 +129,35 @@ impl Human {
         if self.live {
             let _ = self.multi.println(text);
         } else {
-            eprintln!("{text}");
+            let full = {
+                let mut pending = self.pending.borrow_mut();
+                pending.push_str(&text);
+                pending.push('\n');
+                pending.len() >= 64 * 1024
+            };
+            if full {
+                self.flush();
+            }
+        }
+    }
+
+    /// Writes the lines not yet written, at once.
+    fn flush(&self) {
+        let mut pending = self.pending.borrow_mut();
+        if !pending.is_empty() {
+            let _ = std::io::stderr().lock().write_all(pending.as_bytes());
+            pending.clear();
         }
     }
 
     fn run(mut self, rx: Receiver<Event>) {
-        for event in rx {
-            self.show(event);
+        while let Ok(event) = rx.recv() {
+            let mut next = Some(event);
+            while let Some(event) = next.take() {
+                self.show(event);
+                next = rx.try_recv().ok();
+            }
+            self.flush();
         }
         for (_, call) in self.calls.drain() {
             call.bar.finish_and_clear();
