@@ -310,3 +310,45 @@ fn every_agent_is_found_by_name_and_no_other() {
         assert!(team.agent(missing).is_none(), "{missing:?}");
     }
 }
+
+/// A team large enough to be read on several threads.
+fn large_team(n: usize) -> tempfile::TempDir {
+    let names: Vec<String> = (0..n).map(|i| format!("m{i:04}")).collect();
+    let agents: Vec<String> = names
+        .iter()
+        .map(|m| format!("---\nname: {m}\nrole: member\ndescription: writes {m}\n---\n"))
+        .collect();
+    let mut files: Vec<(&str, &str, Option<&str>)> = vec![("master", MASTER, Some("lead"))];
+    for (name, agent) in names.iter().zip(&agents) {
+        files.push((name, agent, Some("soul")));
+    }
+    team_dir(&files, None)
+}
+
+#[test]
+fn a_large_team_is_read_whole_and_in_order() {
+    let n = 3 * PARALLEL_FROM;
+    let dir = large_team(n);
+    let team = Team::load(dir.path()).unwrap();
+    let members: Vec<&str> = team.members().map(|a| a.name.as_str()).collect();
+    let want: Vec<String> = (0..n).map(|i| format!("m{i:04}")).collect();
+    assert_eq!(members, want);
+    assert_eq!(team.agent("m0100").unwrap().description, "writes m0100");
+}
+
+#[test]
+fn a_large_team_reports_its_first_bad_file_in_file_order() {
+    let n = 3 * PARALLEL_FROM;
+    let dir = large_team(n);
+    // Two bad files far apart: the earlier one (in name order) is named,
+    // whichever thread read it.
+    let late = format!("m{:04}", n - 2);
+    fs::write(
+        dir.path().join(format!("agents/{late}.md")),
+        "no front matter",
+    )
+    .unwrap();
+    fs::remove_file(dir.path().join("souls/m0070.md")).unwrap();
+    let msg = rel(dir.path(), &err_text(dir.path()));
+    assert!(msg.starts_with("agents/m0070.md"), "{msg}");
+}
