@@ -157,7 +157,9 @@ impl Persist {
         let mut written = self.plan_written.lock();
         if stops && written.as_ref() != Some(&state.plan) {
             let plan_path = ws.join("plan.json");
-            write_replace(&plan_path, &to_json(&plan_path, &state.plan)?)?;
+            // Transcripts as the ids of their turns: `turns.jsonl` holds them.
+            let plan = crate::plan::SavedPlan(&state.plan);
+            write_replace(&plan_path, &to_json(&plan_path, &plan)?)?;
             *written = Some(state.plan.clone());
         }
         drop(written);

@@ -9,6 +9,7 @@ mod read;
 mod record;
 mod snapshot;
 mod snapshot_load;
+mod transcripts;
 mod write;
 
 pub use error::StoreError;

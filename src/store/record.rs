@@ -138,10 +138,12 @@ pub(crate) enum JournalRecord {
         phase: RunPhase,
         entry: Entry,
     },
-    /// A work module changed.
+    /// A work module changed (its transcript saved as the turns'
+    /// ids when it was built of turns).
     Module {
         round: u32,
         phase: RunPhase,
+        #[serde(serialize_with = "crate::plan::serialize_saved")]
         module: WorkModule,
     },
     /// A model call returned; its tokens count toward the run.

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::StoreError;
 use crate::board::Entry;
 use crate::model::Usage;
-use crate::plan::WorkModule;
+use crate::plan::{SavedModule, WorkModule};
 use crate::protocol::Assignment;
 use crate::record::{
     HandoffState, PausedTurn, PrincipalState, RunPhase, RunSettings, RunState, RunStatus, UserNote,
@@ -112,7 +112,7 @@ struct DeltaOut<'a> {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     plan_reset: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    modules: Vec<&'a WorkModule>,
+    modules: Vec<SavedModule<'a>>,
     /// Modules that changed: their id and the fields that did.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     module_changes: Vec<ModuleChange<'a>>,
@@ -133,7 +133,8 @@ struct DeltaOut<'a> {
 }
 
 /// The fields of a module that changed since the last checkpoint (its
-/// transcript, the largest, is written when it changes only).
+/// transcript, the largest, is written when it changes only, as the ids of
+/// its turns when it was built of turns).
 #[derive(Debug, Serialize)]
 struct ModuleChange<'a> {
     task_id: &'a str,
@@ -148,22 +149,33 @@ struct ModuleChange<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     metadata: Option<&'a serde_json::Map<String, serde_json::Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    context_archive: Option<&'a [crate::model::Message]>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     deliverable: Option<&'a Option<serde_json::Value>>,
-    /// Where the journal holds the changed transcript (in a module
-    /// record), instead of `context_archive`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    archive_at: Option<u64>,
+    /// The changed transcript: `context_archive` or `context_turns`, as
+    /// a module's.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    transcript: Option<ArchiveOut<'a>>,
+}
+
+/// A module's transcript alone, as [`SavedModule`] writes it.
+#[derive(Debug)]
+struct ArchiveOut<'a>(&'a WorkModule);
+
+impl Serialize for ArchiveOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(1))?;
+        match self.0.saved_parts() {
+            Some(parts) => map.serialize_entry("context_turns", &parts)?,
+            None => map.serialize_entry("context_archive", &self.0.context_archive)?,
+        }
+        map.end()
+    }
 }
 
 impl<'a> ModuleChange<'a> {
-    fn between(was: &WorkModule, now: &'a WorkModule, archived: &Archived<'_>) -> Self {
+    fn between(was: &WorkModule, now: &'a WorkModule) -> Self {
         let changed = |same: bool| !same;
         let new_archive = changed(was.context_archive == now.context_archive);
-        let archive_at = new_archive
-            .then(|| archived(&now.task_id, &now.context_archive))
-            .flatten();
         ModuleChange {
             task_id: &now.task_id,
             description: changed(was.description == now.description).then_some(&*now.description),
@@ -173,9 +185,7 @@ impl<'a> ModuleChange<'a> {
             round: changed(was.round == now.round).then_some(&now.round),
             metadata: changed(was.metadata == now.metadata).then_some(&now.metadata),
             deliverable: changed(was.deliverable == now.deliverable).then_some(&now.deliverable),
-            context_archive: (new_archive && archive_at.is_none())
-                .then_some(&now.context_archive[..]),
-            archive_at,
+            transcript: new_archive.then_some(ArchiveOut(now)),
         }
     }
 }
@@ -192,8 +202,15 @@ struct HandoffOut<'a> {
     feedback: &'a [String],
 }
 
-/// Where the journal holds a module's transcript equal to this one.
-pub(crate) type Archived<'x> = dyn Fn(&str, &[crate::model::Message]) -> Option<u64> + 'x;
+/// What a checkpoint line points into: those files must be on disk before
+/// it is.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct PointsTo {
+    /// Board entries in `journal.jsonl`.
+    pub(crate) journal: bool,
+    /// Transcripts in `turns.jsonl`.
+    pub(crate) turns: bool,
+}
 
 /// What the log holds as of the last checkpoint: the writer's view, to
 /// write only what changed.
@@ -234,20 +251,19 @@ impl Written {
         &self,
         state: &RunState,
         journaled: &dyn Fn(u64) -> Option<u64>,
-        archived: &Archived<'_>,
-    ) -> Result<Option<(Vec<u8>, bool)>, serde_json::Error> {
+    ) -> Result<Option<(Vec<u8>, PointsTo)>, serde_json::Error> {
         let mut d = DeltaOut::default();
         if self.task.as_deref() != Some(state.task.as_str()) {
             d.task = Some(&state.task);
         }
         let (from, new) = appended(&self.board, &state.board);
         d.board_from = from;
-        let mut refs = false;
+        let mut refs = PointsTo::default();
         d.board = new
             .iter()
             .map(|e| match journaled(e.seq) {
                 Some(at) => {
-                    refs = true;
+                    refs.journal = true;
                     BoardItem::At(At { seq: e.seq, at })
                 }
                 None => BoardItem::Inline(e),
@@ -265,16 +281,20 @@ impl Written {
                 match self.plan.get(i) {
                     Some(was) if was == m => {}
                     Some(was) => {
-                        let change = ModuleChange::between(was, m, archived);
-                        refs |= change.archive_at.is_some();
+                        let change = ModuleChange::between(was, m);
+                        refs.turns |= change.transcript.is_some() && m.saved_parts().is_some();
                         d.module_changes.push(change);
                     }
-                    None => d.modules.push(m),
+                    None => {
+                        refs.turns |= m.saved_parts().is_some();
+                        d.modules.push(SavedModule(m));
+                    }
                 }
             }
         } else {
             d.plan_reset = true;
-            d.modules = tasks.iter().collect();
+            refs.turns |= tasks.iter().any(|m| m.saved_parts().is_some());
+            d.modules = tasks.iter().map(SavedModule).collect();
         }
         if self.assignments != state.assignments {
             d.assignments = Some(&state.assignments);

@@ -160,6 +160,8 @@ pub(crate) fn load(dir: &Path, value: serde_json::Value) -> Result<(RunRecord, u
         }
     }
     let _ = steps_seen;
+    // Transcripts saved as turn ids, read back whole.
+    super::transcripts::read_back(dir, Some(&state.task), state.plan.tasks.iter_mut())?;
     state.round = summary.round;
     state.phase = summary.phase;
     state.status = summary.status;
@@ -205,11 +207,23 @@ fn change_module(
             "a change to module '{id}', which is not in the plan"
         ));
     };
+    let new_archive =
+        change.contains_key("context_archive") || change.contains_key("context_turns");
     let mut value = serde_json::to_value(&*module).map_err(|e| e.to_string())?;
     if let serde_json::Value::Object(fields) = &mut value {
+        if new_archive {
+            fields.remove("context_archive");
+        }
         fields.extend(change);
     }
-    *module = serde_json::from_value(value).map_err(|e| format!("module '{id}': {e}"))?;
+    let mut changed: WorkModule =
+        serde_json::from_value(value).map_err(|e| format!("module '{id}': {e}"))?;
+    if !new_archive {
+        // The transcript as it was (turns still to read included).
+        changed.context_archive = std::mem::take(&mut module.context_archive);
+        changed.archive_parts = std::mem::take(&mut module.archive_parts);
+    }
+    *module = changed;
     Ok(())
 }
 

@@ -29,9 +29,6 @@ pub(crate) struct RunDir {
     /// Where this process journaled each board entry (by number): a
     /// checkpoint points there instead of writing the entry again.
     journaled: Mutex<std::collections::HashMap<u64, u64>>,
-    /// Where this process last journaled each module (by id), with its
-    /// transcript then: a checkpoint points there when it is unchanged.
-    archives: Mutex<std::collections::HashMap<String, (u64, Vec<crate::model::Message>)>>,
     state: Mutex<StateLog>,
     /// The run's task when it is long: cut out of the turns that hold it
     /// (it is in `state.jsonl` once).
@@ -260,7 +257,6 @@ impl RunDir {
             turns: Mutex::new(open_append(&path.join(TURNS_FILE))?),
             journal: Mutex::new(Journal { file: journal, len }),
             journaled: Mutex::new(std::collections::HashMap::new()),
-            archives: Mutex::new(std::collections::HashMap::new()),
             state: Mutex::new(StateLog {
                 file: state,
                 written,
@@ -324,16 +320,8 @@ impl RunDir {
             .map_err(|e| StoreError::io(&path, e))?;
         let at = j.len;
         j.len += line.len() as u64;
-        match record {
-            JournalRecord::Entry { entry, .. } => {
-                self.journaled.lock().insert(entry.seq, at);
-            }
-            JournalRecord::Module { module, .. } if !module.context_archive.is_empty() => {
-                self.archives
-                    .lock()
-                    .insert(module.task_id.clone(), (at, module.context_archive.clone()));
-            }
-            _ => {}
+        if let JournalRecord::Entry { entry, .. } = record {
+            self.journaled.lock().insert(entry.seq, at);
         }
         Ok(())
     }
@@ -353,21 +341,21 @@ impl RunDir {
         }
         let state_path = self.path.join(STATE_FILE);
         let journaled = |seq: u64| self.journaled.lock().get(&seq).copied();
-        let archived = |id: &str, archive: &[crate::model::Message]| {
-            let archives = self.archives.lock();
-            let (at, kept) = archives.get(id)?;
-            (kept[..] == *archive).then_some(*at)
-        };
         let delta = log
             .written
-            .delta(state, &journaled, &archived)
+            .delta(state, &journaled)
             .map_err(|e| StoreError::json(&state_path, "cannot serialise", e))?;
-        if let Some((line, points_to_journal)) = delta {
-            if points_to_journal {
+        if let Some((line, points_to)) = delta {
+            if points_to.journal {
                 let j = self.journal.lock();
                 j.file
                     .sync_data()
                     .map_err(|e| StoreError::io(self.path.join(JOURNAL_FILE), e))?;
+            }
+            if points_to.turns {
+                let f = self.turns.lock();
+                f.sync_data()
+                    .map_err(|e| StoreError::io(self.path.join(TURNS_FILE), e))?;
             }
             let before = log.written.state_len;
             let written = log
