@@ -67,6 +67,21 @@ impl TeamSnapshot {
         }
     }
 
+    /// `team.json`: the snapshot with each agent's settings left at their
+    /// defaults left out (they read back as those defaults).
+    pub(crate) fn to_saved_json(&self) -> Result<Vec<u8>, serde_json::Error> {
+        let mut value = serde_json::to_value(self)?;
+        let agents = value
+            .get_mut("agents")
+            .and_then(serde_json::Value::as_array_mut);
+        for agent in agents.into_iter().flatten() {
+            if let serde_json::Value::Object(fields) = agent {
+                fields.retain(|k, v| !(DEFAULTED.contains(&k.as_str()) && is_default(v)));
+            }
+        }
+        serde_json::to_vec(&value)
+    }
+
     /// The team again, as it was when the run started.
     ///
     /// # Errors
@@ -98,6 +113,28 @@ impl TeamSnapshot {
             config,
             self.agents.clone(),
         )
+    }
+}
+
+/// An agent's settings that read back as their default when absent.
+const DEFAULTED: &[&str] = &[
+    "description",
+    "can_challenge",
+    "model",
+    "tools",
+    "temperature",
+    "max_tokens",
+    "notes",
+];
+
+/// Whether `v` is what an absent setting reads as.
+fn is_default(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::Null => true,
+        serde_json::Value::Bool(b) => !b,
+        serde_json::Value::String(s) => s.is_empty(),
+        serde_json::Value::Array(a) => a.is_empty(),
+        _ => false,
     }
 }
 

@@ -146,8 +146,15 @@ struct ModuleChange<'a> {
     assigned_agent: Option<&'a Option<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     round: Option<&'a Option<u32>>,
+    /// The metadata's keys that are new or changed, and those removed.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    metadata_set: BTreeMap<&'a str, &'a serde_json::Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    metadata_unset: Vec<String>,
+    /// The module is as the journal holds it at this byte (nothing else
+    /// is written then).
     #[serde(skip_serializing_if = "Option::is_none")]
-    metadata: Option<&'a serde_json::Map<String, serde_json::Value>>,
+    module_at: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     deliverable: Option<&'a Option<serde_json::Value>>,
     /// The changed transcript: `context_archive` or `context_turns`, as
@@ -173,6 +180,22 @@ impl Serialize for ArchiveOut<'_> {
 }
 
 impl<'a> ModuleChange<'a> {
+    /// Module `now`, as the journal holds it at byte `at`.
+    fn journaled(now: &'a WorkModule, at: u64) -> Self {
+        ModuleChange {
+            task_id: &now.task_id,
+            description: None,
+            status: None,
+            assigned_agent: None,
+            round: None,
+            metadata_set: BTreeMap::new(),
+            metadata_unset: Vec::new(),
+            module_at: Some(at),
+            deliverable: None,
+            transcript: None,
+        }
+    }
+
     fn between(was: &WorkModule, now: &'a WorkModule) -> Self {
         let changed = |same: bool| !same;
         let new_archive = changed(was.context_archive == now.context_archive);
@@ -183,7 +206,19 @@ impl<'a> ModuleChange<'a> {
             assigned_agent: changed(was.assigned_agent == now.assigned_agent)
                 .then_some(&now.assigned_agent),
             round: changed(was.round == now.round).then_some(&now.round),
-            metadata: changed(was.metadata == now.metadata).then_some(&now.metadata),
+            metadata_set: now
+                .metadata
+                .iter()
+                .filter(|(k, v)| was.metadata.get(*k) != Some(*v))
+                .map(|(k, v)| (k.as_str(), v))
+                .collect(),
+            metadata_unset: was
+                .metadata
+                .keys()
+                .filter(|k| !now.metadata.contains_key(*k))
+                .cloned()
+                .collect(),
+            module_at: None,
             deliverable: changed(was.deliverable == now.deliverable).then_some(&now.deliverable),
             transcript: new_archive.then_some(ArchiveOut(now)),
         }
@@ -251,6 +286,7 @@ impl Written {
         &self,
         state: &RunState,
         journaled: &dyn Fn(u64) -> Option<u64>,
+        journaled_module: &dyn Fn(&WorkModule) -> Option<u64>,
     ) -> Result<Option<(Vec<u8>, PointsTo)>, serde_json::Error> {
         let mut d = DeltaOut::default();
         if self.task.as_deref() != Some(state.task.as_str()) {
@@ -280,6 +316,10 @@ impl Written {
             for (i, m) in tasks.iter().enumerate() {
                 match self.plan.get(i) {
                     Some(was) if was == m => {}
+                    Some(_) if let Some(at) = journaled_module(m) => {
+                        refs.journal = true;
+                        d.module_changes.push(ModuleChange::journaled(m, at));
+                    }
                     Some(was) => {
                         let change = ModuleChange::between(was, m);
                         refs.turns |= change.transcript.is_some() && m.saved_parts().is_some();

@@ -189,6 +189,20 @@ fn change_module(
     mut change: serde_json::Map<String, serde_json::Value>,
     journal: &mut JournalLines,
 ) -> Result<(), String> {
+    if let Some(at) = change.remove("module_at").and_then(|v| v.as_u64()) {
+        let id = change.get("task_id").cloned().unwrap_or_default();
+        let id = id.as_str().unwrap_or_default();
+        let journaled = journal.module(at, id)?;
+        let Some(module) = plan.get_mut(id) else {
+            return Err(format!(
+                "a change to module '{id}', which is not in the plan"
+            ));
+        };
+        *module = journaled;
+        return Ok(());
+    }
+    let set = change.remove("metadata_set");
+    let unset = change.remove("metadata_unset");
     if let Some(at) = change.remove("archive_at").and_then(|v| v.as_u64()) {
         let id = change.get("task_id").cloned().unwrap_or_default();
         let archive = journal.archive(at, id.as_str().unwrap_or_default())?;
@@ -223,6 +237,19 @@ fn change_module(
         changed.context_archive = std::mem::take(&mut module.context_archive);
         changed.archive_parts = std::mem::take(&mut module.archive_parts);
     }
+    if let Some(serde_json::Value::Object(set)) = set {
+        changed.metadata.extend(set);
+    }
+    for key in unset
+        .as_ref()
+        .and_then(|u| u.as_array())
+        .into_iter()
+        .flatten()
+    {
+        if let Some(key) = key.as_str() {
+            changed.metadata.remove(key);
+        }
+    }
     *module = changed;
     Ok(())
 }
@@ -247,7 +274,7 @@ impl JournalLines {
                 deltas
                     .iter()
                     .flat_map(|d| &d.module_changes)
-                    .filter_map(|c| c.get("archive_at")?.as_u64()),
+                    .filter_map(|c| c.get("archive_at").or(c.get("module_at"))?.as_u64()),
             )
             .min()
             .unwrap_or(0);
@@ -260,10 +287,14 @@ impl JournalLines {
 
     /// The transcript of module `id` as journaled at byte `at`.
     fn archive(&mut self, at: u64, id: &str) -> Result<Vec<crate::model::Message>, String> {
+        self.module(at, id).map(|m| m.context_archive)
+    }
+
+    /// Module `id` as journaled at byte `at` (its transcript's turns still
+    /// to read).
+    fn module(&mut self, at: u64, id: &str) -> Result<WorkModule, String> {
         match self.record(at) {
-            Ok(JournalRecord::Module { module, .. }) if module.task_id == id => {
-                Ok(module.context_archive)
-            }
+            Ok(JournalRecord::Module { module, .. }) if module.task_id == id => Ok(module),
             _ => Err(format!(
                 "journal.jsonl byte {at}: not module '{id}' as state.jsonl says"
             )),

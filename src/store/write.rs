@@ -29,6 +29,9 @@ pub(crate) struct RunDir {
     /// Where this process journaled each board entry (by number): a
     /// checkpoint points there instead of writing the entry again.
     journaled: Mutex<std::collections::HashMap<u64, u64>>,
+    /// Where this process last journaled each module (by id), and the
+    /// module then: a checkpoint points there while it is unchanged.
+    modules: Mutex<std::collections::HashMap<String, (u64, crate::plan::WorkModule)>>,
     state: Mutex<StateLog>,
     /// The run's task when it is long: cut out of the turns that hold it
     /// (it is in `state.jsonl` once).
@@ -257,6 +260,7 @@ impl RunDir {
             turns: Mutex::new(open_append(&path.join(TURNS_FILE))?),
             journal: Mutex::new(Journal { file: journal, len }),
             journaled: Mutex::new(std::collections::HashMap::new()),
+            modules: Mutex::new(std::collections::HashMap::new()),
             state: Mutex::new(StateLog {
                 file: state,
                 written,
@@ -320,8 +324,16 @@ impl RunDir {
             .map_err(|e| StoreError::io(&path, e))?;
         let at = j.len;
         j.len += line.len() as u64;
-        if let JournalRecord::Entry { entry, .. } = record {
-            self.journaled.lock().insert(entry.seq, at);
+        match record {
+            JournalRecord::Entry { entry, .. } => {
+                self.journaled.lock().insert(entry.seq, at);
+            }
+            JournalRecord::Module { module, .. } => {
+                self.modules
+                    .lock()
+                    .insert(module.task_id.clone(), (at, module.clone()));
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -334,16 +346,22 @@ impl RunDir {
         let mut log = self.state.lock();
         if !log.written.team {
             let path = self.path.join(TEAM_FILE);
-            let team = serde_json::to_vec(&(c.team)())
+            let team = (c.team)()
+                .to_saved_json()
                 .map_err(|e| StoreError::json(&path, "cannot serialise", e))?;
             write_atomic(&path, &team)?;
             log.written.team = true;
         }
         let state_path = self.path.join(STATE_FILE);
         let journaled = |seq: u64| self.journaled.lock().get(&seq).copied();
+        let journaled_module = |m: &crate::plan::WorkModule| {
+            let modules = self.modules.lock();
+            let (at, kept) = modules.get(&m.task_id)?;
+            (kept == m).then_some(*at)
+        };
         let delta = log
             .written
-            .delta(state, &journaled)
+            .delta(state, &journaled, &journaled_module)
             .map_err(|e| StoreError::json(&state_path, "cannot serialise", e))?;
         if let Some((line, points_to)) = delta {
             if points_to.journal {
