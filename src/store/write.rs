@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 use serde::Serialize;
 
-use crate::event::Event;
-
 use super::record::{JournalRecord, TeamSnapshot};
 use super::snapshot::{STATE_FILE, Summary, TEAM_FILE, Written};
-use super::{EVENTS_FILE, JOURNAL_FILE, RUN_FILE, RunLock, StoreError, TURNS_FILE, WORKSPACE_DIR};
+use super::{
+    EVENTS_FILE, EventLog, JOURNAL_FILE, RUN_FILE, RunLock, StoreError, TURNS_FILE, WORKSPACE_DIR,
+};
 use crate::record::{RunSettings, RunState};
 
 /// An open run directory, locked for this process while it lives. The
@@ -77,76 +77,7 @@ impl std::fmt::Debug for Checkpoint<'_> {
     }
 }
 
-/// `events.jsonl` written by a thread of its own (`boardroom-events`)
-/// through a buffer: appending an event is a channel send, so members
-/// streaming deltas at once neither wait on a lock nor make a write each.
-/// The buffer is written out whenever the queue runs dry, and everything
-/// queued is written before `drop` returns. Events are not fsynced: what
-/// a resume needs is in `run.json` and the journal.
-#[derive(Debug)]
-pub(crate) struct EventLog {
-    tx: Option<crossbeam_channel::Sender<Event>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl EventLog {
-    fn start(path: PathBuf) -> Result<Self, StoreError> {
-        let file = open_append(&path)?;
-        let (tx, rx) = crossbeam_channel::unbounded::<Event>();
-        let thread = std::thread::Builder::new()
-            .name("boardroom-events".into())
-            .spawn(move || {
-                let mut out = std::io::BufWriter::with_capacity(64 * 1024, file);
-                let mut failed = false;
-                for event in rx.iter() {
-                    // Known secrets masked (issue 28); a process that knows
-                    // none writes straight through.
-                    let written = if crate::util::secrets::any() {
-                        serde_json::to_vec(&event)
-                            .map_err(std::io::Error::other)
-                            .and_then(|line| out.write_all(&crate::util::secrets::mask_json(&line)))
-                    } else {
-                        serde_json::to_writer(&mut out, &event).map_err(std::io::Error::other)
-                    };
-                    let written = written
-                        .and_then(|()| out.write_all(b"\n"))
-                        .and_then(|()| if rx.is_empty() { out.flush() } else { Ok(()) });
-                    if let Err(e) = written {
-                        if !failed {
-                            log::error!("cannot save events to {}: {e}", path.display());
-                        }
-                        failed = true;
-                    }
-                }
-                if let Err(e) = out.flush() {
-                    log::error!("cannot save events to {}: {e}", path.display());
-                }
-            })
-            .map_err(|e| StoreError::io(Path::new("events writer thread"), e))?;
-        Ok(EventLog {
-            tx: Some(tx),
-            thread: Some(thread),
-        })
-    }
-
-    /// Queues one event.
-    pub(crate) fn append(&self, event: Event) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(event);
-        }
-    }
-}
-
-impl Drop for EventLog {
-    fn drop(&mut self) {
-        drop(self.tx.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-fn open_append(path: &Path) -> Result<File, StoreError> {
+pub(super) fn open_append(path: &Path) -> Result<File, StoreError> {
     super::open_regular(path, OpenOptions::new().create(true).append(true))
         .map_err(|e| StoreError::io(path, e))
 }
@@ -293,7 +224,7 @@ impl RunDir {
 
     /// Appends one event and waits until it is written (tests).
     #[cfg(test)]
-    pub(crate) fn append_event(&self, event: &Event) -> Result<(), StoreError> {
+    pub(crate) fn append_event(&self, event: &crate::event::Event) -> Result<(), StoreError> {
         self.event_log()?.append(event.clone());
         Ok(())
     }
