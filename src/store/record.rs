@@ -77,9 +77,57 @@ impl TeamSnapshot {
         for agent in agents.into_iter().flatten() {
             if let serde_json::Value::Object(fields) = agent {
                 fields.retain(|k, v| !(DEFAULTED.contains(&k.as_str()) && is_default(v)));
+                // A source where the team's files put it goes without
+                // saying; no source at all is said.
+                let name = fields.get("name").and_then(|n| n.as_str()).unwrap_or("");
+                let usual = self.usual_source(name).map(serde_json::Value::from);
+                match fields.get("source") {
+                    Some(s) if Some(s) == usual.as_ref() => {
+                        fields.remove("source");
+                    }
+                    Some(_) => {}
+                    None => {
+                        fields.insert("source".into(), serde_json::Value::Null);
+                    }
+                }
             }
         }
+        if let serde_json::Value::Object(fields) = &mut value {
+            fields.insert(SOURCES.into(), USUAL_SOURCE.into());
+        }
         serde_json::to_vec(&value)
+    }
+
+    /// Where the team's files put agent `name`'s file.
+    fn usual_source(&self, name: &str) -> Option<String> {
+        let dir = self.dir.as_deref()?;
+        Some(
+            dir.join("agents")
+                .join(format!("{name}.md"))
+                .to_string_lossy()
+                .into_owned(),
+        )
+    }
+
+    /// Reads `team.json` (written by [`TeamSnapshot::to_saved_json`], or
+    /// whole by an earlier build).
+    pub(crate) fn from_saved_json(bytes: &[u8]) -> Result<Self, serde_json::Error> {
+        let mut value: serde_json::Value = serde_json::from_slice(bytes)?;
+        let usual = value
+            .as_object_mut()
+            .and_then(|f| f.remove(SOURCES))
+            .is_some();
+        let mut team: TeamSnapshot = serde_json::from_value(value.clone())?;
+        if usual {
+            let agents = value.get("agents").and_then(|a| a.as_array());
+            for (spec, saved) in team.agents.iter_mut().zip(agents.into_iter().flatten()) {
+                if saved.get("source").is_none() {
+                    let dir = team.dir.as_deref();
+                    spec.source = dir.map(|d| d.join("agents").join(format!("{}.md", spec.name)));
+                }
+            }
+        }
+        Ok(team)
     }
 
     /// The team again, as it was when the run started.
@@ -115,6 +163,11 @@ impl TeamSnapshot {
         )
     }
 }
+
+/// The key of `team.json` that says an agent without a `source` has its
+/// file where the team's files put it ([`USUAL_SOURCE`]).
+const SOURCES: &str = "sources";
+const USUAL_SOURCE: &str = "agents/<name>.md";
 
 /// An agent's settings that read back as their default when absent.
 const DEFAULTED: &[&str] = &[

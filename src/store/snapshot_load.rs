@@ -62,7 +62,7 @@ pub(crate) fn load(dir: &Path, value: serde_json::Value) -> Result<(RunRecord, u
     let team_path = dir.join(TEAM_FILE);
     let team_bytes = super::read_capped(&team_path, super::MAX_RECORD_FILE)
         .map_err(|e| StoreError::io(&team_path, e))?;
-    let team: TeamSnapshot = serde_json::from_slice(&team_bytes)
+    let team = TeamSnapshot::from_saved_json(&team_bytes)
         .map_err(|e| StoreError::json(&team_path, "not a team", e))?;
     let state_path = dir.join(STATE_FILE);
     let corrupt = |path: &Path, detail: String| StoreError::Corrupt {
