@@ -115,9 +115,9 @@ struct DeltaOut<'a> {
     modules: Vec<SavedModule<'a>>,
     /// Modules that changed: their id and the fields that did.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    module_changes: Vec<ModuleChange<'a>>,
+    module_changes: Vec<Grouped<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    assignments: Option<&'a [Assignment]>,
+    assignments: Option<Vec<AssignmentOut<'a>>>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     usage_reset: bool,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -137,6 +137,7 @@ struct DeltaOut<'a> {
 /// its turns when it was built of turns).
 #[derive(Debug, Serialize)]
 struct ModuleChange<'a> {
+    #[serde(skip)]
     task_id: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     description: Option<&'a str>,
@@ -161,6 +162,74 @@ struct ModuleChange<'a> {
     /// a module's.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     transcript: Option<ArchiveOut<'a>>,
+}
+
+/// The same change to one module (`task_id`) or several (`task_ids`: a
+/// review that completes a thousand modules at once is one of these).
+#[derive(Debug, Serialize)]
+struct Grouped<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    task_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    task_ids: Vec<&'a str>,
+    #[serde(flatten)]
+    change: ModuleChange<'a>,
+}
+
+/// `changes` with those that change the same fields the same way as one.
+fn grouped(changes: Vec<ModuleChange<'_>>) -> Result<Vec<Grouped<'_>>, serde_json::Error> {
+    let mut out: Vec<Grouped<'_>> = Vec::new();
+    let mut by_body: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for change in changes {
+        let body = serde_json::to_string(&change)?;
+        match by_body.get(&body) {
+            Some(&i) => {
+                let g = &mut out[i];
+                g.task_ids.extend(g.task_id.take());
+                g.task_ids.push(change.task_id);
+            }
+            None => {
+                by_body.insert(body, out.len());
+                out.push(Grouped {
+                    task_id: Some(change.task_id),
+                    task_ids: Vec::new(),
+                    change,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The assignments as saved: an assignment that is a module's (its member
+/// and description) is that module's id.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum AssignmentOut<'a> {
+    Module(&'a str),
+    Whole(&'a Assignment),
+}
+
+fn assignments_out<'a>(
+    assignments: &'a [Assignment],
+    plan: &'a [WorkModule],
+) -> Vec<AssignmentOut<'a>> {
+    let by: std::collections::HashMap<(&str, &str), &str> = plan
+        .iter()
+        .filter_map(|m| {
+            Some((
+                (m.assigned_agent.as_deref()?, m.description.as_str()),
+                m.task_id.as_str(),
+            ))
+        })
+        .collect();
+    assignments
+        .iter()
+        .map(|a| match by.get(&(a.member.as_str(), a.task.as_str())) {
+            Some(id) => AssignmentOut::Module(id),
+            None => AssignmentOut::Whole(a),
+        })
+        .collect()
 }
 
 /// A module's transcript alone, as [`SavedModule`] writes it.
@@ -312,18 +381,19 @@ impl Written {
                 .iter()
                 .zip(tasks)
                 .all(|(a, b)| a.task_id == b.task_id);
+        let mut changes = Vec::new();
         if same_order {
             for (i, m) in tasks.iter().enumerate() {
                 match self.plan.get(i) {
                     Some(was) if was == m => {}
                     Some(_) if let Some(at) = journaled_module(m) => {
                         refs.journal = true;
-                        d.module_changes.push(ModuleChange::journaled(m, at));
+                        changes.push(ModuleChange::journaled(m, at));
                     }
                     Some(was) => {
                         let change = ModuleChange::between(was, m);
                         refs.turns |= change.transcript.is_some() && m.saved_parts().is_some();
-                        d.module_changes.push(change);
+                        changes.push(change);
                     }
                     None => {
                         refs.turns |= m.saved_parts().is_some();
@@ -336,8 +406,9 @@ impl Written {
             refs.turns |= tasks.iter().any(|m| m.saved_parts().is_some());
             d.modules = tasks.iter().map(SavedModule).collect();
         }
+        d.module_changes = grouped(changes)?;
         if self.assignments != state.assignments {
-            d.assignments = Some(&state.assignments);
+            d.assignments = Some(assignments_out(&state.assignments, &state.plan.tasks));
         }
         let by_agent = &state.usage_by_agent;
         d.usage_reset = self

@@ -32,7 +32,7 @@ pub(crate) struct DeltaIn {
     #[serde(default)]
     module_changes: Vec<serde_json::Map<String, serde_json::Value>>,
     #[serde(default)]
-    assignments: Option<Vec<Assignment>>,
+    assignments: Option<Vec<AssignmentIn>>,
     #[serde(default)]
     usage_reset: bool,
     #[serde(default)]
@@ -43,6 +43,15 @@ pub(crate) struct DeltaIn {
     principal: Option<crate::record::PrincipalState>,
     #[serde(default)]
     approvals: Option<Vec<crate::record::PausedTurn>>,
+}
+
+/// An assignment as saved: a module's id (its member and description), or
+/// written out.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum AssignmentIn {
+    Module(String),
+    Whole(Assignment),
 }
 
 #[derive(Debug, Deserialize)]
@@ -128,12 +137,42 @@ pub(crate) fn load(dir: &Path, value: serde_json::Value) -> Result<(RunRecord, u
                 None => state.plan.tasks.push(m),
             }
         }
-        for change in d.module_changes {
-            change_module(&mut state.plan, change, &mut journal)
-                .map_err(|detail| corrupt(&state_path, detail))?;
+        for mut change in d.module_changes {
+            // One change to several modules: each in turn.
+            let ids = change.remove("task_ids");
+            let ids = ids.as_ref().and_then(|v| v.as_array());
+            let Some(ids) = ids else {
+                change_module(&mut state.plan, change, &mut journal)
+                    .map_err(|detail| corrupt(&state_path, detail))?;
+                continue;
+            };
+            for id in ids {
+                let mut one = change.clone();
+                one.insert("task_id".into(), id.clone());
+                change_module(&mut state.plan, one, &mut journal)
+                    .map_err(|detail| corrupt(&state_path, detail))?;
+            }
         }
         if let Some(a) = d.assignments {
-            state.assignments = a;
+            let mut all = Vec::with_capacity(a.len());
+            for a in a {
+                all.push(match a {
+                    AssignmentIn::Whole(a) => a,
+                    AssignmentIn::Module(id) => {
+                        let m = state.plan.get(&id).filter(|m| m.assigned_agent.is_some());
+                        let Some(m) = m else {
+                            let detail =
+                                format!("an assignment of module '{id}', which has no member");
+                            return Err(corrupt(&state_path, detail));
+                        };
+                        Assignment {
+                            member: m.assigned_agent.clone().unwrap_or_default(),
+                            task: m.description.clone(),
+                        }
+                    }
+                });
+            }
+            state.assignments = all;
         }
         if d.usage_reset {
             state.usage_by_agent.clear();
