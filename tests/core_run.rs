@@ -4,6 +4,8 @@ use boardroom::store::{MasterMemory, read_events};
 use boardroom::testing::Scripted;
 use boardroom::{EventKind, Phase, Role, Runtime, Team};
 
+mod support;
+
 fn memory_of(requests: &[boardroom::ChatRequest]) -> Option<String> {
     let plan = requests.iter().find(|r| r.phase == Phase::Plan)?;
     let system = plan.messages.iter().find(|m| m.role == Role::System)?;
@@ -59,44 +61,6 @@ fn a_runtime_built_before_a_note_was_written_shows_it_to_its_next_run() {
     assert!(seen.contains("written after the build"), "{seen}");
 }
 
-/// The events as `events.jsonl` keeps them: without a call's only delta
-/// when the agent's next message is the same text, and without a call's
-/// task when it is its agent's last assignment.
-fn without_repeats(events: &[boardroom::Event]) -> Vec<boardroom::Event> {
-    use std::collections::HashMap;
-    let mut deltas: HashMap<(String, u64), usize> = HashMap::new();
-    for e in events {
-        if let EventKind::AgentDelta { call, .. } = e.kind {
-            *deltas.entry((e.agent.clone(), call)).or_default() += 1;
-        }
-    }
-    let mut assigned: HashMap<String, String> = HashMap::new();
-    let mut out = Vec::new();
-    for (i, e) in events.iter().enumerate() {
-        let mut e = e.clone();
-        match &mut e.kind {
-            EventKind::AgentDelta { call, delta, .. } if deltas[&(e.agent.clone(), *call)] == 1 => {
-                let next = events[i + 1..].iter().find_map(|n| match &n.kind {
-                    EventKind::AgentMessage { text, .. } if n.agent == e.agent => Some(text),
-                    _ => None,
-                });
-                if next == Some(delta) {
-                    continue;
-                }
-            }
-            EventKind::TaskAssigned { member, task, .. } => {
-                assigned.insert(member.clone(), task.clone());
-            }
-            EventKind::CallStarted { task, .. } if assigned.get(&e.agent) == task.as_ref() => {
-                *task = None;
-            }
-            _ => {}
-        }
-        out.push(e);
-    }
-    out
-}
-
 #[test]
 fn the_run_store_and_the_caller_see_the_same_events_in_the_same_order() {
     // Events flow one way to every subscriber: the caller's channel and
@@ -113,7 +77,7 @@ fn the_run_store_and_the_caller_see_the_same_events_in_the_same_order() {
         .run("Plan a picnic")
         .unwrap();
     let all: Vec<_> = rx.try_iter().collect();
-    let caller = without_repeats(&all);
+    let caller = support::events::without_repeats(&all);
     assert_ne!(caller, all, "some events repeat");
     let saved = read_events(&tmp.path().join(&run.run_id)).unwrap();
     assert!(saved.warnings.is_empty(), "{:?}", saved.warnings);

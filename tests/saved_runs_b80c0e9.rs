@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use boardroom::plan::Plan;
+use boardroom::plan::{Plan, WorkModule};
 use boardroom::store::{load_run, read_turns};
 use boardroom::{Phase, RunStatus};
 
@@ -79,13 +79,15 @@ fn issue25_a_run_dir_of_b80c0e9_loads_with_whole_transcripts() {
 fn issue25_a_killed_run_of_b80c0e9_resumes_with_transcripts_saved_once() {
     let (_tmp, runs) = runs();
     let dir = runs.join(KILLED);
-    let before = load_run(&dir).unwrap().state;
-    let landed: BTreeMap<String, _> = before
-        .plan()
-        .tasks
-        .iter()
-        .filter(|m| !m.context_archive.is_empty())
-        .map(|m| (m.task_id.clone(), m.context_archive.clone()))
+    // The modules of the two drafts that landed, as that build journaled
+    // them (transcripts whole).
+    let journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
+    let landed: BTreeMap<String, _> = journal
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["record"] == "module")
+        .map(|r| serde_json::from_value::<WorkModule>(r["module"].clone()).unwrap())
+        .map(|m| (m.task_id.clone(), m.context_archive))
         .collect();
     assert_eq!(landed.len(), 2, "two drafts landed before the kill");
     let out =
