@@ -117,7 +117,10 @@ fn a_saved_run_holds_every_file_and_modules_go_through_their_statuses() {
     // plan.json names each transcript's turns (issue 25): the same plan,
     // the transcripts aside (load_run above read them back whole).
     let text = std::fs::read_to_string(dir.join("workspace/plan.json")).unwrap();
-    assert!(text.contains(r#""context_turns":["t0002","t0009"]"#), "{text}");
+    assert!(
+        text.contains(r#""context_turns":["t0002","t0009"]"#),
+        "{text}"
+    );
     let on_disk: boardroom::plan::Plan = serde_json::from_str(&text).unwrap();
     let mut without = plan.clone();
     for m in &mut without.tasks {

@@ -2,7 +2,8 @@
 //! turns is saved with their ids (`context_turns`, see `plan/archive.rs`),
 //! and every reader of a run gets its `context_archive` whole.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::io::BufRead;
 use std::path::Path;
 
 use super::StoreError;
@@ -26,13 +27,8 @@ pub(crate) fn read_back<'m>(
     if pending.is_empty() {
         return Ok(());
     }
-    let turns = super::read::read_turns_for(dir, task)?;
-    // A turn id is unique in a run; were one written twice, the later wins.
-    let by_id: HashMap<u32, &Turn> = turns
-        .items
-        .iter()
-        .map(|t| (t.turn_id.number(), t))
-        .collect();
+    let needed: HashSet<u32> = pending.iter().flat_map(|m| m.turns_to_read()).collect();
+    let by_id = needed_turns(dir, task, &needed)?;
     for m in pending {
         let agent = m.assigned_agent.clone();
         let missing = m.read_turns_with(|n| {
@@ -54,4 +50,74 @@ pub(crate) fn read_back<'m>(
         }
     }
     Ok(())
+}
+
+/// The turns of `turns.jsonl` whose numbers are `needed`, read a line at a
+/// time (a line of another turn is not parsed, and the file is never held
+/// whole). A turn id is unique in a run; were one written twice, the later
+/// wins. Unreadable lines are left to [`super::read_turns`] to report.
+fn needed_turns(
+    dir: &Path,
+    task: Option<&str>,
+    needed: &HashSet<u32>,
+) -> Result<HashMap<u32, Turn>, StoreError> {
+    let path = dir.join(super::TURNS_FILE);
+    let file = match super::open_regular(&path, std::fs::OpenOptions::new().read(true)) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashMap::new()),
+        Err(e) => return Err(StoreError::io(&path, e)),
+    };
+    let mut reader = std::io::BufReader::new(std::io::Read::take(file, super::MAX_LOG_FILE));
+    let mut task: Option<Option<String>> = task.map(|t| Some(t.to_string()));
+    let mut found = HashMap::new();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| StoreError::io(&path, e))?;
+        if n == 0 {
+            break;
+        }
+        // Most lines start with their id; one rewritten (a long task cut
+        // out, a secret masked) may not, and is asked for its id.
+        let number = leading_turn_id(&line).or_else(|| {
+            #[derive(serde::Deserialize)]
+            struct Id {
+                turn_id: crate::record::TurnId,
+            }
+            serde_json::from_slice::<Id>(&line)
+                .ok()
+                .map(|i| i.turn_id.number())
+        });
+        let Some(number) = number.filter(|n| needed.contains(n)) else {
+            continue;
+        };
+        let Ok(text) = std::str::from_utf8(&line) else {
+            continue;
+        };
+        let turn = if super::long_task::has_task_cut(text) {
+            let task = task
+                .get_or_insert_with(|| super::read::load_raw(dir).ok().map(|(r, _)| r.state.task));
+            task.as_deref()
+                .and_then(|t| super::long_task::turn_with_task(text, t).ok())
+        } else {
+            serde_json::from_str::<Turn>(text).ok()
+        };
+        if let Some(turn) = turn {
+            found.insert(number, turn);
+        }
+    }
+    Ok(found)
+}
+
+/// The number of the turn a line of `turns.jsonl` starts with
+/// (`{"turn_id":"t0042",...`), as the store writes them.
+fn leading_turn_id(line: &[u8]) -> Option<u32> {
+    let rest = line.strip_prefix(b"{\"turn_id\":\"t")?;
+    let end = rest.iter().position(|b| !b.is_ascii_digit())?;
+    if rest.get(end) != Some(&b'"') {
+        return None;
+    }
+    std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
 }
