@@ -409,3 +409,36 @@ fn issue25_the_same_change_to_many_modules_is_written_once() {
     );
     assert_eq!(load_run(&path).unwrap().state, state);
 }
+
+/// Issue 25 with issue 28's finding 4: a transcript whose turn had the
+/// long task cut out of it reads back with the task in it.
+#[test]
+fn issue25_a_transcript_gets_a_long_task_back() {
+    use crate::model::{Message, Phase};
+    use crate::record::AgentRole;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("r");
+    let dir = RunDir::create(&path).unwrap();
+    let task = format!("Plan a picnic. {}", "Details. ".repeat(600));
+    let mut state = RunState::new("r".into(), task.clone());
+    let id = state.plan.add("part one", Some("writer".into()));
+    save(&dir, &state);
+    let mut turn =
+        crate::record::turn::sample_turn("t0001", "writer", AgentRole::Member, 1, Phase::Draft);
+    turn.messages = vec![Message::user(format!("<task>{task}</task> part one"))];
+    turn.answer = Some("a draft".into());
+    dir.append_turn(&turn).unwrap();
+    let turns = std::fs::read_to_string(path.join("turns.jsonl")).unwrap();
+    assert!(!turns.contains("Details. Details."), "the task is cut out");
+    let reply = crate::plan::reply(turn.answer.as_deref(), None);
+    let module = state.plan.get_mut(&id).unwrap();
+    module.archive_turn(1, 0, turn.messages.clone(), Some(reply));
+    save(&dir, &state);
+    let back = load_run(&path).unwrap().state;
+    assert_eq!(back, state);
+    assert!(
+        back.plan.tasks[0].context_archive[0]
+            .content
+            .contains(&task)
+    );
+}
