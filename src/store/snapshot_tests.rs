@@ -309,7 +309,7 @@ fn issue25_a_transcript_of_turns_is_saved_by_id_and_read_back_whole() {
 #[test]
 fn issue25_team_json_leaves_out_what_goes_without_saying() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let team = Team::load(&root.join("examples/teams/sequential")).unwrap();
+    let team = Team::load(root.join("examples/teams/sequential")).unwrap();
     let snapshot = TeamSnapshot::of(&team);
     assert!(snapshot.agents.iter().all(|a| a.source.is_some()));
     let json = snapshot.to_saved_json().unwrap();
