@@ -4,6 +4,8 @@ use boardroom::store::{MasterMemory, read_events};
 use boardroom::testing::Scripted;
 use boardroom::{EventKind, Phase, Role, Runtime, Team};
 
+mod support;
+
 fn memory_of(requests: &[boardroom::ChatRequest]) -> Option<String> {
     let plan = requests.iter().find(|r| r.phase == Phase::Plan)?;
     let system = plan.messages.iter().find(|m| m.role == Role::System)?;
@@ -63,7 +65,10 @@ fn a_runtime_built_before_a_note_was_written_shows_it_to_its_next_run() {
 fn the_run_store_and_the_caller_see_the_same_events_in_the_same_order() {
     // Events flow one way to every subscriber: the caller's channel and
     // events.jsonl (written by the store's own thread) hold the same
-    // events, deltas included, once the run has returned.
+    // events, deltas included, once the run has returned — but for what
+    // the file leaves out as repeats (issue 25): a call's only delta that
+    // is its whole message, and a call's task that repeats its agent's
+    // assignment.
     let tmp = tempfile::tempdir().unwrap();
     let (tx, rx) = boardroom::channel::unbounded();
     let run = Runtime::new(Team::builtin().unwrap(), boardroom::testing::Sim::new())
@@ -71,7 +76,9 @@ fn the_run_store_and_the_caller_see_the_same_events_in_the_same_order() {
         .events(tx)
         .run("Plan a picnic")
         .unwrap();
-    let caller: Vec<_> = rx.try_iter().collect();
+    let all: Vec<_> = rx.try_iter().collect();
+    let caller = support::events::without_repeats(&all);
+    assert_ne!(caller, all, "some events repeat");
     let saved = read_events(&tmp.path().join(&run.run_id)).unwrap();
     assert!(saved.warnings.is_empty(), "{:?}", saved.warnings);
     assert_eq!(saved.items.len(), caller.len());

@@ -157,7 +157,12 @@ impl Persist {
         let mut written = self.plan_written.lock();
         if stops && written.as_ref() != Some(&state.plan) {
             let plan_path = ws.join("plan.json");
-            write_replace(&plan_path, &to_json(&plan_path, &state.plan)?)?;
+            // Transcripts as the ids of their turns: `turns.jsonl` holds them.
+            // One line: a thousand modules pretty-printed are a third
+            // whitespace.
+            let plan = serde_json::to_vec(&crate::plan::SavedPlan(&state.plan))
+                .map_err(|e| StoreError::json(&plan_path, "cannot serialise", e))?;
+            write_replace(&plan_path, &plan)?;
             *written = Some(state.plan.clone());
         }
         drop(written);
@@ -205,10 +210,6 @@ fn report(task: &str, answer: &str) -> String {
         let title = task.trim().lines().next().unwrap_or("").trim();
         format!("# {title}\n\n{}\n", answer.trim())
     }
-}
-
-fn to_json(path: &Path, value: &impl serde::Serialize) -> Result<Vec<u8>, StoreError> {
-    serde_json::to_vec_pretty(value).map_err(|e| StoreError::json(path, "cannot serialise", e))
 }
 
 #[cfg(test)]

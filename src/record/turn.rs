@@ -116,11 +116,11 @@ pub struct Turn {
     pub usage: Usage,
     /// How long the call took, in milliseconds.
     pub latency_ms: u64,
-    /// Transport retries inside the call.
-    #[serde(default)]
+    /// Transport retries inside the call (left out when none).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub retries: u32,
-    /// Why the call failed.
-    #[serde(default)]
+    /// Why the call failed (left out when it did not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The ids of the inbox items the turn consumed (`i1`, `i2`, ... of
     /// the agent's inbox), in the order the agent read them.
@@ -131,6 +131,10 @@ pub struct Turn {
     /// actual `usage`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_usage: Option<Usage>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A turn for tests: its place in the run, the rest empty.

@@ -3,12 +3,14 @@
 
 mod crash;
 mod error;
+mod events;
 mod lock;
 mod long_task;
 mod read;
 mod record;
 mod snapshot;
 mod snapshot_load;
+mod transcripts;
 mod write;
 
 pub use error::StoreError;
@@ -20,11 +22,12 @@ pub(crate) use crate::util::fs::{
     MAX_LOG_FILE, MAX_RECORD_FILE, open_regular, read_capped, read_capped_from, read_text_lossy,
 };
 pub(crate) use crash::crash_point;
+pub(crate) use events::EventLog;
 pub(crate) use lock::RunLock;
 pub(crate) use read::{MAX_SEQ, read_journal};
 pub(crate) use record::JournalRecord;
 pub(crate) use snapshot::mark_failed;
-pub(crate) use write::{Checkpoint, EventLog, RunDir, write_atomic, write_replace};
+pub(crate) use write::{Checkpoint, RunDir, write_atomic, write_replace};
 
 /// File names inside a run directory.
 pub(crate) const RUN_FILE: &str = "run.json";

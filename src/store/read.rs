@@ -147,9 +147,15 @@ pub fn read_events(dir: &Path) -> Result<Lines<Event>, StoreError> {
 ///
 /// A [`StoreError::Io`] when the file exists but cannot be read.
 pub fn read_turns(dir: &Path) -> Result<Lines<Turn>, StoreError> {
+    read_turns_for(dir, None)
+}
+
+/// Reads `<dir>/turns.jsonl`, with the run's task when the caller has it
+/// (else read from the run, if a turn needs it).
+pub(crate) fn read_turns_for(dir: &Path, known: Option<&str>) -> Result<Lines<Turn>, StoreError> {
     // A long task was cut out of the turns that held it: put back from
     // the run's state, read once and only if a turn needs it.
-    let mut task: Option<Result<String, String>> = None;
+    let mut task: Option<Result<String, String>> = known.map(|t| Ok(t.to_string()));
     read_lines_with(&dir.join(TURNS_FILE), 0, |line| {
         if !super::long_task::has_task_cut(line) {
             return serde_json::from_str(line).map_err(|e| e.to_string());
@@ -169,7 +175,14 @@ pub fn read_turns(dir: &Path) -> Result<Lines<Turn>, StoreError> {
 /// The journal's records from byte `from` on (where the last snapshot
 /// left it).
 pub(crate) fn read_journal(dir: &Path, from: u64) -> Result<Lines<JournalRecord>, StoreError> {
-    read_lines_from(&dir.join(JOURNAL_FILE), from)
+    let mut lines: Lines<JournalRecord> = read_lines_from(&dir.join(JOURNAL_FILE), from)?;
+    // Modules' transcripts saved as turn ids, read back whole.
+    let modules = lines.items.iter_mut().filter_map(|r| match r {
+        JournalRecord::Module { module, .. } => Some(module),
+        _ => None,
+    });
+    super::transcripts::read_back(dir, None, modules)?;
+    Ok(lines)
 }
 
 fn read_lines<T: DeserializeOwned>(path: &Path) -> Result<Lines<T>, StoreError> {

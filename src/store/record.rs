@@ -67,6 +67,69 @@ impl TeamSnapshot {
         }
     }
 
+    /// `team.json`: the snapshot with each agent's settings left at their
+    /// defaults left out (they read back as those defaults).
+    pub(crate) fn to_saved_json(&self) -> Result<Vec<u8>, serde_json::Error> {
+        let mut value = serde_json::to_value(self)?;
+        let agents = value
+            .get_mut("agents")
+            .and_then(serde_json::Value::as_array_mut);
+        for agent in agents.into_iter().flatten() {
+            if let serde_json::Value::Object(fields) = agent {
+                fields.retain(|k, v| !(DEFAULTED.contains(&k.as_str()) && is_default(v)));
+                // A source where the team's files put it goes without
+                // saying; no source at all is said.
+                let name = fields.get("name").and_then(|n| n.as_str()).unwrap_or("");
+                let usual = self.usual_source(name).map(serde_json::Value::from);
+                match fields.get("source") {
+                    Some(s) if Some(s) == usual.as_ref() => {
+                        fields.remove("source");
+                    }
+                    Some(_) => {}
+                    None => {
+                        fields.insert("source".into(), serde_json::Value::Null);
+                    }
+                }
+            }
+        }
+        if let serde_json::Value::Object(fields) = &mut value {
+            fields.insert(SOURCES.into(), USUAL_SOURCE.into());
+        }
+        serde_json::to_vec(&value)
+    }
+
+    /// Where the team's files put agent `name`'s file.
+    fn usual_source(&self, name: &str) -> Option<String> {
+        let dir = self.dir.as_deref()?;
+        Some(
+            dir.join("agents")
+                .join(format!("{name}.md"))
+                .to_string_lossy()
+                .into_owned(),
+        )
+    }
+
+    /// Reads `team.json` (written by [`TeamSnapshot::to_saved_json`], or
+    /// whole by an earlier build).
+    pub(crate) fn from_saved_json(bytes: &[u8]) -> Result<Self, serde_json::Error> {
+        let mut value: serde_json::Value = serde_json::from_slice(bytes)?;
+        let usual = value
+            .as_object_mut()
+            .and_then(|f| f.remove(SOURCES))
+            .is_some();
+        let mut team: TeamSnapshot = serde_json::from_value(value.clone())?;
+        if usual {
+            let agents = value.get("agents").and_then(|a| a.as_array());
+            for (spec, saved) in team.agents.iter_mut().zip(agents.into_iter().flatten()) {
+                if saved.get("source").is_none() {
+                    let dir = team.dir.as_deref();
+                    spec.source = dir.map(|d| d.join("agents").join(format!("{}.md", spec.name)));
+                }
+            }
+        }
+        Ok(team)
+    }
+
     /// The team again, as it was when the run started.
     ///
     /// # Errors
@@ -98,6 +161,33 @@ impl TeamSnapshot {
             config,
             self.agents.clone(),
         )
+    }
+}
+
+/// The key of `team.json` that says an agent without a `source` has its
+/// file where the team's files put it ([`USUAL_SOURCE`]).
+const SOURCES: &str = "sources";
+const USUAL_SOURCE: &str = "agents/<name>.md";
+
+/// An agent's settings that read back as their default when absent.
+const DEFAULTED: &[&str] = &[
+    "description",
+    "can_challenge",
+    "model",
+    "tools",
+    "temperature",
+    "max_tokens",
+    "notes",
+];
+
+/// Whether `v` is what an absent setting reads as.
+fn is_default(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::Null => true,
+        serde_json::Value::Bool(b) => !b,
+        serde_json::Value::String(s) => s.is_empty(),
+        serde_json::Value::Array(a) => a.is_empty(),
+        _ => false,
     }
 }
 
@@ -138,10 +228,12 @@ pub(crate) enum JournalRecord {
         phase: RunPhase,
         entry: Entry,
     },
-    /// A work module changed.
+    /// A work module changed (its transcript saved as the turns'
+    /// ids when it was built of turns).
     Module {
         round: u32,
         phase: RunPhase,
+        #[serde(serialize_with = "crate::plan::serialize_saved")]
         module: WorkModule,
     },
     /// A model call returned; its tokens count toward the run.

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::StoreError;
 use crate::board::Entry;
 use crate::model::Usage;
-use crate::plan::WorkModule;
+use crate::plan::{SavedModule, WorkModule};
 use crate::protocol::Assignment;
 use crate::record::{
     HandoffState, PausedTurn, PrincipalState, RunPhase, RunSettings, RunState, RunStatus, UserNote,
@@ -112,12 +112,12 @@ struct DeltaOut<'a> {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     plan_reset: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    modules: Vec<&'a WorkModule>,
+    modules: Vec<SavedModule<'a>>,
     /// Modules that changed: their id and the fields that did.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    module_changes: Vec<ModuleChange<'a>>,
+    module_changes: Vec<Grouped<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    assignments: Option<&'a [Assignment]>,
+    assignments: Option<Vec<AssignmentOut<'a>>>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     usage_reset: bool,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -133,9 +133,11 @@ struct DeltaOut<'a> {
 }
 
 /// The fields of a module that changed since the last checkpoint (its
-/// transcript, the largest, is written when it changes only).
+/// transcript, the largest, is written when it changes only, as the ids of
+/// its turns when it was built of turns).
 #[derive(Debug, Serialize)]
 struct ModuleChange<'a> {
+    #[serde(skip)]
     task_id: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     description: Option<&'a str>,
@@ -145,25 +147,127 @@ struct ModuleChange<'a> {
     assigned_agent: Option<&'a Option<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     round: Option<&'a Option<u32>>,
+    /// The metadata's keys that are new or changed, and those removed.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    metadata_set: BTreeMap<&'a str, &'a serde_json::Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    metadata_unset: Vec<String>,
+    /// The module is as the journal holds it at this byte (nothing else
+    /// is written then).
     #[serde(skip_serializing_if = "Option::is_none")]
-    metadata: Option<&'a serde_json::Map<String, serde_json::Value>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    context_archive: Option<&'a [crate::model::Message]>,
+    module_at: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     deliverable: Option<&'a Option<serde_json::Value>>,
-    /// Where the journal holds the changed transcript (in a module
-    /// record), instead of `context_archive`.
+    /// The changed transcript: `context_archive` or `context_turns`, as
+    /// a module's.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    transcript: Option<ArchiveOut<'a>>,
+}
+
+/// The same change to one module (`task_id`) or several (`task_ids`: a
+/// review that completes a thousand modules at once is one of these).
+#[derive(Debug, Serialize)]
+struct Grouped<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
-    archive_at: Option<u64>,
+    task_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    task_ids: Vec<&'a str>,
+    #[serde(flatten)]
+    change: ModuleChange<'a>,
+}
+
+/// `changes` with those that change the same fields the same way as one.
+fn grouped(changes: Vec<ModuleChange<'_>>) -> Result<Vec<Grouped<'_>>, serde_json::Error> {
+    let mut out: Vec<Grouped<'_>> = Vec::new();
+    let mut by_body: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for change in changes {
+        let body = serde_json::to_string(&change)?;
+        match by_body.get(&body) {
+            Some(&i) => {
+                let g = &mut out[i];
+                g.task_ids.extend(g.task_id.take());
+                g.task_ids.push(change.task_id);
+            }
+            None => {
+                by_body.insert(body, out.len());
+                out.push(Grouped {
+                    task_id: Some(change.task_id),
+                    task_ids: Vec::new(),
+                    change,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The assignments as saved: an assignment that is a module's (its member
+/// and description) is that module's id.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum AssignmentOut<'a> {
+    Module(&'a str),
+    Whole(&'a Assignment),
+}
+
+fn assignments_out<'a>(
+    assignments: &'a [Assignment],
+    plan: &'a [WorkModule],
+) -> Vec<AssignmentOut<'a>> {
+    let by: std::collections::HashMap<(&str, &str), &str> = plan
+        .iter()
+        .filter_map(|m| {
+            Some((
+                (m.assigned_agent.as_deref()?, m.description.as_str()),
+                m.task_id.as_str(),
+            ))
+        })
+        .collect();
+    assignments
+        .iter()
+        .map(|a| match by.get(&(a.member.as_str(), a.task.as_str())) {
+            Some(id) => AssignmentOut::Module(id),
+            None => AssignmentOut::Whole(a),
+        })
+        .collect()
+}
+
+/// A module's transcript alone, as [`SavedModule`] writes it.
+#[derive(Debug)]
+struct ArchiveOut<'a>(&'a WorkModule);
+
+impl Serialize for ArchiveOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(1))?;
+        match self.0.saved_parts() {
+            Some(parts) => map.serialize_entry("context_turns", &parts)?,
+            None => map.serialize_entry("context_archive", &self.0.context_archive)?,
+        }
+        map.end()
+    }
 }
 
 impl<'a> ModuleChange<'a> {
-    fn between(was: &WorkModule, now: &'a WorkModule, archived: &Archived<'_>) -> Self {
+    /// Module `now`, as the journal holds it at byte `at`.
+    fn journaled(now: &'a WorkModule, at: u64) -> Self {
+        ModuleChange {
+            task_id: &now.task_id,
+            description: None,
+            status: None,
+            assigned_agent: None,
+            round: None,
+            metadata_set: BTreeMap::new(),
+            metadata_unset: Vec::new(),
+            module_at: Some(at),
+            deliverable: None,
+            transcript: None,
+        }
+    }
+
+    fn between(was: &WorkModule, now: &'a WorkModule) -> Self {
         let changed = |same: bool| !same;
         let new_archive = changed(was.context_archive == now.context_archive);
-        let archive_at = new_archive
-            .then(|| archived(&now.task_id, &now.context_archive))
-            .flatten();
         ModuleChange {
             task_id: &now.task_id,
             description: changed(was.description == now.description).then_some(&*now.description),
@@ -171,11 +275,21 @@ impl<'a> ModuleChange<'a> {
             assigned_agent: changed(was.assigned_agent == now.assigned_agent)
                 .then_some(&now.assigned_agent),
             round: changed(was.round == now.round).then_some(&now.round),
-            metadata: changed(was.metadata == now.metadata).then_some(&now.metadata),
+            metadata_set: now
+                .metadata
+                .iter()
+                .filter(|(k, v)| was.metadata.get(*k) != Some(*v))
+                .map(|(k, v)| (k.as_str(), v))
+                .collect(),
+            metadata_unset: was
+                .metadata
+                .keys()
+                .filter(|k| !now.metadata.contains_key(*k))
+                .cloned()
+                .collect(),
+            module_at: None,
             deliverable: changed(was.deliverable == now.deliverable).then_some(&now.deliverable),
-            context_archive: (new_archive && archive_at.is_none())
-                .then_some(&now.context_archive[..]),
-            archive_at,
+            transcript: new_archive.then_some(ArchiveOut(now)),
         }
     }
 }
@@ -192,8 +306,15 @@ struct HandoffOut<'a> {
     feedback: &'a [String],
 }
 
-/// Where the journal holds a module's transcript equal to this one.
-pub(crate) type Archived<'x> = dyn Fn(&str, &[crate::model::Message]) -> Option<u64> + 'x;
+/// What a checkpoint line points into: those files must be on disk before
+/// it is.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct PointsTo {
+    /// Board entries in `journal.jsonl`.
+    pub(crate) journal: bool,
+    /// Transcripts in `turns.jsonl`.
+    pub(crate) turns: bool,
+}
 
 /// What the log holds as of the last checkpoint: the writer's view, to
 /// write only what changed.
@@ -234,20 +355,20 @@ impl Written {
         &self,
         state: &RunState,
         journaled: &dyn Fn(u64) -> Option<u64>,
-        archived: &Archived<'_>,
-    ) -> Result<Option<(Vec<u8>, bool)>, serde_json::Error> {
+        journaled_module: &dyn Fn(&WorkModule) -> Option<u64>,
+    ) -> Result<Option<(Vec<u8>, PointsTo)>, serde_json::Error> {
         let mut d = DeltaOut::default();
         if self.task.as_deref() != Some(state.task.as_str()) {
             d.task = Some(&state.task);
         }
         let (from, new) = appended(&self.board, &state.board);
         d.board_from = from;
-        let mut refs = false;
+        let mut refs = PointsTo::default();
         d.board = new
             .iter()
             .map(|e| match journaled(e.seq) {
                 Some(at) => {
-                    refs = true;
+                    refs.journal = true;
                     BoardItem::At(At { seq: e.seq, at })
                 }
                 None => BoardItem::Inline(e),
@@ -260,24 +381,34 @@ impl Written {
                 .iter()
                 .zip(tasks)
                 .all(|(a, b)| a.task_id == b.task_id);
+        let mut changes = Vec::new();
         if same_order {
             for (i, m) in tasks.iter().enumerate() {
                 match self.plan.get(i) {
                     Some(was) if was == m => {}
-                    Some(was) => {
-                        let change = ModuleChange::between(was, m, archived);
-                        refs |= change.archive_at.is_some();
-                        d.module_changes.push(change);
+                    Some(_) if let Some(at) = journaled_module(m) => {
+                        refs.journal = true;
+                        changes.push(ModuleChange::journaled(m, at));
                     }
-                    None => d.modules.push(m),
+                    Some(was) => {
+                        let change = ModuleChange::between(was, m);
+                        refs.turns |= change.transcript.is_some() && m.saved_parts().is_some();
+                        changes.push(change);
+                    }
+                    None => {
+                        refs.turns |= m.saved_parts().is_some();
+                        d.modules.push(SavedModule(m));
+                    }
                 }
             }
         } else {
             d.plan_reset = true;
-            d.modules = tasks.iter().collect();
+            refs.turns |= tasks.iter().any(|m| m.saved_parts().is_some());
+            d.modules = tasks.iter().map(SavedModule).collect();
         }
+        d.module_changes = grouped(changes)?;
         if self.assignments != state.assignments {
-            d.assignments = Some(&state.assignments);
+            d.assignments = Some(assignments_out(&state.assignments, &state.plan.tasks));
         }
         let by_agent = &state.usage_by_agent;
         d.usage_reset = self

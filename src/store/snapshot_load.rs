@@ -32,7 +32,7 @@ pub(crate) struct DeltaIn {
     #[serde(default)]
     module_changes: Vec<serde_json::Map<String, serde_json::Value>>,
     #[serde(default)]
-    assignments: Option<Vec<Assignment>>,
+    assignments: Option<Vec<AssignmentIn>>,
     #[serde(default)]
     usage_reset: bool,
     #[serde(default)]
@@ -43,6 +43,15 @@ pub(crate) struct DeltaIn {
     principal: Option<crate::record::PrincipalState>,
     #[serde(default)]
     approvals: Option<Vec<crate::record::PausedTurn>>,
+}
+
+/// An assignment as saved: a module's id (its member and description), or
+/// written out.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum AssignmentIn {
+    Module(String),
+    Whole(Assignment),
 }
 
 #[derive(Debug, Deserialize)]
@@ -62,7 +71,7 @@ pub(crate) fn load(dir: &Path, value: serde_json::Value) -> Result<(RunRecord, u
     let team_path = dir.join(TEAM_FILE);
     let team_bytes = super::read_capped(&team_path, super::MAX_RECORD_FILE)
         .map_err(|e| StoreError::io(&team_path, e))?;
-    let team: TeamSnapshot = serde_json::from_slice(&team_bytes)
+    let team = TeamSnapshot::from_saved_json(&team_bytes)
         .map_err(|e| StoreError::json(&team_path, "not a team", e))?;
     let state_path = dir.join(STATE_FILE);
     let corrupt = |path: &Path, detail: String| StoreError::Corrupt {
@@ -128,12 +137,42 @@ pub(crate) fn load(dir: &Path, value: serde_json::Value) -> Result<(RunRecord, u
                 None => state.plan.tasks.push(m),
             }
         }
-        for change in d.module_changes {
-            change_module(&mut state.plan, change, &mut journal)
-                .map_err(|detail| corrupt(&state_path, detail))?;
+        for mut change in d.module_changes {
+            // One change to several modules: each in turn.
+            let ids = change.remove("task_ids");
+            let ids = ids.as_ref().and_then(|v| v.as_array());
+            let Some(ids) = ids else {
+                change_module(&mut state.plan, change, &mut journal)
+                    .map_err(|detail| corrupt(&state_path, detail))?;
+                continue;
+            };
+            for id in ids {
+                let mut one = change.clone();
+                one.insert("task_id".into(), id.clone());
+                change_module(&mut state.plan, one, &mut journal)
+                    .map_err(|detail| corrupt(&state_path, detail))?;
+            }
         }
         if let Some(a) = d.assignments {
-            state.assignments = a;
+            let mut all = Vec::with_capacity(a.len());
+            for a in a {
+                all.push(match a {
+                    AssignmentIn::Whole(a) => a,
+                    AssignmentIn::Module(id) => {
+                        let m = state.plan.get(&id).filter(|m| m.assigned_agent.is_some());
+                        let Some(m) = m else {
+                            let detail =
+                                format!("an assignment of module '{id}', which has no member");
+                            return Err(corrupt(&state_path, detail));
+                        };
+                        Assignment {
+                            member: m.assigned_agent.clone().unwrap_or_default(),
+                            task: m.description.clone(),
+                        }
+                    }
+                });
+            }
+            state.assignments = all;
         }
         if d.usage_reset {
             state.usage_by_agent.clear();
@@ -160,6 +199,8 @@ pub(crate) fn load(dir: &Path, value: serde_json::Value) -> Result<(RunRecord, u
         }
     }
     let _ = steps_seen;
+    // Transcripts saved as turn ids, read back whole.
+    super::transcripts::read_back(dir, Some(&state.task), state.plan.tasks.iter_mut())?;
     state.round = summary.round;
     state.phase = summary.phase;
     state.status = summary.status;
@@ -187,6 +228,20 @@ fn change_module(
     mut change: serde_json::Map<String, serde_json::Value>,
     journal: &mut JournalLines,
 ) -> Result<(), String> {
+    if let Some(at) = change.remove("module_at").and_then(|v| v.as_u64()) {
+        let id = change.get("task_id").cloned().unwrap_or_default();
+        let id = id.as_str().unwrap_or_default();
+        let journaled = journal.module(at, id)?;
+        let Some(module) = plan.get_mut(id) else {
+            return Err(format!(
+                "a change to module '{id}', which is not in the plan"
+            ));
+        };
+        *module = journaled;
+        return Ok(());
+    }
+    let set = change.remove("metadata_set");
+    let unset = change.remove("metadata_unset");
     if let Some(at) = change.remove("archive_at").and_then(|v| v.as_u64()) {
         let id = change.get("task_id").cloned().unwrap_or_default();
         let archive = journal.archive(at, id.as_str().unwrap_or_default())?;
@@ -205,11 +260,36 @@ fn change_module(
             "a change to module '{id}', which is not in the plan"
         ));
     };
+    let new_archive =
+        change.contains_key("context_archive") || change.contains_key("context_turns");
     let mut value = serde_json::to_value(&*module).map_err(|e| e.to_string())?;
     if let serde_json::Value::Object(fields) = &mut value {
+        if new_archive {
+            fields.remove("context_archive");
+        }
         fields.extend(change);
     }
-    *module = serde_json::from_value(value).map_err(|e| format!("module '{id}': {e}"))?;
+    let mut changed: WorkModule =
+        serde_json::from_value(value).map_err(|e| format!("module '{id}': {e}"))?;
+    if !new_archive {
+        // The transcript as it was (turns still to read included).
+        changed.context_archive = std::mem::take(&mut module.context_archive);
+        changed.archive_parts = std::mem::take(&mut module.archive_parts);
+    }
+    if let Some(serde_json::Value::Object(set)) = set {
+        changed.metadata.extend(set);
+    }
+    for key in unset
+        .as_ref()
+        .and_then(|u| u.as_array())
+        .into_iter()
+        .flatten()
+    {
+        if let Some(key) = key.as_str() {
+            changed.metadata.remove(key);
+        }
+    }
+    *module = changed;
     Ok(())
 }
 
@@ -233,7 +313,7 @@ impl JournalLines {
                 deltas
                     .iter()
                     .flat_map(|d| &d.module_changes)
-                    .filter_map(|c| c.get("archive_at")?.as_u64()),
+                    .filter_map(|c| c.get("archive_at").or(c.get("module_at"))?.as_u64()),
             )
             .min()
             .unwrap_or(0);
@@ -246,10 +326,14 @@ impl JournalLines {
 
     /// The transcript of module `id` as journaled at byte `at`.
     fn archive(&mut self, at: u64, id: &str) -> Result<Vec<crate::model::Message>, String> {
+        self.module(at, id).map(|m| m.context_archive)
+    }
+
+    /// Module `id` as journaled at byte `at` (its transcript's turns still
+    /// to read).
+    fn module(&mut self, at: u64, id: &str) -> Result<WorkModule, String> {
         match self.record(at) {
-            Ok(JournalRecord::Module { module, .. }) if module.task_id == id => {
-                Ok(module.context_archive)
-            }
+            Ok(JournalRecord::Module { module, .. }) if module.task_id == id => Ok(module),
             _ => Err(format!(
                 "journal.jsonl byte {at}: not module '{id}' as state.jsonl says"
             )),

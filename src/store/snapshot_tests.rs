@@ -229,9 +229,102 @@ fn issue25_a_journaled_transcript_is_pointed_to_not_written_again() {
     .unwrap();
     save(&dir, &state);
     let last = state_lines(&path).pop().unwrap();
-    assert!(last.contains("\"archive_at\""), "{last}");
+    assert!(last.contains("\"module_at\""), "{last}");
     assert!(!last.contains("transcript of part one"), "{last}");
     assert_eq!(load_run(&path).unwrap().state, state);
+}
+
+/// Issue 25: a member's transcript is what its turns were sent and
+/// answered: the journal and `state.jsonl` name the turns, and every
+/// reader gets the transcript back whole; a changed module writes only
+/// what changed.
+#[test]
+fn issue25_a_transcript_of_turns_is_saved_by_id_and_read_back_whole() {
+    use crate::model::{Message, Phase};
+    use crate::record::AgentRole;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("r");
+    let dir = RunDir::create(&path).unwrap();
+    let mut state = RunState::new("r".into(), "a task".into());
+    let id = state.plan.add("part one", Some("writer".into()));
+    save(&dir, &state);
+    let mut turn =
+        crate::record::turn::sample_turn("t0002", "writer", AgentRole::Member, 1, Phase::Draft);
+    turn.messages = vec![
+        Message::system("the writer's soul"),
+        Message::user("write part one"),
+    ];
+    turn.answer = Some("the draft of part one".into());
+    dir.append_turn(&turn).unwrap();
+    let module = state.plan.get_mut(&id).unwrap();
+    let reply = crate::plan::reply(turn.answer.as_deref(), None);
+    module.archive_turn(2, 0, turn.messages.clone(), Some(reply));
+    module.status = crate::plan::ModuleStatus::PendingReview;
+    let journaled = JournalRecord::Module {
+        round: 1,
+        phase: RunPhase::Members,
+        module: module.clone(),
+    };
+    dir.append_journal(&journaled).unwrap();
+    let journal = std::fs::read_to_string(path.join("journal.jsonl")).unwrap();
+    assert!(
+        journal.contains("\"context_turns\":[\"t0002\"]"),
+        "{journal}"
+    );
+    assert!(!journal.contains("soul"), "{journal}");
+    // The journal's replay and the run read it back whole.
+    assert_eq!(read_journal(&path, 0).unwrap().items, vec![journaled]);
+    save(&dir, &state);
+    assert_eq!(load_run(&path).unwrap().state, state);
+    assert_eq!(
+        load_run(&path).unwrap().state.plan.tasks[0]
+            .context_archive
+            .len(),
+        3
+    );
+    // A change: the keys that changed, no transcript.
+    let module = state.plan.get_mut(&id).unwrap();
+    module.status = crate::plan::ModuleStatus::Completed;
+    module.metadata.insert("completed_ms".into(), 9.into());
+    save(&dir, &state);
+    let last = state_lines(&path).pop().unwrap();
+    assert!(
+        last.contains("\"metadata_set\":{\"completed_ms\":9}"),
+        "{last}"
+    );
+    assert!(!last.contains("context_"), "{last}");
+    // A transcript edited by hand is saved whole.
+    state.plan.get_mut(&id).unwrap().context_archive[0].content = "edited".into();
+    let mut edited = state.plan.tasks[0].clone();
+    edited.archive_parts.clear();
+    state.plan.tasks[0] = edited;
+    save(&dir, &state);
+    let last = state_lines(&path).pop().unwrap();
+    assert!(last.contains("\"context_archive\""), "{last}");
+    assert_eq!(load_run(&path).unwrap().state, state);
+}
+
+/// Issue 25: `team.json` leaves out an agent's settings at their defaults
+/// and a source where the team's files put it, and reads back the same.
+#[test]
+fn issue25_team_json_leaves_out_what_goes_without_saying() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let team = Team::load(root.join("examples/teams/sequential")).unwrap();
+    let snapshot = TeamSnapshot::of(&team);
+    assert!(snapshot.agents.iter().all(|a| a.source.is_some()));
+    let json = snapshot.to_saved_json().unwrap();
+    let text = String::from_utf8(json.clone()).unwrap();
+    assert!(!text.contains("\"source\""), "{text}");
+    assert!(!text.contains("\"can_challenge\":false"), "{text}");
+    assert_eq!(TeamSnapshot::from_saved_json(&json).unwrap(), snapshot);
+    // No source at all stays none; a team.json of an earlier build, whole,
+    // reads as it is.
+    let mut builtin = TeamSnapshot::of(&Team::builtin().unwrap());
+    builtin.dir = Some(root.to_path_buf());
+    let json = builtin.to_saved_json().unwrap();
+    assert_eq!(TeamSnapshot::from_saved_json(&json).unwrap(), builtin);
+    let whole = serde_json::to_vec(&snapshot).unwrap();
+    assert_eq!(TeamSnapshot::from_saved_json(&whole).unwrap(), snapshot);
 }
 
 #[test]
@@ -271,4 +364,81 @@ fn a_principal_runs_state_and_its_paused_approvals_load_back() {
     state.approvals.clear();
     save(&dir, &state);
     assert!(load_run(&path).unwrap().state.approvals.is_empty());
+}
+
+/// Issue 25: modules changed the same way (a review completing a round)
+/// are one change with their ids, and assignments that are modules' are
+/// their ids; both read back.
+#[test]
+fn issue25_the_same_change_to_many_modules_is_written_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("r");
+    let dir = RunDir::create(&path).unwrap();
+    let mut state = RunState::new("r".into(), "a task".into());
+    for member in ["writer", "critic", "analyst"] {
+        state.plan.add("write your part", Some(member.into()));
+        state.assignments.push(crate::protocol::Assignment {
+            member: member.into(),
+            task: "write your part".into(),
+        });
+    }
+    state.assignments.push(crate::protocol::Assignment {
+        member: "writer".into(),
+        task: "not a module's".into(),
+    });
+    save(&dir, &state);
+    let first = state_lines(&path).pop().unwrap();
+    assert!(
+        first.contains(r#""assignments":["task_001","task_002","task_003",{"#),
+        "{first}"
+    );
+    for m in &mut state.plan.tasks[..2] {
+        m.status = crate::plan::ModuleStatus::Completed;
+        m.metadata.insert("completed_ms".into(), 5.into());
+    }
+    state.plan.tasks[2].status = crate::plan::ModuleStatus::Completed;
+    save(&dir, &state);
+    let last = state_lines(&path).pop().unwrap();
+    assert!(
+        last.contains(r#"{"task_ids":["task_001","task_002"],"status":"completed","#),
+        "{last}"
+    );
+    assert!(
+        last.contains(r#"{"task_id":"task_003","status":"completed"}"#),
+        "{last}"
+    );
+    assert_eq!(load_run(&path).unwrap().state, state);
+}
+
+/// Issue 25 with issue 28's finding 4: a transcript whose turn had the
+/// long task cut out of it reads back with the task in it.
+#[test]
+fn issue25_a_transcript_gets_a_long_task_back() {
+    use crate::model::{Message, Phase};
+    use crate::record::AgentRole;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("r");
+    let dir = RunDir::create(&path).unwrap();
+    let task = format!("Plan a picnic. {}", "Details. ".repeat(600));
+    let mut state = RunState::new("r".into(), task.clone());
+    let id = state.plan.add("part one", Some("writer".into()));
+    save(&dir, &state);
+    let mut turn =
+        crate::record::turn::sample_turn("t0001", "writer", AgentRole::Member, 1, Phase::Draft);
+    turn.messages = vec![Message::user(format!("<task>{task}</task> part one"))];
+    turn.answer = Some("a draft".into());
+    dir.append_turn(&turn).unwrap();
+    let turns = std::fs::read_to_string(path.join("turns.jsonl")).unwrap();
+    assert!(!turns.contains("Details. Details."), "the task is cut out");
+    let reply = crate::plan::reply(turn.answer.as_deref(), None);
+    let module = state.plan.get_mut(&id).unwrap();
+    module.archive_turn(1, 0, turn.messages.clone(), Some(reply));
+    save(&dir, &state);
+    let back = load_run(&path).unwrap().state;
+    assert_eq!(back, state);
+    assert!(
+        back.plan.tasks[0].context_archive[0]
+            .content
+            .contains(&task)
+    );
 }

@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 use serde::Serialize;
 
-use crate::event::Event;
-
 use super::record::{JournalRecord, TeamSnapshot};
 use super::snapshot::{STATE_FILE, Summary, TEAM_FILE, Written};
-use super::{EVENTS_FILE, JOURNAL_FILE, RUN_FILE, RunLock, StoreError, TURNS_FILE, WORKSPACE_DIR};
+use super::{
+    EVENTS_FILE, EventLog, JOURNAL_FILE, RUN_FILE, RunLock, StoreError, TURNS_FILE, WORKSPACE_DIR,
+};
 use crate::record::{RunSettings, RunState};
 
 /// An open run directory, locked for this process while it lives. The
@@ -29,9 +29,9 @@ pub(crate) struct RunDir {
     /// Where this process journaled each board entry (by number): a
     /// checkpoint points there instead of writing the entry again.
     journaled: Mutex<std::collections::HashMap<u64, u64>>,
-    /// Where this process last journaled each module (by id), with its
-    /// transcript then: a checkpoint points there when it is unchanged.
-    archives: Mutex<std::collections::HashMap<String, (u64, Vec<crate::model::Message>)>>,
+    /// Where this process last journaled each module (by id), and the
+    /// module then: a checkpoint points there while it is unchanged.
+    modules: Mutex<std::collections::HashMap<String, (u64, crate::plan::WorkModule)>>,
     state: Mutex<StateLog>,
     /// The run's task when it is long: cut out of the turns that hold it
     /// (it is in `state.jsonl` once).
@@ -77,76 +77,7 @@ impl std::fmt::Debug for Checkpoint<'_> {
     }
 }
 
-/// `events.jsonl` written by a thread of its own (`boardroom-events`)
-/// through a buffer: appending an event is a channel send, so members
-/// streaming deltas at once neither wait on a lock nor make a write each.
-/// The buffer is written out whenever the queue runs dry, and everything
-/// queued is written before `drop` returns. Events are not fsynced: what
-/// a resume needs is in `run.json` and the journal.
-#[derive(Debug)]
-pub(crate) struct EventLog {
-    tx: Option<crossbeam_channel::Sender<Event>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl EventLog {
-    fn start(path: PathBuf) -> Result<Self, StoreError> {
-        let file = open_append(&path)?;
-        let (tx, rx) = crossbeam_channel::unbounded::<Event>();
-        let thread = std::thread::Builder::new()
-            .name("boardroom-events".into())
-            .spawn(move || {
-                let mut out = std::io::BufWriter::with_capacity(64 * 1024, file);
-                let mut failed = false;
-                for event in rx.iter() {
-                    // Known secrets masked (issue 28); a process that knows
-                    // none writes straight through.
-                    let written = if crate::util::secrets::any() {
-                        serde_json::to_vec(&event)
-                            .map_err(std::io::Error::other)
-                            .and_then(|line| out.write_all(&crate::util::secrets::mask_json(&line)))
-                    } else {
-                        serde_json::to_writer(&mut out, &event).map_err(std::io::Error::other)
-                    };
-                    let written = written
-                        .and_then(|()| out.write_all(b"\n"))
-                        .and_then(|()| if rx.is_empty() { out.flush() } else { Ok(()) });
-                    if let Err(e) = written {
-                        if !failed {
-                            log::error!("cannot save events to {}: {e}", path.display());
-                        }
-                        failed = true;
-                    }
-                }
-                if let Err(e) = out.flush() {
-                    log::error!("cannot save events to {}: {e}", path.display());
-                }
-            })
-            .map_err(|e| StoreError::io(Path::new("events writer thread"), e))?;
-        Ok(EventLog {
-            tx: Some(tx),
-            thread: Some(thread),
-        })
-    }
-
-    /// Queues one event.
-    pub(crate) fn append(&self, event: Event) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(event);
-        }
-    }
-}
-
-impl Drop for EventLog {
-    fn drop(&mut self) {
-        drop(self.tx.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-fn open_append(path: &Path) -> Result<File, StoreError> {
+pub(super) fn open_append(path: &Path) -> Result<File, StoreError> {
     super::open_regular(path, OpenOptions::new().create(true).append(true))
         .map_err(|e| StoreError::io(path, e))
 }
@@ -260,7 +191,7 @@ impl RunDir {
             turns: Mutex::new(open_append(&path.join(TURNS_FILE))?),
             journal: Mutex::new(Journal { file: journal, len }),
             journaled: Mutex::new(std::collections::HashMap::new()),
-            archives: Mutex::new(std::collections::HashMap::new()),
+            modules: Mutex::new(std::collections::HashMap::new()),
             state: Mutex::new(StateLog {
                 file: state,
                 written,
@@ -293,7 +224,7 @@ impl RunDir {
 
     /// Appends one event and waits until it is written (tests).
     #[cfg(test)]
-    pub(crate) fn append_event(&self, event: &Event) -> Result<(), StoreError> {
+    pub(crate) fn append_event(&self, event: &crate::event::Event) -> Result<(), StoreError> {
         self.event_log()?.append(event.clone());
         Ok(())
     }
@@ -328,10 +259,10 @@ impl RunDir {
             JournalRecord::Entry { entry, .. } => {
                 self.journaled.lock().insert(entry.seq, at);
             }
-            JournalRecord::Module { module, .. } if !module.context_archive.is_empty() => {
-                self.archives
+            JournalRecord::Module { module, .. } => {
+                self.modules
                     .lock()
-                    .insert(module.task_id.clone(), (at, module.context_archive.clone()));
+                    .insert(module.task_id.clone(), (at, module.clone()));
             }
             _ => {}
         }
@@ -346,28 +277,34 @@ impl RunDir {
         let mut log = self.state.lock();
         if !log.written.team {
             let path = self.path.join(TEAM_FILE);
-            let team = serde_json::to_vec(&(c.team)())
+            let team = (c.team)()
+                .to_saved_json()
                 .map_err(|e| StoreError::json(&path, "cannot serialise", e))?;
             write_atomic(&path, &team)?;
             log.written.team = true;
         }
         let state_path = self.path.join(STATE_FILE);
         let journaled = |seq: u64| self.journaled.lock().get(&seq).copied();
-        let archived = |id: &str, archive: &[crate::model::Message]| {
-            let archives = self.archives.lock();
-            let (at, kept) = archives.get(id)?;
-            (kept[..] == *archive).then_some(*at)
+        let journaled_module = |m: &crate::plan::WorkModule| {
+            let modules = self.modules.lock();
+            let (at, kept) = modules.get(&m.task_id)?;
+            (kept == m).then_some(*at)
         };
         let delta = log
             .written
-            .delta(state, &journaled, &archived)
+            .delta(state, &journaled, &journaled_module)
             .map_err(|e| StoreError::json(&state_path, "cannot serialise", e))?;
-        if let Some((line, points_to_journal)) = delta {
-            if points_to_journal {
+        if let Some((line, points_to)) = delta {
+            if points_to.journal {
                 let j = self.journal.lock();
                 j.file
                     .sync_data()
                     .map_err(|e| StoreError::io(self.path.join(JOURNAL_FILE), e))?;
+            }
+            if points_to.turns {
+                let f = self.turns.lock();
+                f.sync_data()
+                    .map_err(|e| StoreError::io(self.path.join(TURNS_FILE), e))?;
             }
             let before = log.written.state_len;
             let written = log

@@ -14,6 +14,7 @@
 
 pub mod chat;
 pub mod cli;
+pub mod events;
 pub mod handoff;
 pub mod models;
 pub mod team_server;

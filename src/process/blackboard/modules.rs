@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::{Blackboard, Room};
 use crate::board::Entry;
 use crate::event::now_ms;
-use crate::model::{Message, Phase};
+use crate::model::Phase;
 use crate::plan::{ModuleStatus, Plan, WorkModule};
 use crate::protocol::{Assignment, Decision};
 use crate::record::{RunPhase, Turn};
@@ -219,13 +219,9 @@ impl Room<'_> {
         // Built before the plan's lock is taken (every member of a round
         // takes it once its call returns), from the record itself: it is
         // not needed after this.
-        let answer = match (turn.answer, &turn.error) {
-            (Some(a), _) => a,
-            (None, Some(e)) => format!("(the call failed: {e})"),
-            (None, None) => String::new(),
-        };
-        let mut archived = turn.messages;
-        archived.push(Message::assistant(answer));
+        let reply = crate::plan::reply(turn.answer.as_deref(), turn.error.as_deref());
+        let number = turn.turn_id.number();
+        let messages = turn.messages;
         let mut plan = self.core.plan.lock();
         let hints = &mut self.module_hints.lock();
         let Some(m) = find(
@@ -244,8 +240,9 @@ impl Room<'_> {
             .get(&m.task_id)
             .copied()
             .unwrap_or(0);
-        m.context_archive.truncate(from);
-        m.context_archive.append(&mut archived);
+        // Saved as the turn's id: `turns.jsonl` holds the messages.
+        m.archive_cut(from);
+        m.archive_turn(number, 0, messages, Some(reply));
     }
 }
 

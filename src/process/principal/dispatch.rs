@@ -20,7 +20,7 @@ use crate::core::call::{Ask, Attempt, Intercepted};
 use crate::core::pool::{Pool, threads_for};
 use crate::event::{EventKind, RoomStatus};
 use crate::model::{Message, ModelError, Phase, ToolCall};
-use crate::plan::ModuleStatus;
+use crate::plan::{ModuleStatus, Transcript};
 use crate::record::{InboxKind, Turn};
 use crate::tools::wire_name;
 
@@ -68,7 +68,7 @@ impl Room<'_> {
                     id,
                     &agent,
                     Delivery::Failed(format!("no associate '{agent}'")),
-                    Vec::new(),
+                    Transcript::default(),
                 );
                 continue;
             };
@@ -97,7 +97,8 @@ impl Room<'_> {
         for (job, result) in jobs.iter().zip(results) {
             if let Err(panic) = result {
                 let why = format!("{} panicked: {panic}", job.agent);
-                self.deliver(&job.module, &job.agent, Delivery::Failed(why), Vec::new());
+                let none = Transcript::default();
+                self.deliver(&job.module, &job.agent, Delivery::Failed(why), none);
             }
         }
         if self.core.stop_reason().is_none() {
@@ -127,15 +128,14 @@ impl Room<'_> {
             }
         };
         // The whole context: every message of every call, and the replies.
-        let archive = Mutex::new(Vec::<Message>::new());
+        // Kept as the turns' ids and where each adds to it: `turns.jsonl`
+        // holds the messages.
+        let archive = Mutex::new(Transcript::default());
         let on_turn = |turn: Turn| {
             let mut a = archive.lock();
-            let new = turn.messages.len().saturating_sub(a.len());
-            let skip = turn.messages.len() - new;
-            a.extend(turn.messages.into_iter().skip(skip));
-            if let Some(answer) = turn.answer {
-                a.push(Message::assistant(answer));
-            }
+            let skip = turn.messages.len().min(a.len());
+            let reply = turn.answer.map(Message::assistant);
+            a.push_turn(turn.turn_id.number(), skip, turn.messages, reply);
         };
         let ask = Ask {
             task: Some(&job.description),
@@ -171,14 +171,14 @@ impl Room<'_> {
 
     /// Files a delivery: the archive and the deliverable on the module, a
     /// TOOL_RESULT in the principal's inbox, the run saved.
-    fn deliver(&self, id: &str, agent: &str, delivery: Delivery, archive: Vec<Message>) {
+    fn deliver(&self, id: &str, agent: &str, delivery: Delivery, archive: Transcript) {
         let text = {
             let mut plan = self.core.plan.lock();
             let Some(m) = plan.get_mut(id) else { return };
             match delivery {
                 Delivery::Stopped => return,
                 Delivery::Delivered(value) => {
-                    m.context_archive = archive;
+                    m.set_transcript(archive);
                     let text = format!(
                         "{id} ({agent}) delivered; it is pending_review. Its deliverable:\n{}",
                         serde_json::to_string_pretty(&value).unwrap_or_default()
@@ -189,7 +189,7 @@ impl Room<'_> {
                 }
                 Delivery::Failed(why) => {
                     if !archive.is_empty() {
-                        m.context_archive = archive;
+                        m.set_transcript(archive);
                     }
                     m.status = ModuleStatus::Pending;
                     m.metadata

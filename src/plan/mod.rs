@@ -58,7 +58,7 @@ impl fmt::Display for ModuleStatus {
 }
 
 /// One work module.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[non_exhaustive]
 #[serde(from = "ModuleFile")]
 pub struct WorkModule {
@@ -86,6 +86,25 @@ pub struct WorkModule {
     /// team's), valid per its profile's schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deliverable: Option<serde_json::Value>,
+    /// Where each piece of `context_archive` came from (the run store
+    /// writes the turns' ids instead of their messages).
+    #[serde(skip)]
+    pub(crate) archive_parts: Vec<ArchivePart>,
+}
+
+impl PartialEq for WorkModule {
+    /// Modules are equal when what they say is: where their transcripts
+    /// came from is not compared.
+    fn eq(&self, other: &Self) -> bool {
+        self.task_id == other.task_id
+            && self.description == other.description
+            && self.status == other.status
+            && self.assigned_agent == other.assigned_agent
+            && self.round == other.round
+            && self.metadata == other.metadata
+            && self.context_archive == other.context_archive
+            && self.deliverable == other.deliverable
+    }
 }
 
 /// The plan: every work module of a run.
@@ -112,6 +131,7 @@ impl Plan {
             metadata: serde_json::Map::new(),
             context_archive: Vec::new(),
             deliverable: None,
+            archive_parts: Vec::new(),
         });
         task_id
     }
@@ -143,6 +163,9 @@ struct ModuleFile {
     metadata: serde_json::Map<String, serde_json::Value>,
     #[serde(default)]
     context_archive: Vec<Message>,
+    /// The transcript as references to `turns.jsonl` (see [`SavedPart`]).
+    #[serde(default)]
+    context_turns: Vec<SavedPart<'static>>,
     #[serde(default)]
     deliverable: Option<serde_json::Value>,
 }
@@ -159,7 +182,7 @@ impl From<ModuleFile> for WorkModule {
         if let (None, Some(v)) = (round, old) {
             f.metadata.insert("round".into(), v);
         }
-        WorkModule {
+        let mut module = WorkModule {
             task_id: f.task_id,
             description: f.description,
             status: f.status,
@@ -168,9 +191,22 @@ impl From<ModuleFile> for WorkModule {
             metadata: f.metadata,
             context_archive: f.context_archive,
             deliverable: f.deliverable,
+            archive_parts: Vec::new(),
+        };
+        if !f.context_turns.is_empty() {
+            module.archive_parts = kept(module.context_archive.len());
+            for part in f.context_turns {
+                module.push_saved(part);
+            }
         }
+        module
     }
 }
+
+mod archive;
+
+use archive::{ArchivePart, SavedPart, kept};
+pub(crate) use archive::{SavedModule, SavedPlan, Transcript, reply, serialize_saved};
 
 #[cfg(test)]
 mod tests {
