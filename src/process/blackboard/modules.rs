@@ -224,7 +224,14 @@ impl Room<'_> {
             (None, Some(e)) => format!("(the call failed: {e})"),
             (None, None) => String::new(),
         };
-        let mut archived = turn.messages;
+        let mut archived: Vec<Message> = turn
+            .messages
+            .into_iter()
+            .map(|mut m| {
+                m.content = super::prompt::without_long_tasks(m.content);
+                m
+            })
+            .collect();
         archived.push(Message::assistant(answer));
         let mut plan = self.core.plan.lock();
         let hints = &mut self.module_hints.lock();
