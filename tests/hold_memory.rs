@@ -95,9 +95,8 @@ fn finding4_a_long_task_costs_a_few_copies_in_memory_and_on_disk() {
 
     // What the run needs: the task as read, as the run's state and its
     // saved copy, as the phase's text; each member calling at once holds
-    // its prompt, the copy kept for asking again, and the request body.
-    // Before (issue 28): about 28 copies.
-    let allowed = (6 + 3 * MEMBERS) * task_kb;
+    // its prompt and the request body. Before (issue 28): 25 copies.
+    let allowed = (6 + 2 * MEMBERS) * task_kb;
     let grew = peak.saturating_sub(base);
     eprintln!(
         "task {task_kb} kB: peak {base} kB -> {peak} kB ({:.1} copies)",
@@ -108,7 +107,7 @@ fn finding4_a_long_task_costs_a_few_copies_in_memory_and_on_disk() {
         "a {task_kb} kB task took the run from {base} kB to {peak} kB: {:.1} copies \
          (at most {} allowed)",
         grew as f64 / task_kb as f64,
-        6 + 3 * MEMBERS
+        6 + 2 * MEMBERS
     );
 
     // On disk: the task once, in state.jsonl (before: also in the

@@ -212,24 +212,26 @@ impl Room<'_> {
     /// Keeps a member's draft call in its module's context archive: what
     /// this round's last call was sent, then its answer. `task` is the
     /// assignment the call is for (a member may have several a round).
-    pub(crate) fn archive_turn(&self, turn: Turn, task: Option<&str>) {
+    pub(crate) fn archive_turn(&self, turn: &Turn, task: Option<&str>) {
         if turn.phase != Phase::Draft {
             return;
         }
         // Built before the plan's lock is taken (every member of a round
-        // takes it once its call returns), from the record itself: it is
-        // not needed after this.
-        let answer = match (turn.answer, &turn.error) {
-            (Some(a), _) => a,
+        // takes it once its call returns), copied from the record (its
+        // messages go back to the call, for asking again).
+        let answer = match (&turn.answer, &turn.error) {
+            (Some(a), _) => a.clone(),
             (None, Some(e)) => format!("(the call failed: {e})"),
             (None, None) => String::new(),
         };
         let mut archived: Vec<Message> = turn
             .messages
-            .into_iter()
-            .map(|mut m| {
-                m.content = super::prompt::without_long_tasks(m.content);
-                m
+            .iter()
+            .map(|m| Message {
+                role: m.role,
+                content: super::prompt::without_long_tasks(&m.content).into_owned(),
+                tool_calls: m.tool_calls.clone(),
+                tool_call_id: m.tool_call_id.clone(),
             })
             .collect();
         archived.push(Message::assistant(answer));

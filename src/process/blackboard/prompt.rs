@@ -152,14 +152,14 @@ pub(crate) const MAX_TASK_IN_ARCHIVE: usize = MAX_ENTRY_IN_PROMPT;
 
 /// `content` with the text of every `<task>` block longer than
 /// [`MAX_TASK_IN_ARCHIVE`] replaced by a note of its size.
-pub(crate) fn without_long_tasks(content: String) -> String {
+pub(crate) fn without_long_tasks(content: &str) -> std::borrow::Cow<'_, str> {
     const OPEN: &str = "<task>\n";
     const CLOSE: &str = "\n</task>";
     if content.len() <= MAX_TASK_IN_ARCHIVE {
-        return content;
+        return content.into();
     }
     let mut out = String::new();
-    let mut rest = content.as_str();
+    let mut rest = content;
     while let Some(open) = rest.find(OPEN) {
         let inner = &rest[open + OPEN.len()..];
         // An escaped task holds no `<`: its block ends at the first close.
@@ -178,10 +178,10 @@ pub(crate) fn without_long_tasks(content: String) -> String {
         rest = &inner[close..];
     }
     if out.is_empty() {
-        return content;
+        return content.into();
     }
     out.push_str(rest);
-    out
+    out.into()
 }
 
 fn task_block(task: &str) -> String {
@@ -422,7 +422,7 @@ mod archive_tests {
         let long = "w".repeat(MAX_TASK_IN_ARCHIVE + 1);
         let prompt = format!("Before.\n\n{}\n\nAfter.", task_block(&long));
         assert_eq!(
-            without_long_tasks(prompt),
+            without_long_tasks(&prompt),
             format!(
                 "Before.\n\n<task>\n[the run's task, {} bytes: not repeated in this \
                  transcript]\n</task>\n\nAfter.",
@@ -431,6 +431,6 @@ mod archive_tests {
         );
         // A short task stays, even in a long prompt.
         let prompt = format!("{}{}", task_block("short"), "x".repeat(MAX_TASK_IN_ARCHIVE));
-        assert_eq!(without_long_tasks(prompt.clone()), prompt);
+        assert_eq!(without_long_tasks(&prompt), prompt);
     }
 }

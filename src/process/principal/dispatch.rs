@@ -128,13 +128,13 @@ impl Room<'_> {
         };
         // The whole context: every message of every call, and the replies.
         let archive = Mutex::new(Vec::<Message>::new());
-        let on_turn = |turn: Turn| {
+        let on_turn = |turn: &Turn| {
             let mut a = archive.lock();
             let new = turn.messages.len().saturating_sub(a.len());
             let skip = turn.messages.len() - new;
-            a.extend(turn.messages.into_iter().skip(skip));
-            if let Some(answer) = turn.answer {
-                a.push(Message::assistant(answer));
+            a.extend(turn.messages.iter().skip(skip).cloned());
+            if let Some(answer) = &turn.answer {
+                a.push(Message::assistant(answer.clone()));
             }
         };
         let ask = Ask {
