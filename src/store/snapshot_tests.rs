@@ -272,3 +272,43 @@ fn a_principal_runs_state_and_its_paused_approvals_load_back() {
     save(&dir, &state);
     assert!(load_run(&path).unwrap().state.approvals.is_empty());
 }
+
+#[test]
+fn issue28_finding4_a_task_cut_out_before_masking_comes_back_in_place() {
+    use crate::model::{Message, Phase, Role};
+    use crate::record::AgentRole;
+    // A secret around the task (not in it): the pieces around the task
+    // are masked, so the places are counted in the masked text.
+    let secret = "hold5-Zq9XkW7pL2mNv4";
+    crate::util::secrets::remember(secret);
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("r");
+    let dir = RunDir::create(&path).unwrap();
+    let task = "a long task, with nothing hidden in it. ".repeat(300);
+    save(&dir, &RunState::new("r".into(), task.clone()));
+    let mut turn =
+        crate::record::turn::sample_turn("t0001", "writer", AgentRole::Member, 1, Phase::Draft);
+    let content = format!("key {secret} then\n<task>\n{task}\n</task>\nand {secret} again {task}.");
+    turn.messages = vec![Message {
+        role: Role::User,
+        content: content.clone(),
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+    }];
+    turn.answer = Some(format!("echo {secret}"));
+    dir.append_turn(&turn).unwrap();
+    let line = std::fs::read_to_string(path.join("turns.jsonl")).unwrap();
+    assert!(
+        line.len() < 1000,
+        "{} bytes: the task was not cut",
+        line.len()
+    );
+    assert!(
+        !line.contains(&secret[..6]) && !line.contains(&secret[8..]),
+        "{line}"
+    );
+    let back = read_turns(&path).unwrap().items;
+    let masked = crate::util::secrets::mask(&content).into_owned();
+    assert!(masked.contains(&task) && !masked.contains(secret));
+    assert_eq!(back[0].messages[0].content, masked);
+}
