@@ -15,12 +15,15 @@ pub(crate) const LONG_TASK: usize = 4096;
 /// The key that says where the task was cut out of a turn's messages.
 const TASK_AT: &str = "task_at";
 
-/// A long task as the run directory keeps it: masked, and whether masking
-/// left it as it was (then the turns' messages hold it as it stands).
+/// A long task as the run directory keeps it: masked, whether masking
+/// left it as it was (then the turns' messages hold it as it stands), and
+/// its form escaped for XML when that differs (prompts hold it so, in
+/// their `<task>` block).
 #[derive(Debug)]
 pub(crate) struct LongTask {
     masked: std::sync::Arc<str>,
     unchanged: bool,
+    escaped: Option<String>,
 }
 
 impl LongTask {
@@ -31,7 +34,9 @@ impl LongTask {
         }
         let masked = crate::util::secrets::mask(task);
         let unchanged = matches!(masked, std::borrow::Cow::Borrowed(_));
+        let escapes = masked.contains(['<', '>', '&', '"', '\'']);
         Some(LongTask {
+            escaped: (unchanged && escapes).then(|| crate::util::text::escape_xml(&masked)),
             masked: masked.as_ref().into(),
             unchanged,
         })
@@ -67,8 +72,12 @@ pub(crate) fn turn_line(turn: &Turn, task: Option<&LongTask>) -> serde_json::Res
         let line = mask_line(serde_json::to_vec(turn)?);
         return Ok(cut_task(line, Some(task.masked())));
     }
-    let needle: &str = &task.masked;
-    if !turn.messages.iter().any(|m| m.content.contains(needle)) {
+    // The task as it stands (0) and escaped for a `<task>` block (1).
+    let needles: Vec<(&str, usize)> = std::iter::once((&*task.masked, 0))
+        .chain(task.escaped.as_deref().map(|e| (e, 1)))
+        .collect();
+    let holds = |content: &str| needles.iter().any(|(n, _)| content.contains(n));
+    if !turn.messages.iter().any(|m| holds(&m.content)) {
         return serde_json::to_vec(turn).map(mask_line);
     }
     // Each piece around the task is masked on its own, so that the places
@@ -79,13 +88,31 @@ pub(crate) fn turn_line(turn: &Turn, task: Option<&LongTask>) -> serde_json::Res
         .iter()
         .enumerate()
         .map(|(i, m)| {
-            let content = if m.content.contains(needle) {
+            let content = if holds(&m.content) {
+                let mut found: Vec<(usize, usize, usize)> = needles
+                    .iter()
+                    .flat_map(|&(n, form)| {
+                        m.content
+                            .match_indices(n)
+                            .map(move |(pos, _)| (pos, n.len(), form))
+                    })
+                    .collect();
+                found.sort_unstable();
                 let mut cut = String::new();
                 let mut last = 0;
-                for (pos, _) in m.content.match_indices(needle) {
+                for (pos, len, form) in found {
+                    if pos < last {
+                        continue;
+                    }
                     cut.push_str(&crate::util::secrets::mask(&m.content[last..pos]));
-                    at.push([i, cut.len()]);
-                    last = pos + needle.len();
+                    // `[message, byte]`, or `[message, byte, 1]` for the
+                    // escaped form (lines written before it have two).
+                    at.push(if form == 0 {
+                        vec![i, cut.len()]
+                    } else {
+                        vec![i, cut.len(), form]
+                    });
+                    last = pos + len;
                 }
                 cut.push_str(&crate::util::secrets::mask(&m.content[last..]));
                 cut
@@ -182,26 +209,39 @@ pub(crate) fn turn_with_task(line: &str, task: &str) -> Result<Turn, serde_json:
         Value::Object(map) => map.remove(TASK_AT),
         _ => None,
     };
-    let mut places: Vec<(usize, usize)> = at
+    let mut places: Vec<(usize, usize, bool)> = at
         .as_ref()
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
-                .filter_map(|p| Some((p.get(0)?.as_u64()?, p.get(1)?.as_u64()?)))
-                .filter_map(|(i, b)| Some((usize::try_from(i).ok()?, usize::try_from(b).ok()?)))
+                .filter_map(|p| {
+                    let escaped = p.get(2).and_then(Value::as_u64) == Some(1);
+                    Some((p.get(0)?.as_u64()?, p.get(1)?.as_u64()?, escaped))
+                })
+                .filter_map(|(i, b, e)| {
+                    Some((usize::try_from(i).ok()?, usize::try_from(b).ok()?, e))
+                })
                 .collect()
         })
         .unwrap_or_default();
+    let escaped = places
+        .iter()
+        .any(|p| p.2)
+        .then(|| crate::util::text::escape_xml(task));
     // From the end: a later place is counted in the text before the
     // earlier ones are put back.
     places.sort_unstable();
     if let Some(messages) = value.get_mut("messages").and_then(Value::as_array_mut) {
-        for (i, byte) in places.into_iter().rev() {
+        for (i, byte, is_escaped) in places.into_iter().rev() {
+            let text = match (&escaped, is_escaped) {
+                (Some(e), true) => e.as_str(),
+                _ => task,
+            };
             if let Some(Value::String(content)) =
                 messages.get_mut(i).and_then(|m| m.get_mut("content"))
                 && content.is_char_boundary(byte)
             {
-                content.insert_str(byte, task);
+                content.insert_str(byte, text);
             }
         }
     }

@@ -182,11 +182,16 @@ fn issue28_finding4_a_long_task_is_written_once_and_turns_get_it_back() {
         tool_calls: Vec::new(),
         tool_call_id: None,
     };
+    // As prompts hold it: escaped in its `<task>` block (the task has
+    // quotes), as it stands elsewhere.
+    let escaped = crate::util::text::escape_xml(&task);
     turn.messages = vec![
         message(Role::System, "You write.".into()),
         message(
             Role::User,
-            format!("<task>\n{task}\n</task>\n\n<assignment>\n{task} (your part)\n</assignment>"),
+            format!(
+                "<task>\n{escaped}\n</task>\n\n<assignment>\n{task} (your part)\n</assignment>"
+            ),
         ),
     ];
     dir.append_turn(&turn).unwrap();
