@@ -179,7 +179,9 @@ impl Event {
 pub enum EventKind {
     /// The run began.
     RunStarted {
-        /// The task.
+        /// The task; one longer than 64 KiB is cut there, with a note of
+        /// its size (the whole task is in the run's saved state, and a
+        /// 60 MiB task would otherwise be in every copy of the event).
         task: String,
         /// The team's name.
         team: String,
@@ -491,6 +493,27 @@ pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The most of a task a `run_started` event carries (64 KiB).
+pub(crate) const MAX_TASK_IN_EVENT: usize = 64 * 1024;
+
+/// `task` as a `run_started` event carries it: whole, or cut at
+/// [`MAX_TASK_IN_EVENT`] (on a character boundary) with a note of its
+/// size (issue 28, finding 4).
+pub(crate) fn task_for_event(task: &str) -> String {
+    if task.len() <= MAX_TASK_IN_EVENT {
+        return task.to_string();
+    }
+    let mut end = MAX_TASK_IN_EVENT;
+    while !task.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[cut: the task is {} bytes; the first {end} are shown]",
+        &task[..end],
+        task.len()
+    )
 }
 
 #[cfg(test)]

@@ -84,8 +84,9 @@ pub(crate) struct Ask<'t> {
     /// What a usable answer is, for the corrective note.
     pub(crate) expected: &'t str,
     /// Sees every turn record as it is filed (the blackboard keeps a
-    /// member's transcript in its work module).
-    pub(crate) on_turn: &'t (dyn Fn(Turn) + Sync),
+    /// member's transcript in its work module). It copies what it keeps:
+    /// the messages go back to the caller, for asking again.
+    pub(crate) on_turn: &'t (dyn Fn(&Turn) + Sync),
     /// Tools of the process itself, offered beside the agent's own.
     pub(crate) process_tools: &'t [ToolSpec],
     /// Decides what a tool call does before the executor sees it.
@@ -130,18 +131,22 @@ struct CallInfo {
 }
 
 impl Core<'_> {
-    /// One call to the agent's model.
+    /// One call to the agent's model. `messages` are sent and come back
+    /// as they were (taken from the turn's record, not copied before the
+    /// call: each member calling at once held its prompt twice, and a
+    /// 60 MiB task with it, issue 28, finding 4).
     fn call(
         &self,
         agent: &AgentSpec,
         ask: &Ask<'_>,
         info: CallInfo,
-        messages: Vec<Message>,
+        messages: &mut Vec<Message>,
     ) -> Result<ChatResponse, ModelError> {
         let (phase, round) = (ask.phase, ask.round);
         self.stop_check()?;
         let model = self.model_for(&agent.name);
-        let mut request = ChatRequest::new(&agent.name, phase, round, messages);
+        let sent = messages.len();
+        let mut request = ChatRequest::new(&agent.name, phase, round, std::mem::take(messages));
         request.temperature = agent.temperature;
         request.max_tokens = info.max_tokens;
         request.schema = ask.schema.clone();
@@ -199,7 +204,10 @@ impl Core<'_> {
             predicted,
         };
         let turn = self.record_turn(agent, request, &result, started.elapsed(), before);
-        (ask.on_turn)(turn);
+        (ask.on_turn)(&turn);
+        // What was sent, without what the tool exchange added after it.
+        *messages = turn.messages;
+        messages.truncate(sent);
         self.emit(
             &agent.name,
             parent,
@@ -286,7 +294,7 @@ impl Core<'_> {
                     problems.join("; ")
                 );
             }
-            let response = self.call(agent, ask, info, messages.clone())?;
+            let response = self.call(agent, ask, info, &mut messages)?;
             let cut = response.finish == FinishReason::Length;
             cuts += usize::from(cut);
             let checked = if cut && !(phase == Phase::Final && cuts > 1) {

@@ -196,6 +196,8 @@ fn settings(config: &RunConfig) -> RunSettings {
 /// (a `# ` line outside code) keeps it; any other goes under the task's
 /// first line.
 fn report(task: &str, answer: &str) -> String {
+    /// The most characters of the task's first line that make the title.
+    const MAX_TITLE: usize = 200;
     let mut fenced = false;
     let titled = answer.lines().any(|l| {
         let t = l.trim_start();
@@ -208,6 +210,12 @@ fn report(task: &str, answer: &str) -> String {
         format!("{}\n", answer.trim())
     } else {
         let title = task.trim().lines().next().unwrap_or("").trim();
+        // A title, not the task: a task of one 60 MiB line was copied
+        // whole into the report's heading (issue 28, finding 4).
+        let title = match title.char_indices().nth(MAX_TITLE) {
+            Some((end, _)) => format!("{}…", &title[..end]),
+            None => title.to_string(),
+        };
         format!("# {title}\n\n{}\n", answer.trim())
     }
 }
@@ -227,5 +235,9 @@ mod tests {
         let code = report("Task", "```sh\n# a comment\n```");
         assert_eq!(titles(&code), 2, "a `# ` line in code is no title: {code}");
         assert!(code.starts_with("# Task\n"));
+        // Issue 28, finding 4: a one-line task of any length makes a
+        // title of 200 characters.
+        let long = report(&"é".repeat(10_000), "Text.");
+        assert_eq!(long, format!("# {}…\n\nText.\n", "é".repeat(200)));
     }
 }

@@ -182,11 +182,16 @@ fn issue28_finding4_a_long_task_is_written_once_and_turns_get_it_back() {
         tool_calls: Vec::new(),
         tool_call_id: None,
     };
+    // As prompts hold it: escaped in its `<task>` block (the task has
+    // quotes), as it stands elsewhere.
+    let escaped = crate::util::text::escape_xml(&task);
     turn.messages = vec![
         message(Role::System, "You write.".into()),
         message(
             Role::User,
-            format!("<task>\n{task}\n</task>\n\n<assignment>\n{task} (your part)\n</assignment>"),
+            format!(
+                "<task>\n{escaped}\n</task>\n\n<assignment>\n{task} (your part)\n</assignment>"
+            ),
         ),
     ];
     dir.append_turn(&turn).unwrap();
@@ -441,4 +446,44 @@ fn issue25_a_transcript_gets_a_long_task_back() {
             .content
             .contains(&task)
     );
+}
+
+#[test]
+fn issue28_finding4_a_task_cut_out_before_masking_comes_back_in_place() {
+    use crate::model::{Message, Phase, Role};
+    use crate::record::AgentRole;
+    // A secret around the task (not in it): the pieces around the task
+    // are masked, so the places are counted in the masked text.
+    let secret = "hold5-Zq9XkW7pL2mNv4";
+    crate::util::secrets::remember(secret);
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("r");
+    let dir = RunDir::create(&path).unwrap();
+    let task = "a long task, with nothing hidden in it. ".repeat(300);
+    save(&dir, &RunState::new("r".into(), task.clone()));
+    let mut turn =
+        crate::record::turn::sample_turn("t0001", "writer", AgentRole::Member, 1, Phase::Draft);
+    let content = format!("key {secret} then\n<task>\n{task}\n</task>\nand {secret} again {task}.");
+    turn.messages = vec![Message {
+        role: Role::User,
+        content: content.clone(),
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+    }];
+    turn.answer = Some(format!("echo {secret}"));
+    dir.append_turn(&turn).unwrap();
+    let line = std::fs::read_to_string(path.join("turns.jsonl")).unwrap();
+    assert!(
+        line.len() < 1000,
+        "{} bytes: the task was not cut",
+        line.len()
+    );
+    assert!(
+        !line.contains(&secret[..6]) && !line.contains(&secret[8..]),
+        "{line}"
+    );
+    let back = read_turns(&path).unwrap().items;
+    let masked = crate::util::secrets::mask(&content).into_owned();
+    assert!(masked.contains(&task) && !masked.contains(secret));
+    assert_eq!(back[0].messages[0].content, masked);
 }

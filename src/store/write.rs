@@ -35,7 +35,7 @@ pub(crate) struct RunDir {
     state: Mutex<StateLog>,
     /// The run's task when it is long: cut out of the turns that hold it
     /// (it is in `state.jsonl` once).
-    long_task: parking_lot::RwLock<Option<Arc<str>>>,
+    long_task: parking_lot::RwLock<Option<super::long_task::LongTask>>,
 }
 
 /// `journal.jsonl`, open for appending, and its length.
@@ -176,7 +176,7 @@ impl RunDir {
         let (written, task) = match super::read::load_raw(path) {
             Ok((record, Some(state_len))) => (
                 Written::of(&record.state, state_len),
-                long(&record.state.task),
+                super::long_task::LongTask::of(&record.state.task),
             ),
             _ => (Written::default(), None),
         };
@@ -232,11 +232,8 @@ impl RunDir {
     /// Appends one turn; a long task is cut out of its messages.
     pub(crate) fn append_turn(&self, turn: &crate::record::Turn) -> Result<(), StoreError> {
         let path = self.path.join(TURNS_FILE);
-        let line =
-            serde_json::to_vec(turn).map_err(|e| StoreError::json(&path, "cannot serialise", e))?;
-        let line = crate::util::secrets::mask_json(&line).into_owned();
-        let task = self.long_task.read().clone();
-        let mut line = super::long_task::cut_task(line, task.as_deref());
+        let mut line = super::long_task::turn_line(turn, self.long_task.read().as_ref())
+            .map_err(|e| StoreError::json(&path, "cannot serialise", e))?;
         line.push(b'\n');
         let mut f = self.turns.lock();
         f.write_all(&line)
@@ -317,7 +314,16 @@ impl RunDir {
                 return Err(StoreError::io(&state_path, e));
             }
             log.written.wrote(state, line.len() as u64);
-            *self.long_task.write() = long(&state.task);
+            // Masked and copied only when the task is new (not at every
+            // checkpoint of a run).
+            let same = self
+                .long_task
+                .read()
+                .as_ref()
+                .is_some_and(|t| t.is(&state.task));
+            if !same {
+                *self.long_task.write() = super::long_task::LongTask::of(&state.task);
+            }
         }
         let summary = Summary::of(
             state,
@@ -355,12 +361,6 @@ fn masked(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
 
 /// The end of a new run directory's name while it is being made.
 pub(crate) const STAGING_SUFFIX: &str = ".new";
-
-/// The task, when long enough to be written once.
-fn long(task: &str) -> Option<Arc<str>> {
-    (task.len() >= super::long_task::LONG_TASK)
-        .then(|| Arc::from(crate::util::secrets::mask(task).as_ref()))
-}
 
 /// `value` as one JSON line, known secrets masked.
 fn line(path: &Path, value: &impl Serialize) -> Result<Vec<u8>, StoreError> {

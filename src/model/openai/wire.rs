@@ -35,8 +35,29 @@ pub(crate) fn request_json(model: &str, req: &ChatRequest, stream: bool) -> Stri
                 "name": schema.name, "schema": schema.schema, "strict": true}})
         }),
     };
-    // Serializing borrowed strings and JSON values cannot fail.
-    serde_json::to_string(&body).unwrap_or_default()
+    // Written into a buffer sized for it at the start: grown by doubling,
+    // a 60 MiB prompt's body briefly took twice its size, in every member
+    // calling at once (issue 28, finding 4). JSON escapes make it longer
+    // than the text; a small margin covers the usual few.
+    let text: usize = req
+        .messages
+        .iter()
+        .map(|m| {
+            m.content.len()
+                + m.tool_calls
+                    .iter()
+                    .map(|c| c.name.len() + c.arguments.len() + 64)
+                    .sum::<usize>()
+                + 64
+        })
+        .sum();
+    let mut out = Vec::with_capacity(text + text / 64 + 4096);
+    // Serializing borrowed strings and JSON values cannot fail, and what
+    // serde_json writes is UTF-8.
+    if serde_json::to_writer(&mut out, &body).is_err() {
+        return String::new();
+    }
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// The request body as JSON (tests read it back).

@@ -117,7 +117,7 @@ impl Phases for OnPool<'_, '_, '_> {
         let (room, state) = (self.run.room, &self.run.state);
         let master = room.team.master().name.clone();
         let started = EventKind::RunStarted {
-            task: state.task.clone(),
+            task: crate::event::task_for_event(&state.task),
             team: room.team.name().to_string(),
             model: room.core.config.model.name(),
             members: room.team.members().count(),

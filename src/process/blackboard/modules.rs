@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::{Blackboard, Room};
 use crate::board::Entry;
 use crate::event::now_ms;
-use crate::model::Phase;
+use crate::model::{Message, Phase};
 use crate::plan::{ModuleStatus, Plan, WorkModule};
 use crate::protocol::{Assignment, Decision};
 use crate::record::{RunPhase, Turn};
@@ -212,16 +212,27 @@ impl Room<'_> {
     /// Keeps a member's draft call in its module's context archive: what
     /// this round's last call was sent, then its answer. `task` is the
     /// assignment the call is for (a member may have several a round).
-    pub(crate) fn archive_turn(&self, turn: Turn, task: Option<&str>) {
+    pub(crate) fn archive_turn(&self, turn: &Turn, task: Option<&str>) {
         if turn.phase != Phase::Draft {
             return;
         }
         // Built before the plan's lock is taken (every member of a round
-        // takes it once its call returns), from the record itself: it is
-        // not needed after this.
+        // takes it once its call returns), copied from the record (its
+        // messages go back to the call, for asking again) without a long
+        // task (the turn in `turns.jsonl`, which the saved archive names,
+        // has it).
         let reply = crate::plan::reply(turn.answer.as_deref(), turn.error.as_deref());
         let number = turn.turn_id.number();
-        let messages = turn.messages;
+        let messages: Vec<Message> = turn
+            .messages
+            .iter()
+            .map(|m| Message {
+                role: m.role,
+                content: super::prompt::without_long_tasks(&m.content).into_owned(),
+                tool_calls: m.tool_calls.clone(),
+                tool_call_id: m.tool_call_id.clone(),
+            })
+            .collect();
         let mut plan = self.core.plan.lock();
         let hints = &mut self.module_hints.lock();
         let Some(m) = find(

@@ -51,9 +51,9 @@ impl Room<'_> {
         // and its answer are kept for the profile (when there is one).
         let profiled = !agent.profile.is_empty();
         let last: Mutex<(Vec<String>, String)> = Mutex::default();
-        let archive = |turn: Turn| {
+        let archive = |turn: &Turn| {
             if profiled {
-                *last.lock() = (tools_of(&turn), turn.answer.clone().unwrap_or_default());
+                *last.lock() = (tools_of(turn), turn.answer.clone().unwrap_or_default());
             }
             self.archive_turn(turn, task);
         };

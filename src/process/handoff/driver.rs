@@ -111,7 +111,7 @@ impl Phases for Handoff<'_> {
 
     fn started(&self) -> (String, EventKind) {
         let started = EventKind::RunStarted {
-            task: self.state.task.clone(),
+            task: crate::event::task_for_event(&self.state.task),
             team: self.team.name().to_string(),
             model: self.core.config.model.name(),
             members: self.chain().count(),

@@ -192,7 +192,7 @@ impl Handoff<'_> {
             }
         };
         let used = Mutex::new((Vec::<String>::new(), Vec::<String>::new()));
-        let on_turn = |turn: Turn| {
+        let on_turn = |turn: &Turn| {
             let (calls, files) = &mut *used.lock();
             let asked = turn
                 .messages

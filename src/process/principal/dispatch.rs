@@ -131,11 +131,11 @@ impl Room<'_> {
         // Kept as the turns' ids and where each adds to it: `turns.jsonl`
         // holds the messages.
         let archive = Mutex::new(Transcript::default());
-        let on_turn = |turn: Turn| {
+        let on_turn = |turn: &Turn| {
             let mut a = archive.lock();
             let skip = turn.messages.len().min(a.len());
-            let reply = turn.answer.map(Message::assistant);
-            a.push_turn(turn.turn_id.number(), skip, turn.messages, reply);
+            let reply = turn.answer.clone().map(Message::assistant);
+            a.push_turn(turn.turn_id.number(), skip, turn.messages.clone(), reply);
         };
         let ask = Ask {
             task: Some(&job.description),

@@ -136,7 +136,7 @@ impl Phases for OnPool<'_, '_, '_, '_> {
     fn started(&self) -> (String, EventKind) {
         let room = self.room;
         let started = EventKind::RunStarted {
-            task: room.live.lock().state.task.clone(),
+            task: crate::event::task_for_event(&room.live.lock().state.task),
             team: room.team.name().to_string(),
             model: room.core.config.model.name(),
             members: room.associates().len(),

@@ -408,48 +408,60 @@ fn named(e: McpError, method: &str) -> McpError {
 }
 
 /// The text of a `tools/call` result: text blocks joined; other blocks
-/// named; `structuredContent` when there is nothing else.
+/// named; `structuredContent` when there is nothing else. Written into
+/// one string sized for it, borrowing from the parsed result (a list of
+/// owned parts joined at the end held every text twice more: issue 28,
+/// finding 5).
 fn content_text(result: &Value) -> String {
-    let mut parts = Vec::new();
-    if let Some(items) = result.get("content").and_then(Value::as_array) {
-        for item in items {
-            match item.get("type").and_then(Value::as_str) {
-                Some("text") => {
-                    parts.push(
-                        item.get("text")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .into(),
-                    );
-                }
-                Some("resource") => {
-                    let r = item.get("resource").cloned().unwrap_or(Value::Null);
-                    match r.get("text").and_then(Value::as_str) {
-                        Some(t) => parts.push(t.to_string()),
-                        None => parts.push(format!(
-                            "[resource {}]",
-                            r.get("uri").and_then(Value::as_str).unwrap_or("?")
-                        )),
-                    }
-                }
-                Some("resource_link") => parts.push(format!(
-                    "[resource link {}]",
-                    item.get("uri").and_then(Value::as_str).unwrap_or("?")
-                )),
-                Some(kind) => parts.push(format!(
-                    "[{kind} {}]",
-                    item.get("mimeType").and_then(Value::as_str).unwrap_or("")
-                )),
-                None => {}
-            }
+    let items = result
+        .get("content")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let size: usize = items
+        .iter()
+        .filter_map(|i| block_text(i).map(|t| t.len() + 1))
+        .sum();
+    let mut out = String::with_capacity(size);
+    let mut any = false;
+    for t in items.iter().filter_map(block_text) {
+        if any {
+            out.push('\n');
         }
+        out.push_str(&t);
+        any = true;
     }
-    if parts.is_empty()
-        && let Some(s) = result.get("structuredContent")
-    {
+    if !any && let Some(s) = result.get("structuredContent") {
         return s.to_string();
     }
-    parts.join("\n")
+    out
+}
+
+fn str_of(v: Option<&Value>) -> &str {
+    v.and_then(Value::as_str).unwrap_or("")
+}
+
+/// One content block's text (`None` for a block with no type).
+fn block_text(item: &Value) -> Option<std::borrow::Cow<'_, str>> {
+    Some(match item.get("type").and_then(Value::as_str)? {
+        "text" => str_of(item.get("text")).into(),
+        "resource" => {
+            let r = item.get("resource").unwrap_or(&Value::Null);
+            match r.get("text").and_then(Value::as_str) {
+                Some(t) => t.into(),
+                None => format!(
+                    "[resource {}]",
+                    r.get("uri").and_then(Value::as_str).unwrap_or("?")
+                )
+                .into(),
+            }
+        }
+        "resource_link" => format!(
+            "[resource link {}]",
+            item.get("uri").and_then(Value::as_str).unwrap_or("?")
+        )
+        .into(),
+        kind => format!("[{kind} {}]", str_of(item.get("mimeType"))).into(),
+    })
 }
 
 #[cfg(test)]

@@ -604,7 +604,7 @@ impl Inner {
             Value::Array(items) => items,
             one => vec![one],
         };
-        for m in &messages {
+        for m in messages {
             self.route(m, session, within);
         }
         Ok(())
@@ -615,7 +615,7 @@ impl Inner {
     /// message came in: a server whose requests hang must not stretch a
     /// call, or keep a listener from stopping); returns the id of the
     /// response it delivered.
-    fn route(&self, msg: &Value, session: &Session, within: Within) -> Option<u64> {
+    fn route(&self, msg: Value, session: &Session, within: Within) -> Option<u64> {
         let (reply, delivered) = session.handle(msg);
         if let Some(reply) = reply {
             let left = within

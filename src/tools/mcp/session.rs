@@ -140,7 +140,7 @@ impl Session {
     /// Routes one message from the server. Returns the answer to send back
     /// when it is a request from the server, and the id of the response it
     /// delivered, if it was one.
-    pub(crate) fn handle(&self, msg: &Value) -> (Option<Value>, Option<u64>) {
+    pub(crate) fn handle(&self, mut msg: Value) -> (Option<Value>, Option<u64>) {
         let method = msg.get("method").and_then(Value::as_str);
         let id = msg.get("id").filter(|v| !v.is_null());
         match (method, id) {
@@ -164,7 +164,10 @@ impl Session {
                 let Some(id) = id.as_u64() else {
                     return (None, None);
                 };
-                let reply = match (msg.get("result"), msg.get("error")) {
+                // The result is taken, not copied: a tool's answer may be
+                // 16 MiB of parsed JSON (issue 28, finding 5).
+                let result = msg.get_mut("result").map(Value::take);
+                let reply = match (result, msg.get("error")) {
                     (_, Some(err)) => Err(McpError::Rpc {
                         method: String::new(),
                         code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
@@ -174,7 +177,7 @@ impl Session {
                             .unwrap_or("")
                             .to_string(),
                     }),
-                    (Some(result), None) => Ok(result.clone()),
+                    (Some(result), None) => Ok(result),
                     (None, None) => Err(McpError::Protocol {
                         detail: "a response with neither result nor error".into(),
                         source: None,
@@ -260,10 +263,10 @@ mod tests {
     #[test]
     fn server_requests_are_answered() {
         let s = Session::new("t", Elicitation::Reject);
-        let (reply, _) = s.handle(&json!({"jsonrpc": "2.0", "id": "p", "method": "ping"}));
+        let (reply, _) = s.handle(json!({"jsonrpc": "2.0", "id": "p", "method": "ping"}));
         assert_eq!(reply.unwrap()["result"], json!({}));
         let (reply, _) =
-            s.handle(&json!({"jsonrpc": "2.0", "id": 7, "method": "sampling/createMessage"}));
+            s.handle(json!({"jsonrpc": "2.0", "id": 7, "method": "sampling/createMessage"}));
         let reply = reply.unwrap();
         assert_eq!(reply["id"], 7);
         assert!(
@@ -273,7 +276,7 @@ mod tests {
                 .starts_with("sampling is not supported")
         );
         let (reply, _) =
-            s.handle(&json!({"jsonrpc": "2.0", "id": 8, "method": "elicitation/create"}));
+            s.handle(json!({"jsonrpc": "2.0", "id": 8, "method": "elicitation/create"}));
         assert!(
             reply.unwrap()["error"]["message"]
                 .as_str()
@@ -293,7 +296,7 @@ mod tests {
             "note": {"type": "string"}
         }, "required": ["name"]});
         let (reply, _) = s.handle(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "elicitation/create",
+            json!({"jsonrpc": "2.0", "id": 1, "method": "elicitation/create",
             "params": {"message": "?", "requestedSchema": schema}}),
         );
         assert_eq!(
@@ -302,7 +305,7 @@ mod tests {
         );
         let schema = json!({"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]});
         let (reply, _) = s.handle(
-            &json!({"jsonrpc": "2.0", "id": 2, "method": "elicitation/create",
+            json!({"jsonrpc": "2.0", "id": 2, "method": "elicitation/create",
             "params": {"message": "?", "requestedSchema": schema}}),
         );
         assert_eq!(reply.unwrap()["result"], json!({"action": "decline"}));

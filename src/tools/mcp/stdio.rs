@@ -287,7 +287,7 @@ fn read_loop(
                 continue;
             }
         };
-        if let (Some(reply), _) = session.handle(&msg) {
+        if let (Some(reply), _) = session.handle(msg) {
             // Never wait here: a server that does not read must not stop us
             // reading what it writes.
             if let Err(TrySendError::Full(_)) = answers.try_send(line_of(&reply)) {

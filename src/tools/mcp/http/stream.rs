@@ -37,7 +37,7 @@ impl Inner {
                             continue;
                         }
                     };
-                    let delivered = self.route(&msg, session, within);
+                    let delivered = self.route(msg, session, within);
                     if expect.is_some() && delivered == expect {
                         return Ok(Outcome::Done);
                     }
