@@ -234,6 +234,17 @@ fn a_workspace_without_a_runs_dir_gets_the_plan_and_the_report_only() {
     assert!(report.contains(outcome.answer.trim()));
     let top: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
     assert_eq!(top.len(), 1, "nothing but the workspace");
+    // With no turns.jsonl to point into, each module's transcript is
+    // whole in plan.json (review of issue 25).
+    let plan: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(ws.join("plan.json")).unwrap()).unwrap();
+    let tasks = plan["tasks"].as_array().unwrap();
+    assert!(!tasks.is_empty());
+    for t in tasks {
+        assert!(t.get("context_turns").is_none(), "{t}");
+        let archive = t["context_archive"].as_array().unwrap();
+        assert!(archive.len() >= 2, "{t}");
+    }
 }
 
 #[test]

@@ -36,8 +36,10 @@ pub(crate) fn render(rx: Receiver<Event>, mode: Mode) {
             while let Ok(event) = rx.recv() {
                 let mut next = Some(event);
                 while let Some(event) = next.take() {
-                    if serde_json::to_writer(&mut out, &event).is_ok() {
-                        let _ = out.write_all(b"\n");
+                    // Whole lines only: serialised before anything is written.
+                    if let Ok(mut line) = serde_json::to_vec(&event) {
+                        line.push(b'\n');
+                        let _ = out.write_all(&line);
                     }
                     next = rx.try_recv().ok();
                 }

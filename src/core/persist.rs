@@ -157,11 +157,16 @@ impl Persist {
         let mut written = self.plan_written.lock();
         if stops && written.as_ref() != Some(&state.plan) {
             let plan_path = ws.join("plan.json");
-            // Transcripts as the ids of their turns: `turns.jsonl` holds them.
-            // One line: a thousand modules pretty-printed are a third
-            // whitespace.
-            let plan = serde_json::to_vec(&crate::plan::SavedPlan(&state.plan))
-                .map_err(|e| StoreError::json(&plan_path, "cannot serialise", e))?;
+            // Transcripts as the ids of their turns where the run has a
+            // directory (its `turns.jsonl` holds them), whole where it has
+            // only a workspace. One line: a thousand modules
+            // pretty-printed are a third whitespace.
+            let plan = if self.dir.is_some() {
+                serde_json::to_vec(&crate::plan::SavedPlan(&state.plan))
+            } else {
+                serde_json::to_vec(&state.plan)
+            }
+            .map_err(|e| StoreError::json(&plan_path, "cannot serialise", e))?;
             write_replace(&plan_path, &plan)?;
             *written = Some(state.plan.clone());
         }

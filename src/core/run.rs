@@ -190,6 +190,13 @@ impl<'a> Core<'a> {
             }),
             None => config.memory.clone(),
         };
+        let tracker = TurnTracker::from_turns(&turns).numbering_above(
+            state
+                .plan
+                .tasks
+                .iter()
+                .flat_map(crate::plan::WorkModule::named_turns),
+        );
         Ok(Core {
             config,
             ctx,
@@ -199,7 +206,7 @@ impl<'a> Core<'a> {
             usage: UsageBook::new(state.usage, std::mem::take(&mut state.usage_by_agent)),
             plan: Mutex::new(std::mem::take(&mut state.plan)),
             persist,
-            tracker: Mutex::new(TurnTracker::from_turns(&turns)),
+            tracker: Mutex::new(tracker),
             tools,
             calls: AtomicU64::new(0),
             timeout,

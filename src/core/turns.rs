@@ -40,6 +40,14 @@ impl TurnTracker {
         t
     }
 
+    /// Numbers the next turns above each of `named` too (the turns the
+    /// saved transcripts name: one lost from `turns.jsonl` keeps its id, so
+    /// that a transcript never reads another call's turn as its own).
+    pub(crate) fn numbering_above(mut self, named: impl IntoIterator<Item = u32>) -> Self {
+        self.count = named.into_iter().fold(self.count, u32::max);
+        self
+    }
+
     fn next_id(&mut self) -> TurnId {
         self.count += 1;
         TurnId::new(self.count)
@@ -222,5 +230,19 @@ mod tests {
             vec!["t0002", "t0003", "t0004", "t0001"]
         );
         assert_eq!(t.next_id().to_string(), "t0005");
+    }
+
+    #[test]
+    fn a_resume_numbers_its_turns_above_every_id_a_transcript_names() {
+        // t0004 is named by a saved transcript but never reached
+        // turns.jsonl: the next turn is t0005, not a second t0004.
+        let turns = vec![
+            turn("t0001", "master", AgentRole::Master, 0, Phase::Plan),
+            turn("t0003", "writer", AgentRole::Member, 1, Phase::Draft),
+        ];
+        let mut t = TurnTracker::from_turns(&turns).numbering_above([2, 4]);
+        assert_eq!(t.next_id().to_string(), "t0005");
+        let mut t = TurnTracker::from_turns(&turns).numbering_above([]);
+        assert_eq!(t.next_id().to_string(), "t0004");
     }
 }

@@ -206,7 +206,10 @@ impl From<ModuleFile> for WorkModule {
 mod archive;
 
 use archive::{ArchivePart, SavedPart, kept};
-pub(crate) use archive::{SavedModule, SavedPlan, Transcript, reply, serialize_saved};
+pub(crate) use archive::{
+    MAX_TASK_IN_ARCHIVE, SavedModule, SavedPlan, Transcript, reply, serialize_saved,
+    without_long_tasks,
+};
 
 #[cfg(test)]
 mod tests {

@@ -387,7 +387,10 @@ impl Written {
                 match self.plan.get(i) {
                     Some(was) if was == m => {}
                     Some(_) if let Some(at) = journaled_module(m) => {
+                        // The journal's record names the transcript's
+                        // turns: they are on disk before the line too.
                         refs.journal = true;
+                        refs.turns |= m.saved_parts().is_some();
                         changes.push(ModuleChange::journaled(m, at));
                     }
                     Some(was) => {

@@ -487,3 +487,90 @@ fn issue28_finding4_a_task_cut_out_before_masking_comes_back_in_place() {
     assert!(masked.contains(&task) && !masked.contains(secret));
     assert_eq!(back[0].messages[0].content, masked);
 }
+
+/// Review of issue 25: a module the journal holds whole is pointed to,
+/// and its record names turns: `turns.jsonl` goes to disk before the line
+/// too, not the journal alone.
+#[test]
+fn issue25_a_journaled_module_of_turns_points_into_turns_too() {
+    use crate::model::Message;
+    let mut state = RunState::new("r".into(), "a task".into());
+    let id = state.plan.add("part one", Some("writer".into()));
+    let written = snapshot::Written::of(&state, 0);
+    let module = state.plan.get_mut(&id).unwrap();
+    let reply = crate::plan::reply(Some("a draft"), None);
+    module.archive_turn(2, 0, vec![Message::user("write part one")], Some(reply));
+    module.status = crate::plan::ModuleStatus::PendingReview;
+    let (line, points) = written
+        .delta(&state, &|_| None, &|_| Some(10))
+        .unwrap()
+        .unwrap();
+    let line = String::from_utf8(line).unwrap();
+    assert!(line.contains("\"module_at\""), "{line}");
+    assert!(points.journal && points.turns, "{points:?}");
+}
+
+/// Review of issue 25: a module handed to another member keeps the first
+/// one's turns in its transcript when read back.
+#[test]
+fn issue25_a_reassigned_module_reads_back_the_first_members_turn() {
+    use crate::model::{Message, Phase};
+    use crate::record::AgentRole;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("r");
+    let dir = RunDir::create(&path).unwrap();
+    let mut state = RunState::new("r".into(), "a task".into());
+    let id = state.plan.add("part one", Some("writer".into()));
+    save(&dir, &state);
+    let mut turn =
+        crate::record::turn::sample_turn("t0002", "writer", AgentRole::Member, 1, Phase::Draft);
+    turn.messages = vec![Message::user("write part one")];
+    turn.answer = Some("the writer's draft".into());
+    dir.append_turn(&turn).unwrap();
+    let module = state.plan.get_mut(&id).unwrap();
+    let reply = crate::plan::reply(turn.answer.as_deref(), None);
+    module.archive_turn(2, 0, turn.messages.clone(), Some(reply));
+    module.assigned_agent = Some("critic".into());
+    save(&dir, &state);
+    let back = load_run(&path).unwrap().state;
+    assert_eq!(back.plan.tasks[0].context_archive.len(), 2);
+    assert_eq!(back, state);
+}
+
+/// Review of issue 25 with issue 28's finding 4: a transcript read back
+/// holds no task over 64 KiB, as the live run's does not (every member's
+/// would hold it again).
+#[test]
+fn issue25_a_transcript_read_back_keeps_no_long_task() {
+    use crate::model::{Message, Phase};
+    use crate::record::AgentRole;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("r");
+    let dir = RunDir::create(&path).unwrap();
+    let task = "Plan a picnic. ".repeat(5000);
+    let mut state = RunState::new("r".into(), task.clone());
+    let id = state.plan.add("part one", Some("writer".into()));
+    save(&dir, &state);
+    let mut turn =
+        crate::record::turn::sample_turn("t0001", "writer", AgentRole::Member, 1, Phase::Draft);
+    turn.messages = vec![Message::user(format!("<task>\n{task}\n</task>\npart one"))];
+    turn.answer = Some("a draft".into());
+    dir.append_turn(&turn).unwrap();
+    let cut: Vec<Message> = turn
+        .messages
+        .iter()
+        .map(|m| Message::user(crate::plan::without_long_tasks(&m.content).into_owned()))
+        .collect();
+    assert!(!cut[0].content.contains(&task));
+    let reply = crate::plan::reply(turn.answer.as_deref(), None);
+    let module = state.plan.get_mut(&id).unwrap();
+    module.archive_turn(1, 0, cut, Some(reply));
+    save(&dir, &state);
+    let back = load_run(&path).unwrap().state;
+    assert!(
+        !back.plan.tasks[0].context_archive[0]
+            .content
+            .contains(&task)
+    );
+    assert_eq!(back, state);
+}

@@ -2,6 +2,7 @@
 //! turns is saved with their ids (`context_turns`, see `plan/archive.rs`),
 //! and every reader of a run gets its `context_archive` whole.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
 use std::path::Path;
@@ -28,15 +29,22 @@ pub(crate) fn read_back<'m>(
         return Ok(());
     }
     let needed: HashSet<u32> = pending.iter().flat_map(|m| m.turns_to_read()).collect();
-    let by_id = needed_turns(dir, task, &needed)?;
+    let mut by_id = needed_turns(dir, task, &needed)?;
+    // As the live run keeps them: no task over 64 KiB in a transcript
+    // (every member's would hold it again).
+    for t in by_id.values_mut() {
+        for m in &mut t.messages {
+            if let Cow::Owned(cut) = crate::plan::without_long_tasks(&m.content) {
+                m.content = cut;
+            }
+        }
+    }
     for m in pending {
-        let agent = m.assigned_agent.clone();
+        // Any agent's turn: a module reassigned keeps the transcript of
+        // the member before (a turn id is given once in a run: a resume
+        // numbers its turns above every id a transcript names).
         let missing = m.read_turns_with(|n| {
             let t = by_id.get(&n)?;
-            // The member's own call, or not the turn the module meant.
-            if agent.as_deref().is_some_and(|a| a != t.agent) {
-                return None;
-            }
             Some((&t.messages[..], t.answer.as_deref(), t.error.as_deref()))
         });
         if !missing.is_empty() {

@@ -72,8 +72,10 @@ fn open_regular_with_meta(
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt as _;
-        let nonblock = rustix::fs::OFlags::NONBLOCK.bits();
-        options.custom_flags(i32::try_from(nonblock).unwrap_or(0));
+        // A device is opened before it is refused: never as the session's
+        // controlling terminal.
+        let flags = (rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY).bits();
+        options.custom_flags(i32::try_from(flags).unwrap_or(0));
     }
     let file = match options.open(path) {
         Ok(file) => file,
