@@ -383,6 +383,48 @@ pub(crate) fn serialize_saved<S: serde::Serializer>(
     SavedModule(m).serialize(s)
 }
 
+/// A task longer than this (64 KiB, as much as a prompt shows of a board
+/// entry) is not kept in a module's transcript (its `context_archive`, in
+/// memory and as read back from `turns.jsonl`): the run's task is saved once, in the run's
+/// state; every member's transcript held it again, and with it every
+/// journal record, checkpoint and `plan.json` that copies the module
+/// (issue 28, finding 4: a 60 MiB task, four members, 250 MB of journal).
+pub(crate) const MAX_TASK_IN_ARCHIVE: usize = 64 * 1024;
+
+/// `content` with the text of every `<task>` block longer than
+/// [`MAX_TASK_IN_ARCHIVE`] replaced by a note of its size.
+pub(crate) fn without_long_tasks(content: &str) -> std::borrow::Cow<'_, str> {
+    const OPEN: &str = "<task>\n";
+    const CLOSE: &str = "\n</task>";
+    if content.len() <= MAX_TASK_IN_ARCHIVE {
+        return content.into();
+    }
+    let mut out = String::new();
+    let mut rest = content;
+    while let Some(open) = rest.find(OPEN) {
+        let inner = &rest[open + OPEN.len()..];
+        // An escaped task holds no `<`: its block ends at the first close.
+        let Some(close) = inner.find(CLOSE) else {
+            break;
+        };
+        out.push_str(&rest[..open + OPEN.len()]);
+        if close > MAX_TASK_IN_ARCHIVE {
+            let _ = write!(
+                out,
+                "[the run's task, {close} bytes: not repeated in this transcript]"
+            );
+        } else {
+            out.push_str(&inner[..close]);
+        }
+        rest = &inner[close..];
+    }
+    if out.is_empty() {
+        return content.into();
+    }
+    out.push_str(rest);
+    out.into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,46 +477,4 @@ mod tests {
         assert!(json.get("context_turns").is_none());
         assert_eq!(json, serde_json::to_value(&plain).unwrap());
     }
-}
-
-/// A task longer than this (64 KiB, as much as a prompt shows of a board
-/// entry) is not kept in a module's transcript (its `context_archive`, in
-/// memory and as read back from `turns.jsonl`): the run's task is saved once, in the run's
-/// state; every member's transcript held it again, and with it every
-/// journal record, checkpoint and `plan.json` that copies the module
-/// (issue 28, finding 4: a 60 MiB task, four members, 250 MB of journal).
-pub(crate) const MAX_TASK_IN_ARCHIVE: usize = 64 * 1024;
-
-/// `content` with the text of every `<task>` block longer than
-/// [`MAX_TASK_IN_ARCHIVE`] replaced by a note of its size.
-pub(crate) fn without_long_tasks(content: &str) -> std::borrow::Cow<'_, str> {
-    const OPEN: &str = "<task>\n";
-    const CLOSE: &str = "\n</task>";
-    if content.len() <= MAX_TASK_IN_ARCHIVE {
-        return content.into();
-    }
-    let mut out = String::new();
-    let mut rest = content;
-    while let Some(open) = rest.find(OPEN) {
-        let inner = &rest[open + OPEN.len()..];
-        // An escaped task holds no `<`: its block ends at the first close.
-        let Some(close) = inner.find(CLOSE) else {
-            break;
-        };
-        out.push_str(&rest[..open + OPEN.len()]);
-        if close > MAX_TASK_IN_ARCHIVE {
-            let _ = write!(
-                out,
-                "[the run's task, {close} bytes: not repeated in this transcript]"
-            );
-        } else {
-            out.push_str(&inner[..close]);
-        }
-        rest = &inner[close..];
-    }
-    if out.is_empty() {
-        return content.into();
-    }
-    out.push_str(rest);
-    out.into()
 }

@@ -205,10 +205,11 @@ impl From<ModuleFile> for WorkModule {
 
 mod archive;
 
+#[cfg(test)]
+pub(crate) use archive::MAX_TASK_IN_ARCHIVE;
 use archive::{ArchivePart, SavedPart, kept};
 pub(crate) use archive::{
-    MAX_TASK_IN_ARCHIVE, SavedModule, SavedPlan, Transcript, reply, serialize_saved,
-    without_long_tasks,
+    SavedModule, SavedPlan, Transcript, reply, serialize_saved, without_long_tasks,
 };
 
 #[cfg(test)]
