@@ -42,6 +42,8 @@ pub(crate) struct Persist {
     created_ms: u64,
     /// The plan last written to `workspace/plan.json`.
     plan_written: parking_lot::Mutex<Option<Plan>>,
+    /// The `report.md` last written: the same report is not written again.
+    report_written: parking_lot::Mutex<Option<String>>,
 }
 
 impl Persist {
@@ -88,6 +90,7 @@ impl Persist {
             dir: Some(Arc::new(dir)),
             created_ms: previous.as_ref().map_or_else(now_ms, |r| r.created_ms),
             plan_written: parking_lot::Mutex::new(None),
+            report_written: parking_lot::Mutex::new(None),
         };
         if previous.is_none() {
             persist
@@ -176,7 +179,11 @@ impl Persist {
             && let Some(answer) = &state.answer
         {
             let report = report(&state.task, answer);
-            write_replace(&ws.join("report.md"), report.as_bytes())?;
+            let mut written = self.report_written.lock();
+            if written.as_deref() != Some(report.as_str()) {
+                write_replace(&ws.join("report.md"), report.as_bytes())?;
+                *written = Some(report);
+            }
         }
         Ok(())
     }

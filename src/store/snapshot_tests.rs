@@ -574,3 +574,23 @@ fn issue25_a_transcript_read_back_keeps_no_long_task() {
     );
     assert_eq!(back, state);
 }
+
+/// Issue 25: a checkpoint that changes nothing writes nothing (the end of
+/// a run saved its last phase, then again as it wrapped up); one that
+/// changes anything writes `run.json` again.
+#[test]
+fn issue25_a_checkpoint_of_nothing_new_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("r");
+    let dir = RunDir::create(&path).unwrap();
+    let mut state = RunState::new("r".into(), "a task".into());
+    save(&dir, &state);
+    let first = std::fs::read(path.join("run.json")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    save(&dir, &state);
+    assert_eq!(std::fs::read(path.join("run.json")).unwrap(), first);
+    state.round = 2;
+    save(&dir, &state);
+    assert_ne!(std::fs::read(path.join("run.json")).unwrap(), first);
+    assert_eq!(load_run(&path).unwrap().state, state);
+}

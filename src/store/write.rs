@@ -50,6 +50,10 @@ struct Journal {
 struct StateLog {
     file: File,
     written: Written,
+    /// The last `run.json` written, without its `saved_ms`: a checkpoint
+    /// that changes nothing writes nothing (the end of a run saves once
+    /// after its last phase and once more as it wraps up).
+    summary: Option<Vec<u8>>,
 }
 
 /// What a checkpoint saves besides the state.
@@ -195,6 +199,7 @@ impl RunDir {
             state: Mutex::new(StateLog {
                 file: state,
                 written,
+                summary: None,
             }),
             long_task: parking_lot::RwLock::new(task),
         })
@@ -291,6 +296,7 @@ impl RunDir {
             .written
             .delta(state, &journaled, &journaled_module)
             .map_err(|e| StoreError::json(&state_path, "cannot serialise", e))?;
+        let wrote_line = delta.is_some();
         if let Some((line, points_to)) = delta {
             if points_to.journal {
                 let j = self.journal.lock();
@@ -325,7 +331,7 @@ impl RunDir {
                 *self.long_task.write() = super::long_task::LongTask::of(&state.task);
             }
         }
-        let summary = Summary::of(
+        let mut summary = Summary::of(
             state,
             c.created_ms,
             c.team_name.to_string(),
@@ -334,9 +340,18 @@ impl RunDir {
             log.written.state_len,
         );
         let path = self.path.join(RUN_FILE);
+        let saved_ms = std::mem::take(&mut summary.saved_ms);
+        let same = serde_json::to_vec(&summary)
+            .map_err(|e| StoreError::json(&path, "cannot serialise", e))?;
+        if !wrote_line && log.summary.as_deref() == Some(&same[..]) {
+            return Ok(());
+        }
+        summary.saved_ms = saved_ms;
         let json = serde_json::to_vec_pretty(&summary)
             .map_err(|e| StoreError::json(&path, "cannot serialise", e))?;
-        write_atomic(&path, &json)
+        write_atomic(&path, &json)?;
+        log.summary = Some(same);
+        Ok(())
     }
 }
 
