@@ -398,8 +398,8 @@ impl ChatModel for Stopwatch {
         self.inner.supports_tools()
     }
 
-    fn release_idle(&self) {
-        self.inner.release_idle();
+    fn release_idle(&self, keep: &str) {
+        self.inner.release_idle(keep);
     }
 }
 

@@ -228,13 +228,13 @@ impl<'a> Core<'a> {
     /// Tells every model of the run that its last parallel phase is over
     /// (see [`crate::model::ChatModel::release_idle`]): each distinct
     /// model once.
-    pub(crate) fn release_idle_models(&self) {
+    pub(crate) fn release_idle_models(&self, keep: &str) {
         let mut told: Vec<*const ()> = Vec::new();
         for m in std::iter::once(&self.config.model).chain(self.models.values()) {
             let at = Arc::as_ptr(m).cast::<()>();
             if !told.contains(&at) {
                 told.push(at);
-                m.release_idle();
+                m.release_idle(keep);
             }
         }
     }

@@ -343,11 +343,14 @@ pub trait ChatModel: Send + Sync {
     }
 
     /// The run will make few calls from now on (its last parallel phase
-    /// is over): the model may let go of what it keeps for the next wide
-    /// round, such as idle connections, without delaying the caller. The
+    /// is over), those of the agent named `keep` (the master): the model
+    /// may let go of what it keeps for the next wide round, such as idle
+    /// connections (not `keep`'s), without delaying the caller. The
     /// default does nothing. Another run using the same endpoint opens
     /// new connections where it would have reused these.
-    fn release_idle(&self) {}
+    fn release_idle(&self, keep: &str) {
+        let _ = keep;
+    }
 }
 
 /// Where a model is served, as `check` shows it: never the key, only
@@ -385,8 +388,8 @@ impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
         (**self).endpoint()
     }
 
-    fn release_idle(&self) {
-        (**self).release_idle();
+    fn release_idle(&self, keep: &str) {
+        (**self).release_idle(keep);
     }
 
     fn chat(
@@ -415,8 +418,8 @@ impl<M: ChatModel + ?Sized> ChatModel for Box<M> {
         (**self).endpoint()
     }
 
-    fn release_idle(&self) {
-        (**self).release_idle();
+    fn release_idle(&self, keep: &str) {
+        (**self).release_idle(keep);
     }
 
     fn chat(

@@ -179,8 +179,8 @@ impl ChatModel for Anthropic {
         self.inner.tools
     }
 
-    fn release_idle(&self) {
-        self.inner.client.endpoint.release_idle();
+    fn release_idle(&self, keep: &str) {
+        self.inner.client.endpoint.release_idle(keep);
     }
 
     fn endpoint(&self) -> Option<EndpointInfo> {

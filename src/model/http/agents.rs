@@ -62,21 +62,25 @@ impl Agents {
         shards[shard_of(name, shards.len())].clone()
     }
 
-    /// Lets go of the idle connections: the calls from now on go through
-    /// fresh agents, and the old ones (with the connections a wide round
-    /// left open, a thousand of them after a 1024-member round) are
-    /// dropped on a thread of their own, so that closing them (tens of
-    /// microseconds of kernel time each) overlaps the call the run makes
-    /// next instead of delaying the end of the process. A call in flight
-    /// keeps its agent until it is done. A pool of one shard is kept.
-    pub(crate) fn release_idle(&self) {
-        if self.shards.read().len() < 2 {
+    /// Lets go of the idle connections but those of `keep`'s shard: the
+    /// calls from now on go through fresh agents (`keep`'s own, the
+    /// master's that reviews next, goes on), and the old ones (with the
+    /// connections a wide round left open, a thousand of them after a
+    /// 1024-member round) are dropped on a thread of their own, so that
+    /// closing them (tens of microseconds of kernel time each) overlaps
+    /// the call the run makes next instead of delaying the end of the
+    /// process. A call in flight keeps its agent until it is done. A pool
+    /// of one shard is kept.
+    pub(crate) fn release_idle(&self, keep: &str) {
+        let mut shards = self.shards.write();
+        if shards.len() < 2 {
             return;
         }
-        let old = std::mem::replace(
-            &mut *self.shards.write(),
-            build(self.idle, &self.resolver).into(),
-        );
+        let kept = shard_of(keep, shards.len());
+        let mut fresh = build(self.idle, &self.resolver);
+        fresh[kept] = shards[kept].clone();
+        let old = std::mem::replace(&mut *shards, fresh.into());
+        drop(shards);
         let closer = move || drop(old);
         if let Err(e) = std::thread::Builder::new()
             .name("boardroom-close-idle".into())
@@ -191,33 +195,46 @@ mod tests {
     }
 
     #[test]
-    fn releasing_the_idle_connections_closes_them_and_calls_go_on() {
+    fn releasing_the_idle_connections_closes_them_but_the_kept_callers() {
         let (url, opened, closed) = server();
         let agents = Agents::new(256);
         let call = |name: &str| {
             let mut r = agents.for_caller(name).get(&url).call().unwrap();
             assert_eq!(r.body_mut().read_to_string().unwrap(), "ok");
         };
-        // Callers spread over the shards, each shard keeps its connection.
+        // Callers spread over the shards, each shard keeps its connection
+        // (calls one after another: one connection a shard).
+        call("master");
         for i in 0..64 {
             call(&format!("m{i:04}"));
         }
         let kept = opened.load(Ordering::SeqCst);
-        assert!(kept > 1, "{kept}");
+        assert!(kept > 2, "{kept}");
         assert_eq!(closed.load(Ordering::SeqCst), 0);
-        agents.release_idle();
-        // Closed by the closing thread (bounded only so a failure ends).
+        agents.release_idle("master");
+        // Closed by the closing thread, all but the master's shard's one
+        // (bounded only so that a failure ends).
         let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while closed.load(Ordering::SeqCst) < kept && std::time::Instant::now() < until {
+        while closed.load(Ordering::SeqCst) < kept - 1 && std::time::Instant::now() < until {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         assert_eq!(
             closed.load(Ordering::SeqCst),
-            kept,
+            kept - 1,
             "every idle connection closed"
         );
-        // The pool works on: a call opens a new connection.
-        call("m0000");
+        // The master's next call reuses its connection; another caller's
+        // opens a new one.
+        call("master");
+        assert_eq!(opened.load(Ordering::SeqCst), kept);
+        let shards = agents.shards();
+        let other = (0..64)
+            .map(|i| format!("m{i:04}"))
+            .find(|m| shard_of(m, shards) != shard_of("master", shards))
+            .unwrap();
+        call(&other);
         assert_eq!(opened.load(Ordering::SeqCst), kept + 1);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(closed.load(Ordering::SeqCst), kept - 1, "the master's kept");
     }
 }

@@ -248,8 +248,8 @@ impl Endpoint {
 
     /// Closes the endpoint's idle connections in the background (see
     /// [`super::agents::Agents::release_idle`]).
-    pub(crate) fn release_idle(&self) {
-        self.agents.release_idle();
+    pub(crate) fn release_idle(&self, keep: &str) {
+        self.agents.release_idle(keep);
     }
 
     /// The current limit.

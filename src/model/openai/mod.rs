@@ -178,8 +178,8 @@ impl ChatModel for OpenAi {
         self.inner.tools
     }
 
-    fn release_idle(&self) {
-        self.inner.client.endpoint.release_idle();
+    fn release_idle(&self, keep: &str) {
+        self.inner.client.endpoint.release_idle(keep);
     }
 
     fn endpoint(&self) -> Option<super::EndpointInfo> {

@@ -67,7 +67,8 @@ impl<'d> Blackboard<'d> {
         // when its caller waits for them.
         if round >= self.cap() {
             pool.release();
-            self.room.core.release_idle_models();
+            let master = &self.room.team.master().name;
+            self.room.core.release_idle_models(master);
         }
         let master = self.room.team.master().name.clone();
         match self.master_turn(Phase::Review, round, messages) {
@@ -109,7 +110,9 @@ impl<'d> Blackboard<'d> {
         );
         drop(board);
         pool.release();
-        self.room.core.release_idle_models();
+        self.room
+            .core
+            .release_idle_models(&self.room.team.master().name);
         let master = self.room.team.master();
         match self.room.call_until(
             master,
