@@ -110,17 +110,7 @@ pub(crate) struct Before {
 /// the common tokenizers), and its token cap (0 when it has none) for the
 /// completion.
 pub(crate) fn predict_usage(request: &ChatRequest) -> Usage {
-    let bytes: usize = request
-        .messages
-        .iter()
-        .map(|m| {
-            m.content.len()
-                + m.tool_calls
-                    .iter()
-                    .map(|c| c.name.len() + c.arguments.len())
-                    .sum::<usize>()
-        })
-        .sum();
+    let bytes = request.text_bytes();
     Usage {
         prompt_tokens: (bytes as u64).div_ceil(4),
         completion_tokens: request.max_tokens.map_or(0, u64::from),

@@ -207,6 +207,22 @@ impl ChatRequest {
             deadline: None,
         }
     }
+
+    /// The bytes of text the request's messages carry: their contents and
+    /// their tool calls' names and arguments (what a body or a token
+    /// estimate is sized from).
+    pub(crate) fn text_bytes(&self) -> usize {
+        self.messages
+            .iter()
+            .map(|m| {
+                m.content.len()
+                    + m.tool_calls
+                        .iter()
+                        .map(|c| c.name.len() + c.arguments.len())
+                        .sum::<usize>()
+            })
+            .sum()
+    }
 }
 
 /// Token counts of one call, or summed over many.

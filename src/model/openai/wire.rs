@@ -39,18 +39,8 @@ pub(crate) fn request_json(model: &str, req: &ChatRequest, stream: bool) -> Stri
     // a 60 MiB prompt's body briefly took twice its size, in every member
     // calling at once (issue 28, finding 4). JSON escapes make it longer
     // than the text; a small margin covers the usual few.
-    let text: usize = req
-        .messages
-        .iter()
-        .map(|m| {
-            m.content.len()
-                + m.tool_calls
-                    .iter()
-                    .map(|c| c.name.len() + c.arguments.len() + 64)
-                    .sum::<usize>()
-                + 64
-        })
-        .sum();
+    let pieces: usize = req.messages.iter().map(|m| 1 + m.tool_calls.len()).sum();
+    let text = req.text_bytes() + 64 * pieces;
     let mut out = Vec::with_capacity(text + text / 64 + 4096);
     // Serializing borrowed strings and JSON values cannot fail, and what
     // serde_json writes is UTF-8.
