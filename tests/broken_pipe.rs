@@ -1,7 +1,9 @@
 //! Issue 15: stdout closed by its reader (`boardroom run .. | head -c1`)
 //! ends the program quietly with exit 0, through the write's
 //! `ErrorKind::BrokenPipe`, not by matching a panic's text. The reader is
-//! a real pipe, closed before boardroom writes a byte.
+//! a real pipe whose reading end is closed before boardroom starts, so no
+//! byte can land in the pipe's buffer first (closing it after the spawn
+//! raced with a quick `runs`, which then wrote its listing and went on).
 
 use std::io::Read;
 use std::path::Path;
@@ -9,8 +11,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Runs boardroom with `args`, its stdout a pipe whose reading end is
-/// closed at once; returns the exit code and stderr.
+/// closed before it starts; returns the exit code and stderr.
 fn with_closed_stdout(args: &[&str], runs: &Path) -> (Option<i32>, String) {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader); // the reader goes away before any output
     let mut child = Command::new(env!("CARGO_BIN_EXE_boardroom"))
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -19,11 +23,10 @@ fn with_closed_stdout(args: &[&str], runs: &Path) -> (Option<i32>, String) {
         .env_remove("RUST_LOG")
         .env_remove("OPENAI_BASE_URL")
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(writer)
         .stderr(Stdio::piped())
         .spawn()
         .expect("the binary runs");
-    drop(child.stdout.take()); // the reader goes away before any output
     let mut stderr = child.stderr.take().unwrap();
     let reader = std::thread::spawn(move || {
         let mut text = String::new();
