@@ -184,7 +184,11 @@ impl AgentSpec {
     }
 }
 
+/// An agent file's front matter. Unknown fields are refused: the typed
+/// read alone then takes a file whole ([`yaml::read_agent_checked`]); the
+/// outline's check still names an unknown key first, at its line.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct FrontMatter {
     name: Option<String>,
     role: Option<AgentRole>,
@@ -311,7 +315,8 @@ pub(super) fn parse_agent(
     soul: impl FnOnce(&str) -> Result<String, String>,
 ) -> Result<AgentSpec, TeamError> {
     let (yaml_text, first, notes) = split_front_matter(path, text)?;
-    let (fm, outline): (FrontMatter, _) = yaml::read_checked(path, &yaml_text, first, AGENT_KEYS)?;
+    let (fm, outline): (FrontMatter, _) =
+        yaml::read_agent_checked(path, &yaml_text, first, AGENT_KEYS)?;
     let line_of = |key: &str| outline.line(&[yaml::Step::Key(key)]).unwrap_or(1);
     let Some(name) = fm.name else {
         return Err(TeamError::at(path, 1, "missing key 'name'"));

@@ -6,6 +6,11 @@
 //! error of the typed read carries the parser's location; the outline turns
 //! it into the path of the value (`models.gpt.timeout`, `handoffs[2]`,
 //! items counted from 1) so that every message reads `FILE:LINE: path: what`.
+//!
+//! An agent file, of which a team may have thousands, is read typed first
+//! ([`read_agent_checked`]): a file that reads cleanly gets an outline
+//! parsed only when a line is asked of it, and one that does not is read
+//! again the long way, for the same messages.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -59,11 +64,19 @@ impl Mapping {
 mod probes {
     use std::cell::Cell;
     thread_local!(static PROBES: Cell<usize> = const { Cell::new(0) });
+    thread_local!(static PARSES: Cell<usize> = const { Cell::new(0) });
     pub(super) fn count() {
         PROBES.with(|p| p.set(p.get() + 1));
     }
     pub(super) fn take() -> usize {
         PROBES.with(|p| p.replace(0))
+    }
+    /// An outline parsed (at once or later).
+    pub(super) fn parsed() {
+        PARSES.with(|p| p.set(p.get() + 1));
+    }
+    pub(super) fn take_parses() -> usize {
+        PARSES.with(|p| p.replace(0))
     }
 }
 
@@ -149,7 +162,11 @@ pub(crate) enum Step<'a> {
 /// read does not keep.
 #[derive(Debug)]
 pub(crate) struct Outline {
-    root: Spanned<Node>,
+    /// The document's nodes: parsed at once, or from `text` when first
+    /// asked for (a document its typed read took whole).
+    root: std::cell::OnceCell<Spanned<Node>>,
+    /// The document, kept for a later parse; empty once parsed.
+    text: String,
     /// The file line of the document's first line.
     first_line: usize,
 }
@@ -176,6 +193,8 @@ impl Outline {
     /// A YAML syntax error, or a key written twice in one mapping, at its
     /// file line.
     pub(crate) fn parse(path: &Path, yaml: &str, first_line: usize) -> Result<Self, TeamError> {
+        #[cfg(test)]
+        probes::parsed();
         let root = if yaml.trim().is_empty() {
             Spanned::new(
                 Node::Scalar(String::new()),
@@ -207,9 +226,42 @@ impl Outline {
                 },
             )?
         };
-        let outline = Outline { root, first_line };
-        outline.check_duplicates(path, &outline.root, &mut Vec::new())?;
+        let outline = Outline {
+            root: root.into(),
+            text: String::new(),
+            first_line,
+        };
+        outline.check_duplicates(path, outline.root(), &mut Vec::new())?;
         Ok(outline)
+    }
+
+    /// The outline of `yaml`, a document already read cleanly by its typed
+    /// read, parsed when first asked for.
+    fn later(yaml: &str, first_line: usize) -> Self {
+        Outline {
+            root: std::cell::OnceCell::new(),
+            text: yaml.to_string(),
+            first_line,
+        }
+    }
+
+    /// The document's nodes. A later parse cannot fail where the typed
+    /// read did not (the outline's settings take more); if it did, the
+    /// document has no lines to tell, and callers fall back to the file's
+    /// first.
+    fn root(&self) -> &Spanned<Node> {
+        self.root.get_or_init(|| {
+            #[cfg(test)]
+            probes::parsed();
+            serde_saphyr::from_str_with_options::<Spanned<Node>>(&self.text, options(true))
+                .unwrap_or_else(|_| {
+                    Spanned::new(
+                        Node::Scalar(String::new()),
+                        Location::UNKNOWN,
+                        Location::UNKNOWN,
+                    )
+                })
+        })
     }
 
     /// The file line of a parser location.
@@ -261,7 +313,7 @@ impl Outline {
     /// The top-level keys with their file lines (none unless the document
     /// is a mapping).
     pub(crate) fn top_level_keys(&self) -> Vec<(&str, usize)> {
-        match &self.root.value {
+        match &self.root().value {
             Node::Map(map) => map
                 .entries
                 .iter()
@@ -274,8 +326,8 @@ impl Outline {
     /// The node at `path`, and the location to name for it: a key's own
     /// line for a mapping entry, the item's line for a list item.
     fn find(&self, path: &[Step<'_>]) -> Option<(&Spanned<Node>, Location)> {
-        let mut node = &self.root;
-        let mut at = self.root.referenced;
+        let mut node = self.root();
+        let mut at = node.referenced;
         for step in path {
             match (step, &node.value) {
                 (Step::Key(want), Node::Map(map)) => {
@@ -353,7 +405,7 @@ impl Outline {
             }
         }
         let mut trail = Vec::new();
-        if walk(&self.root, at, &mut trail) {
+        if walk(self.root(), at, &mut trail) {
             trail
         } else {
             Vec::new()
@@ -433,6 +485,25 @@ pub(crate) fn read_checked<T: DeserializeOwned>(
         }
     })?;
     Ok((value, outline))
+}
+
+/// [`read_checked`] for an agent file, the typed read first: a document
+/// it takes whole (every key known, none twice: `T` must refuse unknown
+/// fields, and the parser refuses a duplicate key) needs no outline until a
+/// line is asked of it; any other is read as [`read_checked`] reads it, for
+/// its messages.
+pub(crate) fn read_agent_checked<T: DeserializeOwned>(
+    path: &Path,
+    yaml: &str,
+    first_line: usize,
+    allowed: &[&str],
+) -> Result<(T, Outline), TeamError> {
+    if !yaml.trim().is_empty()
+        && let Ok(value) = serde_saphyr::from_str_with_options::<T>(yaml, options(false))
+    {
+        return Ok((value, Outline::later(yaml, first_line)));
+    }
+    read_checked(path, yaml, first_line, allowed)
 }
 
 /// `'a'`, `'a' or 'b'`, `one of 'a', 'b', 'c'`.

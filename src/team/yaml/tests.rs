@@ -177,3 +177,58 @@ fn syntax_errors_have_their_line() {
     };
     assert!(line.is_some_and(|l| l >= 3), "{e}");
 }
+
+/// An agent file the typed read takes whole is parsed once: its outline
+/// waits until a line is asked of it, and then tells the same lines. A file
+/// the typed read refuses is read the long way, with the same messages.
+#[test]
+fn an_agent_file_read_cleanly_is_parsed_once() {
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct A {
+        name: String,
+        role: String,
+        #[serde(default)]
+        tools: Vec<String>,
+    }
+    const KEYS: &[&str] = &["name", "role", "tools"];
+    let path = Path::new("agents/a.md");
+    let read = |y: &str| read_agent_checked::<A>(path, y, 2, KEYS);
+    probes::take_parses();
+    let y = "name: a\nrole: member\ntools:\n  - search\n  - fetch\n";
+    let (a, later) = read(y).unwrap();
+    assert_eq!(a.tools, ["search", "fetch"]);
+    assert_eq!(
+        probes::take_parses(),
+        0,
+        "no outline before a line is asked"
+    );
+    assert_eq!(later.line(&[Step::Key("role")]), Some(3));
+    assert_eq!(
+        later.item_line(&[Step::Key("tools")], "fetch"),
+        outline(y, 2).item_line(&[Step::Key("tools")], "fetch")
+    );
+    assert_eq!(later.line(&[Step::Key("tools"), Step::Item(1)]), Some(6));
+    assert_eq!(
+        probes::take_parses(),
+        2,
+        "one later parse, and the eager one"
+    );
+
+    let err = |y: &str| read(y).unwrap_err().to_string();
+    assert_eq!(
+        err("name: a\nrole: member\nrloe: x\n"),
+        "agents/a.md:4: unknown key 'rloe' (did you mean 'role'?)"
+    );
+    assert_eq!(
+        err("name: a\nrole: member\nname: b\n"),
+        "agents/a.md:4: duplicate key 'name' (first at line 2)"
+    );
+    assert_eq!(
+        err("name: a\nrole: member\ntools: 3\n"),
+        read_checked::<A>(path, "name: a\nrole: member\ntools: 3\n", 2, KEYS)
+            .unwrap_err()
+            .to_string()
+    );
+}
