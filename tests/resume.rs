@@ -527,14 +527,12 @@ fn two_resumes_at_once_one_proceeds_and_the_other_is_refused_while_the_run_lists
     );
     let id = dir.file_name().unwrap().to_str().unwrap().to_string();
 
-    // The first resume is slow: it holds the run while the checks below run.
+    // The first resume's drafts wait for the hold file: it holds the run
+    // while the checks below run (a 1 s latency raced with them).
+    let hold = tmp.path().join("go");
     let mut first = Command::new(BIN)
-        .args([
-            "resume",
-            &id,
-            "--model",
-            "sim:latency=1s,latency_phases=draft",
-        ])
+        .args(["resume", &id, "--model"])
+        .arg(format!("sim:hold={}", hold.display()))
         .arg("--runs-dir")
         .arg(&runs)
         .stdout(Stdio::null())
@@ -596,6 +594,7 @@ fn two_resumes_at_once_one_proceeds_and_the_other_is_refused_while_the_run_lists
         format!("run directory: run {id}: in use by another boardroom (pid {pid})")
     );
 
+    std::fs::write(&hold, "").unwrap();
     let status = first.wait().unwrap();
     assert!(status.success());
     let expected: BTreeMap<String, usize> = MEMBERS.iter().map(|m| (m.to_string(), 1)).collect();
