@@ -1,10 +1,12 @@
 //! Whole runs through the library: the loop, its parallelism (counted, not
 //! timed), and every failure path.
 
-use std::time::Duration;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use boardroom::board::EntryKind;
-use boardroom::testing::{Scripted, Sim, SimOptions};
+use boardroom::testing::{Scripted, Sim, SimOptions, SimStats};
 use boardroom::{
     AgentSpec, ChatModel, Event, EventKind, Phase, RunStatus, Runtime, Team, TeamConfig,
 };
@@ -43,19 +45,45 @@ fn drafts(board: &[boardroom::board::Entry], round: u32) -> usize {
         .count()
 }
 
+/// Creates `hold` once `n` calls have been in flight at once, `linger`
+/// after that (room for any call past a cap to show), or after 30 s (the
+/// assertions on the count then say what ran together).
+fn release_when(
+    stats: &Arc<SimStats>,
+    n: usize,
+    linger: Duration,
+    hold: &Path,
+) -> std::thread::JoinHandle<()> {
+    let stats = Arc::clone(stats);
+    let hold = hold.to_path_buf();
+    std::thread::spawn(move || {
+        let started = Instant::now();
+        while stats.max_in_flight() < n && started.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(linger);
+        std::fs::write(&hold, "").unwrap();
+    })
+}
+
 #[test]
 fn all_32_members_of_a_round_are_in_flight_at_once() {
-    // Every draft call blocks for a while; the count of calls in flight at
-    // the same moment shows how many members really ran together.
+    // Every draft call waits for the hold file, created once 32 calls are
+    // in flight (or after 30 s): the count of calls in flight at the same
+    // moment shows how many members really ran together. (A 400 ms sleep
+    // per draft raced with thread start-up on a loaded machine.)
+    let tmp = tempfile::tempdir().unwrap();
+    let hold = tmp.path().join("go");
     let model = sim(SimOptions {
-        latency: Duration::from_millis(400),
-        latency_phases: vec![Phase::Draft],
+        hold: Some(hold.clone()),
         ..SimOptions::default()
     });
     let stats = model.stats();
+    let release = release_when(&stats, 32, Duration::ZERO, &hold);
     let run = Runtime::new(team(32, 0), model)
         .run("Survey the field")
         .unwrap();
+    release.join().unwrap();
     assert_eq!(drafts(&run.board, 1), 32);
     assert_eq!(stats.calls_for(Phase::Draft), 32);
     for e in run.board.iter().filter(|e| e.kind == EntryKind::Draft) {
@@ -72,16 +100,21 @@ fn all_32_members_of_a_round_are_in_flight_at_once() {
 
 #[test]
 fn max_parallel_caps_the_members_in_flight() {
+    // The drafts are held until 4 are in flight, and a while after: a
+    // member past the cap would start meanwhile.
+    let tmp = tempfile::tempdir().unwrap();
+    let hold = tmp.path().join("go");
     let model = sim(SimOptions {
-        latency: Duration::from_millis(150),
-        latency_phases: vec![Phase::Draft],
+        hold: Some(hold.clone()),
         ..SimOptions::default()
     });
     let stats = model.stats();
+    let release = release_when(&stats, 4, Duration::from_millis(300), &hold);
     let run = Runtime::new(team(12, 0), model)
         .max_parallel(4)
         .run("Split it")
         .unwrap();
+    release.join().unwrap();
     assert_eq!(drafts(&run.board, 1), 12);
     assert_eq!(stats.max_in_flight(), 4);
 }
