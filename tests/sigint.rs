@@ -222,12 +222,16 @@ fn a_live_run_lists_as_running_and_resume_refuses_it() {
     // runs it a second time. Passes once both branches are merged.
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path().join("runs");
-    let (child, rx) = start_run(&runs, "2s,latency_phases=draft");
+    // The drafts wait for `go` (2 s drafts raced with the two commands
+    // below on a loaded machine: the run could end before them).
+    let go = tmp.path().join("go");
+    let (child, rx) = start_run(&runs, &format!("0ms,hold={}", go.display()));
     let (id, _) = the_run(&runs);
     let listed = boardroom(&runs, &["runs"]);
     let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
     let resumed = boardroom(&runs, &["resume", &id]);
     sigint(&child);
+    std::fs::write(&go, "").unwrap();
     let _ = finish(child, &rx);
     assert!(
         listed.contains(&id) && listed.contains("running") && !listed.contains("resumable"),
