@@ -1,12 +1,10 @@
 //! Whole runs through the library: the loop, its parallelism (counted, not
 //! timed), and every failure path.
 
-use std::path::Path;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use boardroom::board::EntryKind;
-use boardroom::testing::{Scripted, Sim, SimOptions, SimStats};
+use boardroom::testing::{Scripted, Sim, SimOptions};
 use boardroom::{
     AgentSpec, ChatModel, Event, EventKind, Phase, RunStatus, Runtime, Team, TeamConfig,
 };
@@ -45,27 +43,6 @@ fn drafts(board: &[boardroom::board::Entry], round: u32) -> usize {
         .count()
 }
 
-/// Creates `hold` once `n` calls have been in flight at once, `linger`
-/// after that (room for any call past a cap to show), or after 30 s (the
-/// assertions on the count then say what ran together).
-fn release_when(
-    stats: &Arc<SimStats>,
-    n: usize,
-    linger: Duration,
-    hold: &Path,
-) -> std::thread::JoinHandle<()> {
-    let stats = Arc::clone(stats);
-    let hold = hold.to_path_buf();
-    std::thread::spawn(move || {
-        let started = Instant::now();
-        while stats.max_in_flight() < n && started.elapsed() < Duration::from_secs(30) {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        std::thread::sleep(linger);
-        std::fs::write(&hold, "").unwrap();
-    })
-}
-
 #[test]
 fn all_32_members_of_a_round_are_in_flight_at_once() {
     // Every draft call waits for the hold file, created once 32 calls are
@@ -79,7 +56,7 @@ fn all_32_members_of_a_round_are_in_flight_at_once() {
         ..SimOptions::default()
     });
     let stats = model.stats();
-    let release = release_when(&stats, 32, Duration::ZERO, &hold);
+    let release = support::hold::release_when(&stats, 32, Duration::ZERO, &hold);
     let run = Runtime::new(team(32, 0), model)
         .run("Survey the field")
         .unwrap();
@@ -109,7 +86,7 @@ fn max_parallel_caps_the_members_in_flight() {
         ..SimOptions::default()
     });
     let stats = model.stats();
-    let release = release_when(&stats, 4, Duration::from_millis(300), &hold);
+    let release = support::hold::release_when(&stats, 4, Duration::from_millis(300), &hold);
     let run = Runtime::new(team(12, 0), model)
         .max_parallel(4)
         .run("Split it")
