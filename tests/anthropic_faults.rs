@@ -264,14 +264,24 @@ fn a_500_and_a_503_are_retried_with_backoff_then_answered() {
 
 #[test]
 fn a_deadline_that_runs_out_mid_retries_is_told_with_its_exit_code() {
-    let server = Server::start(|_| error(503, "api_error", "Service unavailable"));
+    // The first attempt is refused at once; the retry after it (the
+    // jittered wait is at most 500 ms) hangs until the deadline runs out.
+    // A server that always refused at once raced: a wait drawn over the
+    // time left ended the call after one attempt.
+    let server = Server::start(|req| {
+        if req.index == 0 {
+            error(503, "api_error", "Service unavailable")
+        } else {
+            Reply::Hang
+        }
+    });
     let ran = run_cli(
         &server,
         &[
             "run",
             "Explain tea",
             "--model",
-            "anthropic:claude-test,timeout=500ms",
+            "anthropic:claude-test,timeout=3s",
         ],
         None,
     );
@@ -283,7 +293,7 @@ fn a_deadline_that_runs_out_mid_retries_is_told_with_its_exit_code() {
         .unwrap_or_else(|| panic!("no error line:\n{}", ran.stderr));
     assert!(
         said.contains("model 'anthropic:claude-test': ")
-            && said.contains("the call deadline of 500ms (every attempt and wait included; change it with timeout= in the model spec or timeout: in team.yaml)"),
+            && said.contains("the call deadline of 3s (every attempt and wait included; change it with timeout= in the model spec or timeout: in team.yaml)"),
         "{said}"
     );
     assert!(server.seen().len() > 1, "retried before the deadline");

@@ -263,7 +263,9 @@ fn a_time_limit_ends_the_wait_with_the_run_saved_resumable() {
         .tool(launch.clone())
         .runs_dir(runs.path())
         .wait_for_approvals(true)
-        .timeout(Duration::from_millis(500))
+        // Room for the plan and the call that asks, with their fsyncs, on
+        // a loaded machine (500 ms could run out before the ask).
+        .timeout(Duration::from_secs(3))
         .start("Go")
         .unwrap();
     let approvals = handle.approvals();

@@ -9,6 +9,7 @@
 //! line, and a paste, in one write.
 
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 mod support;
 
@@ -39,12 +40,35 @@ fn ctrl_c_during_a_run_asks_then_stops_the_team_and_the_run_stays_resumable() {
         .and_then(|r| r.split(' ').next())
         .unwrap()
         .to_string();
-    // Ctrl-C between partner turns (during one, it cancels the turn).
+    // Ctrl-C between partner turns. A press that lands while the partner's
+    // turn is still ending goes to that turn (cancelling it, or unseen if
+    // it had already answered): press again until the question shows.
+    // Not sooner than 10 s after a press: a press at the question answers
+    // it no.
     s.wait_for("partner: The team is on it");
-    s.key("C-c");
-    s.wait_for(&format!(
-        "Stop the team? Run {run_id} is saved and can be resumed. [y/N]"
-    ));
+    let question = format!("Stop the team? Run {run_id} is saved and can be resumed. [y/N]");
+    let cancelled = "the partner's turn was cancelled";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    'asked: loop {
+        let screen = s.screen();
+        if screen.contains(&question) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no {question:?} on:\n{screen}");
+        let before = screen.matches(cancelled).count();
+        s.key("C-c");
+        let pressed = Instant::now();
+        while pressed.elapsed() < Duration::from_secs(10) {
+            let screen = s.screen();
+            if screen.contains(&question) {
+                break 'asked;
+            }
+            if screen.matches(cancelled).count() > before {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
     s.type_line("y");
     s.wait_for(&format!("[boardroom] stopping run {run_id}"));
     std::fs::write(&go, "").unwrap();

@@ -290,7 +290,9 @@ fn the_time_limit_ends_the_run_with_the_drafts_so_far() {
             "--model",
             "sim:latency=400ms,never_done",
         ])
-        .args(["--rounds", "20", "--timeout", "1500ms", "--json"])
+        // 3 s: the plan and the first drafts (800 ms of latency) must fit
+        // before the limit on a loaded machine (1.5 s raced).
+        .args(["--rounds", "20", "--timeout", "3s", "--json"])
         .arg("--runs-dir")
         .arg(runs.path())
         .current_dir(repo())
@@ -303,16 +305,18 @@ fn the_time_limit_ends_the_run_with_the_drafts_so_far() {
     assert_eq!(last["status"], "timed_out");
     let answer = last["answer"].as_str().unwrap();
     assert!(
-        answer.starts_with("The run's time limit (1.5s) ran out; the drafts so far:")
+        answer.starts_with("The run's time limit (3s) ran out; the drafts so far:")
             && answer.contains("## "),
         "{answer}"
     );
     // Calls in flight finish, nothing new starts: few calls past the limit.
+    // Steps of 400 ms: at most 8 start within 3 s (the plan, then drafts,
+    // challenges, review, drafts, ...: 19 calls); 20 rounds would be 140.
     let calls = stdout
         .lines()
         .filter(|l| l.contains("\"type\":\"call_started\""))
         .count();
-    assert!(calls <= 12, "{calls} calls");
+    assert!(calls <= 24, "{calls} calls");
 }
 
 #[test]

@@ -27,11 +27,12 @@ fn team() -> Team {
     .unwrap()
 }
 
-/// A sim whose member drafts take a while, so a run can be caught mid-round.
-fn slow_drafts() -> Sim {
+/// A sim whose member drafts wait for the file `go`, so a run can be
+/// caught mid-round (300 ms drafts raced with the catch on a loaded
+/// machine: the run could end first).
+fn held_drafts(go: &std::path::Path) -> Sim {
     Sim::with_options(SimOptions {
-        latency: Duration::from_millis(300),
-        latency_phases: vec![Phase::Draft],
+        hold: Some(go.to_path_buf()),
         ..SimOptions::default()
     })
 }
@@ -70,7 +71,8 @@ fn a_cancelled_run_leaves_its_neighbour_alone_and_resumes_from_disk() {
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path().join("runs");
     let (tx, rx) = unbounded::<Event>();
-    let runtime = Runtime::new(team(), slow_drafts())
+    let go = tmp.path().join("go");
+    let runtime = Runtime::new(team(), held_drafts(&go))
         .max_rounds(2)
         .runs_dir(&runs)
         .events(tx);
@@ -100,6 +102,7 @@ fn a_cancelled_run_leaves_its_neighbour_alone_and_resumes_from_disk() {
         }
     }
     second.cancel();
+    std::fs::write(&go, "").unwrap();
 
     let stopped = second.wait().unwrap();
     assert_eq!(stopped.status, RunStatus::Cancelled);

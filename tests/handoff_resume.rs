@@ -66,7 +66,9 @@ fn a_handoff_run_killed_mid_chain_resumes_without_running_a_completed_step_again
             "--team",
             team_dir.to_str().unwrap(),
             "--model",
-            "sim:latency=400ms,latency_phases=converse",
+            // Steps of 2 s: the kill must land within two steps of the
+            // second (steps of 400 ms raced with it on a loaded machine).
+            "sim:latency=2s,latency_phases=converse",
             "--json",
             "Explain tea",
         ])

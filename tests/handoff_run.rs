@@ -370,8 +370,10 @@ fn the_token_budget_ends_a_chain_with_the_last_answer() {
 fn a_cancelled_handoff_run_is_saved_where_it_stood_and_resume_finishes_it() {
     let (_t, team) = team("after_work_behavior: terminate\n");
     let runs = tempfile::tempdir().unwrap();
+    // Steps of 2 s: the cancel must land before the third step is saved
+    // (steps of 300 ms raced with it on a loaded machine).
     let sim = boardroom::testing::Sim::with_options(boardroom::testing::SimOptions {
-        latency: std::time::Duration::from_millis(300),
+        latency: std::time::Duration::from_secs(2),
         latency_phases: vec![Phase::Converse],
         ..boardroom::testing::SimOptions::default()
     });

@@ -135,6 +135,15 @@ fn many_values(id: &Value) -> String {
     format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{items}]}}}}"#)
 }
 
+/// Held by each test for its whole length: peak RSS is the process's, and
+/// a sibling test's answers (millions of bytes, parsed) would count in the
+/// peak measured here; the tests take turns.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn my_turn() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The most resident memory this process has had, in MiB.
 fn peak_rss_mib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
@@ -148,6 +157,7 @@ fn peak_rss_mib() -> u64 {
 
 #[test]
 fn finding5_a_json_body_of_too_many_values_is_refused_naming_the_server_and_the_cap() {
+    let _turn = my_turn();
     let url = server(one_tool, |id| {
         Some((
             "application/json",
@@ -166,6 +176,7 @@ fn finding5_a_json_body_of_too_many_values_is_refused_naming_the_server_and_the_
 
 #[test]
 fn finding5_an_event_of_too_many_values_is_refused_naming_the_server_and_the_cap() {
+    let _turn = my_turn();
     let url = server(one_tool, |id| {
         let event = format!("id: 1\ndata: {}\n\n", many_values(id));
         Some(("text/event-stream", Body::Bytes(event.into_bytes())))
@@ -184,6 +195,7 @@ fn finding5_an_event_of_too_many_values_is_refused_naming_the_server_and_the_cap
 /// as one event: refused at the 16 MiB cap, never held whole.
 #[test]
 fn finding5_a_body_or_event_of_hundreds_of_mib_is_refused_at_the_cap() {
+    let _turn = my_turn();
     const HUGE: usize = 300 << 20;
     for kind in ["application/json", "text/event-stream"] {
         let url = server(one_tool, move |id| {
@@ -220,6 +232,7 @@ fn finding5_a_body_or_event_of_hundreds_of_mib_is_refused_at_the_cap() {
 /// answer, are each refused in one line naming the server and the caps.
 #[test]
 fn finding21_a_server_listing_too_many_tools_is_refused_in_one_line() {
+    let _turn = my_turn();
     let expected = "mcp server 'remote': tools/list: the server lists more tools than \
                     boardroom takes (at most 1000 tools, 200000 JSON values in one answer)";
     let paged = server(

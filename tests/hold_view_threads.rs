@@ -59,8 +59,11 @@ fn finding5_idle_connections_hold_no_thread_and_a_request_is_still_served() {
     let page = get(port, "/");
     assert!(page.starts_with("HTTP/1.1 200 "), "{page}");
     assert!(page.contains("<html"), "{page}");
+    // Well under the 10 s head timeout, which a request queued behind the
+    // idle connections would wait for; 2 s raced with a debug build on a
+    // loaded machine.
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(8),
         "a request among idle connections took {:?}",
         started.elapsed()
     );

@@ -19,9 +19,12 @@ fn every_phase_shows_a_live_line_and_log_lines_never_tear_it() {
     let name = format!("boardroom-live-{}", std::process::id());
     // never_done: plan, round 1, challenge, review, then the final answer at
     // the round cap, and the memory note; fail=writer: a WARN log line.
+    // Each call takes 3 s: the screen is sampled every 150 ms, and a phase
+    // shown for under a second could be missed by a sampler held up on a
+    // loaded machine.
     let script = format!(
         "RUST_LOG=warn '{bin}' run 'Write a short guide to brewing green tea' \
-         --model 'sim:latency=900ms,never_done,fail=writer' --rounds 1 --runs-dir '{runs}' \
+         --model 'sim:latency=3s,never_done,fail=writer' --rounds 1 --runs-dir '{runs}' \
          >/dev/null; echo \"EXIT:$?\"; sleep 60",
         bin = env!("CARGO_BIN_EXE_boardroom"),
         runs = runs.display()

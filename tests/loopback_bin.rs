@@ -80,11 +80,18 @@ impl Loopback {
         serde_json::from_str(&text).unwrap()
     }
 
-    /// `n` plan requests sent at once from `n` threads: their statuses.
+    /// `n` plan requests sent at once from `n` threads (released together
+    /// once all have started): their statuses.
     fn chat_at_once(&self, n: usize, stream: bool) -> Vec<u16> {
+        let ready = std::sync::Barrier::new(n);
         std::thread::scope(|s| {
             let hs: Vec<_> = (0..n)
-                .map(|_| s.spawn(|| self.chat(&plan_request(stream)).0))
+                .map(|_| {
+                    s.spawn(|| {
+                        ready.wait();
+                        self.chat(&plan_request(stream)).0
+                    })
+                })
                 .collect();
             hs.into_iter().map(|h| h.join().unwrap()).collect()
         })
@@ -201,8 +208,9 @@ fn its_latency_holds_requests_at_once_and_it_refuses_above_the_cap() {
     assert_eq!(fast.stats()["peak_in_flight"], 1);
 
     // A latency long enough that 8 parallel requests are all held at once
-    // (the count proves the hold; nothing is timed).
-    let slow = Loopback::start(&["--latency", "1500ms"]);
+    // (the count proves the hold; nothing is timed). 1.5 s raced with the
+    // threads' start on a loaded machine.
+    let slow = Loopback::start(&["--latency", "5s"]);
     assert_eq!(slow.chat_at_once(8, true), vec![200; 8]);
     let stats = slow.stats();
     assert_eq!(stats["requests"], 8, "{stats}");
@@ -213,7 +221,7 @@ fn its_latency_holds_requests_at_once_and_it_refuses_above_the_cap() {
     assert_eq!(stats["peak_in_flight"], 0, "{stats}");
 
     // Above --max-concurrent it answers 429 at once.
-    let capped = Loopback::start(&["--latency", "1500ms", "--max-concurrent", "3"]);
+    let capped = Loopback::start(&["--latency", "5s", "--max-concurrent", "3"]);
     let statuses = capped.chat_at_once(8, false);
     assert_eq!(statuses.iter().filter(|&&s| s == 200).count(), 3);
     assert_eq!(statuses.iter().filter(|&&s| s == 429).count(), 5);

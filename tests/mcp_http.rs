@@ -227,17 +227,19 @@ fn calls_answered_with(reply: impl Fn() -> Reply + Send + Sync + 'static) -> Ser
 fn a_server_that_never_answers_a_call_times_out() {
     let server = calls_answered_with(|| {
         Reply::Delayed(
-            std::time::Duration::from_secs(3),
+            std::time::Duration::from_secs(5),
             Box::new(Reply::status(200, "{}")),
         )
     });
     let mut config = McpServerConfig::http(url(&server));
-    config.timeout = Some(0.5);
+    // The timeout also bounds tools/list at the pool's start (0.5 s raced
+    // with it on a loaded machine).
+    config.timeout = Some(2.0);
     let pool = pool(config).unwrap();
     let err = pool.call("remote", "t", json!({})).unwrap_err().to_string();
     assert_eq!(
         err,
-        "mcp server 'remote': tools/call: no answer within 0.5s"
+        "mcp server 'remote': tools/call: no answer within 2.0s"
     );
 }
 
@@ -283,7 +285,8 @@ fn a_token_the_server_echoes_in_an_error_is_masked() {
 fn server_pings_whose_answers_hang_do_not_stretch_a_call_past_its_timeout() {
     // The call's stream carries four pings, then the answer; the server
     // takes 5 s to take each pong. Answering the pings belongs to the
-    // call: once its 1 s are up it ends, with no more pongs sent.
+    // call: once its 2 s are up it ends, with no more pongs sent. (The
+    // timeout also bounds tools/list at the start: 1 s raced with it.)
     let pongs = Arc::new(AtomicUsize::new(0));
     let seen = Arc::clone(&pongs);
     let server = Server::start(move |req: &Request| {
@@ -322,12 +325,12 @@ fn server_pings_whose_answers_hang_do_not_stretch_a_call_past_its_timeout() {
         }
     });
     let mut config = McpServerConfig::http(url(&server));
-    config.timeout = Some(1.0);
+    config.timeout = Some(2.0);
     let pool = pool(config).unwrap();
     let err = pool.call("remote", "t", json!({})).unwrap_err().to_string();
     assert_eq!(
         err,
-        "mcp server 'remote': tools/call: no answer within 1.0s"
+        "mcp server 'remote': tools/call: no answer within 2.0s"
     );
     assert_eq!(
         pongs.load(Ordering::SeqCst),

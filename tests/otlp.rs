@@ -131,17 +131,29 @@ fn a_collector_that_hangs_never_holds_up_the_run() {
         .queue_capacity(2);
     let exporter = OtlpExporter::start(config).unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    // The exporter is the run's event subscriber; calls take 150 ms each,
-    // so the exporter sends its first spans while the run works.
+    // The exporter is the run's event subscriber; the drafts wait for `go`,
+    // written once the collector holds the exporter's first request (the
+    // plan's spans), so the rest of the run's spans meet a full queue.
+    // (Calls of 150 ms raced with the exporter's first send.)
+    let go = tmp.path().join("go");
     let sim = Sim::with_options(SimOptions {
-        latency: Duration::from_millis(150),
+        hold: Some(go.clone()),
         ..SimOptions::default()
     });
+    let accepted = Arc::clone(&collector.accepted);
+    let release = std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        while accepted.load(Ordering::SeqCst) == 0 && started.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::fs::write(&go, "").unwrap();
+    });
     let outcome = Runtime::new(Team::builtin().unwrap(), sim)
-        .runs_dir(tmp.path())
+        .runs_dir(tmp.path().join("runs"))
         .events(exporter.events())
         .run("Plan a picnic")
         .unwrap();
+    release.join().unwrap();
     assert_eq!(outcome.status, RunStatus::Done);
     // The run is over while the collector holds a request it never answered:
     // nothing delivered, no request failed yet, only the full queue dropped.
@@ -157,7 +169,7 @@ fn a_collector_that_hangs_never_holds_up_the_run() {
     // is dropped, and everything is counted.
     drop(collector);
     let report = exporter.finish();
-    let calls = read_turns(&tmp.path().join(&outcome.run_id))
+    let calls = read_turns(&tmp.path().join("runs").join(&outcome.run_id))
         .unwrap()
         .items
         .len();
@@ -402,7 +414,10 @@ fn a_resumed_run_is_traced_and_viewed_like_a_new_one() {
             "Plan a picnic",
             "--no-memory",
             "--model",
-            "sim:latency=300ms",
+            // The drafts come at once, then the challenges and the review
+            // take 30 s: the run is killed long before it could end (300 ms
+            // calls raced with the kill on a loaded machine).
+            "sim:latency=30s,latency_phases=challenge+review",
         ])
         .arg("--runs-dir")
         .arg(tmp.path())

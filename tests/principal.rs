@@ -369,20 +369,28 @@ fn check_done(dir: &Path, report: Option<&str>) {
 #[test]
 fn a_principal_run_on_sim_dispatches_in_parallel_reviews_and_reports() {
     let tmp = tempfile::tempdir().unwrap();
+    // The associates' calls wait for `go`, written once three are in flight
+    // (or after 30 s): a 300 ms sleep per call raced with their start on a
+    // loaded machine.
+    let go = tmp.path().join("go");
     let sim = Sim::with_options(SimOptions {
-        latency: Duration::from_millis(300),
-        latency_phases: vec![boardroom::Phase::Draft],
+        hold: Some(go.clone()),
         ..SimOptions::default()
     });
     let stats = sim.stats();
+    let release = support::hold::release_when(&stats, 3, Duration::ZERO, &go);
     let run = Runtime::new(Team::load(example()).unwrap(), sim)
-        .runs_dir(tmp.path())
+        .runs_dir(tmp.path().join("runs"))
         .run("Should our team move from Jenkins to GitHub Actions?")
         .unwrap();
+    release.join().unwrap();
     assert_eq!(run.status, RunStatus::Done);
     assert!(run.answer.contains("simulated"), "{}", run.answer);
     assert!(stats.max_in_flight() >= 3, "{}", stats.max_in_flight());
-    check_done(&only_run(tmp.path()).unwrap(), Some(&run.answer));
+    check_done(
+        &only_run(&tmp.path().join("runs")).unwrap(),
+        Some(&run.answer),
+    );
 }
 
 #[test]

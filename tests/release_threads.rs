@@ -19,7 +19,8 @@ mod support;
 use support::threads::{member_threads, member_threads_left};
 
 /// The sim, but its review first notes the member threads alive: once
-/// (`wait: false`), or after waiting (at most 5 s) for them to end.
+/// (`wait: false`), or after waiting (at most 30 s: threads end slowly on
+/// a loaded machine) for them to end.
 struct Watch {
     sim: Sim,
     wait: bool,
@@ -37,7 +38,7 @@ impl ChatModel for Watch {
         on_delta: &mut dyn FnMut(&str),
     ) -> Result<ChatResponse, ModelError> {
         if req.phase == Phase::Review {
-            let until = Instant::now() + Duration::from_secs(5);
+            let until = Instant::now() + Duration::from_secs(30);
             let mut n = member_threads();
             while self.wait && n > 0 && Instant::now() < until {
                 std::thread::sleep(Duration::from_millis(5));

@@ -185,15 +185,17 @@ fn a_run_killed_mid_round_resumes_without_running_a_finished_member_again() {
 /// Waits (bounded) until the events on disk show `n` drafts, then kills
 /// the process with SIGKILL.
 /// Starts the binary on the built-in team (four members on two threads,
-/// each draft taking 1.5 s: the first two land at about 1.5 s, the other two
-/// at about 3 s) and kills it with SIGKILL once two drafts are on disk.
+/// each draft taking 3 s: the first two land at about 3 s, the other two
+/// at about 6 s) and kills it with SIGKILL once two drafts are on disk.
+/// (Drafts of 1.5 s left a kill held up on a loaded machine too little
+/// time to land mid-round.)
 fn run_and_kill_mid_round(runs: &Path, task: &str, extra: &[&str]) -> PathBuf {
     let child = Command::new(BIN)
         .args([
             "run",
             task,
             "--model",
-            "sim:latency=1500ms,latency_phases=draft",
+            "sim:latency=3s,latency_phases=draft",
             "--parallel",
             "2",
             "--no-memory",
@@ -237,7 +239,8 @@ fn a_run_killed_twice_loses_nothing_and_resume_reuses_the_saved_model() {
     let quiet = |c: &mut Command| {
         c.stdout(Stdio::null()).stderr(Stdio::null());
     };
-    // One member at a time, 800 ms a draft.
+    // One member at a time, 2 s a draft: each kill must land before the
+    // next draft does (800 ms raced with it on a loaded machine).
     let mut first = Command::new(BIN);
     first
         .args([
@@ -248,7 +251,7 @@ fn a_run_killed_twice_loses_nothing_and_resume_reuses_the_saved_model() {
             "--no-memory",
             "--model",
         ])
-        .arg("sim:latency=800ms,latency_phases=draft")
+        .arg("sim:latency=2s,latency_phases=draft")
         .arg("--runs-dir")
         .arg(&runs);
     quiet(&mut first);
@@ -527,14 +530,12 @@ fn two_resumes_at_once_one_proceeds_and_the_other_is_refused_while_the_run_lists
     );
     let id = dir.file_name().unwrap().to_str().unwrap().to_string();
 
-    // The first resume is slow: it holds the run while the checks below run.
+    // The first resume's drafts wait for the hold file: it holds the run
+    // while the checks below run (a 1 s latency raced with them).
+    let hold = tmp.path().join("go");
     let mut first = Command::new(BIN)
-        .args([
-            "resume",
-            &id,
-            "--model",
-            "sim:latency=1s,latency_phases=draft",
-        ])
+        .args(["resume", &id, "--model"])
+        .arg(format!("sim:hold={}", hold.display()))
         .arg("--runs-dir")
         .arg(&runs)
         .stdout(Stdio::null())
@@ -596,6 +597,7 @@ fn two_resumes_at_once_one_proceeds_and_the_other_is_refused_while_the_run_lists
         format!("run directory: run {id}: in use by another boardroom (pid {pid})")
     );
 
+    std::fs::write(&hold, "").unwrap();
     let status = first.wait().unwrap();
     assert!(status.success());
     let expected: BTreeMap<String, usize> = MEMBERS.iter().map(|m| (m.to_string(), 1)).collect();

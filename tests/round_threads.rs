@@ -3,7 +3,7 @@
 //! not once per run"), on either executor (issue 24). Counted by the
 //! identity of the threads that made the members' calls, never timed.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
@@ -20,10 +20,16 @@ mod support;
 
 use support::models::Phased;
 
-/// The sim, noting which thread made each member call.
+/// The sim, noting which thread made each member call; each member call
+/// waits (at most 30 s) until all `members` calls of its phase and round
+/// are in flight, so every call of a phase is on a thread of its own.
 struct Noting {
     sim: Sim,
     threads: Arc<Mutex<Vec<(Phase, ThreadId, String)>>>,
+    members: usize,
+    /// Member calls arrived, by phase and round.
+    arrived: Mutex<HashMap<(Phase, u32), usize>>,
+    all_in: Condvar,
 }
 
 impl ChatModel for Noting {
@@ -41,6 +47,14 @@ impl ChatModel for Noting {
             self.threads
                 .lock()
                 .push((req.phase, t.id(), t.name().unwrap_or("").to_string()));
+            let key = (req.phase, req.round);
+            let mut arrived = self.arrived.lock();
+            *arrived.entry(key).or_default() += 1;
+            self.all_in.notify_all();
+            let until = Instant::now() + Duration::from_secs(30);
+            while arrived[&key] < self.members
+                && !self.all_in.wait_until(&mut arrived, until).timed_out()
+            {}
         }
         self.sim.chat(req, on_delta)
     }
@@ -67,16 +81,18 @@ fn started_once(executor: Executor, names: &str) {
     let threads = Arc::new(Mutex::new(Vec::new()));
     let model = Noting {
         // Challenged in round 1: the master sends everyone back for round 2.
-        // Each draft and challenge blocks a little, as a server would: one
-        // thread cannot drain a phase before the others wake (with no
-        // latency one thread could, and fewer than 4 ids were seen).
+        // Each draft and challenge waits for the phase's others, as a slow
+        // server would hold them: one thread cannot drain a phase before
+        // the others wake (with no wait one thread could, and fewer than 4
+        // ids were seen; a 50 ms latency raced on a loaded machine).
         sim: Sim::with_options(SimOptions {
             challenge_round: Some(1),
-            latency: Duration::from_millis(50),
-            latency_phases: vec![Phase::Draft, Phase::Challenge],
             ..SimOptions::default()
         }),
         threads: Arc::clone(&threads),
+        members: MEMBERS,
+        arrived: Mutex::new(HashMap::new()),
+        all_in: Condvar::new(),
     };
     let run = Runtime::new(team, model)
         .executor(executor)
@@ -108,12 +124,13 @@ fn started_once(executor: Executor, names: &str) {
 }
 
 /// A master that hands out `plan` (member, task) at once and says DONE at
-/// its review; drafts that wait (at most `WAIT`) until `all` of them are in
+/// its review; drafts that wait (at most `wait`) until `all` of them are in
 /// flight at once, counting the most in flight. (The second round of a
 /// gathering never comes: `max_rounds(1)`.)
 struct Gathering {
     plan: Vec<(&'static str, &'static str)>,
     all: usize,
+    wait: Duration,
     /// Drafts in flight now, and arrived in all.
     in_flight: Mutex<(usize, usize)>,
     arrived: Condvar,
@@ -121,8 +138,11 @@ struct Gathering {
 }
 
 /// How long a draft waits for the others: a bound, not a measurement (on
-/// the fixed code every draft is in flight long before).
-const WAIT: Duration = Duration::from_secs(2);
+/// the fixed code every draft is in flight long before). 30 s where the
+/// test counts them in flight at once (2 s raced with the threads' start
+/// on a loaded machine); 2 s under a cap, where they never all are.
+const WAIT: Duration = Duration::from_secs(30);
+const WAIT_UNDER_A_CAP: Duration = Duration::from_secs(2);
 
 /// The model a run owns, sharing its counts with the test.
 fn gather(g: Arc<Gathering>) -> impl ChatModel {
@@ -154,7 +174,7 @@ fn gather(g: Arc<Gathering>) -> impl ChatModel {
                 *peak = (*peak).max(n.0);
             }
             g.arrived.notify_all();
-            let until = Instant::now() + WAIT;
+            let until = Instant::now() + g.wait;
             while n.1 < g.all && !g.arrived.wait_until(&mut n, until).timed_out() {}
             n.0 -= 1;
             format!("the draft of {task}")
@@ -163,10 +183,11 @@ fn gather(g: Arc<Gathering>) -> impl ChatModel {
     )
 }
 
-fn gathering(plan: Vec<(&'static str, &'static str)>) -> Arc<Gathering> {
+fn gathering(plan: Vec<(&'static str, &'static str)>, wait: Duration) -> Arc<Gathering> {
     Arc::new(Gathering {
         all: plan.len(),
         plan,
+        wait,
         in_flight: Mutex::new((0, 0)),
         arrived: Condvar::new(),
         peak: Mutex::new(0),
@@ -201,7 +222,7 @@ fn more_at_once(executor: Executor) {
         .enumerate()
         .map(|(i, p)| (if i % 2 == 0 { "m0" } else { "m1" }, *p))
         .collect();
-    let model = gathering(plan);
+    let model = gathering(plan, WAIT);
     let (tx, rx) = crossbeam_channel::unbounded();
     let run = Runtime::new(two_members(), gather(Arc::clone(&model)))
         .executor(executor)
@@ -250,7 +271,12 @@ fn archives_its_own_draft(cap: Option<usize>) {
         ("m0", "part D"),
         ("m1", "part E"),
     ];
-    let model = gathering(plan.clone());
+    let wait = if cap.is_some() {
+        WAIT_UNDER_A_CAP
+    } else {
+        WAIT
+    };
+    let model = gathering(plan.clone(), wait);
     let mut runtime = Runtime::new(two_members(), gather(model)).max_rounds(1);
     if let Some(cap) = cap {
         runtime = runtime.max_parallel(cap);

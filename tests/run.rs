@@ -45,17 +45,22 @@ fn drafts(board: &[boardroom::board::Entry], round: u32) -> usize {
 
 #[test]
 fn all_32_members_of_a_round_are_in_flight_at_once() {
-    // Every draft call blocks for a while; the count of calls in flight at
-    // the same moment shows how many members really ran together.
+    // Every draft call waits for the hold file, created once 32 calls are
+    // in flight (or after 30 s): the count of calls in flight at the same
+    // moment shows how many members really ran together. (A 400 ms sleep
+    // per draft raced with thread start-up on a loaded machine.)
+    let tmp = tempfile::tempdir().unwrap();
+    let hold = tmp.path().join("go");
     let model = sim(SimOptions {
-        latency: Duration::from_millis(400),
-        latency_phases: vec![Phase::Draft],
+        hold: Some(hold.clone()),
         ..SimOptions::default()
     });
     let stats = model.stats();
+    let release = support::hold::release_when(&stats, 32, Duration::ZERO, &hold);
     let run = Runtime::new(team(32, 0), model)
         .run("Survey the field")
         .unwrap();
+    release.join().unwrap();
     assert_eq!(drafts(&run.board, 1), 32);
     assert_eq!(stats.calls_for(Phase::Draft), 32);
     for e in run.board.iter().filter(|e| e.kind == EntryKind::Draft) {
@@ -72,16 +77,21 @@ fn all_32_members_of_a_round_are_in_flight_at_once() {
 
 #[test]
 fn max_parallel_caps_the_members_in_flight() {
+    // The drafts are held until 4 are in flight, and a while after: a
+    // member past the cap would start meanwhile.
+    let tmp = tempfile::tempdir().unwrap();
+    let hold = tmp.path().join("go");
     let model = sim(SimOptions {
-        latency: Duration::from_millis(150),
-        latency_phases: vec![Phase::Draft],
+        hold: Some(hold.clone()),
         ..SimOptions::default()
     });
     let stats = model.stats();
+    let release = support::hold::release_when(&stats, 4, Duration::from_millis(300), &hold);
     let run = Runtime::new(team(12, 0), model)
         .max_parallel(4)
         .run("Split it")
         .unwrap();
+    release.join().unwrap();
     assert_eq!(drafts(&run.board, 1), 12);
     assert_eq!(stats.max_in_flight(), 4);
 }

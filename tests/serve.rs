@@ -285,7 +285,12 @@ fn after_a_restart_an_unfinished_run_is_listed_resumable() {
     let runs = tmp.path().join("runs");
     let envs = [("BOARDROOM_TOKEN", token)];
     let (child, addr, _) = spawn_serve(tmp.path(), &envs, &[]);
-    let body = json!({"task": "Plan a picnic", "model": "sim:latency=400ms"}).to_string();
+    // The drafts wait for `go`, written once the server is killed: the run
+    // cannot end before (400 ms calls raced with the kill on a loaded
+    // machine).
+    let go = tmp.path().join("go");
+    let body =
+        json!({"task": "Plan a picnic", "model": format!("sim:hold={}", go.display())}).to_string();
     let (status, _, v) = call(addr, "POST", "/v1/runs", Some(token), Some(&body));
     assert_eq!(status, 201, "{v}");
     let id = v["id"].as_str().unwrap().to_string();
@@ -299,6 +304,7 @@ fn after_a_restart_an_unfinished_run_is_listed_resumable() {
         std::thread::sleep(Duration::from_millis(20));
     }
     drop(child);
+    std::fs::write(&go, "").unwrap();
     let (_child, addr, _) = spawn_serve(tmp.path(), &envs, &[]);
     let (status, _, list) = call(addr, "GET", "/v1/runs", Some(token), None);
     assert_eq!(status, 200);

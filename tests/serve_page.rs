@@ -104,7 +104,16 @@ fn the_page_takes_the_token_once_starts_a_run_and_shows_it_live_to_its_answer() 
         serde_json::json!(["builtin"])
     );
 
-    start_from_form(&browser, "Plan a picnic by the river", "sim:latency=300ms");
+    // The drafts wait for `go`, written once the page has shown the run
+    // live: a browser slow on a loaded machine still sees it at work (300 ms
+    // calls could end the run before the page looked).
+    let held = tempfile::tempdir().unwrap();
+    let go = held.path().join("go");
+    start_from_form(
+        &browser,
+        "Plan a picnic by the river",
+        &format!("sim:hold={}", go.display()),
+    );
     // Live: the run is shown running, with members at work, before its answer.
     browser.wait_for(
         "return document.body.dataset.phase === 'live' \
@@ -112,6 +121,7 @@ fn the_page_takes_the_token_once_starts_a_run_and_shows_it_live_to_its_answer() 
          && document.getElementById('answer').textContent === ''",
         60,
     );
+    std::fs::write(&go, "").unwrap();
     assert_eq!(text(&browser, "#run-task"), "Plan a picnic by the river");
     browser.wait_for(
         "return document.getElementById('run-status').textContent === 'done' \

@@ -192,9 +192,13 @@ fn a_run_cancelled_mid_way_is_resumable() {
     let tmp = tempfile::tempdir().unwrap();
     let srv = server(tmp.path(), 4);
     let addr = srv.addr();
+    // The drafts wait for `go`, written once the cancel is taken: the run
+    // cannot end before it (300 ms calls raced with it on a loaded machine).
+    let held = tempfile::tempdir().unwrap();
+    let go = held.path().join("go");
     let id = start_run(
         addr,
-        json!({"task": "Plan a picnic", "model": "sim:latency=300ms"}),
+        json!({"task": "Plan a picnic", "model": format!("sim:hold={}", go.display())}),
     );
     let (events, _) = sse(addr, &id, None, 3);
     assert_eq!(events.len(), 3);
@@ -206,6 +210,7 @@ fn a_run_cancelled_mid_way_is_resumable() {
         None,
     );
     assert_eq!(status, 202, "{v}");
+    std::fs::write(&go, "").unwrap();
     let run = wait_run(addr, &id, |r| r["live"] == false);
     assert_eq!(run["status"], "stopped", "{run}");
     assert_eq!(run["resumable"], true, "{run}");

@@ -56,6 +56,40 @@ fn start_run(runs: &Path, latency: &str) -> (Child, crossbeam_channel::Receiver<
     }
 }
 
+/// Waits (at most 60 s) until the run under `runs` has a draft call in
+/// flight: the `round 1` line can come before any draft call is sent.
+fn wait_for_a_draft_call(runs: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let events = std::fs::read_dir(runs)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("events.jsonl")).ok())
+            .collect::<String>();
+        let started = events
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .any(|e| e["type"] == "call_started" && e["phase"] == "draft");
+        if started {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no draft call started: {events}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Reads stderr until the first SIGINT is taken (its note); the lines read.
+fn until_stopping(rx: &crossbeam_channel::Receiver<String>) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut seen = String::new();
+    while !seen.contains("Ctrl-C again to quit now") {
+        let line = rx.recv_deadline(deadline).expect(&seen);
+        seen.push_str(&line);
+        seen.push('\n');
+    }
+    seen
+}
+
 /// Waits at most 30 s for the process; the rest of its stderr.
 fn finish(mut child: Child, rx: &crossbeam_channel::Receiver<String>) -> (i32, String) {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -91,9 +125,16 @@ fn the_run(runs: &Path) -> (String, boardroom::store::RunRecord) {
 fn the_first_sigint_stops_gracefully_and_resume_finishes_the_run() {
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path().join("runs");
-    let (child, rx) = start_run(&runs, "300ms");
+    // The drafts wait for `go`, written once the stop is taken: SIGINT
+    // comes with drafts in flight, by construction.
+    let go = tmp.path().join("go");
+    let (child, rx) = start_run(&runs, &format!("300ms,hold={}", go.display()));
+    wait_for_a_draft_call(&runs);
     sigint(&child);
-    let (code, stderr) = finish(child, &rx);
+    let seen = until_stopping(&rx);
+    std::fs::write(&go, "").unwrap();
+    let (code, rest) = finish(child, &rx);
+    let stderr = seen + &rest;
     let (id, record) = the_run(&runs);
     assert_eq!(code, 130, "{stderr}");
     assert!(
@@ -160,15 +201,10 @@ fn a_second_sigint_exits_at_once() {
     let runs = tmp.path().join("runs");
     // Drafts of 20 s: the first SIGINT waits for them, the second does not.
     let (child, rx) = start_run(&runs, "20s,latency_phases=draft");
+    wait_for_a_draft_call(&runs);
     sigint(&child);
     // Once the first is taken (the note says so), press again.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut seen = String::new();
-    while !seen.contains("Ctrl-C again to quit now") {
-        let line = rx.recv_deadline(deadline).expect(&seen);
-        seen.push_str(&line);
-        seen.push('\n');
-    }
+    until_stopping(&rx);
     sigint(&child);
     let (code, stderr) = finish(child, &rx);
     let (id, _) = the_run(&runs);
@@ -186,12 +222,16 @@ fn a_live_run_lists_as_running_and_resume_refuses_it() {
     // runs it a second time. Passes once both branches are merged.
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path().join("runs");
-    let (child, rx) = start_run(&runs, "2s,latency_phases=draft");
+    // The drafts wait for `go` (2 s drafts raced with the two commands
+    // below on a loaded machine: the run could end before them).
+    let go = tmp.path().join("go");
+    let (child, rx) = start_run(&runs, &format!("0ms,hold={}", go.display()));
     let (id, _) = the_run(&runs);
     let listed = boardroom(&runs, &["runs"]);
     let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
     let resumed = boardroom(&runs, &["resume", &id]);
     sigint(&child);
+    std::fs::write(&go, "").unwrap();
     let _ = finish(child, &rx);
     assert!(
         listed.contains(&id) && listed.contains("running") && !listed.contains("resumable"),

@@ -16,6 +16,7 @@ pub mod chat;
 pub mod cli;
 pub mod events;
 pub mod handoff;
+pub mod hold;
 pub mod models;
 pub mod team_server;
 pub mod teams;
