@@ -146,7 +146,8 @@ fn a_collector_that_hangs_never_holds_up_the_run() {
         while accepted.load(Ordering::SeqCst) == 0 && started.elapsed() < Duration::from_secs(30) {
             std::thread::sleep(Duration::from_millis(5));
         }
-        std::fs::write(&go, "").unwrap();
+        // A test that failed first may have removed its directory.
+        let _ = std::fs::write(&go, "");
     });
     let outcome = Runtime::new(Team::builtin().unwrap(), sim)
         .runs_dir(tmp.path().join("runs"))

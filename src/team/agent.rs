@@ -317,6 +317,18 @@ pub(super) fn parse_agent(
     let (yaml_text, first, notes) = split_front_matter(path, text)?;
     let (fm, outline): (FrontMatter, _) =
         yaml::read_agent_checked(path, &yaml_text, first, AGENT_KEYS)?;
+    // Maps of names (`toolsets`, a `deliverable` schema, what a profile
+    // holds) are checked for a key written twice as the outline sees keys;
+    // an agent of only plain settings needs no outline.
+    let plain = fm.toolsets.is_empty()
+        && fm.deliverable.is_none()
+        && fm.prompt_segments.is_empty()
+        && fm.flow_decider.is_empty()
+        && fm.pre_turn_observers.is_empty()
+        && fm.post_turn_observers.is_empty();
+    if !plain {
+        outline.check_duplicates_now(path)?;
+    }
     let line_of = |key: &str| outline.line(&[yaml::Step::Key(key)]).unwrap_or(1);
     let Some(name) = fm.name else {
         return Err(TeamError::at(path, 1, "missing key 'name'"));

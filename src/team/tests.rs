@@ -250,6 +250,16 @@ fn front_matter_errors_are_at_their_file_line() {
             "---\nname: writer\nrole: member\ndescription: a\ndescription: b\n---\n",
             "agents/writer.md:5: duplicate key 'description' (first at line 4)",
         ),
+        // Two keys to the parser, one to a map of names: the outline's
+        // check still tells them, though the typed read takes the file.
+        (
+            "---\nname: writer\nrole: member\ntoolsets:\n  1: [plan_read]\n  \"1\": [plan_read]\n---\n",
+            "agents/writer.md:6: toolsets: duplicate key '1' (first at line 5)",
+        ),
+        (
+            "---\nname: writer\nrole: member\ndeliverable:\n  type: object\n  properties:\n    true: {}\n    \"true\": {}\n---\n",
+            "agents/writer.md:8: deliverable.properties: duplicate key 'true' (first at line 7)",
+        ),
         (
             "---\nname: writer\nrole: member\n\nmax_tokens: lots\n---\n",
             "agents/writer.md:5: max_tokens: wrong type: 'lots' is not a whole number of 0 or more",

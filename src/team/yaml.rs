@@ -165,7 +165,7 @@ pub(crate) struct Outline {
     /// The document's nodes: parsed at once, or from `text` when first
     /// asked for (a document its typed read took whole).
     root: std::cell::OnceCell<Spanned<Node>>,
-    /// The document, kept for a later parse; empty once parsed.
+    /// The document, kept for a later parse (empty for one parsed at once).
     text: String,
     /// The file line of the document's first line.
     first_line: usize,
@@ -243,6 +243,14 @@ impl Outline {
             text: yaml.to_string(),
             first_line,
         }
+    }
+
+    /// Refuses a key written twice in one mapping, as [`Outline::parse`]
+    /// does: for a document read typed first whose mappings the typed read
+    /// does not judge by their text (a map of names, a JSON schema: `1` and
+    /// `"1"` are two keys to the parser and one to the map).
+    pub(crate) fn check_duplicates_now(&self, path: &Path) -> Result<(), TeamError> {
+        self.check_duplicates(path, self.root(), &mut Vec::new())
     }
 
     /// The document's nodes. A later parse cannot fail where the typed

@@ -27,6 +27,7 @@ pub fn release_when(
             std::thread::sleep(Duration::from_millis(5));
         }
         std::thread::sleep(linger);
-        std::fs::write(&hold, "").unwrap();
+        // A test that failed first may have removed its directory.
+        let _ = std::fs::write(&hold, "");
     })
 }
