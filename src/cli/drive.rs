@@ -166,8 +166,7 @@ pub(crate) fn drive_and_report(
         // memory notes are taken after it (a stopped run prints none).
         let mut report = |o: &boardroom::RunOutcome| {
             if !json && o.status != RunStatus::Cancelled {
-                render::clear_view();
-                print_answer(o, runs_dir);
+                render::suspended(|| print_answer(o, runs_dir));
                 printed = true;
             }
         };

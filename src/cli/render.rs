@@ -73,6 +73,19 @@ pub(crate) fn is_live() -> bool {
     VIEW.get().is_some_and(|m| !m.is_hidden())
 }
 
+/// Runs `print` with the live lines off the screen and draws them again
+/// after it: for output printed past the view while the run goes on (the
+/// answer and its usage table, while the memory notes are taken). The view
+/// waits meanwhile, so a live line drawn as the table prints cannot end up
+/// between its lines, left there when the view later clears what it
+/// counts as its own.
+pub(crate) fn suspended(print: impl FnOnce()) {
+    match VIEW.get() {
+        Some(multi) if !multi.is_hidden() => multi.suspend(print),
+        _ => print(),
+    }
+}
+
 /// Takes the live lines off the screen (before the process exits at once).
 pub(crate) fn clear_view() {
     if let Some(multi) = VIEW.get() {
