@@ -196,11 +196,7 @@ impl Outline {
         #[cfg(test)]
         probes::parsed();
         let root = if yaml.trim().is_empty() {
-            Spanned::new(
-                Node::Scalar(String::new()),
-                Location::UNKNOWN,
-                Location::UNKNOWN,
-            )
+            no_nodes()
         } else {
             serde_saphyr::from_str_with_options::<Spanned<Node>>(yaml, options(true)).map_err(
                 |e| {
@@ -262,13 +258,7 @@ impl Outline {
             #[cfg(test)]
             probes::parsed();
             serde_saphyr::from_str_with_options::<Spanned<Node>>(&self.text, options(true))
-                .unwrap_or_else(|_| {
-                    Spanned::new(
-                        Node::Scalar(String::new()),
-                        Location::UNKNOWN,
-                        Location::UNKNOWN,
-                    )
-                })
+                .unwrap_or_else(|_| no_nodes())
         })
     }
 
@@ -512,6 +502,15 @@ pub(crate) fn read_agent_checked<T: DeserializeOwned>(
         return Ok((value, Outline::later(yaml, first_line)));
     }
     read_checked(path, yaml, first_line, allowed)
+}
+
+/// The outline of an empty document: one empty scalar, at no line.
+fn no_nodes() -> Spanned<Node> {
+    Spanned::new(
+        Node::Scalar(String::new()),
+        Location::UNKNOWN,
+        Location::UNKNOWN,
+    )
 }
 
 /// `'a'`, `'a' or 'b'`, `one of 'a', 'b', 'c'`.
