@@ -124,8 +124,10 @@ pub(crate) trait Phases {
     /// Saves the run as it stands.
     fn checkpoint(&self);
 
-    /// After the loop: the last snapshot.
-    fn wrap_up(&mut self);
+    /// After the loop: the last snapshot. `saved`: the loop ended right
+    /// after a step's own snapshot, so the state on disk is the state now
+    /// (a second snapshot would copy the board and write nothing).
+    fn wrap_up(&mut self, saved: bool);
 
     /// The outcome, with the last `room_status` sent (`run_finished`
     /// follows the memory notes, as the run's last event).
@@ -151,7 +153,8 @@ pub(crate) fn drive<P: Phases>(mut run: P) -> Result<RunOutcome, RunError> {
     run.core().emit(&agent, None, started);
     run.core().emit_user_message();
     let mut round = 0;
-    if let Err(e) = steps(&mut run, &mut round) {
+    let saved = steps(&mut run, &mut round);
+    if let Err(e) = saved {
         // However it failed (a step, a stop with nothing worth an answer,
         // a state it cannot go on from), the subscribers hear how the run
         // ended, as for any other end; the error itself is the caller's.
@@ -168,7 +171,7 @@ pub(crate) fn drive<P: Phases>(mut run: P) -> Result<RunOutcome, RunError> {
         );
         return Err(e);
     }
-    run.wrap_up();
+    run.wrap_up(saved.unwrap_or(false));
     let outcome = run.finish();
     run.core().report(&outcome);
     run.remember();
@@ -188,18 +191,20 @@ pub(crate) fn drive<P: Phases>(mut run: P) -> Result<RunOutcome, RunError> {
 }
 
 /// [`drive`]'s loop: `begin`, then the phases or steps until the run is
-/// over or stops; `round` follows where it is.
-fn steps<P: Phases>(run: &mut P, round: &mut u32) -> Result<(), RunError> {
+/// over or stops; `round` follows where it is. `Ok(true)`: the loop ended
+/// after a step and its snapshot, nothing changed since.
+fn steps<P: Phases>(run: &mut P, round: &mut u32) -> Result<bool, RunError> {
     run.begin()?;
+    let mut saved = false;
     while let Some((at, phase)) = run.next() {
         *round = at;
         run.core().at(at, phase);
         if let Some(stop) = run.core().stop_reason() {
-            return run.end_early(stop);
+            return run.end_early(stop).map(|()| false);
         }
         if let Err(e) = run.step() {
             return match run.stopped_by(&e) {
-                Some(stop) => run.end_early(stop),
+                Some(stop) => run.end_early(stop).map(|()| false),
                 None => {
                     // Saved as it stands, so a resume goes on from here.
                     run.checkpoint();
@@ -208,6 +213,7 @@ fn steps<P: Phases>(run: &mut P, round: &mut u32) -> Result<(), RunError> {
             };
         }
         run.stepped();
+        saved = true;
     }
-    Ok(())
+    Ok(saved)
 }

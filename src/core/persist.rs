@@ -18,7 +18,6 @@ use std::sync::Arc;
 use super::config::RunConfig;
 use super::error::RunError;
 use crate::event::now_ms;
-use crate::plan::Plan;
 use crate::record::{RunPhase, RunSettings, RunState, RunStatus, Turn};
 use crate::store::{self, Checkpoint, RunDir, StoreError, TeamSnapshot, write_replace};
 
@@ -40,8 +39,10 @@ pub(crate) struct Persist {
     /// The run directory, when the runtime has a runs directory.
     pub(crate) dir: Option<Arc<RunDir>>,
     created_ms: u64,
-    /// The plan last written to `workspace/plan.json`.
-    plan_written: parking_lot::Mutex<Option<Plan>>,
+    /// What was last written to `workspace/plan.json`: the same plan is
+    /// not written again (kept as the bytes: a copy of a thousand-module
+    /// plan cost more than serialising it).
+    plan_written: parking_lot::Mutex<Option<Vec<u8>>>,
     /// The `report.md` last written: the same report is not written again.
     report_written: parking_lot::Mutex<Option<String>>,
 }
@@ -158,7 +159,7 @@ impl Persist {
         // shape, is written where the run stops (and waits, or ends).
         let stops = state.phase == RunPhase::Finished || state.status != RunStatus::Running;
         let mut written = self.plan_written.lock();
-        if stops && written.as_ref() != Some(&state.plan) {
+        if stops {
             let plan_path = ws.join("plan.json");
             // Transcripts as the ids of their turns where the run has a
             // directory (its `turns.jsonl` holds them), whole where it has
@@ -170,8 +171,10 @@ impl Persist {
                 serde_json::to_vec(&state.plan)
             }
             .map_err(|e| StoreError::json(&plan_path, "cannot serialise", e))?;
-            write_replace(&plan_path, &plan)?;
-            *written = Some(state.plan.clone());
+            if written.as_deref() != Some(&plan[..]) {
+                write_replace(&plan_path, &plan)?;
+                *written = Some(plan);
+            }
         }
         drop(written);
         if state.phase == RunPhase::Finished

@@ -391,15 +391,23 @@ impl<'a> Core<'a> {
         if self.persist.dir.is_none() && workspace.is_none() {
             return;
         }
-        state.plan = self.plan.lock().clone();
         let (usage, by_agent) = self.usage();
         state.usage = usage;
         state.usage_by_agent = by_agent;
         state.approvals = self.approvals().paused();
-        if let Err(e) =
+        // The plan is lent to the snapshot, not copied (a thousand modules
+        // with their transcripts took milliseconds to copy and to free at
+        // every phase): its lock is held while the run is saved, a few
+        // file writes. The processes that save here (blackboard, handoff)
+        // save between phases, when no member is working on a module.
+        let mut plan = self.plan.lock();
+        state.plan = std::mem::take(&mut *plan);
+        let saved =
             self.persist
-                .save(self.config, &state, workspace.as_deref(), answer_is_report)
-        {
+                .save(self.config, &state, workspace.as_deref(), answer_is_report);
+        *plan = std::mem::take(&mut state.plan);
+        drop(plan);
+        if let Err(e) = saved {
             log::error!("cannot save the run: {e}");
         }
     }

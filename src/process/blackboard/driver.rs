@@ -171,14 +171,16 @@ impl Phases for OnPool<'_, '_, '_> {
         self.run.checkpoint();
     }
 
-    fn wrap_up(&mut self) {
+    fn wrap_up(&mut self, saved: bool) {
         let run = &self.run;
         if !matches!(
             run.state.status,
             RunStatus::Cancelled | RunStatus::AwaitingUser | RunStatus::AwaitingApproval
         ) {
             run.room.core.at(run.state.round, run.state.phase);
-            run.checkpoint();
+            if !saved {
+                run.checkpoint();
+            }
             run.gather_member_notes();
         }
     }

@@ -180,7 +180,7 @@ impl Phases for Handoff<'_> {
         Handoff::checkpoint(self);
     }
 
-    fn wrap_up(&mut self) {}
+    fn wrap_up(&mut self, _saved: bool) {}
 
     fn finish(&mut self) -> RunOutcome {
         Handoff::finish(self)

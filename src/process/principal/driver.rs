@@ -206,7 +206,7 @@ impl Phases for OnPool<'_, '_, '_, '_> {
         self.room.checkpoint();
     }
 
-    fn wrap_up(&mut self) {}
+    fn wrap_up(&mut self, _saved: bool) {}
 
     fn finish(&mut self) -> RunOutcome {
         self.room.finish()
