@@ -120,7 +120,11 @@ impl Persist {
         workspace: Option<&Path>,
         answer_is_report: bool,
     ) -> Result<(), StoreError> {
-        self.save_at(config, state, workspace, answer_is_report, None)
+        // Between phases the disk part goes on behind the run, during its
+        // next model call; where the run stops (done, failed, waiting)
+        // it is on disk before the run says so.
+        let behind = !stops(state);
+        self.write(config, state, workspace, answer_is_report, None, behind)
     }
 
     /// The journal's length now, when the run has a directory.
@@ -140,24 +144,45 @@ impl Persist {
         answer_is_report: bool,
         journal_len: Option<u64>,
     ) -> Result<(), StoreError> {
+        self.write(
+            config,
+            state,
+            workspace,
+            answer_is_report,
+            journal_len,
+            false,
+        )
+    }
+
+    fn write(
+        &self,
+        config: &RunConfig,
+        state: &RunState,
+        workspace: Option<&Path>,
+        answer_is_report: bool,
+        journal_len: Option<u64>,
+        behind: bool,
+    ) -> Result<(), StoreError> {
         if let Some(dir) = &self.dir {
             let team = || TeamSnapshot::of(&config.team);
-            dir.checkpoint(
-                state,
-                Checkpoint {
-                    created_ms: self.created_ms,
-                    settings: settings(config),
-                    team_name: config.team.name(),
-                    team: &team,
-                    journal_len,
-                },
-            )?;
+            let c = Checkpoint {
+                created_ms: self.created_ms,
+                settings: settings(config),
+                team_name: config.team.name(),
+                team: &team,
+                journal_len,
+            };
+            if behind {
+                dir.checkpoint_behind(state, c)?;
+            } else {
+                dir.checkpoint(state, c)?;
+            }
         }
         let Some(ws) = workspace else { return Ok(()) };
         std::fs::create_dir_all(ws).map_err(|e| StoreError::io(ws, e))?;
         // The plan is in `state.jsonl`; `plan.json`, its copy in Roboco's
         // shape, is written where the run stops (and waits, or ends).
-        let stops = state.phase == RunPhase::Finished || state.status != RunStatus::Running;
+        let stops = stops(state);
         let mut written = self.plan_written.lock();
         if stops {
             let plan_path = ws.join("plan.json");
@@ -190,6 +215,11 @@ impl Persist {
         }
         Ok(())
     }
+}
+
+/// Whether the run stops at `state` (ends, fails, or waits for someone).
+fn stops(state: &RunState) -> bool {
+    state.phase == RunPhase::Finished || state.status != RunStatus::Running
 }
 
 /// The settings a run was started with, as `run.json` keeps them.

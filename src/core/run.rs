@@ -402,9 +402,9 @@ impl<'a> Core<'a> {
         // save between phases, when no member is working on a module.
         let mut plan = self.plan.lock();
         state.plan = std::mem::take(&mut *plan);
-        let saved =
-            self.persist
-                .save(self.config, &state, workspace.as_deref(), answer_is_report);
+        let saved = self
+            .persist
+            .save(self.config, &state, workspace.as_deref(), answer_is_report);
         *plan = std::mem::take(&mut state.plan);
         drop(plan);
         if let Err(e) = saved {

@@ -37,6 +37,8 @@ pub(crate) const JOURNAL_FILE: &str = "journal.jsonl";
 pub(crate) const WORKSPACE_DIR: &str = "workspace";
 
 #[cfg(test)]
+mod behind_tests;
+#[cfg(test)]
 mod snapshot_tests;
 #[cfg(test)]
 mod tests;

@@ -4,9 +4,9 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
 
 use super::record::{JournalRecord, TeamSnapshot};
@@ -36,6 +36,159 @@ pub(crate) struct RunDir {
     /// The run's task when it is long: cut out of the turns that hold it
     /// (it is in `state.jsonl` once).
     long_task: parking_lot::RwLock<Option<super::long_task::LongTask>>,
+    /// The disk part of the checkpoint taken behind the run, if one is
+    /// under way.
+    behind: Arc<Behind>,
+}
+
+/// The disk part of a checkpoint that the run does not wait for
+/// ([`RunDir::checkpoint_behind`]): the logs' fsyncs and `run.json`,
+/// written on a thread of their own (`boardroom-save`) while the run goes
+/// on to its next model call. Until they are done nothing more is
+/// appended to the turns or the journal, and no other checkpoint begins:
+/// the files change in the order a checkpoint the run waits for leaves
+/// them, so a kill at any moment finds what it would have found then.
+#[derive(Debug, Default)]
+struct Behind {
+    /// A disk part is under way (what every append looks at first).
+    busy: AtomicBool,
+    state: Mutex<BehindState>,
+    done: Condvar,
+    /// Holds every disk part until opened (a test's slow disk).
+    #[cfg(test)]
+    gate: Mutex<Option<Arc<Gate>>>,
+}
+
+/// A test's slow disk: disk parts wait until it opens.
+#[cfg(test)]
+#[derive(Debug, Default)]
+pub(crate) struct Gate {
+    open: Mutex<bool>,
+    opened: Condvar,
+}
+
+#[cfg(test)]
+impl Gate {
+    pub(crate) fn open(&self) {
+        *self.open.lock() = true;
+        self.opened.notify_all();
+    }
+
+    fn pass(&self) {
+        let mut open = self.open.lock();
+        while !*open {
+            self.opened.wait(&mut open);
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct BehindState {
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// The last disk part failed (and said so in the log): the next
+    /// checkpoint syncs every log and writes `team.json` again.
+    failed: bool,
+}
+
+impl Behind {
+    /// Waits until no disk part is under way; whether the last one failed
+    /// (forgotten once told).
+    fn wait(&self) -> bool {
+        let mut s = self.state.lock();
+        while self.busy.load(Ordering::Acquire) {
+            self.done.wait(&mut s);
+        }
+        let thread = s.thread.take();
+        let failed = std::mem::take(&mut s.failed);
+        drop(s);
+        if let Some(t) = thread {
+            let _ = t.join();
+        }
+        failed
+    }
+
+    /// An append's wait: nothing unless a disk part is under way.
+    fn settle(&self) {
+        if self.busy.load(Ordering::Acquire) {
+            let mut s = self.state.lock();
+            while self.busy.load(Ordering::Acquire) {
+                self.done.wait(&mut s);
+            }
+        }
+    }
+
+    /// Writes `part` on a thread of its own, or here when no thread can be
+    /// started.
+    fn start(self: &Arc<Self>, part: DiskPart) -> Result<(), StoreError> {
+        let shared = Arc::new(Mutex::new(Some(part)));
+        let (me, mine) = (Arc::clone(self), Arc::clone(&shared));
+        #[cfg(test)]
+        let gate = self.gate.lock().clone();
+        let mut s = self.state.lock();
+        self.busy.store(true, Ordering::Release);
+        let spawned = std::thread::Builder::new()
+            .name("boardroom-save".into())
+            .spawn(move || {
+                #[cfg(test)]
+                if let Some(g) = gate {
+                    g.pass();
+                }
+                let part = mine.lock().take();
+                let written = part.map_or(Ok(()), |p| p.write());
+                let mut s = me.state.lock();
+                if let Err(e) = written {
+                    log::error!("cannot save the run: {e}");
+                    s.failed = true;
+                }
+                me.busy.store(false, Ordering::Release);
+                me.done.notify_all();
+            });
+        match spawned {
+            Ok(t) => {
+                s.thread = Some(t);
+                Ok(())
+            }
+            Err(e) => {
+                self.busy.store(false, Ordering::Release);
+                drop(s);
+                log::debug!("no thread to save the run behind it ({e}): saved now");
+                let part = shared.lock().take();
+                part.map_or(Ok(()), |p| p.write())
+            }
+        }
+    }
+}
+
+/// What the disk part of a checkpoint writes, in order: `team.json` (the
+/// first time), the fsyncs of the logs the snapshot needs on disk, then
+/// `run.json`.
+struct DiskPart {
+    dir: PathBuf,
+    team: Option<Vec<u8>>,
+    /// Handles of their own on the logs to sync, and their names.
+    sync: Vec<(File, &'static str)>,
+    run: Vec<u8>,
+}
+
+impl DiskPart {
+    fn write(&self) -> Result<(), StoreError> {
+        if let Some(team) = &self.team {
+            write_atomic(&self.dir.join(TEAM_FILE), team)?;
+        }
+        for (file, name) in &self.sync {
+            file.sync_data()
+                .map_err(|e| StoreError::io(self.dir.join(name), e))?;
+        }
+        write_atomic(&self.dir.join(RUN_FILE), &self.run)
+    }
+}
+
+impl Drop for RunDir {
+    /// Everything a checkpoint began is on disk before the directory is
+    /// let go (and its lock with it).
+    fn drop(&mut self) {
+        self.behind.wait();
+    }
 }
 
 /// `journal.jsonl`, open for appending, and its length.
@@ -202,7 +355,16 @@ impl RunDir {
                 summary: None,
             }),
             long_task: parking_lot::RwLock::new(task),
+            behind: Arc::default(),
         })
+    }
+
+    /// Holds the disk parts of later checkpoints until the gate opens.
+    #[cfg(test)]
+    pub(crate) fn hold_disk_parts(&self) -> Arc<Gate> {
+        let gate = Arc::new(Gate::default());
+        *self.behind.gate.lock() = Some(Arc::clone(&gate));
+        gate
     }
 
     /// The directory's lock, to hold past the `RunDir` itself (to write
@@ -240,6 +402,7 @@ impl RunDir {
         let mut line = super::long_task::turn_line(turn, self.long_task.read().as_ref())
             .map_err(|e| StoreError::json(&path, "cannot serialise", e))?;
         line.push(b'\n');
+        self.behind.settle();
         let mut f = self.turns.lock();
         f.write_all(&line)
             .and_then(|()| f.flush())
@@ -251,6 +414,7 @@ impl RunDir {
     pub(crate) fn append_journal(&self, record: &JournalRecord) -> Result<(), StoreError> {
         let path = self.path.join(JOURNAL_FILE);
         let line = line(&path, record)?;
+        self.behind.settle();
         let mut j = self.journal.lock();
         j.file
             .write_all(&line)
@@ -273,18 +437,55 @@ impl RunDir {
 
     /// Saves a snapshot of the run: `team.json` once, what changed since
     /// the last checkpoint as one line of `state.jsonl`, then `run.json`.
-    /// The line (and the journal, when it points there) is on disk before
-    /// the `run.json` that covers it replaces the old one.
+    /// The line, and the logs it points into, are on disk before the
+    /// `run.json` that covers it replaces the old one; all of it before
+    /// this returns.
     pub(crate) fn checkpoint(&self, state: &RunState, c: Checkpoint<'_>) -> Result<(), StoreError> {
-        let mut log = self.state.lock();
-        if !log.written.team {
-            let path = self.path.join(TEAM_FILE);
-            let team = (c.team)()
-                .to_saved_json()
-                .map_err(|e| StoreError::json(&path, "cannot serialise", e))?;
-            write_atomic(&path, &team)?;
-            log.written.team = true;
+        let part = self.snapshot(state, c)?;
+        part.map_or(Ok(()), |p| p.write())
+    }
+
+    /// As [`RunDir::checkpoint`], but returns once the line is written:
+    /// the fsyncs and `run.json` follow on a thread of their own while the
+    /// run goes on (see [`Behind`]). For a phase that is followed by a
+    /// model call; a run's last snapshot is taken with `checkpoint`, so a
+    /// run reported done is on disk.
+    pub(crate) fn checkpoint_behind(
+        &self,
+        state: &RunState,
+        c: Checkpoint<'_>,
+    ) -> Result<(), StoreError> {
+        match self.snapshot(state, c)? {
+            Some(part) => self.behind.start(part),
+            None => Ok(()),
         }
+    }
+
+    /// A checkpoint's own part, under the state log's lock once the last
+    /// disk part is done: what changed, written to `state.jsonl` (not yet
+    /// synced), and what is left to write (`None`: nothing changed).
+    fn snapshot(
+        &self,
+        state: &RunState,
+        c: Checkpoint<'_>,
+    ) -> Result<Option<DiskPart>, StoreError> {
+        let mut log = self.state.lock();
+        let failed = self.behind.wait();
+        if failed {
+            // Written again, from the start of what the last one did.
+            log.written.team = false;
+            log.summary = None;
+        }
+        let team = if log.written.team {
+            None
+        } else {
+            let path = self.path.join(TEAM_FILE);
+            Some(
+                (c.team)()
+                    .to_saved_json()
+                    .map_err(|e| StoreError::json(&path, "cannot serialise", e))?,
+            )
+        };
         let state_path = self.path.join(STATE_FILE);
         let journaled = |seq: u64| self.journaled.lock().get(&seq).copied();
         let journaled_module = |m: &crate::plan::WorkModule| {
@@ -297,28 +498,26 @@ impl RunDir {
             .delta(state, &journaled, &journaled_module)
             .map_err(|e| StoreError::json(&state_path, "cannot serialise", e))?;
         let wrote_line = delta.is_some();
+        let mut sync = Vec::new();
+        let handle = |f: &File, name: &'static str| {
+            f.try_clone()
+                .map(|f| (f, name))
+                .map_err(|e| StoreError::io(self.path.join(name), e))
+        };
         if let Some((line, points_to)) = delta {
-            if points_to.journal {
-                let j = self.journal.lock();
-                j.file
-                    .sync_data()
-                    .map_err(|e| StoreError::io(self.path.join(JOURNAL_FILE), e))?;
+            if points_to.journal || failed {
+                sync.push(handle(&self.journal.lock().file, JOURNAL_FILE)?);
             }
-            if points_to.turns {
-                let f = self.turns.lock();
-                f.sync_data()
-                    .map_err(|e| StoreError::io(self.path.join(TURNS_FILE), e))?;
+            if points_to.turns || failed {
+                sync.push(handle(&self.turns.lock(), TURNS_FILE)?);
             }
             let before = log.written.state_len;
-            let written = log
-                .file
-                .write_all(&line)
-                .and_then(|()| log.file.sync_data());
-            if let Err(e) = written {
+            if let Err(e) = log.file.write_all(&line) {
                 // No torn line for the next checkpoint to follow.
                 let _ = log.file.set_len(before);
                 return Err(StoreError::io(&state_path, e));
             }
+            sync.push(handle(&log.file, STATE_FILE)?);
             log.written.wrote(state, line.len() as u64);
             // Masked and copied only when the task is new (not at every
             // checkpoint of a run).
@@ -330,6 +529,10 @@ impl RunDir {
             if !same {
                 *self.long_task.write() = super::long_task::LongTask::of(&state.task);
             }
+        } else if failed {
+            sync.push(handle(&self.journal.lock().file, JOURNAL_FILE)?);
+            sync.push(handle(&self.turns.lock(), TURNS_FILE)?);
+            sync.push(handle(&log.file, STATE_FILE)?);
         }
         let mut summary = Summary::of(
             state,
@@ -343,15 +546,20 @@ impl RunDir {
         let saved_ms = std::mem::take(&mut summary.saved_ms);
         let same = serde_json::to_vec(&summary)
             .map_err(|e| StoreError::json(&path, "cannot serialise", e))?;
-        if !wrote_line && log.summary.as_deref() == Some(&same[..]) {
-            return Ok(());
+        if !wrote_line && team.is_none() && log.summary.as_deref() == Some(&same[..]) {
+            return Ok(None);
         }
         summary.saved_ms = saved_ms;
-        let json = serde_json::to_vec_pretty(&summary)
+        let run = serde_json::to_vec_pretty(&summary)
             .map_err(|e| StoreError::json(&path, "cannot serialise", e))?;
-        write_atomic(&path, &json)?;
+        log.written.team = true;
         log.summary = Some(same);
-        Ok(())
+        Ok(Some(DiskPart {
+            dir: self.path.clone(),
+            team,
+            sync,
+            run,
+        }))
     }
 }
 
