@@ -9,8 +9,10 @@
 //!   a lock and a write), and the turn records and journal records, which
 //!   it writes at once: they are what a resume is built from.
 //!
-//! Only `run.json` (a checkpoint after every phase) is fsynced; the logs
-//! are appended, and a crash leaves at worst a torn last line.
+//! The logs are appended without a flush, and a crash leaves at worst a
+//! torn last line; the checkpoint after every phase fsyncs what its
+//! snapshot points into before its `run.json` (between phases on a thread
+//! of its own, while the run goes on: `RunDir::checkpoint_behind`).
 
 use std::sync::Arc;
 

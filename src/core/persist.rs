@@ -93,6 +93,8 @@ impl Persist {
             plan_written: parking_lot::Mutex::new(None),
             report_written: parking_lot::Mutex::new(None),
         };
+        // On disk before the run goes on: a directory that cannot take its
+        // first snapshot stops the run before any call is paid for.
         if previous.is_none() {
             persist
                 .save(config, state, None, false)
@@ -120,9 +122,20 @@ impl Persist {
         workspace: Option<&Path>,
         answer_is_report: bool,
     ) -> Result<(), StoreError> {
-        // Between phases the disk part goes on behind the run, during its
-        // next model call; where the run stops (done, failed, waiting)
-        // it is on disk before the run says so.
+        self.write(config, state, workspace, answer_is_report, None, false)
+    }
+
+    /// As [`Persist::save`], but between phases the fsyncs and `run.json`
+    /// are written behind the run, during its next model call
+    /// ([`RunDir::checkpoint_behind`]); where the run stops (done,
+    /// failed, waiting) they are on disk before it says so.
+    pub(crate) fn save_behind(
+        &self,
+        config: &RunConfig,
+        state: &RunState,
+        workspace: Option<&Path>,
+        answer_is_report: bool,
+    ) -> Result<(), StoreError> {
         let behind = !stops(state);
         self.write(config, state, workspace, answer_is_report, None, behind)
     }

@@ -385,8 +385,20 @@ impl<'a> Core<'a> {
     /// Saves the run: `state` (whose usage and plan the core fills in)
     /// to `run.json`, the plan to `workspace/plan.json`, and at the end the
     /// answer to `workspace/report.md` when the process says it is a report
-    /// (`answer_is_report`).
-    pub(crate) fn save(&self, mut state: RunState, answer_is_report: bool) {
+    /// (`answer_is_report`). On disk when this returns.
+    pub(crate) fn save(&self, state: RunState, answer_is_report: bool) {
+        self.save_as(state, answer_is_report, false);
+    }
+
+    /// As [`Core::save`], for a phase a model call follows: the fsyncs and
+    /// `run.json` are written behind the run during that call (see
+    /// `Persist::save_behind`). The blackboard saves so: a thousand
+    /// members' phase ends in a dozen fsyncs the run need not wait for.
+    pub(crate) fn save_behind(&self, state: RunState, answer_is_report: bool) {
+        self.save_as(state, answer_is_report, true);
+    }
+
+    fn save_as(&self, mut state: RunState, answer_is_report: bool, behind: bool) {
         let workspace = self.workspace_dir();
         if self.persist.dir.is_none() && workspace.is_none() {
             return;
@@ -402,9 +414,13 @@ impl<'a> Core<'a> {
         // save between phases, when no member is working on a module.
         let mut plan = self.plan.lock();
         state.plan = std::mem::take(&mut *plan);
-        let saved = self
-            .persist
-            .save(self.config, &state, workspace.as_deref(), answer_is_report);
+        let (config, ws) = (self.config, workspace.as_deref());
+        let saved = if behind {
+            self.persist
+                .save_behind(config, &state, ws, answer_is_report)
+        } else {
+            self.persist.save(config, &state, ws, answer_is_report)
+        };
         *plan = std::mem::take(&mut state.plan);
         drop(plan);
         if let Err(e) = saved {

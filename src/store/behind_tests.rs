@@ -74,11 +74,12 @@ fn issue25_a_checkpoint_behind_the_run_is_on_disk_before_the_next_append() {
             appended.store(true, Ordering::SeqCst);
         });
         std::thread::sleep(Duration::from_millis(300));
+        let early = appended.load(Ordering::SeqCst);
+        gate.open();
         assert!(
-            !appended.load(Ordering::SeqCst),
+            !early,
             "a turn was appended before the checkpoint's run.json was written"
         );
-        gate.open();
     });
     assert!(appended.load(Ordering::SeqCst));
     let back = load_run(&path).unwrap();
@@ -157,4 +158,103 @@ fn issue25_the_directory_is_let_go_only_once_its_disk_part_is_written() {
         gate.open();
     });
     assert_eq!(load_run(&path).unwrap().state, state);
+}
+
+/// The state log's length that `run.json` covers.
+fn covered(path: &std::path::Path) -> u64 {
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(path.join("run.json")).unwrap()).unwrap();
+    run["state_len"].as_u64().unwrap()
+}
+
+/// Checkpoints from several threads at once (the principal's associates
+/// each save as they deliver) run one at a time, start to end: while one
+/// is writing its `run.json`, the next does not write its line. Written
+/// after the log's lock was let go, an older `run.json` could replace a
+/// newer one, and a kill then cut off delivered work.
+#[test]
+fn issue25_checkpoints_from_several_threads_run_one_at_a_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("r");
+    let dir = RunDir::create(&path).unwrap();
+    let mut state = RunState::new("r".into(), "a task".into());
+    save(&dir, &state, false);
+    let gate = dir.hold_disk_parts();
+    state.board.push(entry(1));
+    let first = state.clone();
+    state.board.push(entry(2));
+    let second = state.clone();
+    std::thread::scope(|s| {
+        s.spawn(|| save(&dir, &first, false));
+        let until = std::time::Instant::now() + Duration::from_secs(30);
+        while gate.arrived.load(Ordering::SeqCst) == 0 {
+            assert!(
+                std::time::Instant::now() < until,
+                "the first never came to the disk"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let len = std::fs::metadata(path.join("state.jsonl")).unwrap().len();
+        s.spawn(|| save(&dir, &second, false));
+        std::thread::sleep(Duration::from_millis(300));
+        let now = std::fs::metadata(path.join("state.jsonl")).unwrap().len();
+        // Opened before the check: a failing check must not leave the
+        // savers held (the scope would wait for them for ever).
+        gate.open();
+        assert_eq!(
+            now, len,
+            "a second checkpoint wrote its line while the first wrote its run.json"
+        );
+    });
+    drop(dir);
+    let len = std::fs::metadata(path.join("state.jsonl")).unwrap().len();
+    assert_eq!(
+        covered(&path),
+        len,
+        "run.json covers an older line than the last"
+    );
+    assert_eq!(load_run(&path).unwrap().state, second);
+}
+
+fn try_save(dir: &RunDir, state: &RunState, behind: bool) -> Result<(), StoreError> {
+    let team = Team::builtin().unwrap();
+    let snapshot = || TeamSnapshot::of(&team);
+    let c = Checkpoint {
+        created_ms: 7,
+        settings: RunSettings::default(),
+        team_name: "default",
+        team: &snapshot,
+        journal_len: None,
+    };
+    if behind {
+        dir.checkpoint_behind(state, c)
+    } else {
+        dir.checkpoint(state, c)
+    }
+}
+
+/// A checkpoint whose disk part failed, on the run's thread or behind
+/// it, is made good by the next one even when nothing changed since:
+/// `team.json` and `run.json` are written again. Forgotten, the next
+/// checkpoint found "nothing changed" and wrote nothing, and the run had
+/// no `run.json` at all.
+#[test]
+fn issue25_a_failed_disk_part_is_written_again_by_the_next_checkpoint() {
+    for behind in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("r");
+        let dir = RunDir::create(&path).unwrap();
+        let state = RunState::new("r".into(), "a task".into());
+        dir.fail_next_disk_part();
+        let first = try_save(&dir, &state, behind);
+        if behind {
+            // Said in the log by the thread; the run goes on.
+            assert!(first.is_ok());
+        } else {
+            assert!(first.is_err(), "the failure is the caller's to hear");
+        }
+        try_save(&dir, &state, false).unwrap();
+        assert!(path.join("team.json").is_file(), "behind: {behind}");
+        assert_eq!(load_run(&path).unwrap().state, state, "behind: {behind}");
+    }
 }

@@ -54,9 +54,14 @@ struct Behind {
     busy: AtomicBool,
     state: Mutex<BehindState>,
     done: Condvar,
-    /// Holds every disk part until opened (a test's slow disk).
+    /// Holds every disk part, the ones written on the run's own thread
+    /// too, until opened (a test's slow disk).
     #[cfg(test)]
     gate: Mutex<Option<Arc<Gate>>>,
+    /// The next disk part fails before it writes anything (a test's full
+    /// disk).
+    #[cfg(test)]
+    fail_next: AtomicBool,
 }
 
 /// A test's slow disk: disk parts wait until it opens.
@@ -65,6 +70,8 @@ struct Behind {
 pub(crate) struct Gate {
     open: Mutex<bool>,
     opened: Condvar,
+    /// Disk parts that came to the gate.
+    pub(crate) arrived: AtomicU64,
 }
 
 #[cfg(test)]
@@ -75,6 +82,7 @@ impl Gate {
     }
 
     fn pass(&self) {
+        self.arrived.fetch_add(1, Ordering::SeqCst);
         let mut open = self.open.lock();
         while !*open {
             self.opened.wait(&mut open);
@@ -117,8 +125,39 @@ impl Behind {
         }
     }
 
+    /// Writes `part` here, remembering a failure for the next checkpoint.
+    fn write_now(&self, part: &DiskPart) -> Result<(), StoreError> {
+        #[cfg(test)]
+        if let Some(g) = self.gate.lock().clone() {
+            g.pass();
+        }
+        let written = self.written(part);
+        if written.is_err() {
+            self.state.lock().failed = true;
+        }
+        written
+    }
+
+    /// `part` written (or, in a test, failed).
+    fn written(&self, part: &DiskPart) -> Result<(), StoreError> {
+        #[cfg(test)]
+        if self.fail_next.swap(false, Ordering::SeqCst) {
+            return Err(StoreError::io(
+                part.dir.join(TEAM_FILE),
+                std::io::Error::other("a test's full disk"),
+            ));
+        }
+        part.write()
+    }
+
+    /// Remembers that what a checkpoint began may not be on disk.
+    fn mark_failed(&self) {
+        self.state.lock().failed = true;
+    }
+
     /// Writes `part` on a thread of its own, or here when no thread can be
-    /// started.
+    /// started. The caller holds the state log's lock (no other checkpoint
+    /// runs beside it) and has waited for the last disk part.
     fn start(self: &Arc<Self>, part: DiskPart) -> Result<(), StoreError> {
         let shared = Arc::new(Mutex::new(Some(part)));
         let (me, mine) = (Arc::clone(self), Arc::clone(&shared));
@@ -134,11 +173,22 @@ impl Behind {
                     g.pass();
                 }
                 let part = mine.lock().take();
-                let written = part.map_or(Ok(()), |p| p.write());
+                // Caught: a panic here would leave `busy` set, and every
+                // append and the directory's drop waiting for ever.
+                let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    part.map_or(Ok(()), |p| me.written(&p))
+                }));
                 let mut s = me.state.lock();
-                if let Err(e) = written {
-                    log::error!("cannot save the run: {e}");
-                    s.failed = true;
+                match written {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => {
+                        log::error!("cannot save the run: {e}");
+                        s.failed = true;
+                    }
+                    Err(_) => {
+                        log::error!("cannot save the run: its save thread panicked");
+                        s.failed = true;
+                    }
                 }
                 me.busy.store(false, Ordering::Release);
                 me.done.notify_all();
@@ -153,7 +203,7 @@ impl Behind {
                 drop(s);
                 log::debug!("no thread to save the run behind it ({e}): saved now");
                 let part = shared.lock().take();
-                part.map_or(Ok(()), |p| p.write())
+                part.map_or(Ok(()), |p| self.write_now(&p))
             }
         }
     }
@@ -367,6 +417,12 @@ impl RunDir {
         gate
     }
 
+    /// Fails the next disk part before it writes anything.
+    #[cfg(test)]
+    pub(crate) fn fail_next_disk_part(&self) {
+        self.behind.fail_next.store(true, Ordering::SeqCst);
+    }
+
     /// The directory's lock, to hold past the `RunDir` itself (to write
     /// the last word on a failed run).
     pub(crate) fn lock(&self) -> Arc<RunLock> {
@@ -441,8 +497,7 @@ impl RunDir {
     /// `run.json` that covers it replaces the old one; all of it before
     /// this returns.
     pub(crate) fn checkpoint(&self, state: &RunState, c: Checkpoint<'_>) -> Result<(), StoreError> {
-        let part = self.snapshot(state, c)?;
-        part.map_or(Ok(()), |p| p.write())
+        self.save(state, c, false)
     }
 
     /// As [`RunDir::checkpoint`], but returns once the line is written:
@@ -455,9 +510,31 @@ impl RunDir {
         state: &RunState,
         c: Checkpoint<'_>,
     ) -> Result<(), StoreError> {
-        match self.snapshot(state, c)? {
-            Some(part) => self.behind.start(part),
-            None => Ok(()),
+        self.save(state, c, true)
+    }
+
+    /// A checkpoint, start to end under the state log's lock: checkpoints
+    /// run one at a time (the principal's associates save from their own
+    /// threads), and each `run.json` is written in the order of the lines
+    /// it covers.
+    fn save(&self, state: &RunState, c: Checkpoint<'_>, behind: bool) -> Result<(), StoreError> {
+        let mut log = self.state.lock();
+        let failed = self.behind.wait();
+        let part = match self.snapshot(&mut log, failed, state, c) {
+            Ok(Some(part)) => part,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                if failed {
+                    // Still to be made good by the next checkpoint.
+                    self.behind.mark_failed();
+                }
+                return Err(e);
+            }
+        };
+        if behind {
+            self.behind.start(part)
+        } else {
+            self.behind.write_now(&part)
         }
     }
 
@@ -466,11 +543,11 @@ impl RunDir {
     /// synced), and what is left to write (`None`: nothing changed).
     fn snapshot(
         &self,
+        log: &mut StateLog,
+        failed: bool,
         state: &RunState,
         c: Checkpoint<'_>,
     ) -> Result<Option<DiskPart>, StoreError> {
-        let mut log = self.state.lock();
-        let failed = self.behind.wait();
         if failed {
             // Written again, from the start of what the last one did.
             log.written.team = false;
@@ -511,13 +588,16 @@ impl RunDir {
             if points_to.turns || failed {
                 sync.push(handle(&self.turns.lock(), TURNS_FILE)?);
             }
+            // Taken before the line is written: an error after it would
+            // leave a line the next checkpoint does not know of.
+            let state_file = handle(&log.file, STATE_FILE)?;
             let before = log.written.state_len;
             if let Err(e) = log.file.write_all(&line) {
                 // No torn line for the next checkpoint to follow.
                 let _ = log.file.set_len(before);
                 return Err(StoreError::io(&state_path, e));
             }
-            sync.push(handle(&log.file, STATE_FILE)?);
+            sync.push(state_file);
             log.written.wrote(state, line.len() as u64);
             // Masked and copied only when the task is new (not at every
             // checkpoint of a run).

@@ -143,7 +143,7 @@ impl<'d> Blackboard<'d> {
         state.board = self.room.board.snapshot();
         // A run that waits for its user holds the question, not a report.
         let report = self.state.status != RunStatus::AwaitingUser;
-        self.room.core.save(state, report);
+        self.room.core.save_behind(state, report);
     }
 
     fn finish(&mut self) -> RunOutcome {
