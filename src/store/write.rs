@@ -44,10 +44,11 @@ pub(crate) struct RunDir {
 /// The disk part of a checkpoint that the run does not wait for
 /// ([`RunDir::checkpoint_behind`]): the logs' fsyncs and `run.json`,
 /// written on a thread of their own (`boardroom-save`) while the run goes
-/// on to its next model call. Until they are done nothing more is
-/// appended to the turns or the journal, and no other checkpoint begins:
-/// the files change in the order a checkpoint the run waits for leaves
-/// them, so a kill at any moment finds what it would have found then.
+/// on to its next model call. Until they are done no append to the turns
+/// or the journal begins (one begun just before may land meanwhile, as
+/// it could beside a checkpoint on the run's thread: `run.json` holds the
+/// journal's length from before), and no other checkpoint: a kill at any
+/// moment finds what it would have found then.
 #[derive(Debug, Default)]
 struct Behind {
     /// A disk part is under way (what every append looks at first).
@@ -81,12 +82,13 @@ impl Gate {
         self.opened.notify_all();
     }
 
+    /// Waits until the gate opens, or 60 s: a test that fails before it
+    /// opens its gate fails, it does not hang.
     fn pass(&self) {
         self.arrived.fetch_add(1, Ordering::SeqCst);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
         let mut open = self.open.lock();
-        while !*open {
-            self.opened.wait(&mut open);
-        }
+        while !*open && !self.opened.wait_until(&mut open, until).timed_out() {}
     }
 }
 
@@ -168,30 +170,25 @@ impl Behind {
         let spawned = std::thread::Builder::new()
             .name("boardroom-save".into())
             .spawn(move || {
+                // Whatever happens here, even a panic, `busy` is cleared
+                // on the way out: every append and the directory's drop
+                // wait on it. A failure unless the part was written.
+                let done = Done {
+                    behind: &me,
+                    failed: true,
+                };
                 #[cfg(test)]
                 if let Some(g) = gate {
                     g.pass();
                 }
                 let part = mine.lock().take();
-                // Caught: a panic here would leave `busy` set, and every
-                // append and the directory's drop waiting for ever.
-                let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    part.map_or(Ok(()), |p| me.written(&p))
-                }));
-                let mut s = me.state.lock();
-                match written {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => {
-                        log::error!("cannot save the run: {e}");
-                        s.failed = true;
+                match part.map_or(Ok(()), |p| me.written(&p)) {
+                    Ok(()) => {
+                        let mut done = done;
+                        done.failed = false;
                     }
-                    Err(_) => {
-                        log::error!("cannot save the run: its save thread panicked");
-                        s.failed = true;
-                    }
+                    Err(e) => log::error!("cannot save the run: {e}"),
                 }
-                me.busy.store(false, Ordering::Release);
-                me.done.notify_all();
             });
         match spawned {
             Ok(t) => {
@@ -206,6 +203,25 @@ impl Behind {
                 part.map_or(Ok(()), |p| self.write_now(&p))
             }
         }
+    }
+}
+
+/// The end of a disk part on its thread, however it ends: `busy` cleared
+/// and the waiters woken, a failure remembered.
+struct Done<'a> {
+    behind: &'a Behind,
+    failed: bool,
+}
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        let mut s = self.behind.state.lock();
+        if self.failed {
+            s.failed = true;
+        }
+        self.behind.busy.store(false, Ordering::Release);
+        drop(s);
+        self.behind.done.notify_all();
     }
 }
 
@@ -524,10 +540,9 @@ impl RunDir {
             Ok(Some(part)) => part,
             Ok(None) => return Ok(()),
             Err(e) => {
-                if failed {
-                    // Still to be made good by the next checkpoint.
-                    self.behind.mark_failed();
-                }
+                // Made good by the next checkpoint: whatever this one
+                // began (a line, the bookkeeping) may not be on disk.
+                self.behind.mark_failed();
                 return Err(e);
             }
         };

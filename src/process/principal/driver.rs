@@ -50,6 +50,10 @@ pub(super) struct Room<'a> {
     /// every call after that snapshot once (calls finish on every thread
     /// while a save is written).
     pub(super) frozen: Mutex<Option<Frozen>>,
+    /// Held by a save from its copy of the state to its `run.json`:
+    /// associates delivering at once save one after the other, each
+    /// snapshot newer than the last.
+    pub(super) saving: Mutex<()>,
 }
 
 /// The run's state: the shared part and the principal's own.
@@ -96,6 +100,7 @@ impl<'a> Driver<'a> for PrincipalRun<'a> {
                 vars,
                 live: Mutex::new(Live { state, ps }),
                 frozen: Mutex::new(None),
+                saving: Mutex::new(()),
             },
         })
     }
@@ -240,6 +245,7 @@ impl Room<'_> {
         if !self.core.saves() {
             return;
         }
+        let _one_at_a_time = self.saving.lock();
         let mut state = {
             let live = self.live.lock();
             let mut state = live.state.clone();
