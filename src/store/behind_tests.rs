@@ -23,7 +23,8 @@ fn entry(seq: u64) -> Entry {
     }
 }
 
-fn save(dir: &RunDir, state: &RunState, behind: bool) {
+/// A checkpoint of `state`, on the run's thread or behind it.
+fn try_save(dir: &RunDir, state: &RunState, behind: bool) -> Result<(), StoreError> {
     let team = Team::builtin().unwrap();
     let snapshot = || TeamSnapshot::of(&team);
     let c = Checkpoint {
@@ -34,10 +35,14 @@ fn save(dir: &RunDir, state: &RunState, behind: bool) {
         journal_len: None,
     };
     if behind {
-        dir.checkpoint_behind(state, c).unwrap();
+        dir.checkpoint_behind(state, c)
     } else {
-        dir.checkpoint(state, c).unwrap();
+        dir.checkpoint(state, c)
     }
+}
+
+fn save(dir: &RunDir, state: &RunState, behind: bool) {
+    try_save(dir, state, behind).unwrap();
 }
 
 fn turn(id: &str) -> crate::record::Turn {
@@ -214,23 +219,6 @@ fn issue25_checkpoints_from_several_threads_run_one_at_a_time() {
         "run.json covers an older line than the last"
     );
     assert_eq!(load_run(&path).unwrap().state, second);
-}
-
-fn try_save(dir: &RunDir, state: &RunState, behind: bool) -> Result<(), StoreError> {
-    let team = Team::builtin().unwrap();
-    let snapshot = || TeamSnapshot::of(&team);
-    let c = Checkpoint {
-        created_ms: 7,
-        settings: RunSettings::default(),
-        team_name: "default",
-        team: &snapshot,
-        journal_len: None,
-    };
-    if behind {
-        dir.checkpoint_behind(state, c)
-    } else {
-        dir.checkpoint(state, c)
-    }
 }
 
 /// A checkpoint whose disk part failed, on the run's thread or behind

@@ -103,11 +103,11 @@ struct BehindState {
 impl Behind {
     /// Waits until no disk part is under way; whether the last one failed
     /// (forgotten once told).
+    /// The caller holds the state log's lock or owns the directory, so
+    /// no disk part starts meanwhile.
     fn wait(&self) -> bool {
+        self.settle();
         let mut s = self.state.lock();
-        while self.busy.load(Ordering::Acquire) {
-            self.done.wait(&mut s);
-        }
         let thread = s.thread.take();
         let failed = std::mem::take(&mut s.failed);
         drop(s);
