@@ -215,6 +215,79 @@ fn issue28_a_kill_between_a_steps_call_and_its_snapshot_does_not_call_it_again()
 }
 
 #[test]
+fn a_kill_between_a_steps_turn_and_its_journal_record_does_not_call_it_again() {
+    // The CI run of b1c1d50 caught it in the kill matrix: a step's turn
+    // is in `turns.jsonl` as soon as its answer is in, its step record in
+    // the journal a moment later; a kill between the two made the resume
+    // call the step again. The crash point aborts right after each step's
+    // turn is filed, the last one (the writer's answer) too.
+    for nth in 1..=AGENTS.len() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (team_dir, runs) = (tmp.path().join("team"), tmp.path().join("runs"));
+        team(&team_dir);
+        let crash = format!("turn-filed:{nth}");
+        let out = boardroom_env(
+            &[
+                "run",
+                "--team",
+                team_dir.to_str().unwrap(),
+                "--model",
+                "sim",
+                "--no-memory",
+                "Explain tea",
+            ],
+            &runs,
+            &[("BOARDROOM_TEST_CRASH_AT", &crash)],
+        );
+        assert_eq!(
+            out.status.code(),
+            None,
+            "aborted at {crash}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dir = run_dir(&runs).unwrap();
+        assert_eq!(steps(&dir), nth - 1, "{crash}: the step is not saved");
+        assert_eq!(
+            turns_by_agent(&dir).values().sum::<usize>(),
+            nth,
+            "{crash}: its turn is"
+        );
+
+        let id = dir.file_name().unwrap().to_str().unwrap();
+        let out = boardroom_env(&["resume", id, "--no-memory"], &runs, &[]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{crash}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let after = load_run(&dir).unwrap().state;
+        assert_eq!(after.status(), RunStatus::Done, "{crash}");
+        assert_eq!(
+            after.handoff().unwrap().steps.len(),
+            AGENTS.len(),
+            "{crash}"
+        );
+        let turns = turns_by_agent(&dir);
+        assert_eq!(turns.len(), AGENTS.len(), "{crash}: {turns:?}");
+        for (agent, n) in turns {
+            assert_eq!(n, 1, "{crash}: {agent} was called again");
+        }
+        let sum: u64 = read_turns(&dir)
+            .unwrap()
+            .items
+            .iter()
+            .map(|t| t.usage.total())
+            .sum();
+        assert_eq!(
+            after.usage().total(),
+            sum,
+            "{crash}: usage is the turns' sum"
+        );
+    }
+}
+
+#[test]
 fn issue28_a_kill_after_the_memory_note_keeps_its_call_in_the_totals() {
     // Finding 12: after a kill near the memory note, `run.json` totals
     // stayed below the sum over `turns.jsonl` for good. The crash point
@@ -262,4 +335,107 @@ fn issue28_a_kill_after_the_memory_note_keeps_its_call_in_the_totals() {
     );
     assert_eq!(read_turns(&dir).unwrap().items.len(), turns.len());
     assert_eq!(load_run(&dir).unwrap().state.usage().total(), sum);
+}
+
+/// A reply with these tool calls (name, arguments), OpenAI's shape.
+fn tool_reply(calls: &[(&str, serde_json::Value)]) -> support::Reply {
+    let calls: Vec<serde_json::Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (name, args))| {
+            serde_json::json!({"id": format!("call_{i}"), "type": "function",
+                "function": {"name": name, "arguments": args.to_string()}})
+        })
+        .collect();
+    support::Reply::status(
+        200,
+        &serde_json::json!({
+            "id": "x", "object": "chat.completion",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": "notes", "tool_calls": calls}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        })
+        .to_string(),
+    )
+}
+
+#[test]
+fn a_step_taken_from_its_turn_on_resume_sets_the_variables_its_reply_set() {
+    // The researcher's reply sets a variable and hands off in one: the
+    // process reads both as the reply comes. Killed right after its turn
+    // is filed, the resumed run takes the step from the turn, and must
+    // read the variable from it as well (the writer's prompt shows it).
+    let prompts: std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>> = Default::default();
+    let seen = std::sync::Arc::clone(&prompts);
+    let server = support::Server::start(move |req| {
+        let text = req.all_text();
+        let agent = ["researcher", "writer"]
+            .into_iter()
+            .find(|a| text.contains(&format!("It is your turn, {a}")));
+        let Some(agent) = agent else {
+            return support::Reply::completion("NONE");
+        };
+        seen.lock().unwrap().push((agent.to_string(), text.clone()));
+        if agent == "researcher" {
+            tool_reply(&[
+                (
+                    "set_variable",
+                    serde_json::json!({"name": "mode", "value": "strict"}),
+                ),
+                (
+                    "handoff",
+                    serde_json::json!({"destination_agent": "writer", "reason": "write"}),
+                ),
+            ])
+        } else {
+            support::Reply::completion("# Tea\n\nThe article.")
+        }
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let (team_dir, runs) = (tmp.path().join("team"), tmp.path().join("runs"));
+    write_team(
+        &team_dir,
+        &[("researcher", "master"), ("writer", "member")],
+        |_| "You help.".into(),
+        "name: pair\nprocess: handoff\nentry: researcher\nafter_work_behavior: terminate\ncontext_variables:\n  mode: lenient\n",
+    );
+    let model = format!("{}#m", server.base_url());
+    let out = boardroom_env(
+        &[
+            "run",
+            "--team",
+            team_dir.to_str().unwrap(),
+            "--model",
+            &model,
+            "--no-memory",
+            "Explain tea",
+        ],
+        &runs,
+        &[("BOARDROOM_TEST_CRASH_AT", "turn-filed:1")],
+    );
+    assert_eq!(
+        out.status.code(),
+        None,
+        "aborted: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = run_dir(&runs).unwrap();
+    let id = dir.file_name().unwrap().to_str().unwrap();
+    let out = boardroom_env(&["resume", id, "--no-memory"], &runs, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let prompts = prompts.lock().unwrap();
+    let agents: Vec<&str> = prompts.iter().map(|(a, _)| a.as_str()).collect();
+    assert_eq!(agents, ["researcher", "writer"], "each called once");
+    assert!(
+        prompts[1].1.contains("mode: strict"),
+        "the writer reads the variable the taken step set: {}",
+        prompts[1].1
+    );
+    let after = load_run(&dir).unwrap().state;
+    assert_eq!(after.status(), RunStatus::Done);
 }

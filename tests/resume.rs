@@ -464,11 +464,25 @@ fn kill_9_mid_round_then_resume() {
 #[test]
 fn kill_9_during_the_challenge_then_resume() {
     // Killed after one challenger answered: that call's tokens must still
-    // be in run.json (issue 8: usage lost in non-member phases).
+    // be in run.json (issue 8: usage lost in non-member phases). The phase
+    // runs again, and the challenger that answered is answered from its
+    // turn, not called again.
     kill_and_resume(
         "challenge",
         |dir| turns_of(dir, Phase::Challenge) >= 1,
-        |dir| assert!(turns_of(dir, Phase::Challenge) >= 3, "the phase ran again"),
+        |dir| {
+            let mut by_agent: BTreeMap<String, usize> = BTreeMap::new();
+            for t in read_turns(dir).unwrap().items {
+                if t.phase == Phase::Challenge {
+                    *by_agent.entry(t.agent).or_default() += 1;
+                }
+            }
+            assert!(by_agent.len() >= 2, "the phase ran on: {by_agent:?}");
+            assert!(
+                by_agent.values().all(|n| *n == 1),
+                "no challenger called twice: {by_agent:?}"
+            );
+        },
     );
 }
 
@@ -656,4 +670,75 @@ fn members_of_a_resumed_round_get_the_prompts_of_an_uninterrupted_run() {
             "{member}'s round-1 prompt differs after the resume"
         );
     }
+}
+
+#[test]
+fn a_kill_between_a_drafts_turn_and_its_board_entry_does_not_call_the_member_again() {
+    // The turn is the first thing written when a call's answer is in; a
+    // kill right after it (before the draft reaches the board and the
+    // journal) left a call answered and paid for that the resume made
+    // again. The crash point aborts there, at the first member's draft
+    // (turn 2: the master's plan is turn 1), one member at a time.
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            "Write a short guide to brewing green tea",
+            "--model",
+            "sim",
+            "--parallel",
+            "1",
+            "--no-memory",
+            "--json",
+        ])
+        .arg("--runs-dir")
+        .arg(&runs)
+        .env("BOARDROOM_TEST_CRASH_AT", "turn-filed:2")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        None,
+        "aborted at the crash point: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = run_dir(&runs).unwrap();
+    assert!(drafted(&dir).is_empty(), "no draft reached the board");
+    let before = draft_calls(&dir, 1);
+    assert_eq!(before.values().sum::<usize>(), 1, "{before:?}");
+
+    let id = dir.file_name().unwrap().to_str().unwrap();
+    let out = Command::new(BIN)
+        .args(["resume", id, "--json"])
+        .arg("--runs-dir")
+        .arg(&runs)
+        .env_remove("BOARDROOM_TEST_CRASH_AT")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let record = load_run(&dir).unwrap();
+    assert_eq!(record.state.status(), RunStatus::Done);
+    let calls = draft_calls(&dir, 1);
+    assert_eq!(calls.len(), MEMBERS.len(), "{calls:?}");
+    for (agent, n) in &calls {
+        assert_eq!(*n, 1, "{agent} was called again: {calls:?}");
+    }
+    // Its draft is on the board, as the turn answered.
+    let drafts = drafted(&dir);
+    for agent in before.keys() {
+        assert!(drafts.contains(agent), "{agent}'s draft: {drafts:?}");
+    }
+    let sum: u64 = read_turns(&dir)
+        .unwrap()
+        .items
+        .iter()
+        .map(|t| t.usage.total())
+        .sum();
+    assert_eq!(record.state.usage().total(), sum, "usage is the turns' sum");
 }

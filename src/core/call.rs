@@ -187,23 +187,51 @@ impl Core<'_> {
             phase.as_str(),
             model.name()
         );
-        let predicted = super::turns::predict_usage(&request);
-        let started = std::time::Instant::now();
-        let result = self.tool_exchange(agent, ask, &model, &mut request, &mut on_delta);
-        // A call the run's time limit (or a stop) cut short is the run
-        // stopping, not a member failing: the process sees it as such.
-        let result = match result {
-            Err(e) if !matches!(e, ModelError::Cancelled) && self.cut_by_the_run(phase) => {
-                log::debug!(target: LOG, "{} ({}): {e}", agent.name, phase.as_str());
-                Err(ModelError::Cancelled)
+        let (result, turn) = match self
+            .unclaimed
+            .take(&agent.name, phase, round, &request.messages)
+        {
+            // Answered before the run was cut, the turn filed: not paid
+            // for again (its usage was journaled with it).
+            Some(turn) => {
+                log::info!(
+                    target: LOG,
+                    "{} ({}) round {round}: answered by turn {} from before the resume; not called again",
+                    agent.name,
+                    phase.as_str(),
+                    turn.turn_id
+                );
+                // The reply's tool calls go to the process as they went
+                // (a turn of the process's own tools ends at one of them).
+                if self.intercepts(agent, ask, &model) {
+                    for call in &turn.tool_calls {
+                        let _ = (ask.intercept)(call);
+                    }
+                }
+                (Ok(super::turns::answer_of(&turn)), turn)
             }
-            other => other,
+            None => {
+                let predicted = super::turns::predict_usage(&request);
+                let started = std::time::Instant::now();
+                let result = self.tool_exchange(agent, ask, &model, &mut request, &mut on_delta);
+                // A call the run's time limit (or a stop) cut short is the
+                // run stopping, not a member failing: the process sees it
+                // as such.
+                let result = match result {
+                    Err(e) if !matches!(e, ModelError::Cancelled) && self.cut_by_the_run(phase) => {
+                        log::debug!(target: LOG, "{} ({}): {e}", agent.name, phase.as_str());
+                        Err(ModelError::Cancelled)
+                    }
+                    other => other,
+                };
+                let before = super::turns::Before {
+                    inputs: ask.inputs.to_vec(),
+                    predicted,
+                };
+                let turn = self.record_turn(agent, request, &result, started.elapsed(), before);
+                (result, turn)
+            }
         };
-        let before = super::turns::Before {
-            inputs: ask.inputs.to_vec(),
-            predicted,
-        };
-        let turn = self.record_turn(agent, request, &result, started.elapsed(), before);
         (ask.on_turn)(&turn);
         // What was sent, without what the tool exchange added after it.
         *messages = turn.messages;

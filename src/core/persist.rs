@@ -21,6 +21,8 @@ use crate::event::now_ms;
 use crate::record::{RunPhase, RunSettings, RunState, RunStatus, Turn};
 use crate::store::{self, Checkpoint, RunDir, StoreError, TeamSnapshot, write_replace};
 
+use super::turns::Unclaimed;
+
 /// How a run comes to its directory.
 #[derive(Debug)]
 pub(crate) enum Opening {
@@ -49,19 +51,20 @@ pub(crate) struct Persist {
 
 impl Persist {
     /// Opens (or reopens, on resume) the run directory and writes a first
-    /// snapshot when there is none. Returns the turns already recorded.
+    /// snapshot when there is none. Returns the turns already recorded,
+    /// and those of them answered after the last snapshot.
     pub(crate) fn open(
         config: &RunConfig,
         runs_dir: Option<&Path>,
         state: &RunState,
         opening: Opening,
-    ) -> Result<(Persist, Vec<Turn>), RunError> {
+    ) -> Result<(Persist, Vec<Turn>, Unclaimed), RunError> {
         let Some(runs_dir) = runs_dir else {
             let persist = Persist {
                 created_ms: now_ms(),
                 ..Persist::default()
             };
-            return Ok((persist, Vec::new()));
+            return Ok((persist, Vec::new(), Unclaimed::default()));
         };
         // One name inside the runs directory: a caller's state
         // (`Runtime::drive`) may hold any id.
@@ -75,6 +78,7 @@ impl Persist {
             });
         }
         let path = runs_dir.join(&state.run_id);
+        let resumed = matches!(opening, Opening::Resume(_));
         let dir = match opening {
             Opening::New => RunDir::create(&path),
             Opening::Resume(lock) => RunDir::open_locked(&path, lock),
@@ -87,6 +91,26 @@ impl Persist {
         for w in &turns.warnings {
             log::warn!("{}: {w}", path.display());
         }
+        // The next snapshot covers the turns read back too.
+        dir.filed_up_to(
+            turns
+                .items
+                .iter()
+                .map(|t| t.turn_id.number())
+                .max()
+                .unwrap_or(0),
+        );
+        // Only a resume of a run that was cut off (killed while it ran)
+        // takes calls from turns filed after its snapshot: a run that
+        // stopped saved them all, and one resumed to try a failed step
+        // again asks anew.
+        let unclaimed = match previous.as_ref().and_then(|r| r.last_turn.map(|l| (r, l))) {
+            Some((r, last)) if resumed && r.state.status() == RunStatus::Running => {
+                Unclaimed::after(&turns.items, last)
+            }
+            Some((_, last)) => Unclaimed::none_above(last),
+            None => Unclaimed::default(),
+        };
         let persist = Persist {
             dir: Some(Arc::new(dir)),
             created_ms: previous.as_ref().map_or_else(now_ms, |r| r.created_ms),
@@ -100,7 +124,7 @@ impl Persist {
                 .save(config, state, None, false)
                 .map_err(RunError::Store)?;
         }
-        Ok((persist, turns.items))
+        Ok((persist, turns.items, unclaimed))
     }
 
     /// The run directory's lock, to hold until the run's last word is

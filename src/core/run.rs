@@ -46,6 +46,9 @@ pub(crate) struct Core<'a> {
     pub(crate) persist: Persist,
     /// Turn ids and parents.
     pub(crate) tracker: Mutex<TurnTracker>,
+    /// Calls answered after the snapshot a resume went on from: made
+    /// again, they are answered from their turns.
+    pub(crate) unclaimed: super::turns::Unclaimed,
     /// The run's tools; MCP servers end when the run is dropped.
     pub(crate) tools: crate::tools::ToolRegistry,
     /// Model calls made so far (numbers the calls in events).
@@ -175,7 +178,8 @@ impl<'a> Core<'a> {
         // Turns paused at calls that wait for a decision go on from there
         // (the state keeps them until the next save writes the desk's).
         ctx.approvals.0.restore(state.approvals.clone());
-        let (persist, turns) = Persist::open(config, ctx.runs_dir.as_deref(), state, opening)?;
+        let (persist, turns, unclaimed) =
+            Persist::open(config, ctx.runs_dir.as_deref(), state, opening)?;
         // The run's own sender lives in the bus only: its receiver ends
         // when the run does.
         let callers = config.events.iter().cloned().chain(ctx.events.take());
@@ -195,7 +199,8 @@ impl<'a> Core<'a> {
                 .plan
                 .tasks
                 .iter()
-                .flat_map(crate::plan::WorkModule::named_turns),
+                .flat_map(crate::plan::WorkModule::named_turns)
+                .chain([unclaimed.last]),
         );
         Ok(Core {
             config,
@@ -207,6 +212,7 @@ impl<'a> Core<'a> {
             plan: Mutex::new(std::mem::take(&mut state.plan)),
             persist,
             tracker: Mutex::new(tracker),
+            unclaimed,
             tools,
             calls: AtomicU64::new(0),
             timeout,

@@ -51,6 +51,17 @@ pub(crate) fn registry(config: &RunConfig) -> Result<ToolRegistry, ToolError> {
 }
 
 impl Core<'_> {
+    /// Whether [`Core::tool_exchange`] shows `agent`'s replies to the
+    /// process's `intercept` (tools are offered, and the model takes
+    /// them): a call answered from its turn on resume shows its tool calls
+    /// there as the call did (a handoff's variables, the principal's
+    /// dispatch).
+    pub(crate) fn intercepts(&self, agent: &AgentSpec, ask: &Ask<'_>, model: &SharedModel) -> bool {
+        model.supports_tools()
+            && (!ask.process_tools.is_empty()
+                || (ask.agent_tools && self.tools.granted(agent).is_ok_and(|g| !g.is_empty())))
+    }
+
     /// One agent turn with its tools (a plain model call without any).
     /// The process's own tools (`ask.process_tools`) are offered beside
     /// the agent's; `ask.intercept` handles their calls, which never

@@ -118,6 +118,86 @@ pub(crate) fn predict_usage(request: &ChatRequest) -> Usage {
     }
 }
 
+/// The turns a resumed run found filed after its last snapshot: calls
+/// that were answered, and their turns written, before a kill came
+/// between the turn and what the process made of it (a handoff step, a
+/// draft). The resumed run makes those calls again, with the same
+/// messages; each is answered from its turn, once, instead of being paid
+/// for twice.
+#[derive(Debug, Default)]
+pub(crate) struct Unclaimed {
+    turns: parking_lot::Mutex<Vec<Turn>>,
+    /// The highest turn id the snapshot covered: the run numbers its
+    /// turns above it, also when `turns.jsonl` lost some to a power cut.
+    pub(crate) last: u32,
+}
+
+impl Unclaimed {
+    /// None to take, turns numbered above `last`.
+    pub(crate) fn none_above(last: u32) -> Self {
+        Unclaimed {
+            last,
+            ..Unclaimed::default()
+        }
+    }
+
+    /// The answered turns among `turns` numbered above `last` (the
+    /// highest turn id the snapshot covers), in file order, with no tool
+    /// exchange: a call that went on to run tools changed what the
+    /// process holds in memory on the way (a plan tool, an approval) and
+    /// is made again, its tools with it. A turn without a finish reason
+    /// (written before it was recorded) is left out too: whether its
+    /// answer was cut off is unknown.
+    pub(crate) fn after(turns: &[Turn], last: u32) -> Self {
+        let kept = turns
+            .iter()
+            .filter(|t| {
+                t.turn_id.number() > last
+                    && t.error.is_none()
+                    && t.answer.is_some()
+                    && t.finish.is_some()
+                    && t.messages.iter().all(|m| m.tool_calls.is_empty())
+            })
+            .cloned()
+            .collect();
+        Unclaimed {
+            turns: parking_lot::Mutex::new(kept),
+            last,
+        }
+    }
+
+    /// Takes the first turn of `agent`'s call in `round` and `phase` sent
+    /// with exactly `messages` (a retry, which adds the answer and a
+    /// correction, is another call; a tool exchange is never taken).
+    pub(crate) fn take(
+        &self,
+        agent: &str,
+        phase: Phase,
+        round: u32,
+        messages: &[crate::model::Message],
+    ) -> Option<Turn> {
+        let mut turns = self.turns.lock();
+        if turns.is_empty() {
+            return None;
+        }
+        let at = turns.iter().position(|t| {
+            t.agent == agent && t.phase == phase && t.round == round && t.messages == messages
+        })?;
+        Some(turns.remove(at))
+    }
+}
+
+/// The answer a turn recorded, as its call returned it.
+pub(crate) fn answer_of(turn: &Turn) -> ChatResponse {
+    ChatResponse {
+        text: turn.answer.clone().unwrap_or_default(),
+        tool_calls: turn.tool_calls.clone(),
+        usage: turn.usage,
+        finish: turn.finish.unwrap_or_default(),
+        retries: turn.retries,
+    }
+}
+
 impl Core<'_> {
     /// Builds the Turn record of one call, files it, announces it, and
     /// returns it.
@@ -141,6 +221,7 @@ impl Core<'_> {
             ),
             Err(e) => (None, Vec::new(), Usage::default(), 0, Some(e.to_string())),
         };
+        let finish = result.as_ref().ok().map(|r| r.finish);
         // The request is done with: its messages move into the record.
         let (round, phase) = (request.round, request.phase);
         let messages = request.messages;
@@ -169,8 +250,10 @@ impl Core<'_> {
             error,
             inputs: before.inputs,
             predicted_usage: Some(before.predicted),
+            finish,
         };
         self.file_turn(&turn);
+        crate::store::crash_point("turn-filed");
         if !self.listened() {
             return turn;
         }
@@ -199,6 +282,63 @@ mod tests {
     use super::*;
 
     use crate::record::turn::sample_turn as turn;
+
+    /// An answered turn of `agent` sent `sent`, its record holding `kept`.
+    fn answered(id: &str, agent: &str, kept: Vec<crate::model::Message>) -> Turn {
+        let mut t = turn(id, agent, AgentRole::Member, 1, Phase::Draft);
+        t.messages = kept;
+        t.answer = Some(format!("{agent}'s draft"));
+        t.finish = Some(crate::model::FinishReason::Stop);
+        t
+    }
+
+    #[test]
+    fn a_resumed_call_takes_the_turn_filed_after_the_snapshot_once() {
+        use crate::model::Message;
+        let sent = vec![Message::system("You write."), Message::user("Draft it.")];
+        let mut asked_tools = Message::assistant("");
+        asked_tools.tool_calls = vec![crate::model::ToolCall {
+            id: "c1".into(),
+            name: "search".into(),
+            arguments: "{}".into(),
+        }];
+        let with_tools = [
+            sent.clone(),
+            vec![asked_tools, Message::tool("c1", "found")],
+        ]
+        .concat();
+        let retried = [
+            sent.clone(),
+            vec![Message::assistant("bad"), Message::user("Again, well.")],
+        ]
+        .concat();
+        let mut failed = answered("t0006", "critic", sent.clone());
+        failed.error = Some("HTTP 500".into());
+        failed.answer = None;
+        let mut unknown_finish = answered("t0007", "critic", sent.clone());
+        unknown_finish.finish = None;
+        let turns = vec![
+            answered("t0002", "writer", sent.clone()),
+            answered("t0003", "writer", retried),
+            answered("t0004", "analyst", with_tools),
+            answered("t0005", "writer", sent.clone()),
+            failed,
+            unknown_finish,
+        ];
+        let u = Unclaimed::after(&turns, 2);
+        // Covered by the snapshot (t0002): not taken; t0005 is.
+        let t = u.take("writer", Phase::Draft, 1, &sent).unwrap();
+        assert_eq!(t.turn_id.to_string(), "t0005");
+        // Each once: the retry t0003 is another call, with other messages.
+        assert!(u.take("writer", Phase::Draft, 1, &sent).is_none());
+        // A call that went on with tools: made again, its tools with it.
+        assert!(u.take("analyst", Phase::Draft, 1, &sent).is_none());
+        assert_eq!(answer_of(&t).text, "writer's draft");
+        // Another round or phase, a failed call, an unknown finish: none.
+        assert!(u.take("writer", Phase::Draft, 2, &sent).is_none());
+        assert!(u.take("writer", Phase::Challenge, 1, &sent).is_none());
+        assert!(u.take("critic", Phase::Draft, 1, &sent).is_none());
+    }
 
     #[test]
     fn parents_follow_the_loop_and_survive_a_replay() {

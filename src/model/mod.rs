@@ -283,7 +283,9 @@ pub enum FinishReason {
     Length,
     /// The model asked for tool calls.
     ToolCalls,
-    /// Anything else the provider said.
+    /// Anything else the provider said (and, read back, a reason this
+    /// build does not know).
+    #[serde(other)]
     Other,
 }
 

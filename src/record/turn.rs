@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Message, Phase, ToolCall, Usage};
+use crate::model::{FinishReason, Message, Phase, ToolCall, Usage};
 
 /// A turn's id: `t0001`, `t0002`, ... in the order a run's calls
 /// finished. Written and read as that string (in `turns.jsonl`, in events).
@@ -131,6 +131,10 @@ pub struct Turn {
     /// actual `usage`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_usage: Option<Usage>,
+    /// Why the model stopped, for an answered call (absent in turns
+    /// written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish: Option<FinishReason>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -164,6 +168,7 @@ pub(crate) fn sample_turn(
         error: None,
         inputs: vec![],
         predicted_usage: None,
+        finish: None,
     }
 }
 

@@ -145,6 +145,7 @@ pub(crate) fn turn_line(turn: &Turn, task: Option<&LongTask>) -> serde_json::Res
         error: turn.error.clone(),
         inputs: turn.inputs.clone(),
         predicted_usage: turn.predicted_usage,
+        finish: turn.finish,
     };
     let mut line = mask_line(serde_json::to_vec(&small)?);
     // The line is one JSON object: `task_at` goes in before its end.

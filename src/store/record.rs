@@ -32,6 +32,13 @@ pub struct RunRecord {
     /// before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal_len: Option<u64>,
+    /// The highest turn id in `turns.jsonl` when this snapshot was
+    /// written: a call that a resume makes again and that a turn filed
+    /// after it answered (a kill came between the turn and the step it
+    /// led to) is answered from that turn, not made again (absent in
+    /// files written before it existed: nothing is answered so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_turn: Option<u32>,
     /// Task, round, phase, board, plan, usage, status, answer.
     #[serde(flatten)]
     pub state: RunState,

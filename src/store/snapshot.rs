@@ -48,6 +48,9 @@ pub(crate) struct Summary {
     pub(crate) journal_len: Option<u64>,
     /// How many bytes of `state.jsonl` this snapshot covers.
     pub(crate) state_len: u64,
+    /// The highest turn id `turns.jsonl` held (see [`RunRecord::last_turn`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) last_turn: Option<u32>,
     pub(crate) run_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) task: Option<String>,
@@ -521,6 +524,7 @@ impl Summary {
         settings: RunSettings,
         journal_len: u64,
         state_len: u64,
+        last_turn: u32,
     ) -> Self {
         Summary {
             version: super::RUN_FORMAT_VERSION,
@@ -530,6 +534,7 @@ impl Summary {
             settings,
             journal_len: Some(journal_len),
             state_len,
+            last_turn: Some(last_turn),
             run_id: state.run_id.clone(),
             task: (state.task.len() <= TASK_IN_SUMMARY).then(|| state.task.clone()),
             round: state.round,

@@ -217,6 +217,7 @@ pub(crate) fn load(dir: &Path, value: serde_json::Value) -> Result<(RunRecord, u
         team,
         settings: summary.settings,
         journal_len: summary.journal_len,
+        last_turn: summary.last_turn,
         state,
     };
     Ok((record, summary.state_len))

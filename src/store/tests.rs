@@ -14,6 +14,7 @@ fn record(id: &str) -> RunRecord {
         team: TeamSnapshot::of(&team),
         settings: RunSettings::default(),
         journal_len: None,
+        last_turn: None,
         state: RunState::new(id.into(), "a task".into()),
     }
 }

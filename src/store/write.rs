@@ -4,7 +4,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
@@ -25,6 +25,10 @@ pub(crate) struct RunDir {
     path: PathBuf,
     lock: Arc<RunLock>,
     turns: Mutex<File>,
+    /// The highest turn id in `turns.jsonl`: a checkpoint says which
+    /// turns it covers, and a resume answers a call made again from a
+    /// turn filed after it.
+    last_turn: AtomicU32,
     journal: Mutex<Journal>,
     /// Where this process journaled each board entry (by number): a
     /// checkpoint points there instead of writing the entry again.
@@ -412,6 +416,7 @@ impl RunDir {
             path: path.to_path_buf(),
             lock,
             turns: Mutex::new(open_append(&path.join(TURNS_FILE))?),
+            last_turn: AtomicU32::new(0),
             journal: Mutex::new(Journal { file: journal, len }),
             journaled: Mutex::new(std::collections::HashMap::new()),
             modules: Mutex::new(std::collections::HashMap::new()),
@@ -478,7 +483,15 @@ impl RunDir {
         let mut f = self.turns.lock();
         f.write_all(&line)
             .and_then(|()| f.flush())
-            .map_err(|e| StoreError::io(&path, e))
+            .map_err(|e| StoreError::io(&path, e))?;
+        self.filed_up_to(turn.turn_id.number());
+        Ok(())
+    }
+
+    /// Takes note that `turns.jsonl` holds turns up to id `last` (those
+    /// read back when a run is resumed).
+    pub(crate) fn filed_up_to(&self, last: u32) {
+        self.last_turn.fetch_max(last, Ordering::SeqCst);
     }
 
     /// Appends one journal record; a board entry's place is remembered
@@ -636,6 +649,7 @@ impl RunDir {
             c.settings,
             c.journal_len.unwrap_or_else(|| self.journal_len()),
             log.written.state_len,
+            self.last_turn.load(Ordering::SeqCst),
         );
         let path = self.path.join(RUN_FILE);
         let saved_ms = std::mem::take(&mut summary.saved_ms);
