@@ -60,54 +60,53 @@ fn wait_watching_ctrl_c(
             thread: "the run thread",
         }))
     };
-    std::thread::scope(|s| {
-        let waiter = std::thread::Builder::new()
-            .name("boardroom-wait".into())
-            .spawn_scoped(s, move || {
-                if let Some(outcome) = handle.wait_reported() {
-                    let _ = early_tx.send(outcome);
-                }
-                let _ = done_tx.send(handle.wait());
-            });
-        if let Err(source) = waiter {
-            return Err(RunError::Pool(ThreadError::Spawn {
-                thread: "a thread",
-                source,
-            }));
-        }
-        let mut early = Some(early);
-        loop {
-            let told = early.clone().unwrap_or_else(crossbeam_channel::never);
-            crossbeam_channel::select! {
-                recv(told) -> r => {
-                    if let Ok(outcome) = r {
-                        reported(&outcome);
-                    }
-                    early = None;
-                }
-                recv(done) -> r => return r.unwrap_or_else(|_| ended()),
-                recv(presses) -> _ => break,
+    // Not joined: its end (unmapping its stack) waited up to 50 ms behind
+    // a thousand member threads ending; what it sends is all that counts.
+    let waiter = std::thread::Builder::new()
+        .name("boardroom-wait".into())
+        .spawn(move || {
+            if let Some(outcome) = handle.wait_reported() {
+                let _ = early_tx.send(outcome);
             }
-        }
-        cancel.cancel();
-        render::print_above(&format!(
-            "stopping: waiting up to {}s for the calls in flight (Ctrl-C again to quit now)",
-            STOP_GRACE.as_secs()
-        ));
-        let how = crossbeam_channel::select! {
+            let _ = done_tx.send(handle.wait());
+        });
+    if let Err(source) = waiter {
+        return Err(RunError::Pool(ThreadError::Spawn {
+            thread: "a thread",
+            source,
+        }));
+    }
+    let mut early = Some(early);
+    loop {
+        let told = early.clone().unwrap_or_else(crossbeam_channel::never);
+        crossbeam_channel::select! {
+            recv(told) -> r => {
+                if let Ok(outcome) = r {
+                    reported(&outcome);
+                }
+                early = None;
+            }
             recv(done) -> r => return r.unwrap_or_else(|_| ended()),
-            recv(presses) -> _ => "stopped at once",
-            default(STOP_GRACE) => "stopped; calls in flight abandoned",
-        };
-        render::clear_view();
-        eprintln!(
-            "{how}; {} continues it from its last saved phase",
-            resume_hint(runs_dir, &run_id)
-        );
-        // The calls in flight are abandoned with their threads: no return
-        // through the scope that would join them.
-        std::process::exit(EXIT_STOPPED.into());
-    })
+            recv(presses) -> _ => break,
+        }
+    }
+    cancel.cancel();
+    render::print_above(&format!(
+        "stopping: waiting up to {}s for the calls in flight (Ctrl-C again to quit now)",
+        STOP_GRACE.as_secs()
+    ));
+    let how = crossbeam_channel::select! {
+        recv(done) -> r => return r.unwrap_or_else(|_| ended()),
+        recv(presses) -> _ => "stopped at once",
+        default(STOP_GRACE) => "stopped; calls in flight abandoned",
+    };
+    render::clear_view();
+    eprintln!(
+        "{how}; {} continues it from its last saved phase",
+        resume_hint(runs_dir, &run_id)
+    );
+    // The calls in flight are abandoned with their threads.
+    std::process::exit(EXIT_STOPPED.into());
 }
 
 /// The answer on stdout, the usage per agent and where the run was saved.
@@ -145,9 +144,16 @@ pub(crate) fn drive_and_report(
     let done = std::sync::atomic::AtomicBool::new(false);
     let mut printed = false;
     let outcome = std::thread::scope(|s| {
+        // Waited for by what it closes when it has printed, not joined:
+        // at a thousand-member run's end a thread's own end (unmapping
+        // its stack) waited up to 100 ms behind the member threads ending.
+        let (printed_all, rendered) = crossbeam_channel::bounded::<()>(0);
         let renderer = std::thread::Builder::new()
             .name("boardroom-render".into())
-            .spawn_scoped(s, move || render::render(rx, mode));
+            .spawn(move || {
+                render::render(rx, mode);
+                drop(printed_all);
+            });
         let handle = start(&runtime);
         // Dropping the runtime drops this sender: the renderer drains and
         // ends when the run drops its own.
@@ -175,8 +181,8 @@ pub(crate) fn drive_and_report(
         if let Some(asker) = asker {
             let _ = asker.join();
         }
-        if let Ok(handle) = renderer {
-            let _ = handle.join();
+        if renderer.is_ok() {
+            let _ = rendered.recv();
         }
         outcome
     });

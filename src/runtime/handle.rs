@@ -35,7 +35,12 @@ pub struct RunHandle {
     events: Option<Receiver<Event>>,
     /// The outcome, as soon as the run is reported done.
     reported: Receiver<RunOutcome>,
-    thread: JoinHandle<Result<RunOutcome, RunError>>,
+    /// The run's result, sent when its work is over: `wait` does not wait
+    /// for the thread's own end (unmapping its stack), which at a
+    /// thousand-member run's end queued behind the member threads ending.
+    ended: Receiver<Result<RunOutcome, RunError>>,
+    /// Joined only when no result came (the run panicked).
+    thread: JoinHandle<()>,
 }
 
 impl RunHandle {
@@ -112,7 +117,7 @@ impl RunHandle {
     /// Whether the run has ended (`wait` will not block).
     #[must_use]
     pub fn is_finished(&self) -> bool {
-        self.thread.is_finished()
+        !self.ended.is_empty() || self.thread.is_finished()
     }
 
     /// Waits until the run is reported done: its outcome once it is saved
@@ -143,12 +148,18 @@ impl RunHandle {
     /// As [`Runtime::run`]; a run thread that panicked is a
     /// [`RunError::Pool`].
     pub fn wait(self) -> Result<RunOutcome, RunError> {
-        self.thread.join().unwrap_or_else(|panic| {
-            Err(RunError::Pool(ThreadError::Panicked {
-                thread: "the run thread",
-                message: crate::core::unwind::panic_text(panic.as_ref()),
-            }))
-        })
+        if let Ok(result) = self.ended.recv() {
+            return result;
+        }
+        // No result: the run's thread unwound.
+        let message = match self.thread.join() {
+            Err(panic) => crate::core::unwind::panic_text(panic.as_ref()),
+            Ok(()) => "it ended without a result".to_string(),
+        };
+        Err(RunError::Pool(ThreadError::Panicked {
+            thread: "the run thread",
+            message,
+        }))
     }
 }
 
@@ -296,9 +307,14 @@ impl Runtime {
         };
         let (reported_tx, reported) = crossbeam_channel::bounded(1);
         ctx.reported = Some(reported_tx);
+        let (ended_tx, ended) = crossbeam_channel::bounded(1);
         let thread = std::thread::Builder::new()
             .name("boardroom-run".into())
-            .spawn(move || go(&rt, ctx))
+            .spawn(move || {
+                let result = go(&rt, ctx);
+                drop(rt);
+                let _ = ended_tx.send(result);
+            })
             .map_err(|source| {
                 RunError::Pool(ThreadError::Spawn {
                     thread: "the run thread",
@@ -311,6 +327,7 @@ impl Runtime {
             approvals,
             events,
             reported,
+            ended,
             thread,
         })
     }

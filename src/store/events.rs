@@ -32,7 +32,11 @@ use crate::event::{Event, EventKind};
 #[derive(Debug)]
 pub(crate) struct EventLog {
     tx: Option<crossbeam_channel::Sender<Event>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    /// Closed by the writer thread once the log is written. The drop
+    /// waits for that, not for the thread's end: at a thousand-member
+    /// run's end the thread's exit (unmapping its stack) waited up to
+    /// 60 ms behind the member threads ending.
+    written: crossbeam_channel::Receiver<()>,
 }
 
 /// What the writer keeps to leave the repeats out, per agent.
@@ -123,9 +127,13 @@ impl EventLog {
     pub(super) fn start(path: PathBuf) -> Result<Self, StoreError> {
         let file = open_append(&path)?;
         let (tx, rx) = crossbeam_channel::unbounded::<Event>();
-        let thread = std::thread::Builder::new()
+        let (done_tx, done) = crossbeam_channel::bounded::<()>(0);
+        std::thread::Builder::new()
             .name("boardroom-events".into())
             .spawn(move || {
+                // Dropped when the log is written (or the thread unwinds):
+                // what the log's drop waits for.
+                let _written = done_tx;
                 let mut out = std::io::BufWriter::with_capacity(64 * 1024, file);
                 let mut failed = false;
                 let mut trim = Trim::default();
@@ -156,7 +164,7 @@ impl EventLog {
             .map_err(|e| StoreError::io(Path::new("events writer thread"), e))?;
         Ok(EventLog {
             tx: Some(tx),
-            thread: Some(thread),
+            written: done,
         })
     }
 
@@ -183,9 +191,8 @@ fn write_one(out: &mut impl Write, event: &Event) -> std::io::Result<()> {
 impl Drop for EventLog {
     fn drop(&mut self) {
         drop(self.tx.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        // Nothing is ever sent: this returns when the writer is done.
+        let _ = self.written.recv();
     }
 }
 
