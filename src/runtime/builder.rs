@@ -40,7 +40,9 @@ impl Runtime {
     /// threads, or rayon up to [`Executor::auto_limit`] members and the own
     /// pool above. Either way every member of a round (up to
     /// [`Runtime::max_parallel`]) has a thread of its own, named, and every
-    /// thread ends before the run returns. The run's `run_started` event
+    /// member thread ends before the run returns (the run's own helper
+    /// threads, `boardroom-run`, `-events`, `-save`, have done their work
+    /// by then and may still be ending). The run's `run_started` event
     /// names the executor it started on (under `auto`, a wider round goes
     /// on the own pool). A handoff team runs one agent at a time
     /// and does not use it.

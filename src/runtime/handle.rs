@@ -141,7 +141,11 @@ impl RunHandle {
         self.reported.recv().ok()
     }
 
-    /// Waits for the run to end (its memory notes taken).
+    /// Waits for the run to end (its memory notes taken, its directory
+    /// saved and unlocked, its event log written). The run's thread may
+    /// still be ending when this returns: its result is sent as its work
+    /// ends, not joined (see [`Runtime::max_parallel`] for the member
+    /// threads, which have all ended).
     ///
     /// # Errors
     ///

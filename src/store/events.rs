@@ -160,6 +160,9 @@ impl EventLog {
                 if let Err(e) = out.flush() {
                     log::error!("cannot save events to {}: {e}", path.display());
                 }
+                // The file closed, then the log's drop told.
+                drop(out);
+                drop(_written);
             })
             .map_err(|e| StoreError::io(Path::new("events writer thread"), e))?;
         Ok(EventLog {

@@ -18,8 +18,8 @@ pub fn member_threads() -> usize {
         .count()
 }
 
-/// The member threads left once a run has returned: its threads are all
-/// joined by then, but the kernel lists an ended thread in
+/// The member threads left once a run has returned: its member threads
+/// are all joined by then, but the kernel lists an ended thread in
 /// `/proc/self/task` a little longer (a joined thread is reaped after its
 /// joiner is woken), so this waits at most 10 s for the count to reach 0.
 pub fn member_threads_left() -> usize {
