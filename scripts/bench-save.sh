@@ -31,16 +31,8 @@ URL="$(head -1 "$WORK/url")#loopback"
 
 # The team `boardroom bench` builds in memory, as files.
 team() {
-  local n=$1 dir=$WORK/team-$1
-  mkdir -p "$dir/agents" "$dir/souls"
-  printf -- '---\nname: master\nrole: master\ndescription: leads\n---\n' >"$dir/agents/master.md"
-  echo 'You lead. Give every member one part.' >"$dir/souls/master.md"
-  for i in $(seq 0 $((n - 1))); do
-    m=$(printf 'm%04d' "$i")
-    printf -- '---\nname: %s\nrole: member\ndescription: writes one part\n---\n' "$m" >"$dir/agents/$m.md"
-    echo "You are $m. Write your part in one sentence." >"$dir/souls/$m.md"
-  done
-  echo "$dir"
+  "$ROOT/scripts/gen-team.sh" "$1" "$WORK/team-$1"
+  echo "$WORK/team-$1"
 }
 
 now_ms() { date +%s%3N; }

@@ -32,14 +32,7 @@ for _ in $(seq 50); do [ -s "$WORK/url" ] && break; sleep 0.1; done
 URL="$(head -1 "$WORK/url")#loopback"
 
 team=$WORK/team
-mkdir -p "$team/agents" "$team/souls"
-printf -- '---\nname: master\nrole: master\ndescription: leads\n---\n' >"$team/agents/master.md"
-echo 'You lead. Give every member one part.' >"$team/souls/master.md"
-for i in $(seq 0 $((N - 1))); do
-  m=$(printf 'm%04d' "$i")
-  printf -- '---\nname: %s\nrole: member\ndescription: writes one part\n---\n' "$m" >"$team/agents/$m.md"
-  echo "You are $m. Write your part in one sentence." >"$team/souls/$m.md"
-done
+"$ROOT/scripts/gen-team.sh" "$N" "$team"
 
 now_ms() { date +%s%3N; }
 

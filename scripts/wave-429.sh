@@ -38,14 +38,7 @@ BASE=$(head -1 "$WORK/url")
 
 # A team of N members, as files.
 TEAM=$WORK/team
-mkdir -p "$TEAM/agents" "$TEAM/souls"
-printf -- '---\nname: master\nrole: master\ndescription: leads\n---\n' >"$TEAM/agents/master.md"
-echo 'You lead. Give every member one part.' >"$TEAM/souls/master.md"
-for i in $(seq 0 $((N - 1))); do
-  m=$(printf 'm%04d' "$i")
-  printf -- '---\nname: %s\nrole: member\ndescription: writes one part\n---\n' "$m" >"$TEAM/agents/$m.md"
-  echo "You are $m. Write your part in one sentence." >"$TEAM/souls/$m.md"
-done
+"$ROOT/scripts/gen-team.sh" "$N" "$TEAM"
 
 t0=$(date +%s%3N)
 set +e

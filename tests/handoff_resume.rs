@@ -131,15 +131,9 @@ fn a_handoff_run_killed_mid_chain_resumes_without_running_a_completed_step_again
     for (agent, n) in turns {
         assert_eq!(n, 1, "{agent} was called again");
     }
-    let usage: u64 = read_turns(&dir)
-        .unwrap()
-        .items
-        .iter()
-        .map(|t| t.usage.total())
-        .sum();
     assert_eq!(
         after.usage().total(),
-        usage,
+        turns_usage(&dir),
         "usage equals the sum over turns.jsonl"
     );
 }
@@ -159,6 +153,73 @@ fn boardroom_env(args: &[&str], runs: &Path, env: &[(&str, &str)]) -> std::proce
     cmd.output().unwrap()
 }
 
+/// Runs the chain on the sim with `extra` arguments, aborted at crash
+/// point `crash`, the `nth` step's; checks the snapshot lacks that step
+/// while `turns.jsonl` holds `nth` calls (the step's own among them); resumes it (with
+/// `extra` too) and checks each agent was called once over both processes.
+/// Returns the run's directory (in the temporary folder returned with it).
+fn crashed_then_resumed(crash: &str, nth: usize, extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (team_dir, runs) = (tmp.path().join("team"), tmp.path().join("runs"));
+    team(&team_dir);
+    let mut args = vec![
+        "run",
+        "--team",
+        team_dir.to_str().unwrap(),
+        "--model",
+        "sim",
+    ];
+    args.extend(extra);
+    args.push("Explain tea");
+    let out = boardroom_env(&args, &runs, &[("BOARDROOM_TEST_CRASH_AT", crash)]);
+    assert_eq!(
+        out.status.code(),
+        None,
+        "aborted at {crash}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = run_dir(&runs).unwrap();
+    // The snapshot does not hold the step the crash cut off.
+    assert_eq!(steps(&dir), nth - 1, "{crash}");
+    let before = turns_by_agent(&dir);
+    assert_eq!(before.values().sum::<usize>(), nth, "{crash}: {before:?}");
+
+    let id = dir.file_name().unwrap().to_str().unwrap().to_string();
+    let mut args = vec!["resume", id.as_str()];
+    args.extend(extra);
+    let out = boardroom_env(&args, &runs, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{crash}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = load_run(&dir).unwrap().state;
+    assert_eq!(after.status(), RunStatus::Done, "{crash}");
+    assert_eq!(
+        after.handoff().unwrap().steps.len(),
+        AGENTS.len(),
+        "{crash}"
+    );
+    // The calls as made: one per agent, none again.
+    let turns = turns_by_agent(&dir);
+    assert_eq!(turns.len(), AGENTS.len(), "{crash}: {turns:?}");
+    for (agent, n) in turns {
+        assert_eq!(n, 1, "{crash}: {agent} was called again");
+    }
+    (tmp, dir)
+}
+
+/// The sum of the usage of every call in `turns.jsonl`.
+fn turns_usage(dir: &Path) -> u64 {
+    read_turns(dir)
+        .unwrap()
+        .items
+        .iter()
+        .map(|t| t.usage.total())
+        .sum()
+}
+
 #[test]
 fn issue28_a_kill_between_a_steps_call_and_its_snapshot_does_not_call_it_again() {
     // Finding 11: in 3 of 42 kills a completed step's model call ran
@@ -166,51 +227,8 @@ fn issue28_a_kill_between_a_steps_call_and_its_snapshot_does_not_call_it_again()
     // step's snapshot; the crash point aborts the process right there,
     // at each step of the chain in turn.
     for nth in 1..=3 {
-        let tmp = tempfile::tempdir().unwrap();
-        let (team_dir, runs) = (tmp.path().join("team"), tmp.path().join("runs"));
-        team(&team_dir);
         let crash = format!("handoff-step-journaled:{nth}");
-        let out = boardroom_env(
-            &[
-                "run",
-                "--team",
-                team_dir.to_str().unwrap(),
-                "--model",
-                "sim",
-                "Explain tea",
-            ],
-            &runs,
-            &[("BOARDROOM_TEST_CRASH_AT", &crash)],
-        );
-        assert_eq!(
-            out.status.code(),
-            None,
-            "aborted at {crash}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let dir = run_dir(&runs).unwrap();
-        // The snapshot does not hold the step the crash cut off.
-        assert_eq!(steps(&dir), nth - 1, "{crash}");
-        let before = turns_by_agent(&dir);
-        assert_eq!(before.values().sum::<usize>(), nth, "{crash}: {before:?}");
-
-        let id = dir.file_name().unwrap().to_str().unwrap();
-        let out = boardroom_env(&["resume", id], &runs, &[]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let after = load_run(&dir).unwrap().state;
-        assert_eq!(after.status(), RunStatus::Done);
-        assert_eq!(after.handoff().unwrap().steps.len(), AGENTS.len());
-        // The calls as made: one per agent, none again.
-        let turns = turns_by_agent(&dir);
-        assert_eq!(turns.len(), AGENTS.len(), "{crash}: {turns:?}");
-        for (agent, n) in turns {
-            assert_eq!(n, 1, "{crash}: {agent} was called again");
-        }
+        crashed_then_resumed(&crash, nth, &[]);
     }
 }
 
@@ -222,66 +240,11 @@ fn a_kill_between_a_steps_turn_and_its_journal_record_does_not_call_it_again() {
     // call the step again. The crash point aborts right after each step's
     // turn is filed, the last one (the writer's answer) too.
     for nth in 1..=AGENTS.len() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (team_dir, runs) = (tmp.path().join("team"), tmp.path().join("runs"));
-        team(&team_dir);
         let crash = format!("turn-filed:{nth}");
-        let out = boardroom_env(
-            &[
-                "run",
-                "--team",
-                team_dir.to_str().unwrap(),
-                "--model",
-                "sim",
-                "--no-memory",
-                "Explain tea",
-            ],
-            &runs,
-            &[("BOARDROOM_TEST_CRASH_AT", &crash)],
-        );
+        let (_tmp, dir) = crashed_then_resumed(&crash, nth, &["--no-memory"]);
         assert_eq!(
-            out.status.code(),
-            None,
-            "aborted at {crash}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let dir = run_dir(&runs).unwrap();
-        assert_eq!(steps(&dir), nth - 1, "{crash}: the step is not saved");
-        assert_eq!(
-            turns_by_agent(&dir).values().sum::<usize>(),
-            nth,
-            "{crash}: its turn is"
-        );
-
-        let id = dir.file_name().unwrap().to_str().unwrap();
-        let out = boardroom_env(&["resume", id, "--no-memory"], &runs, &[]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{crash}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let after = load_run(&dir).unwrap().state;
-        assert_eq!(after.status(), RunStatus::Done, "{crash}");
-        assert_eq!(
-            after.handoff().unwrap().steps.len(),
-            AGENTS.len(),
-            "{crash}"
-        );
-        let turns = turns_by_agent(&dir);
-        assert_eq!(turns.len(), AGENTS.len(), "{crash}: {turns:?}");
-        for (agent, n) in turns {
-            assert_eq!(n, 1, "{crash}: {agent} was called again");
-        }
-        let sum: u64 = read_turns(&dir)
-            .unwrap()
-            .items
-            .iter()
-            .map(|t| t.usage.total())
-            .sum();
-        assert_eq!(
-            after.usage().total(),
-            sum,
+            load_run(&dir).unwrap().state.usage().total(),
+            turns_usage(&dir),
             "{crash}: usage is the turns' sum"
         );
     }
