@@ -9,6 +9,7 @@ use std::time::Duration;
 use boardroom::{RunError, RunHandle, RunStatus, Runtime, ThreadError};
 
 use super::exit::{CliError, EXIT_STOPPED, Outcome};
+use super::observe::Observers;
 use super::text::terminal_safe;
 use super::{approve, home, observe, render};
 
@@ -123,14 +124,17 @@ fn print_answer(outcome: &boardroom::RunOutcome, runs_dir: &Path) {
     super::runs::saved_note(runs_dir, &outcome.run_id);
 }
 
-/// Runs `start` while the renderer thread shows the events from `rx`,
-/// then prints the answer, the usage per agent and where the run was
-/// saved, and says how the run ended. Shared by `run` and `resume`. With
-/// `ask`, tool calls that wait for approval are asked about on the
-/// terminal while the run goes on (the runtime must wait for them).
+/// Runs `start` while the renderer thread shows the run's own events
+/// (through `observers`' tee, when a view or traces are on), then prints
+/// the answer, the usage per agent and where the run was saved, and says
+/// how the run ended. Shared by `run` and `resume`. With `ask`, tool calls
+/// that wait for approval are asked about on the terminal while the run
+/// goes on (the runtime must wait for them). The run's events end when
+/// the run is closed: the renderer and the tee are done then, without
+/// waiting for the run's thread to free it.
 pub(crate) fn drive_and_report(
     runtime: Runtime,
-    rx: crossbeam_channel::Receiver<boardroom::Event>,
+    observers: &mut Observers,
     json: bool,
     runs_dir: &Path,
     ask: bool,
@@ -143,21 +147,24 @@ pub(crate) fn drive_and_report(
     };
     let done = std::sync::atomic::AtomicBool::new(false);
     let mut printed = false;
+    let runtime = runtime.events_per_run();
     let outcome = std::thread::scope(|s| {
+        let mut handle = start(&runtime);
+        drop(runtime);
+        let events = handle.as_mut().ok().and_then(RunHandle::take_events);
         // Waited for by what it closes when it has printed, not joined:
         // at a thousand-member run's end a thread's own end (unmapping
         // its stack) waited up to 100 ms behind the member threads ending.
         let (printed_all, rendered) = crossbeam_channel::bounded::<()>(0);
-        let renderer = std::thread::Builder::new()
-            .name("boardroom-render".into())
-            .spawn(move || {
-                render::render(rx, mode);
-                drop(printed_all);
-            });
-        let handle = start(&runtime);
-        // Dropping the runtime drops this sender: the renderer drains and
-        // ends when the run drops its own.
-        drop(runtime);
+        let renderer = events.map(|rx| {
+            let rx = observers.tee(rx);
+            std::thread::Builder::new()
+                .name("boardroom-render".into())
+                .spawn(move || {
+                    render::render(rx, mode);
+                    drop(printed_all);
+                })
+        });
         let asker = match &handle {
             Ok(h) if ask => {
                 let (approvals, done) = (h.approvals(), &done);
@@ -181,7 +188,7 @@ pub(crate) fn drive_and_report(
         if let Some(asker) = asker {
             let _ = asker.join();
         }
-        if renderer.is_ok() {
+        if matches!(renderer, Some(Ok(_))) {
             let _ = rendered.recv();
         }
         outcome

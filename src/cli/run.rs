@@ -164,12 +164,10 @@ pub(crate) fn run(args: RunArgs, lingering: &mut Option<Lingering>) -> Result<Ou
     runtime = runtime.wait_for_approvals(on_terminal);
     let mut answer: Option<(PathBuf, String)> = None;
     loop {
-        let (tx, rx) = crossbeam_channel::unbounded();
-        let rx = observers.tee(rx);
         let run_id = std::cell::RefCell::new(None::<String>);
         let ended = drive_and_report(
-            runtime.clone().events(tx),
-            rx,
+            runtime.clone(),
+            &mut observers,
             args.json,
             &args.runs_dir,
             on_terminal,

@@ -41,19 +41,31 @@ pub(crate) trait Subscriber: Send + Sync {
     fn takes_journal(&self) -> bool {
         false
     }
+    /// The run is over: what the subscriber keeps open (a file, a
+    /// channel) is closed, and every event it was given is delivered.
+    fn close(&self) {}
 }
 
-/// The caller's channel.
-struct Caller(Sender<Event>);
+/// The caller's channel. Its sender is dropped when the run is closed,
+/// so the caller's receiver ends with the run.
+struct Caller(parking_lot::RwLock<Option<Sender<Event>>>);
 
 impl Subscriber for Caller {
     fn event(&self, event: &Event) {
         // A caller that stopped listening does not stop the run.
-        let _ = self.0.send(event.clone());
+        if let Some(tx) = &*self.0.read() {
+            let _ = tx.send(event.clone());
+        }
     }
 
     fn event_owned(&self, event: Event) {
-        let _ = self.0.send(event);
+        if let Some(tx) = &*self.0.read() {
+            let _ = tx.send(event);
+        }
+    }
+
+    fn close(&self) {
+        drop(self.0.write().take());
     }
 }
 
@@ -92,6 +104,14 @@ impl Subscriber for Store {
     fn takes_journal(&self) -> bool {
         true
     }
+
+    /// The event log written and closed (the directory is the run's to
+    /// close, after this).
+    fn close(&self) {
+        if let Some(log) = &self.events {
+            log.close();
+        }
+    }
 }
 
 /// The subscribers of one run. Dropping the bus closes the event log
@@ -119,7 +139,7 @@ impl Bus {
             }));
         }
         for tx in callers {
-            subscribers.push(Box::new(Caller(tx)));
+            subscribers.push(Box::new(Caller(parking_lot::RwLock::new(Some(tx)))));
         }
         Bus { subscribers }
     }
@@ -156,6 +176,14 @@ impl Bus {
     pub(crate) fn journal(&self, record: &JournalRecord) {
         for s in &self.subscribers {
             s.journal(record);
+        }
+    }
+
+    /// Closes every subscriber (see [`Subscriber::close`]): the run is
+    /// over, nothing is emitted after this.
+    pub(crate) fn close(&self) {
+        for s in &self.subscribers {
+            s.close();
         }
     }
 }

@@ -43,6 +43,10 @@ pub(crate) struct RunConfig {
     pub(crate) events: Option<Sender<Event>>,
     /// Whether each started run gets a channel of its own.
     pub(crate) per_run_events: bool,
+    /// A test holds the run's thread here once the run has handed its
+    /// result over ([`Core::end`](super::Core::end)), until it opens.
+    #[cfg(test)]
+    pub(crate) after_end: Option<std::sync::Arc<TestGate>>,
     /// Whether an agent whose tool call needs approval waits for a
     /// decision (else the run stops with status `awaiting_approval`).
     pub(crate) wait_for_approvals: bool,
@@ -104,6 +108,8 @@ impl RunConfig {
             auto_limit: None,
             events: None,
             per_run_events: false,
+            #[cfg(test)]
+            after_end: None,
             wait_for_approvals: false,
             memory: String::new(),
             workspace: None,
@@ -162,6 +168,33 @@ impl RunConfig {
     }
 }
 
+/// A gate a test holds a thread at until it opens (60 s at most: a test
+/// that fails before it opens its gate fails, it does not hang).
+#[cfg(test)]
+#[derive(Debug, Default)]
+pub(crate) struct TestGate {
+    open: parking_lot::Mutex<bool>,
+    opened: parking_lot::Condvar,
+    /// Threads that came to the gate.
+    pub(crate) arrived: std::sync::atomic::AtomicUsize,
+}
+
+#[cfg(test)]
+impl TestGate {
+    pub(crate) fn open(&self) {
+        *self.open.lock() = true;
+        self.opened.notify_all();
+    }
+
+    pub(crate) fn pass(&self) {
+        self.arrived
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut open = self.open.lock();
+        while !*open && !self.opened.wait_until(&mut open, until).timed_out() {}
+    }
+}
+
 /// What one run has of its own, beside its [`RunConfig`].
 #[derive(Debug, Default)]
 pub(crate) struct RunContext {
@@ -180,4 +213,18 @@ pub(crate) struct RunContext {
     /// Where the outcome goes as soon as the run is reported done, before
     /// its memory notes (a [`RunHandle`](crate::RunHandle)'s).
     pub(crate) reported: Option<crossbeam_channel::Sender<crate::core::RunOutcome>>,
+    /// Where the run's result goes once the run is over (a
+    /// [`RunHandle`](crate::RunHandle)'s): sent as soon as the run is
+    /// closed, before it is freed and its threads end, or by the run's
+    /// thread afterwards when the run did not get that far. `None`: the
+    /// caller waits for the whole run to return ([`Runtime::run`](crate::Runtime::run)).
+    pub(crate) ended: Option<Ended>,
 }
+
+/// The one slot of a started run's result: whoever takes the sender
+/// first sends it.
+pub(crate) type Ended = std::sync::Arc<
+    parking_lot::Mutex<
+        Option<crossbeam_channel::Sender<Result<crate::core::RunOutcome, crate::core::RunError>>>,
+    >,
+>;

@@ -187,6 +187,9 @@ pub(crate) fn drive<P: Phases>(mut run: P) -> Result<RunOutcome, RunError> {
             usage,
         },
     );
+    // A started run's caller has its result now; what is left (the
+    // member threads ending, the run freed) goes on without it.
+    run.core().end(&outcome);
     Ok(outcome)
 }
 

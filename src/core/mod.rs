@@ -49,7 +49,9 @@ pub(crate) mod unwind;
 
 pub use approval::{ApprovalError, Approvals};
 pub use cancel::Cancel;
-pub(crate) use config::{RunConfig, RunContext};
+#[cfg(test)]
+pub(crate) use config::TestGate;
+pub(crate) use config::{Ended, RunConfig, RunContext};
 pub(crate) use driver::{Driver, Phases, drive};
 pub use error::{MasterPhase, Refusal, RunError, TemplatePlace, ThreadError};
 pub use inbox::{Inbox, InboxItem, Received, TeamNews};

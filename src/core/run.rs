@@ -270,6 +270,37 @@ impl<'a> Core<'a> {
         }
     }
 
+    /// Whether the run's caller takes its result as soon as the run is
+    /// closed ([`Core::end`]), before the run is freed and its threads
+    /// end: such a run keeps its member threads to its end instead of
+    /// ending them during its last review, since its caller no longer
+    /// waits for them (and a command-line run's process exits with them,
+    /// which ends them all at once).
+    pub(crate) fn ends_early(&self) -> bool {
+        self.ctx.ended.is_some()
+    }
+
+    /// The run is over (saved, its memory notes taken, `run_finished`
+    /// sent): for a caller that takes the result early (see
+    /// [`Core::ends_early`]), closes the run (every event delivered and
+    /// written, a checkpoint under way done, the directory's lock given
+    /// back) and hands it `outcome`. Nothing of the run is written or
+    /// emitted after this.
+    pub(crate) fn end(&self, outcome: &super::RunOutcome) {
+        let Some(ended) = &self.ctx.ended else { return };
+        self.bus.close();
+        if let Some(dir) = &self.persist.dir {
+            dir.close();
+        }
+        if let Some(tx) = ended.lock().take() {
+            let _ = tx.send(Ok(outcome.clone()));
+        }
+        #[cfg(test)]
+        if let Some(gate) = &self.config.after_end {
+            gate.pass();
+        }
+    }
+
     /// Whether the caller asked the run to stop.
     pub(crate) fn cancelled(&self) -> bool {
         self.ctx.cancel.is_cancelled()

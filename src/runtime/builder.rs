@@ -39,10 +39,14 @@ impl Runtime {
     /// else [`Executor::Auto`]): a rayon pool, the run's own pool of
     /// threads, or rayon up to [`Executor::auto_limit`] members and the own
     /// pool above. Either way every member of a round (up to
-    /// [`Runtime::max_parallel`]) has a thread of its own, named, and every
-    /// member thread ends before the run returns (the run's own helper
-    /// threads, `boardroom-run`, `-events`, `-save`, have done their work
-    /// by then and may still be ending). The run's `run_started` event
+    /// [`Runtime::max_parallel`]) has a thread of its own, named. Under
+    /// [`Runtime::run`] every member thread ends before the run returns
+    /// (its last round's end during the master's review; the run's own
+    /// helper threads, `boardroom-run`, `-events`, `-save`, have done
+    /// their work by then and may still be ending). A started run's
+    /// [`RunHandle::wait`](crate::RunHandle::wait) returns as soon as the
+    /// run is closed, and its member threads end after that, on the run's
+    /// thread. The run's `run_started` event
     /// names the executor it started on (under `auto`, a wider round goes
     /// on the own pool). A handoff team runs one agent at a time
     /// and does not use it.

@@ -142,10 +142,11 @@ impl RunHandle {
     }
 
     /// Waits for the run to end (its memory notes taken, its directory
-    /// saved and unlocked, its event log written). The run's thread may
-    /// still be ending when this returns: its result is sent as its work
-    /// ends, not joined (see [`Runtime::max_parallel`] for the member
-    /// threads, which have all ended).
+    /// saved and unlocked, its event log written, its own event channel
+    /// closed). The result comes as soon as the run is closed: the run's
+    /// thread then frees it and ends its member threads, which may still
+    /// be ending when this returns (a process that exits now ends them at
+    /// once; see [`Runtime::max_parallel`]).
     ///
     /// # Errors
     ///
@@ -312,12 +313,19 @@ impl Runtime {
         let (reported_tx, reported) = crossbeam_channel::bounded(1);
         ctx.reported = Some(reported_tx);
         let (ended_tx, ended) = crossbeam_channel::bounded(1);
+        // The run sends its result as soon as it is closed (see
+        // `Core::end`); this thread sends it when the run ended without
+        // getting there (an error, a panic).
+        let slot: crate::core::Ended = std::sync::Arc::new(parking_lot::Mutex::new(Some(ended_tx)));
+        ctx.ended = Some(std::sync::Arc::clone(&slot));
         let thread = std::thread::Builder::new()
             .name("boardroom-run".into())
             .spawn(move || {
                 let result = go(&rt, ctx);
                 drop(rt);
-                let _ = ended_tx.send(result);
+                if let Some(tx) = slot.lock().take() {
+                    let _ = tx.send(result);
+                }
             })
             .map_err(|source| {
                 RunError::Pool(ThreadError::Spawn {

@@ -25,3 +25,58 @@ fn a_run_id_that_is_not_one_name_is_refused() {
     assert!(!runs.join("a").exists());
     assert_eq!(std::fs::read_dir(&runs).unwrap().count(), 0);
 }
+
+/// Issue 25: a started run hands its result over as soon as it is
+/// closed, before it is freed and its threads end: `wait` returns while
+/// the run's thread is still held after its end, and by then the run's
+/// directory is unlocked, its event log holds `run_finished` last, and
+/// its own event channel has ended.
+#[test]
+fn a_started_run_is_closed_and_handed_over_before_it_is_freed() {
+    use crate::event::EventKind;
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let gate = std::sync::Arc::new(crate::core::TestGate::default());
+    let mut runtime = Runtime::new(Team::builtin().unwrap(), Sim::new())
+        .runs_dir(&runs)
+        .events_per_run();
+    runtime.set().after_end = Some(std::sync::Arc::clone(&gate));
+    let mut handle = runtime.start("Plan a picnic").unwrap();
+    let events = handle.take_events().expect("the run's own channel");
+    let dir = runs.join(handle.run_id());
+    let (tx, waited) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let _ = tx.send(handle.wait());
+    });
+    let outcome = waited
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("wait returned while the run's thread is held after its end")
+        .unwrap();
+    assert_eq!(outcome.status, crate::RunStatus::Done);
+    assert_eq!(
+        gate.arrived.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the run's thread is held after the end"
+    );
+    assert_eq!(
+        crate::store::run_holder(&dir),
+        None,
+        "the lock is given back"
+    );
+    let log = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    let last = log.lines().last().unwrap();
+    assert!(last.contains("\"type\":\"run_finished\""), "{last}");
+    // The channel ends: every event came, the last one `run_finished`.
+    let mut last = None;
+    loop {
+        match events.recv_timeout(std::time::Duration::from_secs(30)) {
+            Ok(e) => last = Some(e.kind),
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                panic!("the run's channel did not end with the run")
+            }
+        }
+    }
+    assert!(matches!(last, Some(EventKind::RunFinished { .. })));
+    gate.open();
+}

@@ -31,7 +31,8 @@ use crate::event::{Event, EventKind};
 /// a resume needs is in `run.json` and the journal.
 #[derive(Debug)]
 pub(crate) struct EventLog {
-    tx: Option<crossbeam_channel::Sender<Event>>,
+    /// Taken by [`EventLog::close`]: appends after it are dropped.
+    tx: parking_lot::RwLock<Option<crossbeam_channel::Sender<Event>>>,
     /// Closed by the writer thread once the log is written. The drop
     /// waits for that, not for the thread's end: at a thousand-member
     /// run's end the thread's exit (unmapping its stack) waited up to
@@ -166,16 +167,24 @@ impl EventLog {
             })
             .map_err(|e| StoreError::io(Path::new("events writer thread"), e))?;
         Ok(EventLog {
-            tx: Some(tx),
+            tx: parking_lot::RwLock::new(Some(tx)),
             written: done,
         })
     }
 
     /// Queues one event.
     pub(crate) fn append(&self, event: Event) {
-        if let Some(tx) = &self.tx {
+        if let Some(tx) = &*self.tx.read() {
             let _ = tx.send(event);
         }
+    }
+
+    /// Closes the log: returns once every event queued is written and the
+    /// file closed. Later appends are dropped.
+    pub(crate) fn close(&self) {
+        drop(self.tx.write().take());
+        // Nothing is ever sent: this returns when the writer is done.
+        let _ = self.written.recv();
     }
 }
 
@@ -193,9 +202,7 @@ fn write_one(out: &mut impl Write, event: &Event) -> std::io::Result<()> {
 
 impl Drop for EventLog {
     fn drop(&mut self) {
-        drop(self.tx.take());
-        // Nothing is ever sent: this returns when the writer is done.
-        let _ = self.written.recv();
+        self.close();
     }
 }
 

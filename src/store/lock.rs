@@ -20,7 +20,7 @@ const PROBE_RETRIES: u32 = 4;
 /// The lock on a run directory, held until dropped.
 #[derive(Debug)]
 pub(crate) struct RunLock {
-    _file: File,
+    file: File,
 }
 
 fn run_id(dir: &Path) -> String {
@@ -77,7 +77,7 @@ impl RunLock {
 
     /// Takes the lock of `dir` if nobody holds it, without retries.
     pub(crate) fn try_acquire(dir: &Path) -> Result<RunLock, StoreError> {
-        try_take(dir, LOCK_FILE).map(|file| RunLock { _file: file })
+        try_take(dir, LOCK_FILE).map(|file| RunLock { file })
     }
 
     /// As [`RunLock::acquire`], with the lock file `name` in `dir` (a
@@ -103,7 +103,17 @@ impl RunLock {
             .and_then(|()| file.seek(SeekFrom::Start(0)))
             .and_then(|_| file.write_all(pid.as_bytes()))
             .and_then(|()| file.flush());
-        Ok(RunLock { _file: file })
+        Ok(RunLock { file })
+    }
+
+    /// Gives the lock back before the holder is dropped: a run that is
+    /// over (saved, its events written) is free for another process at
+    /// once, while its own thread still frees what it held. Nothing may
+    /// be written to the directory after this.
+    pub(crate) fn release(&self) {
+        if let Err(e) = self.file.unlock() {
+            log::warn!("cannot unlock the run directory: {e}");
+        }
     }
 }
 

@@ -443,6 +443,14 @@ impl RunDir {
         Arc::clone(&self.lock)
     }
 
+    /// The run is over and its last word written: waits for a checkpoint
+    /// still under way, then gives the directory's lock back. Nothing is
+    /// written here after this.
+    pub(crate) fn close(&self) {
+        self.behind.wait();
+        self.lock.release();
+    }
+
     /// The journal's length in bytes: where the records after a snapshot
     /// start.
     pub(crate) fn journal_len(&self) -> u64 {

@@ -156,11 +156,8 @@ pub(crate) fn resume(
         .or(record.settings.model_spec.as_deref());
     let model = default_model(&team, spec).map_err(CliError::bad_input)?;
     let runs_dir = runs_dir_of(&dir);
-    let (tx, rx) = crossbeam_channel::unbounded();
     // The library rebuilds the run's settings; the flags given now win.
-    let mut runtime = Runtime::for_saved(&record, model)
-        .map_err(saved_team)?
-        .events(tx);
+    let mut runtime = Runtime::for_saved(&record, model).map_err(saved_team)?;
     if let Some(p) = args.parallel {
         runtime = runtime.max_parallel(p);
     }
@@ -178,13 +175,12 @@ pub(crate) fn resume(
         args.otlp_content,
         &runs_dir,
     )?;
-    let rx = observers.tee(rx);
     // On a terminal, calls still undecided are asked about inline.
     let on_terminal = !args.json && std::io::stdin().is_terminal();
     let runtime = runtime.wait_for_approvals(on_terminal);
     let ended = drive_and_report(
         runtime,
-        rx,
+        &mut observers,
         args.json,
         &runs_dir,
         on_terminal,

@@ -66,9 +66,7 @@ impl<'d> Blackboard<'d> {
         // their ending takes the cores for a while), not after the run,
         // when its caller waits for them.
         if round >= self.cap() {
-            pool.release();
-            let master = &self.room.team.master().name;
-            self.room.core.release_idle_models(master);
+            self.let_go(pool);
         }
         let master = self.room.team.master().name.clone();
         match self.master_turn(Phase::Review, round, messages) {
@@ -98,6 +96,24 @@ impl<'d> Blackboard<'d> {
         }
     }
 
+    /// Lets go of what the run's last call does not need, while the
+    /// master makes it: the idle connections (a thousand after a wide
+    /// round; closing them takes tens of microseconds of kernel time
+    /// each) and, for a caller that waits for the whole run to return,
+    /// the member threads. A started run's caller has its result before
+    /// they end (see `Core::ends_early`): they are kept, and end after it,
+    /// or with the process, at once. A thousand threads ending one by one
+    /// each unmap memory under the process's one memory-map lock; measured
+    /// on two cores, they were still ending when the master's call was
+    /// back, and slowed the run's last save and its exit.
+    fn let_go(&self, pool: &Pool<'_, 'd>) {
+        let master = &self.room.team.master().name;
+        self.room.core.release_idle_models(master);
+        if !self.room.core.ends_early() {
+            pool.release();
+        }
+    }
+
     pub(super) fn final_answer(&mut self, pool: &Pool<'_, 'd>) -> Result<(), RunError> {
         self.no_draft_check()?;
         self.status(RoomStatus::Thinking);
@@ -109,10 +125,7 @@ impl<'d> Blackboard<'d> {
             &board,
         );
         drop(board);
-        pool.release();
-        self.room
-            .core
-            .release_idle_models(&self.room.team.master().name);
+        self.let_go(pool);
         let master = self.room.team.master();
         match self.room.call_until(
             master,
