@@ -186,9 +186,15 @@ impl TestGate {
         self.opened.notify_all();
     }
 
-    pub(crate) fn pass(&self) {
+    /// Counts a thread come to the gate (before it [`TestGate::hold`]s:
+    /// what it does in between is seen as done at the gate).
+    pub(crate) fn arrive(&self) {
         self.arrived
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Waits until the gate opens.
+    pub(crate) fn hold(&self) {
         let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
         let mut open = self.open.lock();
         while !*open && !self.opened.wait_until(&mut open, until).timed_out() {}

@@ -288,16 +288,27 @@ impl<'a> Core<'a> {
     /// emitted after this.
     pub(crate) fn end(&self, outcome: &super::RunOutcome) {
         let Some(ended) = &self.ctx.ended else { return };
+        // The run's MCP servers first (no tool call can come any more):
+        // the caller may exit as soon as it has the result, before the
+        // registry is dropped, and a server that ignores its closed stdin,
+        // or a child it started, would outlive it.
+        if let Some(mcp) = self.tools.mcp() {
+            mcp.shutdown();
+        }
         self.bus.close();
         if let Some(dir) = &self.persist.dir {
             dir.close();
+        }
+        #[cfg(test)]
+        if let Some(gate) = &self.config.after_end {
+            gate.arrive();
         }
         if let Some(tx) = ended.lock().take() {
             let _ = tx.send(Ok(outcome.clone()));
         }
         #[cfg(test)]
         if let Some(gate) = &self.config.after_end {
-            gate.pass();
+            gate.hold();
         }
     }
 

@@ -143,10 +143,12 @@ impl RunHandle {
 
     /// Waits for the run to end (its memory notes taken, its directory
     /// saved and unlocked, its event log written, its own event channel
-    /// closed). The result comes as soon as the run is closed: the run's
-    /// thread then frees it and ends its member threads, which may still
-    /// be ending when this returns (a process that exits now ends them at
-    /// once; see [`Runtime::max_parallel`]).
+    /// closed, its MCP servers ended). The result of a run that got to
+    /// its end (done, stopped, waiting) comes as soon as the run is
+    /// closed: the run's thread then frees it and ends its member
+    /// threads, which may still be ending when this returns (a process
+    /// that exits now ends them at once; see [`Runtime::max_parallel`]).
+    /// A run that failed is freed before its error comes.
     ///
     /// # Errors
     ///

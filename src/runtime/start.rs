@@ -187,17 +187,25 @@ fn drive_as<'a, D: Driver<'a>>(
         ),
     };
     let run_id = state.run_id.clone();
+    // Once a started run handed its result over (`Core::end`), it is
+    // closed and unlocked: its directory may be another's already, and
+    // its caller was told how it ended. A panic after that (freeing the
+    // run, joining its threads) marks nothing.
+    let ended = ctx.ended.clone();
+    let handed_over = || ended.as_ref().is_some_and(|slot| slot.lock().is_none());
     let run = D::start(config, ctx, state, opening)?;
     let _lock = run.lock();
     let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.run())) {
         Ok(result) => result,
         Err(panic) => {
-            let message = crate::core::unwind::panic_text(panic.as_ref());
-            mark_failed(
-                runs_dir.as_deref(),
-                &run_id,
-                format!("the run panicked: {message}"),
-            );
+            if !handed_over() {
+                let message = crate::core::unwind::panic_text(panic.as_ref());
+                mark_failed(
+                    runs_dir.as_deref(),
+                    &run_id,
+                    format!("the run panicked: {message}"),
+                );
+            }
             std::panic::resume_unwind(panic);
         }
     };

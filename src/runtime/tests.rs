@@ -80,3 +80,74 @@ fn a_started_run_is_closed_and_handed_over_before_it_is_freed() {
     assert!(matches!(last, Some(EventKind::RunFinished { .. })));
     gate.open();
 }
+
+/// Issue 25 (review): a started run's MCP servers are ended before its
+/// result is handed over, not when the run is freed later: a caller that
+/// exits as soon as it has the result (the CLI) leaves none running. The
+/// server here ignores SIGTERM and the close of its input, and leaves a
+/// child in its group.
+#[test]
+fn a_started_runs_mcp_servers_are_ended_before_its_result_comes() {
+    const STUBBORN: &str = r#"
+trap '' TERM HUP INT
+sleep 300 </dev/null >/dev/null 2>&1 &
+echo "$$ $!" > "$1.tmp" && mv "$1.tmp" "$1"
+read -r l
+echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"stubborn"}}}'
+read -r l
+read -r l
+echo '{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}}'
+while read -r l; do :; done
+sleep 300
+"#;
+    let alive = |pid: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        })
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("pids");
+    let mut config = crate::TeamConfig::default();
+    config.mcp_servers.insert(
+        "stubborn".into(),
+        crate::mcp::McpServerConfig::new("sh", ["-c", STUBBORN, "sh", file.to_str().unwrap()]),
+    );
+    let team = Team::new(
+        "stubborn",
+        config,
+        vec![
+            crate::AgentSpec::master("lead", "You lead."),
+            crate::AgentSpec::member("writer", "Writes", "You write.").with_tools(["stubborn.*"]),
+        ],
+    )
+    .unwrap();
+    let gate = std::sync::Arc::new(crate::core::TestGate::default());
+    let mut runtime = Runtime::new(team, Sim::new());
+    runtime.set().after_end = Some(std::sync::Arc::clone(&gate));
+    let handle = runtime.start("Write a note").unwrap();
+    let (tx, waited) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let _ = tx.send(handle.wait());
+    });
+    let outcome = waited
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("wait returned while the run's thread is held after its end")
+        .unwrap();
+    assert_eq!(outcome.status, crate::RunStatus::Done, "{}", outcome.answer);
+    let pids = std::fs::read_to_string(&file).unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    for pid in pids.split_whitespace() {
+        while alive(pid) {
+            if std::time::Instant::now() > until {
+                let _ = std::process::Command::new("kill")
+                    .args(["-KILL", pid])
+                    .status();
+                gate.open();
+                panic!("process {pid} of the run's MCP server outlived the run's end");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    gate.open();
+}

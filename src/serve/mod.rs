@@ -223,7 +223,8 @@ impl ServeConfig {
 
 /// A running server. Dropping it (or [`Server::stop`]) stops serving,
 /// asks every live run to stop (each is saved where it stands, and
-/// resumable) and joins every thread.
+/// resumable) and joins its own threads; a run's thread, once the run is
+/// closed and saved, may still be ending its member threads.
 ///
 /// # Examples
 ///

@@ -119,15 +119,22 @@ impl Chat {
         go: impl FnOnce(&Runtime) -> Result<crate::runtime::RunHandle, crate::runtime::RunError>,
     ) -> Result<String, ChatError> {
         self.reap();
-        let (tx, rx) = crossbeam_channel::unbounded::<Event>();
-        let mut rt = self.runtime.clone().events(tx).parent(&self.partner.name);
+        let mut rt = self
+            .runtime
+            .clone()
+            .events_per_run()
+            .parent(&self.partner.name);
         if let Some((_, chat_id, _)) = &self.store {
             rt = rt.session(chat_id);
         }
-        let handle = go(&rt)?;
-        // The run's thread holds the only other sender: the forwarder ends
-        // when the run does.
+        let mut handle = go(&rt)?;
         drop(rt);
+        // The run's own channel: the forwarder ends when the run is closed
+        // (not once it is freed and its threads have ended).
+        let rx = handle.take_events().unwrap_or_else(|| {
+            let (_, closed) = crossbeam_channel::bounded::<Event>(0);
+            closed
+        });
         let run_id = handle.run_id().to_string();
         let modules = plan.tasks.len();
         let recent = Arc::clone(&self.recent);

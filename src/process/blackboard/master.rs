@@ -61,10 +61,10 @@ impl<'d> Blackboard<'d> {
             self.room.wording(),
         );
         drop(board);
-        // The last round's review cannot ask for another: the members'
-        // threads end while the master reviews (once its prompt is built:
-        // their ending takes the cores for a while), not after the run,
-        // when its caller waits for them.
+        // The last round's review cannot ask for another: what the
+        // members held is let go while the master reviews (once its prompt
+        // is built), not after the run, when its caller waits (see
+        // `let_go`).
         if round >= self.cap() {
             self.let_go(pool);
         }
