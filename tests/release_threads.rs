@@ -51,27 +51,55 @@ impl ChatModel for Watch {
                 std::thread::sleep(Duration::from_millis(5));
                 n = member_threads();
             }
+            if !self.wait {
+                // Still all there a moment later: threads let go at this
+                // review would be ending by then.
+                std::thread::sleep(Duration::from_millis(150));
+                n = member_threads();
+            }
             *self.seen.lock() = Some(n);
         }
         self.sim.chat(req, on_delta)
     }
 }
 
+/// How the run is made: the caller waits for it (`Runtime::run`), or it
+/// is started and waited for, its process going on after it or not
+/// (`Runtime::exits_after_run`).
+#[derive(Clone, Copy, Debug)]
+enum Caller {
+    Runs,
+    Starts,
+    StartsThenExits,
+}
+
 fn review_saw(executor: Executor, rounds: u32, wait: bool) -> usize {
+    review_saw_as(Caller::Runs, executor, rounds, wait)
+}
+
+fn review_saw_as(caller: Caller, executor: Executor, rounds: u32, wait: bool) -> usize {
     let model = std::sync::Arc::new(Watch {
         sim: Sim::new(),
         wait,
         seen: Mutex::new(None),
     });
-    let run = Runtime::with_shared_model(bench_team(MEMBERS).unwrap(), model.clone())
+    let runtime = Runtime::with_shared_model(bench_team(MEMBERS).unwrap(), model.clone())
         .max_rounds(rounds)
-        .executor(executor)
-        .run("Write the parts")
-        .unwrap();
+        .executor(executor);
+    let run = match caller {
+        Caller::Runs => runtime.run("Write the parts"),
+        Caller::Starts => runtime.start("Write the parts").and_then(|h| h.wait()),
+        Caller::StartsThenExits => runtime
+            .exits_after_run()
+            .start("Write the parts")
+            .and_then(|h| h.wait()),
+    }
+    .unwrap();
     assert_eq!(run.status, RunStatus::Done);
     let seen = *model.seen.lock();
     let seen = seen.expect("the master reviewed");
-    // The run has returned: every thread it started is gone.
+    // The run has returned (a started run's thread joins its members
+    // just after): every thread it started is gone.
     assert_eq!(
         member_threads_left(),
         0,
@@ -95,6 +123,19 @@ fn the_last_rounds_review_ends_the_member_threads_an_earlier_one_keeps_them() {
             review_saw(executor, 3, false),
             MEMBERS,
             "{executor}: member threads kept for a next round"
+        );
+        // Issue 25: a started run ends them in its last review too, unless
+        // its process exits once it has the result: then they are kept for
+        // the exit to end at once (here they end after the result).
+        assert_eq!(
+            review_saw_as(Caller::Starts, executor, 1, true),
+            0,
+            "{executor}: a started run's member threads left in the last review"
+        );
+        assert_eq!(
+            review_saw_as(Caller::StartsThenExits, executor, 1, false),
+            MEMBERS,
+            "{executor}: member threads kept for the process's exit"
         );
     }
 }

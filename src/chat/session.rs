@@ -337,7 +337,9 @@ impl Chat {
     }
 
     /// Ends the chat: stops a run still under way (it stays resumable),
-    /// joins every thread, saves. Returns the run stopped, if any.
+    /// joins the chat's own threads, saves. Returns the run stopped, if
+    /// any. A team run, once closed and saved, may still be ending its
+    /// member threads on its own thread.
     pub fn close(mut self) -> Option<String> {
         let stopped = self.stop_run();
         for t in std::mem::take(&mut self.abandoned) {
@@ -367,7 +369,8 @@ impl Chat {
 }
 
 /// A chat dropped without [`Chat::close`] ends the same way: no run it
-/// launched, and no thread of it, outlives it.
+/// launched outlives it unsaved or still working (a closed run's thread
+/// may still be ending its member threads).
 impl Drop for Chat {
     fn drop(&mut self) {
         if self.active.is_some() || !self.abandoned.is_empty() {

@@ -43,6 +43,9 @@ pub(crate) struct RunConfig {
     pub(crate) events: Option<Sender<Event>>,
     /// Whether each started run gets a channel of its own.
     pub(crate) per_run_events: bool,
+    /// Whether the caller's process exits once a started run's result is
+    /// in (a command-line run): see [`Runtime::exits_after_run`](crate::Runtime::exits_after_run).
+    pub(crate) exits_after_run: bool,
     /// A test holds the run's thread here once the run has handed its
     /// result over ([`Core::end`](super::Core::end)), until it opens.
     #[cfg(test)]
@@ -108,6 +111,7 @@ impl RunConfig {
             auto_limit: None,
             events: None,
             per_run_events: false,
+            exits_after_run: false,
             #[cfg(test)]
             after_end: None,
             wait_for_approvals: false,

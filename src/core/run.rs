@@ -270,19 +270,19 @@ impl<'a> Core<'a> {
         }
     }
 
-    /// Whether the run's caller takes its result as soon as the run is
-    /// closed ([`Core::end`]), before the run is freed and its threads
-    /// end: such a run keeps its member threads to its end instead of
-    /// ending them during its last review, since its caller no longer
-    /// waits for them (and a command-line run's process exits with them,
-    /// which ends them all at once).
-    pub(crate) fn ends_early(&self) -> bool {
-        self.ctx.ended.is_some()
+    /// Whether the run keeps its member threads through its last review
+    /// instead of ending them while the master reviews: a started run
+    /// whose caller's process exits once it has the result (see
+    /// [`Runtime::exits_after_run`](crate::Runtime::exits_after_run)),
+    /// which ends them all at once. Any other run ends them then: its
+    /// caller, or its process, goes on.
+    pub(crate) fn keeps_threads_to_exit(&self) -> bool {
+        self.ctx.ended.is_some() && self.config.exits_after_run
     }
 
     /// The run is over (saved, its memory notes taken, `run_finished`
-    /// sent): for a caller that takes the result early (see
-    /// [`Core::ends_early`]), closes the run (every event delivered and
+    /// sent): for a started run (a [`RunHandle`](crate::RunHandle)'s, which
+    /// takes the result early), closes the run (every event delivered and
     /// written, a checkpoint under way done, the directory's lock given
     /// back) and hands it `outcome`. Nothing of the run is written or
     /// emitted after this.

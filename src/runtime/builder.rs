@@ -39,14 +39,15 @@ impl Runtime {
     /// else [`Executor::Auto`]): a rayon pool, the run's own pool of
     /// threads, or rayon up to [`Executor::auto_limit`] members and the own
     /// pool above. Either way every member of a round (up to
-    /// [`Runtime::max_parallel`]) has a thread of its own, named. Under
-    /// [`Runtime::run`] every member thread ends before the run returns
-    /// (its last round's end during the master's review; the run's own
-    /// helper threads, `boardroom-run`, `-events`, `-save`, have done
-    /// their work by then and may still be ending). A started run's
-    /// [`RunHandle::wait`](crate::RunHandle::wait) returns as soon as the
-    /// run is closed, and its member threads end after that, on the run's
-    /// thread. The run's `run_started` event
+    /// [`Runtime::max_parallel`]) has a thread of its own, named, and the
+    /// threads end while the master reviews the run's last round. Under
+    /// [`Runtime::run`] every member thread has ended before the run
+    /// returns (the run's own helper threads, `-events` and `-save`, have
+    /// done their work by then and may still be ending). A started run
+    /// that gets to its end hands its result to
+    /// [`RunHandle::wait`](crate::RunHandle::wait) as soon as it is
+    /// closed, and its thread (`boardroom-run`) then joins the member
+    /// threads (see [`Runtime::exits_after_run`]). The run's `run_started` event
     /// names the executor it started on (under `auto`, a wider round goes
     /// on the own pool). A handoff team runs one agent at a time
     /// and does not use it.
@@ -124,6 +125,23 @@ impl Runtime {
     #[must_use]
     pub fn events_per_run(mut self) -> Self {
         self.set().per_run_events = true;
+        self
+    }
+
+    /// Says that the caller's process exits as soon as a started run's
+    /// result is in ([`RunHandle::wait`](crate::RunHandle::wait)), as a
+    /// command-line run does. Such a run keeps its member threads through
+    /// its last review instead of ending them while the master reviews:
+    /// the process's exit ends them all at once, where a thousand threads
+    /// ending one by one each unmap memory under the process's one
+    /// memory-map lock (measured on two cores: they were still ending
+    /// after the review, slowing the run's end). A process that goes on
+    /// after the run (a server, a chat) should not say this: the threads
+    /// then end after the result, one by one. No effect on
+    /// [`Runtime::run`], which ends them before it returns.
+    #[must_use]
+    pub fn exits_after_run(mut self) -> Self {
+        self.set().exits_after_run = true;
         self
     }
 

@@ -145,10 +145,10 @@ impl RunHandle {
     /// saved and unlocked, its event log written, its own event channel
     /// closed, its MCP servers ended). The result of a run that got to
     /// its end (done, stopped, waiting) comes as soon as the run is
-    /// closed: the run's thread then frees it and ends its member
-    /// threads, which may still be ending when this returns (a process
-    /// that exits now ends them at once; see [`Runtime::max_parallel`]).
-    /// A run that failed is freed before its error comes.
+    /// closed: the run's thread then frees it and joins its member
+    /// threads, which may still be ending when this returns (see
+    /// [`Runtime::exits_after_run`]). A run that failed is freed before
+    /// its error comes.
     ///
     /// # Errors
     ///

@@ -136,6 +136,13 @@ sleep 300
         .unwrap();
     assert_eq!(outcome.status, crate::RunStatus::Done, "{}", outcome.answer);
     let pids = std::fs::read_to_string(&file).unwrap();
+    // The server itself is ended and reaped before the result goes; the
+    // child it left in its group is killed with it (gone a moment later).
+    let server = pids.split_whitespace().next().unwrap();
+    if alive(server) {
+        gate.open();
+        panic!("the run's MCP server {server} still ran when its result came");
+    }
     let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
     for pid in pids.split_whitespace() {
         while alive(pid) {

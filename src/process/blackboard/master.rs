@@ -99,17 +99,16 @@ impl<'d> Blackboard<'d> {
     /// Lets go of what the run's last call does not need, while the
     /// master makes it: the idle connections (a thousand after a wide
     /// round; closing them takes tens of microseconds of kernel time
-    /// each) and, for a caller that waits for the whole run to return,
-    /// the member threads. A started run's caller has its result before
-    /// they end (see `Core::ends_early`): they are kept, and end after it,
-    /// or with the process, at once. A thousand threads ending one by one
-    /// each unmap memory under the process's one memory-map lock; measured
-    /// on two cores, they were still ending when the master's call was
-    /// back, and slowed the run's last save and its exit.
+    /// each) and the member threads, unless the process exits once it has
+    /// the result (`Core::keeps_threads_to_exit`): its exit ends them all
+    /// at once. A thousand threads ending one by one each unmap memory
+    /// under the process's one memory-map lock; measured on two cores,
+    /// they were still ending when the master's call was back, and slowed
+    /// the run's last save and the process's end.
     fn let_go(&self, pool: &Pool<'_, 'd>) {
         let master = &self.room.team.master().name;
         self.room.core.release_idle_models(master);
-        if !self.room.core.ends_early() {
+        if !self.room.core.keeps_threads_to_exit() {
             pool.release();
         }
     }
