@@ -26,10 +26,9 @@ LB=${LOOPBACK_BIN:-$ROOT/target/release/boardroom-loopback}
 WORK=$(mktemp -d)
 trap 'kill "$LB_PID" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
-"$LB" serve --latency 100ms >"$WORK/url" &
-LB_PID=$!
-for _ in $(seq 50); do [ -s "$WORK/url" ] && break; sleep 0.1; done
-URL="$(head -1 "$WORK/url")#loopback"
+. "$ROOT/scripts/loopback.sh"
+start_loopback --latency 100ms
+URL="$LB_URL#loopback"
 
 team=$WORK/team
 "$ROOT/scripts/gen-team.sh" "$N" "$team"

@@ -30,11 +30,9 @@ trap '[ -n "$LB_PID" ] && kill "$LB_PID" 2>/dev/null; rm -rf "$WORK"' EXIT
 # holds a connection per member in flight (finding 7 is another script's).
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
-"$LB" serve --latency 100ms --refuse-once "$SECS" >"$WORK/url" &
-LB_PID=$!
-for _ in $(seq 50); do [ -s "$WORK/url" ] && break; sleep 0.1; done
-BASE=$(head -1 "$WORK/url")
-[ -n "$BASE" ] || { echo "the loopback server did not start" >&2; exit 2; }
+. "$ROOT/scripts/loopback.sh"
+start_loopback --latency 100ms --refuse-once "$SECS"
+BASE=$LB_URL
 
 # A team of N members, as files.
 TEAM=$WORK/team
