@@ -36,25 +36,17 @@ fn a_started_run_is_closed_and_handed_over_before_it_is_freed() {
     use crate::event::EventKind;
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path().join("runs");
-    let gate = std::sync::Arc::new(crate::core::TestGate::default());
     let mut runtime = Runtime::new(Team::builtin().unwrap(), Sim::new())
         .runs_dir(&runs)
         .events_per_run();
-    runtime.set().after_end = Some(std::sync::Arc::clone(&gate));
+    let gate = held_after_end(&mut runtime);
     let mut handle = runtime.start("Plan a picnic").unwrap();
     let events = handle.take_events().expect("the run's own channel");
     let dir = runs.join(handle.run_id());
-    let (tx, waited) = crossbeam_channel::bounded(1);
-    std::thread::spawn(move || {
-        let _ = tx.send(handle.wait());
-    });
-    let outcome = waited
-        .recv_timeout(std::time::Duration::from_secs(30))
-        .expect("wait returned while the run's thread is held after its end")
-        .unwrap();
+    let outcome = wait_while_held(handle);
     assert_eq!(outcome.status, crate::RunStatus::Done);
     assert_eq!(
-        gate.arrived.load(std::sync::atomic::Ordering::SeqCst),
+        gate.0.arrived.load(std::sync::atomic::Ordering::SeqCst),
         1,
         "the run's thread is held after the end"
     );
@@ -78,7 +70,6 @@ fn a_started_run_is_closed_and_handed_over_before_it_is_freed() {
         }
     }
     assert!(matches!(last, Some(EventKind::RunFinished { .. })));
-    gate.open();
 }
 
 /// Issue 25 (review): a started run's MCP servers are ended before its
@@ -122,27 +113,18 @@ sleep 300
         ],
     )
     .unwrap();
-    let gate = std::sync::Arc::new(crate::core::TestGate::default());
     let mut runtime = Runtime::new(team, Sim::new());
-    runtime.set().after_end = Some(std::sync::Arc::clone(&gate));
-    let handle = runtime.start("Write a note").unwrap();
-    let (tx, waited) = crossbeam_channel::bounded(1);
-    std::thread::spawn(move || {
-        let _ = tx.send(handle.wait());
-    });
-    let outcome = waited
-        .recv_timeout(std::time::Duration::from_secs(30))
-        .expect("wait returned while the run's thread is held after its end")
-        .unwrap();
+    let _gate = held_after_end(&mut runtime);
+    let outcome = wait_while_held(runtime.start("Write a note").unwrap());
     assert_eq!(outcome.status, crate::RunStatus::Done, "{}", outcome.answer);
     let pids = std::fs::read_to_string(&file).unwrap();
     // The server itself is ended and reaped before the result goes; the
     // child it left in its group is killed with it (gone a moment later).
     let server = pids.split_whitespace().next().unwrap();
-    if alive(server) {
-        gate.open();
-        panic!("the run's MCP server {server} still ran when its result came");
-    }
+    assert!(
+        !alive(server),
+        "the run's MCP server {server} still ran when its result came"
+    );
     let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
     for pid in pids.split_whitespace() {
         while alive(pid) {
@@ -150,11 +132,38 @@ sleep 300
                 let _ = std::process::Command::new("kill")
                     .args(["-KILL", pid])
                     .status();
-                gate.open();
                 panic!("process {pid} of the run's MCP server outlived the run's end");
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
-    gate.open();
+}
+
+/// A test gate that holds `runtime`'s started runs right after their end
+/// (see `Core::end`); it opens when dropped, whatever the test did.
+fn held_after_end(runtime: &mut Runtime) -> OpenOnDrop {
+    let gate = std::sync::Arc::new(crate::core::TestGate::default());
+    runtime.set().after_end = Some(std::sync::Arc::clone(&gate));
+    OpenOnDrop(gate)
+}
+
+struct OpenOnDrop(std::sync::Arc<crate::core::TestGate>);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.open();
+    }
+}
+
+/// What `handle.wait()` returns, waited for on another thread: it must
+/// come while the run's thread is held after its end (30 s at most).
+fn wait_while_held(handle: super::RunHandle) -> crate::RunOutcome {
+    let (tx, waited) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let _ = tx.send(handle.wait());
+    });
+    waited
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("wait returned while the run's thread is held after its end")
+        .unwrap()
 }
