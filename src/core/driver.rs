@@ -189,8 +189,7 @@ pub(crate) fn drive<P: Phases>(mut run: P) -> Result<RunOutcome, RunError> {
     );
     // A started run's caller has its result now; what is left (the
     // member threads ending, the run freed) goes on without it.
-    run.core().end(&outcome);
-    Ok(outcome)
+    Ok(run.core().end(outcome))
 }
 
 /// [`drive`]'s loop: `begin`, then the phases or steps until the run is

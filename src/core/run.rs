@@ -87,6 +87,11 @@ type UsageShard = (Usage, BTreeMap<String, Usage>);
 /// The shards of a [`UsageBook`].
 const USAGE_SHARDS: usize = 64;
 
+/// How long a run whose process exits once it has the result (see
+/// [`Core::keeps_threads_to_exit`]) waits, after handing it over, before
+/// its member threads are ended.
+pub(crate) const EXIT_GRACE: Duration = Duration::from_secs(2);
+
 impl UsageBook {
     fn new(total: Usage, by_agent: BTreeMap<String, Usage>) -> Self {
         let book = UsageBook {
@@ -285,9 +290,18 @@ impl<'a> Core<'a> {
     /// takes the result early), closes the run (every event delivered and
     /// written, a checkpoint under way done, the directory's lock given
     /// back) and hands it `outcome`. Nothing of the run is written or
-    /// emitted after this.
-    pub(crate) fn end(&self, outcome: &super::RunOutcome) {
-        let Some(ended) = &self.ctx.ended else { return };
+    /// emitted after this. A run whose process exits once it has the
+    /// result then waits [`EXIT_GRACE`] before its threads are ended.
+    ///
+    /// Returns `outcome` when the run is not a started one (its caller
+    /// takes it from the driver), or what is left once it is handed over:
+    /// its id, answer, status, rounds and usage; the rest went to the
+    /// caller whole instead of as a copy (a thousand modules with their
+    /// transcripts took milliseconds to copy).
+    pub(crate) fn end(&self, outcome: super::RunOutcome) -> super::RunOutcome {
+        let Some(ended) = &self.ctx.ended else {
+            return outcome;
+        };
         // The run's MCP servers first (no tool call can come any more):
         // the caller may exit as soon as it has the result, before the
         // registry is dropped, and a server that ignores its closed stdin,
@@ -303,13 +317,38 @@ impl<'a> Core<'a> {
         if let Some(gate) = &self.config.after_end {
             gate.arrive();
         }
-        if let Some(tx) = ended.lock().take() {
-            let _ = tx.send(Ok(outcome.clone()));
-        }
+        let left = match ended.lock().take() {
+            Some(tx) => {
+                let left = super::RunOutcome {
+                    run_id: outcome.run_id.clone(),
+                    answer: outcome.answer.clone(),
+                    status: outcome.status,
+                    rounds: outcome.rounds,
+                    board: Vec::new(),
+                    usage: outcome.usage,
+                    usage_by_agent: BTreeMap::new(),
+                    plan: crate::plan::Plan::default(),
+                    steps: Vec::new(),
+                };
+                let _ = tx.send(Ok(outcome));
+                left
+            }
+            None => outcome,
+        };
         #[cfg(test)]
         if let Some(gate) = &self.config.after_end {
             gate.hold();
         }
+        if self.keeps_threads_to_exit() {
+            // The caller said its process exits once it has the result: a
+            // moment for that exit, which ends the member threads at once,
+            // before they are ended one by one. Ended one by one as the
+            // process exits, each unmapping memory under its one
+            // memory-map lock, a thousand made the exit 30 ms longer. A
+            // caller that goes on after all has them ended after the wait.
+            std::thread::sleep(EXIT_GRACE);
+        }
+        left
     }
 
     /// Whether the caller asked the run to stop.

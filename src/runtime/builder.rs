@@ -135,9 +135,11 @@ impl Runtime {
     /// the process's exit ends them all at once, where a thousand threads
     /// ending one by one each unmap memory under the process's one
     /// memory-map lock (measured on two cores: they were still ending
-    /// after the review, slowing the run's end). A process that goes on
-    /// after the run (a server, a chat) should not say this: the threads
-    /// then end after the result, one by one. No effect on
+    /// after the review, slowing the run's end). After handing the result
+    /// over, the run's thread waits two seconds more before it ends them:
+    /// the process's exit comes first. A process that goes on after the
+    /// run (a server, a chat) should not say this: its run's threads would
+    /// be kept two seconds for nothing, then end one by one. No effect on
     /// [`Runtime::run`], which ends them before it returns.
     #[must_use]
     pub fn exits_after_run(mut self) -> Self {

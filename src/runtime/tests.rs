@@ -45,6 +45,23 @@ fn a_started_run_is_closed_and_handed_over_before_it_is_freed() {
     let dir = runs.join(handle.run_id());
     let outcome = wait_while_held(handle);
     assert_eq!(outcome.status, crate::RunStatus::Done);
+    // Handed over whole, not as what the run's thread keeps of it.
+    assert!(
+        outcome
+            .board
+            .iter()
+            .any(|e| e.kind == crate::board::EntryKind::Draft),
+        "the board came with the result: {:?}",
+        outcome.board
+    );
+    assert!(
+        !outcome.plan.tasks.is_empty(),
+        "the plan came with the result"
+    );
+    assert!(
+        !outcome.usage_by_agent.is_empty(),
+        "the usage by agent came"
+    );
     assert_eq!(
         gate.0.arrived.load(std::sync::atomic::Ordering::SeqCst),
         1,
