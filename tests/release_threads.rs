@@ -98,12 +98,17 @@ fn review_saw_as(caller: Caller, executor: Executor, rounds: u32, wait: bool) ->
     assert_eq!(run.status, RunStatus::Done);
     if matches!(caller, Caller::StartsThenExits) {
         // Its process would exit now: the threads are still there for
-        // that exit to end (the run waits two seconds before ending them).
-        assert_eq!(
-            member_threads(),
-            MEMBERS,
-            "{executor}: member threads kept after the result for the exit"
-        );
+        // that exit to end (the run waits two seconds before ending them),
+        // and still a moment later: threads ended with the result would be
+        // gone by then.
+        for wait in [0, 300] {
+            std::thread::sleep(Duration::from_millis(wait));
+            assert_eq!(
+                member_threads(),
+                MEMBERS,
+                "{executor}: member threads kept {wait} ms after the result for the exit"
+            );
+        }
     }
     let seen = *model.seen.lock();
     let seen = seen.expect("the master reviewed");

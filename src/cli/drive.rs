@@ -148,8 +148,8 @@ pub(crate) fn drive_and_report(
     let done = std::sync::atomic::AtomicBool::new(false);
     let mut printed = false;
     // The process exits once the run's result is in (after an inline
-    // answer or with `--view` it goes on, and the run's threads end in
-    // the background meanwhile).
+    // answer or with `--view` it goes on: the run's threads then end in
+    // the background, two seconds after the result).
     let runtime = runtime.events_per_run().exits_after_run();
     let outcome = std::thread::scope(|s| {
         let mut handle = start(&runtime);

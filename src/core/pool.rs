@@ -146,7 +146,6 @@ impl<'scope, 'env> Pool<'scope, 'env> {
     }
 
     /// Threads the pool has now.
-    #[cfg(test)]
     pub(crate) fn threads(&self) -> usize {
         self.rayon
             .as_ref()

@@ -137,10 +137,15 @@ impl Runtime {
     /// memory-map lock (measured on two cores: they were still ending
     /// after the review, slowing the run's end). After handing the result
     /// over, the run's thread waits two seconds more before it ends them:
-    /// the process's exit comes first. A process that goes on after the
-    /// run (a server, a chat) should not say this: its run's threads would
-    /// be kept two seconds for nothing, then end one by one. No effect on
-    /// [`Runtime::run`], which ends them before it returns.
+    /// the process's exit comes first. Meanwhile the run's thread holds
+    /// its runtime, so a sender given to [`Runtime::events`] ends two
+    /// seconds after the result (a run's own channel,
+    /// [`Runtime::events_per_run`], ends with the result). A run that
+    /// waits for its user or for decisions does not wait: its caller goes
+    /// on with it. A process that goes on after the run (a server, a chat)
+    /// should not say this: its run's threads would be kept two seconds
+    /// for nothing, then end one by one. No effect on [`Runtime::run`],
+    /// which ends them before it returns.
     #[must_use]
     pub fn exits_after_run(mut self) -> Self {
         self.set().exits_after_run = true;

@@ -111,7 +111,6 @@ impl<'scope, 'env> RayonPool<'scope, 'env> {
 
     /// The threads of the pool now (0 before the first build and after a
     /// release).
-    #[cfg(test)]
     pub(crate) fn threads(&self) -> usize {
         total(&self.pool.lock().pools)
     }

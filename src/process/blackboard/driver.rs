@@ -97,7 +97,9 @@ impl<'a> Driver<'a> for BlackboardRun<'a> {
                 pool.prestart(room.team.members().count().min(PRESTART));
             }
             let run = Blackboard { room: &room, state };
-            drive(OnPool { run, pool: &pool })
+            let result = drive(OnPool { run, pool: &pool });
+            room.core.wait_for_exit(pool.threads(), &result);
+            result
         })
     }
 }

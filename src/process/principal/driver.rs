@@ -119,10 +119,12 @@ impl<'a> Driver<'a> for PrincipalRun<'a> {
         let auto_limit = config.auto_limit();
         std::thread::scope(|scope| {
             let pool = Pool::new(scope, executor, auto_limit, "associate", cap);
-            drive(OnPool {
+            let result = drive(OnPool {
                 room: &room,
                 pool: &pool,
-            })
+            });
+            room.core.wait_for_exit(pool.threads(), &result);
+            result
         })
     }
 }
