@@ -234,15 +234,75 @@ struct DiskPart {
 }
 
 impl DiskPart {
+    /// The flushes at once, not one after another: the logs' fsyncs each
+    /// on a thread of its own while `team.json` and `run.json` are written
+    /// and flushed under temporary names here; then, only when every one
+    /// of them is on disk, the renames (`team.json` first: a `run.json`
+    /// never appears without the team it names) and one flush of the
+    /// directory for both. Concurrent flushes share the file system's
+    /// journal commits: two waits for the disk instead of five, which a
+    /// busy disk made tens of milliseconds each.
     fn write(&self) -> Result<(), StoreError> {
-        if let Some(team) = &self.team {
-            write_atomic(&self.dir.join(TEAM_FILE), team)?;
+        let team = self.dir.join(TEAM_FILE);
+        let run = self.dir.join(RUN_FILE);
+        let (synced, staged) = std::thread::scope(|s| {
+            let syncs: Vec<_> = self
+                .sync
+                .iter()
+                .map(|(file, name)| {
+                    let sync = move || {
+                        file.sync_data()
+                            .map_err(|e| StoreError::io(self.dir.join(name), e))
+                    };
+                    // No thread to be had: this one syncs it after its own.
+                    match std::thread::Builder::new()
+                        .name("boardroom-sync".into())
+                        .spawn_scoped(s, sync)
+                    {
+                        Ok(handle) => Err(handle),
+                        Err(_) => Ok(sync),
+                    }
+                })
+                .collect();
+            let staged = self
+                .team
+                .as_deref()
+                .map(|bytes| Staged::write(&team, bytes, true))
+                .transpose()
+                .and_then(|t| match Staged::write(&run, &self.run, true) {
+                    Ok(r) => Ok((t, r)),
+                    Err(e) => {
+                        t.into_iter().for_each(Staged::discard);
+                        Err(e)
+                    }
+                });
+            let synced = syncs
+                .into_iter()
+                .map(|sync| match sync {
+                    Err(handle) => handle
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                    Ok(sync) => sync(),
+                })
+                .collect::<Result<Vec<()>, StoreError>>();
+            (synced, staged)
+        });
+        // Nothing renamed unless everything it points to is on disk.
+        let (team_tmp, run_tmp) = match (synced, staged) {
+            (Ok(_), Ok(staged)) => staged,
+            (Err(e), Ok((t, r))) => {
+                t.into_iter().chain([r]).for_each(Staged::discard);
+                return Err(e);
+            }
+            (_, Err(e)) => return Err(e),
+        };
+        if let Some(Err(e)) = team_tmp.map(Staged::rename) {
+            run_tmp.discard();
+            return Err(e);
         }
-        for (file, name) in &self.sync {
-            file.sync_data()
-                .map_err(|e| StoreError::io(self.dir.join(name), e))?;
-        }
-        write_atomic(&self.dir.join(RUN_FILE), &self.run)
+        run_tmp.rename()?;
+        sync_dir(&self.dir);
+        Ok(())
     }
 }
 
@@ -720,32 +780,109 @@ pub(crate) fn write_replace(path: &Path, bytes: &[u8]) -> Result<(), StoreError>
 }
 
 fn replace(path: &Path, bytes: &[u8], durable: bool) -> Result<(), StoreError> {
-    let bytes = masked(bytes);
-    let bytes: &[u8] = &bytes;
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let name = path
-        .file_name()
-        .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
-    // Unique per writer: two writers never share (and clobber) a temp file.
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let tmp = dir.join(format!(
-        ".{name}.{}-{}.tmp",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    let mut f = File::create(&tmp).map_err(|e| StoreError::io(&tmp, e))?;
-    let written = f
-        .write_all(bytes)
-        .and_then(|()| if durable { f.sync_all() } else { Ok(()) });
-    drop(f);
-    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(StoreError::io(path, e));
-    }
-    // Make the rename itself durable. Not every platform can open a
-    // directory; the rename is still atomic there.
-    if durable && let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
+    Staged::write(path, bytes, durable)?.rename()?;
+    if durable {
+        sync_dir(path.parent().unwrap_or_else(|| Path::new(".")));
     }
     Ok(())
+}
+
+/// Makes the renames in `dir` durable. Not every platform can open a
+/// directory; a rename is still atomic there.
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// A file's new contents written beside it under a temporary name (and
+/// flushed, when durable), not yet renamed over it.
+struct Staged<'a> {
+    tmp: PathBuf,
+    path: &'a Path,
+}
+
+impl<'a> Staged<'a> {
+    fn write(path: &'a Path, bytes: &[u8], durable: bool) -> Result<Self, StoreError> {
+        let bytes = masked(bytes);
+        let bytes: &[u8] = &bytes;
+        let dir = path.parent().unwrap_or_else(|| Path::new("."));
+        let name = path
+            .file_name()
+            .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+        // Unique per writer: two writers never share (and clobber) a temp
+        // file.
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let tmp = dir.join(format!(
+            ".{name}.{}-{}.tmp",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let mut f = File::create(&tmp).map_err(|e| StoreError::io(&tmp, e))?;
+        let written = f
+            .write_all(bytes)
+            .and_then(|()| if durable { f.sync_all() } else { Ok(()) });
+        drop(f);
+        let staged = Staged { tmp, path };
+        match written {
+            Ok(()) => Ok(staged),
+            Err(e) => {
+                staged.discard();
+                Err(StoreError::io(path, e))
+            }
+        }
+    }
+
+    /// Puts the new contents in place (atomically).
+    fn rename(self) -> Result<(), StoreError> {
+        std::fs::rename(&self.tmp, self.path).map_err(|e| {
+            let _ = std::fs::remove_file(&self.tmp);
+            StoreError::io(self.path, e)
+        })
+    }
+
+    /// Leaves the old contents in place.
+    fn discard(self) {
+        let _ = std::fs::remove_file(&self.tmp);
+    }
+}
+
+#[cfg(test)]
+mod disk_part_tests {
+    use super::*;
+
+    /// A disk part whose `run.json` cannot be put in place (here a directory
+    /// stands there) says so with that file's path, and leaves no temporary
+    /// file behind: the logs' flushes and the new `team.json` were written
+    /// beside it, at once, under names of their own. `team.json` goes in
+    /// first, so a `run.json` never names a team that is not there.
+    #[test]
+    fn issue25_a_disk_part_that_cannot_put_run_json_in_place_leaves_nothing_half_done() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("state.jsonl");
+        std::fs::write(&log, b"{}\n").unwrap();
+        std::fs::create_dir(tmp.path().join(RUN_FILE)).unwrap();
+        let part = DiskPart {
+            dir: tmp.path().to_path_buf(),
+            team: Some(b"{\"name\":\"t\"}".to_vec()),
+            sync: vec![(File::open(&log).unwrap(), STATE_FILE)],
+            run: b"{}".to_vec(),
+        };
+        let err = part.write().unwrap_err();
+        assert!(err.to_string().contains(RUN_FILE), "{err}");
+        let left: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect();
+        assert!(left.is_empty(), "temporary files left: {left:?}");
+        assert_eq!(
+            std::fs::read(tmp.path().join(TEAM_FILE)).unwrap(),
+            b"{\"name\":\"t\"}"
+        );
+        // And with room for it, the same part puts both in place.
+        std::fs::remove_dir(tmp.path().join(RUN_FILE)).unwrap();
+        part.write().unwrap();
+        assert_eq!(std::fs::read(tmp.path().join(RUN_FILE)).unwrap(), b"{}");
+    }
 }
