@@ -222,9 +222,11 @@ impl Drop for Done<'_> {
     }
 }
 
-/// What the disk part of a checkpoint writes, in order: `team.json` (the
-/// first time), the fsyncs of the logs the snapshot needs on disk, then
-/// `run.json`.
+/// What the disk part of a checkpoint writes: the fsyncs of the logs the
+/// snapshot needs on disk, `run.json` (and `team.json` the first time)
+/// under temporary names, at once; then, when all of them are on disk,
+/// `team.json` and `run.json` in place, in that order (see
+/// [`DiskPart::write`]).
 struct DiskPart {
     dir: PathBuf,
     team: Option<Vec<u8>>,
@@ -234,75 +236,85 @@ struct DiskPart {
 }
 
 impl DiskPart {
-    /// The flushes at once, not one after another: the logs' fsyncs each
-    /// on a thread of its own while `team.json` and `run.json` are written
-    /// and flushed under temporary names here; then, only when every one
+    /// The flushes at once, not one after another: each log's fsync, and
+    /// `team.json`'s temporary file, on a thread of its own while
+    /// `run.json`'s is written and flushed here; then, only when every one
     /// of them is on disk, the renames (`team.json` first: a `run.json`
     /// never appears without the team it names) and one flush of the
-    /// directory for both. Concurrent flushes share the file system's
-    /// journal commits: two waits for the disk instead of five, which a
-    /// busy disk made tens of milliseconds each.
+    /// directory for both (the file system keeps the two renames in
+    /// order). Concurrent flushes share the file system's journal
+    /// commits: two waits for the disk instead of five, which a busy disk
+    /// made tens of milliseconds each. A failed flush is the error
+    /// reported, and nothing is renamed.
     fn write(&self) -> Result<(), StoreError> {
         let team = self.dir.join(TEAM_FILE);
         let run = self.dir.join(RUN_FILE);
-        let (synced, staged) = std::thread::scope(|s| {
+        let (synced, team_tmp, run_tmp) = std::thread::scope(|s| {
             let syncs: Vec<_> = self
                 .sync
                 .iter()
                 .map(|(file, name)| {
-                    let sync = move || {
+                    aside(s, move || {
                         file.sync_data()
                             .map_err(|e| StoreError::io(self.dir.join(name), e))
-                    };
-                    // No thread to be had: this one syncs it after its own.
-                    match std::thread::Builder::new()
-                        .name("boardroom-sync".into())
-                        .spawn_scoped(s, sync)
-                    {
-                        Ok(handle) => Err(handle),
-                        Err(_) => Ok(sync),
-                    }
+                    })
                 })
                 .collect();
-            let staged = self
-                .team
-                .as_deref()
-                .map(|bytes| Staged::write(&team, bytes, true))
-                .transpose()
-                .and_then(|t| match Staged::write(&run, &self.run, true) {
-                    Ok(r) => Ok((t, r)),
-                    Err(e) => {
-                        t.into_iter().for_each(Staged::discard);
-                        Err(e)
-                    }
-                });
-            let synced = syncs
-                .into_iter()
-                .map(|sync| match sync {
-                    Err(handle) => handle
-                        .join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                    Ok(sync) => sync(),
-                })
-                .collect::<Result<Vec<()>, StoreError>>();
-            (synced, staged)
+            let team_tmp = self.team.as_deref().map(|bytes| {
+                let team = &team;
+                aside(s, move || Staged::write(team, bytes, true))
+            });
+            let run_tmp = Staged::write(&run, &self.run, true);
+            let synced = syncs.into_iter().try_for_each(Aside::join);
+            (synced, team_tmp.map(Aside::join).transpose(), run_tmp)
         });
-        // Nothing renamed unless everything it points to is on disk.
-        let (team_tmp, run_tmp) = match (synced, staged) {
-            (Ok(_), Ok(staged)) => staged,
-            (Err(e), Ok((t, r))) => {
-                t.into_iter().chain([r]).for_each(Staged::discard);
-                return Err(e);
-            }
-            (_, Err(e)) => return Err(e),
-        };
-        if let Some(Err(e)) = team_tmp.map(Staged::rename) {
-            run_tmp.discard();
-            return Err(e);
+        // A failed flush first; on any error the temporary files go as
+        // they are dropped, and nothing is renamed.
+        synced?;
+        let (team_tmp, run_tmp) = (team_tmp?, run_tmp?);
+        if let Some(t) = team_tmp {
+            t.rename()?;
         }
         run_tmp.rename()?;
         sync_dir(&self.dir);
         Ok(())
+    }
+}
+
+/// Work on a thread of its own in a scope, or, when no thread can be
+/// started, here when it is joined.
+enum Aside<'scope, T, F> {
+    Thread(std::thread::ScopedJoinHandle<'scope, T>),
+    Here(F),
+}
+
+impl<T, F: FnOnce() -> T> Aside<'_, T, F> {
+    fn join(self) -> T {
+        match self {
+            Aside::Thread(h) => h
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Aside::Here(work) => work(),
+        }
+    }
+}
+
+/// Starts `work` on a thread of its own in `scope` (`Copy`: kept to be
+/// done here if the thread cannot be started).
+fn aside<'scope, T, F>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    work: F,
+) -> Aside<'scope, T, F>
+where
+    F: FnOnce() -> T + Send + Copy + 'scope,
+    T: Send + 'scope,
+{
+    match std::thread::Builder::new()
+        .name("boardroom-sync".into())
+        .spawn_scoped(scope, work)
+    {
+        Ok(handle) => Aside::Thread(handle),
+        Err(_) => Aside::Here(work),
     }
 }
 
@@ -796,9 +808,10 @@ fn sync_dir(dir: &Path) {
 }
 
 /// A file's new contents written beside it under a temporary name (and
-/// flushed, when durable), not yet renamed over it.
+/// flushed, when durable), not yet renamed over it. Dropped before it is
+/// renamed (an error, a panic), its temporary file is removed.
 struct Staged<'a> {
-    tmp: PathBuf,
+    tmp: Option<PathBuf>,
     path: &'a Path,
 }
 
@@ -819,31 +832,34 @@ impl<'a> Staged<'a> {
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
         let mut f = File::create(&tmp).map_err(|e| StoreError::io(&tmp, e))?;
-        let written = f
-            .write_all(bytes)
-            .and_then(|()| if durable { f.sync_all() } else { Ok(()) });
-        drop(f);
-        let staged = Staged { tmp, path };
-        match written {
-            Ok(()) => Ok(staged),
-            Err(e) => {
-                staged.discard();
-                Err(StoreError::io(path, e))
-            }
-        }
+        let staged = Staged {
+            tmp: Some(tmp),
+            path,
+        };
+        f.write_all(bytes)
+            .and_then(|()| if durable { f.sync_all() } else { Ok(()) })
+            .map_err(|e| StoreError::io(path, e))?;
+        Ok(staged)
     }
 
     /// Puts the new contents in place (atomically).
-    fn rename(self) -> Result<(), StoreError> {
-        std::fs::rename(&self.tmp, self.path).map_err(|e| {
-            let _ = std::fs::remove_file(&self.tmp);
+    fn rename(mut self) -> Result<(), StoreError> {
+        let Some(tmp) = self.tmp.take() else {
+            return Ok(());
+        };
+        std::fs::rename(&tmp, self.path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
             StoreError::io(self.path, e)
         })
     }
+}
 
-    /// Leaves the old contents in place.
-    fn discard(self) {
-        let _ = std::fs::remove_file(&self.tmp);
+impl Drop for Staged<'_> {
+    /// Not renamed: the old contents stay.
+    fn drop(&mut self) {
+        if let Some(tmp) = self.tmp.take() {
+            let _ = std::fs::remove_file(tmp);
+        }
     }
 }
 
@@ -851,15 +867,48 @@ impl<'a> Staged<'a> {
 mod disk_part_tests {
     use super::*;
 
-    /// A disk part whose `run.json` cannot be put in place (here a directory
-    /// stands there) says so with that file's path, and leaves no temporary
-    /// file behind: the logs' flushes and the new `team.json` were written
-    /// beside it, at once, under names of their own. `team.json` goes in
-    /// first, so a `run.json` never names a team that is not there.
+    /// The names of the temporary files left in `dir`.
+    fn temporary(dir: &Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect()
+    }
+
+    /// Issue 25: the flushes run at once, but nothing is put in place
+    /// unless every one of them is on disk. A log whose flush fails (here
+    /// `/dev/null`'s, which Linux refuses) is the error, with the log's
+    /// name; neither `team.json` nor `run.json` appears, and the temporary
+    /// files they were written to are gone.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn issue25_a_failed_flush_puts_nothing_in_place() {
+        let tmp = tempfile::tempdir().unwrap();
+        let part = DiskPart {
+            dir: tmp.path().to_path_buf(),
+            team: Some(b"{\"name\":\"t\"}".to_vec()),
+            sync: vec![(File::open("/dev/null").unwrap(), STATE_FILE)],
+            run: b"{}".to_vec(),
+        };
+        let err = part.write().unwrap_err().to_string();
+        assert!(err.contains(STATE_FILE), "{err}");
+        assert!(
+            !tmp.path().join(TEAM_FILE).exists(),
+            "team.json put in place"
+        );
+        assert!(!tmp.path().join(RUN_FILE).exists(), "run.json put in place");
+        assert_eq!(temporary(tmp.path()), Vec::<String>::new());
+    }
+
+    /// A disk part whose `run.json` cannot be put in place (here a
+    /// directory stands there) says so with that file's path, and leaves
+    /// no temporary file behind. `team.json` goes in first, so a
+    /// `run.json` never names a team that is not there.
     #[test]
     fn issue25_a_disk_part_that_cannot_put_run_json_in_place_leaves_nothing_half_done() {
         let tmp = tempfile::tempdir().unwrap();
-        let log = tmp.path().join("state.jsonl");
+        let log = tmp.path().join(STATE_FILE);
         std::fs::write(&log, b"{}\n").unwrap();
         std::fs::create_dir(tmp.path().join(RUN_FILE)).unwrap();
         let part = DiskPart {
@@ -868,14 +917,10 @@ mod disk_part_tests {
             sync: vec![(File::open(&log).unwrap(), STATE_FILE)],
             run: b"{}".to_vec(),
         };
-        let err = part.write().unwrap_err();
-        assert!(err.to_string().contains(RUN_FILE), "{err}");
-        let left: Vec<String> = std::fs::read_dir(tmp.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.ends_with(".tmp"))
-            .collect();
-        assert!(left.is_empty(), "temporary files left: {left:?}");
+        let err = part.write().unwrap_err().to_string();
+        let run = tmp.path().join(RUN_FILE).display().to_string();
+        assert!(err.contains(&run) && !err.contains(".run.json."), "{err}");
+        assert_eq!(temporary(tmp.path()), Vec::<String>::new());
         assert_eq!(
             std::fs::read(tmp.path().join(TEAM_FILE)).unwrap(),
             b"{\"name\":\"t\"}"
