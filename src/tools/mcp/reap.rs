@@ -133,16 +133,28 @@ fn holds(pid: u32, pipes: &[u64]) -> bool {
     })
 }
 
-/// Kills every process other than this one that carries `mark` or holds
-/// one of `pipes` open, and its process group (unless that is this
-/// process's own); returns how many it found.
+/// Kills every process other than this one and its own children that
+/// carries `mark` or holds one of `pipes` open, and its process group
+/// (unless that is this process's own); returns how many it found.
+///
+/// This process's children are never the dead server's: each of its
+/// servers is ended through its own handle, and a child just forked (for
+/// another server, or any command) holds every pipe this process has open
+/// until it executes its program, the closed-on-exec ones too. Taken for
+/// the server's, such a child was killed before it became another
+/// server: a test that started a server while another test ended one saw
+/// its new server gone.
 #[cfg(target_os = "linux")]
 pub(crate) fn end_escaped(mark: &str, pipes: &[u64]) -> usize {
     let me = std::process::id();
     let my_group = parent_and_group(me).map(|(_, g)| g);
     let mut found = 0;
     for pid in pids() {
-        if pid == me || pid <= 1 || !(marked(pid, mark) || holds(pid, pipes)) {
+        if pid == me
+            || pid <= 1
+            || parent_and_group(pid).is_some_and(|(parent, _)| parent == me)
+            || !(marked(pid, mark) || holds(pid, pipes))
+        {
             continue;
         }
         found += 1;
@@ -155,4 +167,34 @@ pub(crate) fn end_escaped(mark: &str, pipes: &[u64]) -> usize {
         kill_one(pid);
     }
     found
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// A child of this process that holds a dead server's pipe (here:
+    /// one that has it as its output) is not taken for the server's: a
+    /// child just forked for another server holds every pipe until it
+    /// executes its program, and was killed when two servers ended and
+    /// started at once. A process of the server's own is still found by
+    /// its mark or the pipe (`tests/hold_mcp_double_fork.rs`,
+    /// `tests/hold_mcp_escape.rs`).
+    #[test]
+    fn a_child_of_this_process_holding_the_pipe_is_left_alone() {
+        let (reader, writer) = std::io::pipe().unwrap();
+        let inode = pipe_inode(&reader).unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .stdout(writer)
+            .spawn()
+            .unwrap();
+        assert!(holds(child.id(), &[inode]), "the child holds the pipe");
+        let found = end_escaped("no-such-mark", &[inode]);
+        let alive = child.try_wait().unwrap().is_none();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(found, 0);
+        assert!(alive, "this process's own child was killed");
+    }
 }
