@@ -2,6 +2,7 @@
 //! adds the saved types of `crate::record` and the master's memory).
 
 mod crash;
+mod disk;
 mod error;
 mod events;
 mod lock;
@@ -22,12 +23,13 @@ pub(crate) use crate::util::fs::{
     MAX_LOG_FILE, MAX_RECORD_FILE, open_regular, read_capped, read_capped_from, read_text_lossy,
 };
 pub(crate) use crash::crash_point;
+pub(crate) use disk::{write_atomic, write_replace};
 pub(crate) use events::EventLog;
 pub(crate) use lock::RunLock;
 pub(crate) use read::{MAX_SEQ, read_journal};
 pub(crate) use record::JournalRecord;
 pub(crate) use snapshot::mark_failed;
-pub(crate) use write::{Checkpoint, RunDir, write_atomic, write_replace};
+pub(crate) use write::{Checkpoint, RunDir};
 
 /// File names inside a run directory.
 pub(crate) const RUN_FILE: &str = "run.json";
