@@ -482,14 +482,35 @@ impl Written {
             (None, new) => self.board.extend_from_slice(new),
             (Some(_), _) => self.board = state.board.clone(),
         }
-        if self.plan != state.plan.tasks {
-            self.plan = state.plan.tasks.clone();
+        // What changed is copied, not the whole plan and usage again.
+        let tasks = &state.plan.tasks;
+        let same_order = self.plan.len() <= tasks.len()
+            && self
+                .plan
+                .iter()
+                .zip(tasks)
+                .all(|(a, b)| a.task_id == b.task_id);
+        if same_order {
+            for (was, now) in self.plan.iter_mut().zip(tasks) {
+                was.update_from(now);
+            }
+            let kept = self.plan.len();
+            self.plan.extend_from_slice(&tasks[kept..]);
+        } else {
+            self.plan.clone_from(tasks);
         }
         if self.assignments != state.assignments {
             self.assignments = state.assignments.clone();
         }
-        if self.usage_by_agent != state.usage_by_agent {
-            self.usage_by_agent = state.usage_by_agent.clone();
+        let by_agent = &state.usage_by_agent;
+        self.usage_by_agent.retain(|k, _| by_agent.contains_key(k));
+        for (agent, usage) in by_agent {
+            match self.usage_by_agent.get_mut(agent) {
+                Some(was) => *was = *usage,
+                None => {
+                    self.usage_by_agent.insert(agent.clone(), *usage);
+                }
+            }
         }
         if self.handoff.as_ref() != state.process.handoff() {
             self.handoff = state.process.handoff().cloned();
