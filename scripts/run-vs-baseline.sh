@@ -9,18 +9,26 @@
 #   cargo build --release --features loopback --bins
 #   scripts/run-vs-baseline.sh BASELINE_BIN NEW_BIN [REPS=15] [N=1024]
 #
-# Prints each rep's times and, per build, the medians and `run` ÷ `bench`,
-# then the baseline's `run` median over the new one's.
+# Prints each rep's times and, per build, the medians (of an even count:
+# the mean of the two middle ones) and `run` ÷ `bench`, then the baseline's
+# `run` median over the new one's. The builds take turns going first (old,
+# new; new, old; ...), so neither always follows the other.
 set -euo pipefail
 
+if [ $# -lt 2 ]; then
+  echo "usage: $0 BASELINE_BIN NEW_BIN [REPS=15] [N=1024]" >&2
+  exit 2
+fi
 OLD=$1
 NEW=$2
 REPS=${3:-15}
 N=${4:-1024}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 LB=${LOOPBACK_BIN:-$ROOT/target/release/boardroom-loopback}
+[ "$REPS" -ge 1 ] || { echo "REPS must be at least 1" >&2; exit 2; }
 WORK=$(mktemp -d)
-trap 'kill "$LB_PID" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+LB_PID=
+trap '[ -n "$LB_PID" ] && kill "$LB_PID" 2>/dev/null; rm -rf "$WORK"' EXIT
 
 . "$ROOT/scripts/loopback.sh"
 start_loopback --latency 100ms
@@ -44,11 +52,16 @@ bench_once() {
     python3 -c 'import json,sys; d=json.load(sys.stdin); r=d["rows"][0] if "rows" in d else d[0]; print(round(r["wall_ms"]))'
 }
 
-for _ in $(seq "$REPS"); do
-  bench_once "$OLD" >>"$WORK/bench-old"
-  run_once "$OLD" >>"$WORK/run-old"
-  bench_once "$NEW" >>"$WORK/bench-new"
-  run_once "$NEW" >>"$WORK/run-new"
+both() {
+  bench_once "$2" >>"$WORK/bench-$1"
+  run_once "$2" >>"$WORK/run-$1"
+}
+for i in $(seq "$REPS"); do
+  if [ $((i % 2)) -eq 1 ]; then
+    both old "$OLD"; both new "$NEW"
+  else
+    both new "$NEW"; both old "$OLD"
+  fi
 done
 for b in old new; do
   echo "$b: run $(paste -sd' ' "$WORK/run-$b") ms; bench $(paste -sd' ' "$WORK/bench-$b") ms"

@@ -108,7 +108,7 @@ impl PartialEq for WorkModule {
 }
 
 impl WorkModule {
-    /// Makes this module a copy of `now`, copying only what differs: a
+    /// Makes this module equal (`==`) to `now`, copying only what differs: a
     /// checkpoint keeps the modules it wrote, to write only what changed
     /// next time, and between two checkpoints most modules change a field
     /// or two (a status, a few metadata keys, a transcript that grew).
@@ -346,6 +346,27 @@ mod tests {
         copy.update_from(&other);
         assert_eq!(copy, other);
         assert_eq!(copy.archive_parts, other.archive_parts);
+
+        // Transcripts cut and grown again (a draft redone), shortened,
+        // emptied and started: the kept one is not always a prefix.
+        let s = || msg(Role::System, "s");
+        let u = || msg(Role::User, "u");
+        let a = |t: &str| msg(Role::Assistant, t);
+        let transcripts = [
+            vec![s(), u(), a("draft")],
+            vec![s(), u(), a("redraft")],
+            vec![s(), u(), a("x"), a("y")],
+            vec![s(), u()],
+            vec![],
+            vec![s()],
+        ];
+        let mut copy = was.clone();
+        for t in transcripts {
+            let mut next = was.clone();
+            next.context_archive = t;
+            copy.update_from(&next);
+            assert_eq!(copy.context_archive, next.context_archive);
+        }
     }
 
     #[test]

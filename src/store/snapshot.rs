@@ -503,7 +503,9 @@ impl Written {
             self.assignments = state.assignments.clone();
         }
         let by_agent = &state.usage_by_agent;
-        self.usage_by_agent.retain(|k, _| by_agent.contains_key(k));
+        if self.usage_by_agent != *by_agent {
+            self.usage_by_agent.retain(|k, _| by_agent.contains_key(k));
+        }
         for (agent, usage) in by_agent {
             match self.usage_by_agent.get_mut(agent) {
                 Some(was) => *was = *usage,

@@ -594,3 +594,80 @@ fn issue25_a_checkpoint_of_nothing_new_writes_nothing() {
     assert_ne!(std::fs::read(path.join("run.json")).unwrap(), first);
     assert_eq!(load_run(&path).unwrap().state, state);
 }
+
+/// A checkpoint's record of what it wrote, brought up to date field by
+/// field, leaves nothing to write when the state has not changed since,
+/// whatever changed before: modules added, transcripts grown, redone, cut
+/// and emptied, metadata keys added, changed and removed, an agent's usage
+/// added, changed and removed, the plan reordered and shortened.
+#[test]
+fn issue25_what_a_checkpoint_wrote_is_the_state_it_wrote() {
+    use crate::model::{Message, Usage};
+    fn usage(prompt_tokens: u64, completion_tokens: u64) -> Usage {
+        Usage {
+            prompt_tokens,
+            completion_tokens,
+            ..Usage::default()
+        }
+    }
+    let mut state = RunState::new("r".into(), "a task".into());
+    let mut written = snapshot::Written::of(&state, 0);
+    let changes: Vec<Box<dyn Fn(&mut RunState)>> = vec![
+        Box::new(|s| {
+            s.plan.add("part one", Some("a".into()));
+            s.plan.add("part two", Some("b".into()));
+        }),
+        Box::new(|s| s.plan.tasks[0].context_archive = vec![Message::user("u")]),
+        Box::new(|s| {
+            s.plan.tasks[0]
+                .context_archive
+                .push(Message::assistant("draft"));
+        }),
+        Box::new(|s| s.plan.tasks[0].context_archive[1] = Message::assistant("redraft")),
+        Box::new(|s| {
+            let t = &mut s.plan.tasks[0].context_archive;
+            t.truncate(1);
+            t.extend([Message::assistant("x"), Message::assistant("y")]);
+        }),
+        Box::new(|s| s.plan.tasks[0].context_archive.clear()),
+        Box::new(|s| {
+            let m = &mut s.plan.tasks[1].metadata;
+            m.insert("kept".into(), 1.into());
+            m.insert("changed".into(), "old".into());
+            m.insert("gone".into(), true.into());
+        }),
+        Box::new(|s| {
+            let m = &mut s.plan.tasks[1].metadata;
+            m.insert("changed".into(), "new".into());
+            m.remove("gone");
+        }),
+        Box::new(|s| {
+            s.usage_by_agent.insert("x".into(), usage(3, 4));
+            s.usage_by_agent.insert("y".into(), usage(1, 1));
+        }),
+        Box::new(|s| {
+            s.usage_by_agent.insert("x".into(), usage(5, 6));
+            s.usage_by_agent.remove("y");
+        }),
+        Box::new(|s| s.plan.tasks[1].status = crate::plan::ModuleStatus::Completed),
+        Box::new(|s| s.plan.tasks.swap(0, 1)),
+        Box::new(|s| {
+            s.plan.tasks.pop();
+        }),
+    ];
+    for (i, change) in changes.iter().enumerate() {
+        change(&mut state);
+        let (line, _) = written
+            .delta(&state, &|_| None, &|_| None)
+            .unwrap()
+            .unwrap_or_else(|| panic!("change {i} wrote nothing"));
+        written.wrote(&state, line.len() as u64);
+        assert!(
+            written
+                .delta(&state, &|_| None, &|_| None)
+                .unwrap()
+                .is_none(),
+            "after change {i}, what was written is not the state"
+        );
+    }
+}
