@@ -50,6 +50,10 @@ pub(crate) struct RunConfig {
     /// result over ([`Core::end`](super::Core::end)), until it opens.
     #[cfg(test)]
     pub(crate) after_end: Option<std::sync::Arc<TestGate>>,
+    /// A test holds a checkpoint written aside (`Core::save_aside`) on
+    /// its thread, before it writes, until it opens.
+    #[cfg(test)]
+    pub(crate) aside_write: Option<std::sync::Arc<TestGate>>,
     /// Whether an agent whose tool call needs approval waits for a
     /// decision (else the run stops with status `awaiting_approval`).
     pub(crate) wait_for_approvals: bool,
@@ -114,6 +118,8 @@ impl RunConfig {
             exits_after_run: false,
             #[cfg(test)]
             after_end: None,
+            #[cfg(test)]
+            aside_write: None,
             wait_for_approvals: false,
             memory: String::new(),
             workspace: None,

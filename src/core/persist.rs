@@ -47,6 +47,60 @@ pub(crate) struct Persist {
     plan_written: parking_lot::Mutex<Option<Vec<u8>>>,
     /// The `report.md` last written: the same report is not written again.
     report_written: parking_lot::Mutex<Option<String>>,
+    /// A checkpoint being written beside the run (see [`Aside`]).
+    pub(crate) aside: Aside,
+}
+
+/// What a snapshot covers when it is not what is on file when it is
+/// written: the journal's length and the last turn at the moment it was
+/// taken (`None`: at the moment it is written).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Covers {
+    pub(crate) journal_len: Option<u64>,
+    pub(crate) last_turn: Option<u32>,
+}
+
+/// A checkpoint written on a thread of its own while the run goes on to
+/// its next model call (`Core::save_aside`): at most one at a time, and
+/// every later save, and the run's end, waits for it, so the checkpoints'
+/// lines stay in the order they were taken.
+#[derive(Debug, Default)]
+pub(crate) struct Aside {
+    pending: parking_lot::Mutex<bool>,
+    done: parking_lot::Condvar,
+}
+
+impl Aside {
+    /// A checkpoint is taken to be written aside; the caller then starts
+    /// its thread, which holds an [`AsideDone`] until it has written it.
+    pub(crate) fn begin(&self) {
+        self.wait();
+        *self.pending.lock() = true;
+    }
+
+    /// The checkpoint written aside is written (or was never started).
+    pub(crate) fn end(&self) {
+        *self.pending.lock() = false;
+        self.done.notify_all();
+    }
+
+    /// Waits until no checkpoint is being written aside.
+    pub(crate) fn wait(&self) {
+        let mut pending = self.pending.lock();
+        while *pending {
+            self.done.wait(&mut pending);
+        }
+    }
+}
+
+/// Ends an aside checkpoint when dropped, a panic too: a later save never
+/// waits forever for one that is gone.
+pub(crate) struct AsideDone<'a>(pub(crate) &'a Aside);
+
+impl Drop for AsideDone<'_> {
+    fn drop(&mut self) {
+        self.0.end();
+    }
 }
 
 impl Persist {
@@ -116,6 +170,7 @@ impl Persist {
             created_ms: previous.as_ref().map_or_else(now_ms, |r| r.created_ms),
             plan_written: parking_lot::Mutex::new(None),
             report_written: parking_lot::Mutex::new(None),
+            aside: Aside::default(),
         };
         // On disk before the run goes on: a directory that cannot take its
         // first snapshot stops the run before any call is paid for.
@@ -146,27 +201,22 @@ impl Persist {
         workspace: Option<&Path>,
         answer_is_report: bool,
     ) -> Result<(), StoreError> {
-        self.write(config, state, workspace, answer_is_report, None, false)
-    }
-
-    /// As [`Persist::save`], but between phases the fsyncs and `run.json`
-    /// are written behind the run, during its next model call
-    /// ([`RunDir::checkpoint_behind`]); where the run stops (done,
-    /// failed, waiting) they are on disk before it says so.
-    pub(crate) fn save_behind(
-        &self,
-        config: &RunConfig,
-        state: &RunState,
-        workspace: Option<&Path>,
-        answer_is_report: bool,
-    ) -> Result<(), StoreError> {
-        let behind = !stops(state);
-        self.write(config, state, workspace, answer_is_report, None, behind)
+        let covers = Covers::default();
+        self.write(config, state, workspace, answer_is_report, covers, false)
     }
 
     /// The journal's length now, when the run has a directory.
     pub(crate) fn journal_len(&self) -> Option<u64> {
         self.dir.as_deref().map(RunDir::journal_len)
+    }
+
+    /// What a snapshot taken now covers: the journal's length and the
+    /// last turn filed (`None` without a directory).
+    pub(crate) fn covers_now(&self) -> Covers {
+        Covers {
+            journal_len: self.journal_len(),
+            last_turn: self.dir.as_deref().map(RunDir::last_turn),
+        }
     }
 
     /// As [`Persist::save`], with the snapshot covering the journal up to
@@ -181,14 +231,30 @@ impl Persist {
         answer_is_report: bool,
         journal_len: Option<u64>,
     ) -> Result<(), StoreError> {
-        self.write(
-            config,
-            state,
-            workspace,
-            answer_is_report,
+        let covers = Covers {
             journal_len,
-            false,
-        )
+            last_turn: None,
+        };
+        self.write(config, state, workspace, answer_is_report, covers, false)
+    }
+
+    /// As [`Persist::save`], but between phases the fsyncs and `run.json`
+    /// are written behind the run, during its next model call
+    /// ([`RunDir::checkpoint_behind`]); where the run stops (done,
+    /// failed, waiting) they are on disk before it says so. The snapshot
+    /// covers what `covers` says (a snapshot taken before the run went on
+    /// and written beside it keeps the journal length and the last turn it
+    /// was taken at).
+    pub(crate) fn save_behind_covering(
+        &self,
+        config: &RunConfig,
+        state: &RunState,
+        workspace: Option<&Path>,
+        answer_is_report: bool,
+        covers: Covers,
+    ) -> Result<(), StoreError> {
+        let behind = !stops(state);
+        self.write(config, state, workspace, answer_is_report, covers, behind)
     }
 
     fn write(
@@ -197,7 +263,7 @@ impl Persist {
         state: &RunState,
         workspace: Option<&Path>,
         answer_is_report: bool,
-        journal_len: Option<u64>,
+        covers: Covers,
         behind: bool,
     ) -> Result<(), StoreError> {
         if let Some(dir) = &self.dir {
@@ -207,7 +273,8 @@ impl Persist {
                 settings: settings(config),
                 team_name: config.team.name(),
                 team: &team,
-                journal_len,
+                journal_len: covers.journal_len,
+                last_turn: covers.last_turn,
             };
             if behind {
                 dir.checkpoint_behind(state, c)?;
@@ -304,7 +371,36 @@ fn report(task: &str, answer: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::report;
+    use super::{Aside, AsideDone, report};
+
+    /// A save waits for the checkpoint written aside, and one whose thread
+    /// panicked is over all the same (no later save waits forever).
+    #[test]
+    fn a_save_waits_for_the_checkpoint_written_aside_even_one_that_panicked() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let aside = Aside::default();
+        let written = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            aside.begin();
+            s.spawn(|| {
+                let _done = AsideDone(&aside);
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                written.store(true, Ordering::SeqCst);
+            });
+            aside.wait();
+            assert!(written.load(Ordering::SeqCst), "waited for the writer");
+        });
+        aside.begin();
+        let panicked = std::thread::scope(|s| {
+            s.spawn(|| {
+                let _done = AsideDone(&aside);
+                panic!("a checkpoint that fails hard");
+            })
+            .join()
+        });
+        assert!(panicked.is_err());
+        aside.wait();
+    }
 
     #[test]
     fn a_report_has_one_title() {

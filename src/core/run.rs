@@ -298,6 +298,8 @@ impl<'a> Core<'a> {
     /// caller whole instead of as a copy (a thousand modules with their
     /// transcripts took milliseconds to copy).
     pub(crate) fn end(&self, outcome: super::RunOutcome) -> super::RunOutcome {
+        // A checkpoint written aside is in before the run is closed.
+        self.persist.aside.wait();
         let Some(ended) = &self.ctx.ended else {
             return outcome;
         };
@@ -494,15 +496,77 @@ impl<'a> Core<'a> {
         self.save_as(state, answer_is_report, true);
     }
 
-    fn save_as(&self, mut state: RunState, answer_is_report: bool, behind: bool) {
-        let workspace = self.workspace_dir();
-        if self.persist.dir.is_none() && workspace.is_none() {
-            return;
+    /// As [`Core::save_behind`], but written on a thread of `scope` while
+    /// the caller goes on to its next model call: for a phase after which
+    /// the run reads nothing it saves (the members' drafts, before the
+    /// master's review). What the checkpoint covers (usage, journal, last
+    /// turn) is taken here, before the call; every later save waits for
+    /// it (`Aside`). `false` when no thread could be started: nothing was
+    /// saved, and the caller saves as usual.
+    pub(crate) fn save_aside<'s>(
+        &'s self,
+        scope: &'s std::thread::Scope<'s, '_>,
+        state: RunState,
+        answer_is_report: bool,
+    ) -> bool {
+        let Some(state) = self.taken(state) else {
+            return true;
+        };
+        let aside = &self.persist.aside;
+        aside.begin();
+        let covers = self.persist.covers_now();
+        let write = move || {
+            let _done = super::persist::AsideDone(aside);
+            #[cfg(test)]
+            if let Some(gate) = &self.config.aside_write {
+                gate.arrive();
+                gate.hold();
+            }
+            self.write_taken(state, answer_is_report, true, covers);
+        };
+        match std::thread::Builder::new()
+            .name("boardroom-checkpoint".into())
+            .spawn_scoped(scope, write)
+        {
+            Ok(_) => true,
+            Err(e) => {
+                aside.end();
+                log::warn!("no thread for the checkpoint ({e}): saved on the run's thread");
+                false
+            }
+        }
+    }
+
+    fn save_as(&self, state: RunState, answer_is_report: bool, behind: bool) {
+        self.persist.aside.wait();
+        if let Some(state) = self.taken(state) {
+            let covers = super::persist::Covers::default();
+            self.write_taken(state, answer_is_report, behind, covers);
+        }
+    }
+
+    /// `state` with the core's usage and paused approvals, to save; `None`
+    /// when there is nowhere to save it.
+    fn taken(&self, mut state: RunState) -> Option<RunState> {
+        if !self.saves() {
+            return None;
         }
         let (usage, by_agent) = self.usage();
         state.usage = usage;
         state.usage_by_agent = by_agent;
         state.approvals = self.approvals().paused();
+        Some(state)
+    }
+
+    /// Writes a state [`Core::taken`]: the plan lent to it.
+    fn write_taken(
+        &self,
+        mut state: RunState,
+        answer_is_report: bool,
+        behind: bool,
+        covers: super::persist::Covers,
+    ) {
+        let workspace = self.workspace_dir();
         // The plan is lent to the snapshot, not copied (a thousand modules
         // with their transcripts took milliseconds to copy and to free at
         // every phase): its lock is held while the run is saved, a few
@@ -513,7 +577,7 @@ impl<'a> Core<'a> {
         let (config, ws) = (self.config, workspace.as_deref());
         let saved = if behind {
             self.persist
-                .save_behind(config, &state, ws, answer_is_report)
+                .save_behind_covering(config, &state, ws, answer_is_report, covers)
         } else {
             self.persist.save(config, &state, ws, answer_is_report)
         };

@@ -184,3 +184,58 @@ fn wait_while_held(handle: super::RunHandle) -> crate::RunOutcome {
         .expect("wait returned while the run's thread is held after its end")
         .unwrap()
 }
+
+/// Issue 25: the checkpoint after a round's drafts is written beside the
+/// master's review call, not before it: held on its thread, the review's
+/// call still goes out; the run cannot end before it is written (the last
+/// save waits for it); once it is, every phase's line is in order and
+/// the run reads back whole.
+#[test]
+fn the_rounds_checkpoint_is_written_beside_the_review_call() {
+    use crate::event::EventKind;
+    use crate::model::Phase;
+    use std::sync::atomic::Ordering;
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let mut runtime = Runtime::new(Team::builtin().unwrap(), Sim::new())
+        .runs_dir(&runs)
+        .max_rounds(1)
+        .events_per_run();
+    let gate = std::sync::Arc::new(crate::core::TestGate::default());
+    runtime.set().aside_write = Some(std::sync::Arc::clone(&gate));
+    let open = OpenOnDrop(std::sync::Arc::clone(&gate));
+    let mut handle = runtime.start("Plan a picnic").unwrap();
+    let events = handle.take_events().expect("the run's own channel");
+    let dir = runs.join(handle.run_id());
+    // The review's call starts while the checkpoint is held.
+    let review = loop {
+        let event = events
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the review's call started while the checkpoint was held");
+        match event.kind {
+            EventKind::CallStarted {
+                phase: Phase::Review,
+                ..
+            } => break event,
+            EventKind::RunFinished { .. } => panic!("the run ended without a review call"),
+            _ => {}
+        }
+    };
+    assert_eq!(gate.arrived.load(Ordering::SeqCst), 1, "{review:?}");
+    // The run waits for the checkpoint before its last save.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!handle.is_finished(), "the run ended before its checkpoint");
+    drop(open);
+    let outcome = handle.wait().unwrap();
+    assert_eq!(outcome.status, crate::RunStatus::Done);
+    let phases: Vec<String> = std::fs::read_to_string(dir.join("state.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| l.to_string())
+        .collect();
+    assert!(phases.len() >= 3, "a line a phase: {phases:?}");
+    let record = crate::store::load_run(&dir).unwrap();
+    assert_eq!(record.state.status(), crate::RunStatus::Done);
+    assert_eq!(record.state.board().len(), outcome.board.len());
+    assert_eq!(record.state.usage, outcome.usage);
+}

@@ -33,6 +33,7 @@ fn try_save(dir: &RunDir, state: &RunState, behind: bool) -> Result<(), StoreErr
         team_name: "default",
         team: &snapshot,
         journal_len: None,
+        last_turn: None,
     };
     if behind {
         dir.checkpoint_behind(state, c)

@@ -31,6 +31,7 @@ fn save(dir: &RunDir, state: &RunState) {
             team_name: "default",
             team: &snapshot,
             journal_len: None,
+            last_turn: None,
         },
     )
     .unwrap();
@@ -612,7 +613,8 @@ fn issue25_what_a_checkpoint_wrote_is_the_state_it_wrote() {
     }
     let mut state = RunState::new("r".into(), "a task".into());
     let mut written = snapshot::Written::of(&state, 0);
-    let changes: Vec<Box<dyn Fn(&mut RunState)>> = vec![
+    type Change = Box<dyn Fn(&mut RunState)>;
+    let changes: Vec<Change> = vec![
         Box::new(|s| {
             s.plan.add("part one", Some("a".into()));
             s.plan.add("part two", Some("b".into()));

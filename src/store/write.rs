@@ -265,6 +265,10 @@ pub(crate) struct Checkpoint<'a> {
     /// length now (a process that saves while calls finish on other
     /// threads keeps the length it began with).
     pub(crate) journal_len: Option<u64>,
+    /// The last turn the snapshot covers, when not the last turn filed
+    /// now (a checkpoint written beside the next call keeps the turn it
+    /// was taken at: a turn that call files is after it).
+    pub(crate) last_turn: Option<u32>,
 }
 
 impl std::fmt::Debug for Checkpoint<'_> {
@@ -434,6 +438,11 @@ impl RunDir {
     /// start.
     pub(crate) fn journal_len(&self) -> u64 {
         self.journal.lock().len
+    }
+
+    /// The highest turn id filed so far.
+    pub(crate) fn last_turn(&self) -> u32 {
+        self.last_turn.load(Ordering::SeqCst)
     }
 
     /// The run's workspace.
@@ -629,7 +638,8 @@ impl RunDir {
             c.settings,
             c.journal_len.unwrap_or_else(|| self.journal_len()),
             log.written.state_len,
-            self.last_turn.load(Ordering::SeqCst),
+            c.last_turn
+                .unwrap_or_else(|| self.last_turn.load(Ordering::SeqCst)),
         );
         let path = self.path.join(RUN_FILE);
         let saved_ms = std::mem::take(&mut summary.saved_ms);

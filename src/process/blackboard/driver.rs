@@ -97,7 +97,11 @@ impl<'a> Driver<'a> for BlackboardRun<'a> {
                 pool.prestart(room.team.members().count().min(PRESTART));
             }
             let run = Blackboard { room: &room, state };
-            let result = drive(OnPool { run, pool: &pool });
+            let result = drive(OnPool {
+                run,
+                pool: &pool,
+                scope,
+            });
             room.core.wait_for_exit(pool.threads(), &result);
             result
         })
@@ -108,6 +112,8 @@ impl<'a> Driver<'a> for BlackboardRun<'a> {
 struct OnPool<'p, 's, 'd> {
     run: Blackboard<'d>,
     pool: &'p Pool<'s, 'd>,
+    /// Where a checkpoint written beside the next call runs.
+    scope: &'s std::thread::Scope<'s, 'd>,
 }
 
 impl Phases for OnPool<'_, '_, '_> {
@@ -167,6 +173,18 @@ impl Phases for OnPool<'_, '_, '_> {
 
     fn end_early(&mut self, stop: Stop) -> Result<(), RunError> {
         self.run.end_early(stop)
+    }
+
+    /// After a round's drafts or challenges the master's review comes:
+    /// its call goes out while the round's checkpoint is written beside
+    /// it (see `Blackboard::checkpoint_aside`).
+    fn stepped(&mut self) {
+        let state = &self.run.state;
+        if state.phase == RunPhase::Review && state.status == RunStatus::Running {
+            self.run.checkpoint_aside(self.scope);
+        } else {
+            self.run.checkpoint();
+        }
     }
 
     fn checkpoint(&self) {

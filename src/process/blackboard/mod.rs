@@ -146,6 +146,26 @@ impl<'d> Blackboard<'d> {
         self.room.core.save_behind(state, report);
     }
 
+    /// As [`Blackboard::checkpoint`], after a round's drafts (or
+    /// challenges) when the master's review comes next: the checkpoint is
+    /// written on a thread of `scope` while the review's call goes out
+    /// (`Core::save_aside`). The review reads the board, not what is
+    /// saved; what the checkpoint covers is taken before the call.
+    fn checkpoint_aside<'s>(&self, scope: &'s std::thread::Scope<'s, 'd>)
+    where
+        'd: 's,
+    {
+        if !self.room.core.saves() {
+            return;
+        }
+        let mut state = self.state.clone();
+        state.board = self.room.board.snapshot();
+        let room: &'d Room<'d> = self.room;
+        if !room.core.save_aside(scope, state, true) {
+            self.checkpoint();
+        }
+    }
+
     fn finish(&mut self) -> RunOutcome {
         self.state.phase = RunPhase::Finished;
         let answer = self.state.answer.clone().unwrap_or_default();
