@@ -15,6 +15,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use super::Core;
 use super::config::RunConfig;
 use super::error::RunError;
 use crate::event::now_ms;
@@ -68,6 +69,8 @@ pub(crate) struct Covers {
 pub(crate) struct Aside {
     pending: parking_lot::Mutex<bool>,
     done: parking_lot::Condvar,
+    /// `pending`, read without its lock by every journal record and turn.
+    busy: std::sync::atomic::AtomicBool,
 }
 
 impl Aside {
@@ -76,12 +79,24 @@ impl Aside {
     pub(crate) fn begin(&self) {
         self.wait();
         *self.pending.lock() = true;
+        self.busy.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// The checkpoint written aside is written (or was never started).
     pub(crate) fn end(&self) {
-        *self.pending.lock() = false;
+        let mut pending = self.pending.lock();
+        *pending = false;
+        self.busy.store(false, std::sync::atomic::Ordering::SeqCst);
+        drop(pending);
         self.done.notify_all();
+    }
+
+    /// As [`Aside::wait`], with no lock taken when none is being written:
+    /// for the journal's records and the turns, which come after it.
+    pub(crate) fn wait_if_pending(&self) {
+        if self.busy.load(std::sync::atomic::Ordering::SeqCst) {
+            self.wait();
+        }
     }
 
     /// Waits until no checkpoint is being written aside.
@@ -318,6 +333,142 @@ impl Persist {
             }
         }
         Ok(())
+    }
+}
+
+impl Core<'_> {
+    /// Saves the run: `state` (whose usage and plan the core fills in)
+    /// to `run.json`, the plan to `workspace/plan.json`, and at the end the
+    /// answer to `workspace/report.md` when the process says it is a report
+    /// (`answer_is_report`). On disk when this returns.
+    pub(crate) fn save(&self, state: RunState, answer_is_report: bool) {
+        self.save_as(state, answer_is_report, false);
+    }
+
+    /// As [`Core::save`], for a phase a model call follows: the fsyncs and
+    /// `run.json` are written behind the run during that call (see
+    /// `Persist::save_behind_covering`). The blackboard saves so: a
+    /// thousand members' phase ends in a dozen fsyncs the run need not
+    /// wait for.
+    pub(crate) fn save_behind(&self, state: RunState, answer_is_report: bool) {
+        self.save_as(state, answer_is_report, true);
+    }
+
+    /// As [`Core::save_behind`], but written on a thread of `scope` while
+    /// the caller goes on to its next model call (the master's review,
+    /// after a round's drafts). The checkpoint is the run as it is now:
+    /// what it covers (usage, journal length, last turn) is taken here,
+    /// and its thread holds the plan's lock before this returns, so what
+    /// the call changes in the plan waits for it, and so do the call's
+    /// journal records and turn (`Core::journal`, `Core::file_turn`), and
+    /// every later save and the run's end (`Aside`): nothing lands before
+    /// the checkpoint it comes after. `false` when no thread could be
+    /// started: nothing was saved, and the caller saves as usual.
+    pub(crate) fn save_aside<'s>(
+        &'s self,
+        scope: &'s std::thread::Scope<'s, '_>,
+        state: RunState,
+        answer_is_report: bool,
+    ) -> bool {
+        let Some(state) = self.taken(state) else {
+            return true;
+        };
+        let aside = &self.persist.aside;
+        aside.begin();
+        let covers = self.persist.covers_now();
+        let (locked_tx, locked) = crossbeam_channel::bounded::<()>(0);
+        let write = move || {
+            let _done = AsideDone(aside);
+            let plan = self.plan.lock();
+            let _ = locked_tx.send(());
+            #[cfg(test)]
+            if let Some(gate) = &self.config.aside_write {
+                gate.arrive();
+                gate.hold();
+            }
+            self.write_lent(state, answer_is_report, true, covers, plan);
+        };
+        match std::thread::Builder::new()
+            .name("boardroom-checkpoint".into())
+            .spawn_scoped(scope, write)
+        {
+            Ok(_) => {
+                // Its thread holds the plan (or ended without it).
+                let _ = locked.recv();
+                true
+            }
+            Err(e) => {
+                aside.end();
+                log::warn!("no thread for the checkpoint ({e}): saved on the run's thread");
+                false
+            }
+        }
+    }
+
+    fn save_as(&self, state: RunState, answer_is_report: bool, behind: bool) {
+        self.persist.aside.wait();
+        if let Some(state) = self.taken(state) {
+            let plan = self.plan.lock();
+            self.write_lent(state, answer_is_report, behind, Covers::default(), plan);
+        }
+    }
+
+    /// `state` with the core's usage and paused approvals, to save; `None`
+    /// when there is nowhere to save it.
+    fn taken(&self, mut state: RunState) -> Option<RunState> {
+        if !self.saves() {
+            return None;
+        }
+        let (usage, by_agent) = self.usage();
+        state.usage = usage;
+        state.usage_by_agent = by_agent;
+        state.approvals = self.approvals().paused();
+        Some(state)
+    }
+
+    /// Writes a state [`Core::taken`], the plan (whose lock `plan` is)
+    /// lent to it. The plan is lent, not copied (a thousand modules with
+    /// their transcripts took milliseconds to copy and to free at every
+    /// phase): its lock is held while the run is saved, a few file
+    /// writes. The processes that save here (blackboard, handoff) save
+    /// between phases, when no member is working on a module, or beside
+    /// the review, whose changes to the plan wait for the lock. The plan
+    /// goes back whatever happens: a save that panics is a save that
+    /// failed, and the next checkpoint writes everything again.
+    fn write_lent(
+        &self,
+        mut state: RunState,
+        answer_is_report: bool,
+        behind: bool,
+        covers: Covers,
+        mut plan: parking_lot::MutexGuard<'_, crate::plan::Plan>,
+    ) {
+        let workspace = self.workspace_dir();
+        state.plan = std::mem::take(&mut *plan);
+        let (config, ws) = (self.config, workspace.as_deref());
+        let saved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if behind {
+                self.persist
+                    .save_behind_covering(config, &state, ws, answer_is_report, covers)
+            } else {
+                self.persist.save(config, &state, ws, answer_is_report)
+            }
+        }));
+        *plan = std::mem::take(&mut state.plan);
+        drop(plan);
+        match saved {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => log::error!("cannot save the run: {e}"),
+            Err(panic) => {
+                log::error!(
+                    "saving the run panicked: {}",
+                    super::unwind::panic_text(panic.as_ref())
+                );
+                if let Some(dir) = &self.persist.dir {
+                    dir.write_all_next_time();
+                }
+            }
+        }
     }
 }
 

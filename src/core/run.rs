@@ -466,11 +466,15 @@ impl<'a> Core<'a> {
     /// Files a change made in the middle of a phase (written at once, not
     /// fsynced: a killed process keeps it, a power cut may not).
     pub(crate) fn journal(&self, record: &JournalRecord) {
+        // After a checkpoint taken before a call, as that call's records
+        // (see `Core::save_aside`).
+        self.persist.aside.wait_if_pending();
         self.bus.journal(record);
     }
 
     /// Files a turn record.
     pub(crate) fn file_turn(&self, turn: &crate::record::Turn) {
+        self.persist.aside.wait_if_pending();
         self.bus.turn(turn);
     }
 
@@ -478,114 +482,6 @@ impl<'a> Core<'a> {
     /// a workspace).
     pub(crate) fn saves(&self) -> bool {
         self.persist.dir.is_some() || self.config.workspace.is_some()
-    }
-
-    /// Saves the run: `state` (whose usage and plan the core fills in)
-    /// to `run.json`, the plan to `workspace/plan.json`, and at the end the
-    /// answer to `workspace/report.md` when the process says it is a report
-    /// (`answer_is_report`). On disk when this returns.
-    pub(crate) fn save(&self, state: RunState, answer_is_report: bool) {
-        self.save_as(state, answer_is_report, false);
-    }
-
-    /// As [`Core::save`], for a phase a model call follows: the fsyncs and
-    /// `run.json` are written behind the run during that call (see
-    /// `Persist::save_behind`). The blackboard saves so: a thousand
-    /// members' phase ends in a dozen fsyncs the run need not wait for.
-    pub(crate) fn save_behind(&self, state: RunState, answer_is_report: bool) {
-        self.save_as(state, answer_is_report, true);
-    }
-
-    /// As [`Core::save_behind`], but written on a thread of `scope` while
-    /// the caller goes on to its next model call: for a phase after which
-    /// the run reads nothing it saves (the members' drafts, before the
-    /// master's review). What the checkpoint covers (usage, journal, last
-    /// turn) is taken here, before the call; every later save waits for
-    /// it (`Aside`). `false` when no thread could be started: nothing was
-    /// saved, and the caller saves as usual.
-    pub(crate) fn save_aside<'s>(
-        &'s self,
-        scope: &'s std::thread::Scope<'s, '_>,
-        state: RunState,
-        answer_is_report: bool,
-    ) -> bool {
-        let Some(state) = self.taken(state) else {
-            return true;
-        };
-        let aside = &self.persist.aside;
-        aside.begin();
-        let covers = self.persist.covers_now();
-        let write = move || {
-            let _done = super::persist::AsideDone(aside);
-            #[cfg(test)]
-            if let Some(gate) = &self.config.aside_write {
-                gate.arrive();
-                gate.hold();
-            }
-            self.write_taken(state, answer_is_report, true, covers);
-        };
-        match std::thread::Builder::new()
-            .name("boardroom-checkpoint".into())
-            .spawn_scoped(scope, write)
-        {
-            Ok(_) => true,
-            Err(e) => {
-                aside.end();
-                log::warn!("no thread for the checkpoint ({e}): saved on the run's thread");
-                false
-            }
-        }
-    }
-
-    fn save_as(&self, state: RunState, answer_is_report: bool, behind: bool) {
-        self.persist.aside.wait();
-        if let Some(state) = self.taken(state) {
-            let covers = super::persist::Covers::default();
-            self.write_taken(state, answer_is_report, behind, covers);
-        }
-    }
-
-    /// `state` with the core's usage and paused approvals, to save; `None`
-    /// when there is nowhere to save it.
-    fn taken(&self, mut state: RunState) -> Option<RunState> {
-        if !self.saves() {
-            return None;
-        }
-        let (usage, by_agent) = self.usage();
-        state.usage = usage;
-        state.usage_by_agent = by_agent;
-        state.approvals = self.approvals().paused();
-        Some(state)
-    }
-
-    /// Writes a state [`Core::taken`]: the plan lent to it.
-    fn write_taken(
-        &self,
-        mut state: RunState,
-        answer_is_report: bool,
-        behind: bool,
-        covers: super::persist::Covers,
-    ) {
-        let workspace = self.workspace_dir();
-        // The plan is lent to the snapshot, not copied (a thousand modules
-        // with their transcripts took milliseconds to copy and to free at
-        // every phase): its lock is held while the run is saved, a few
-        // file writes. The processes that save here (blackboard, handoff)
-        // save between phases, when no member is working on a module.
-        let mut plan = self.plan.lock();
-        state.plan = std::mem::take(&mut *plan);
-        let (config, ws) = (self.config, workspace.as_deref());
-        let saved = if behind {
-            self.persist
-                .save_behind_covering(config, &state, ws, answer_is_report, covers)
-        } else {
-            self.persist.save(config, &state, ws, answer_is_report)
-        };
-        *plan = std::mem::take(&mut state.plan);
-        drop(plan);
-        if let Err(e) = saved {
-            log::error!("cannot save the run: {e}");
-        }
     }
 }
 

@@ -440,6 +440,12 @@ impl RunDir {
         self.journal.lock().len
     }
 
+    /// A checkpoint that stopped half way (it panicked): the next one
+    /// writes everything again, as after one that failed.
+    pub(crate) fn write_all_next_time(&self) {
+        self.behind.mark_failed();
+    }
+
     /// The highest turn id filed so far.
     pub(crate) fn last_turn(&self) -> u32 {
         self.last_turn.load(Ordering::SeqCst)

@@ -177,10 +177,15 @@ impl Phases for OnPool<'_, '_, '_> {
 
     /// After a round's drafts or challenges the master's review comes:
     /// its call goes out while the round's checkpoint is written beside
-    /// it (see `Blackboard::checkpoint_aside`).
+    /// it (see `Blackboard::checkpoint_aside`). Not when the run is to
+    /// stop (a review that was cut off stays the next phase): it ends at
+    /// once, and waits for its last save.
     fn stepped(&mut self) {
         let state = &self.run.state;
-        if state.phase == RunPhase::Review && state.status == RunStatus::Running {
+        if state.phase == RunPhase::Review
+            && state.status == RunStatus::Running
+            && self.run.room.core.stop_reason().is_none()
+        {
             self.run.checkpoint_aside(self.scope);
         } else {
             self.run.checkpoint();

@@ -149,13 +149,16 @@ impl<'d> Blackboard<'d> {
     /// As [`Blackboard::checkpoint`], after a round's drafts (or
     /// challenges) when the master's review comes next: the checkpoint is
     /// written on a thread of `scope` while the review's call goes out
-    /// (`Core::save_aside`). The review reads the board, not what is
-    /// saved; what the checkpoint covers is taken before the call.
+    /// (`Core::save_aside`). It is the run as it is now: the state and the
+    /// board are copied here, and what the review changes in the plan, its
+    /// records and its turn wait until it is written. A run with no
+    /// directory (a workspace only) writes nothing between phases.
     fn checkpoint_aside<'s>(&self, scope: &'s std::thread::Scope<'s, 'd>)
     where
         'd: 's,
     {
-        if !self.room.core.saves() {
+        if self.room.core.persist.dir.is_none() {
+            self.checkpoint();
             return;
         }
         let mut state = self.state.clone();
