@@ -78,7 +78,8 @@ impl Aside {
     /// its thread, which holds an [`AsideDone`] until it has written it.
     pub(crate) fn begin(&self) {
         self.wait();
-        *self.pending.lock() = true;
+        let mut pending = self.pending.lock();
+        *pending = true;
         self.busy.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
@@ -386,7 +387,17 @@ impl Core<'_> {
                 gate.arrive();
                 gate.hold();
             }
-            self.write_lent(state, answer_is_report, true, covers, plan);
+            if let Some(panic) = self.write_lent(state, answer_is_report, true, covers, plan) {
+                // No caller to hand it to: said, and the next checkpoint
+                // writes the summary and flushes every log again.
+                log::error!(
+                    "saving the run panicked: {}",
+                    super::unwind::panic_text(panic.as_ref())
+                );
+                if let Some(dir) = &self.persist.dir {
+                    dir.write_all_next_time();
+                }
+            }
         };
         match std::thread::Builder::new()
             .name("boardroom-checkpoint".into())
@@ -409,7 +420,11 @@ impl Core<'_> {
         self.persist.aside.wait();
         if let Some(state) = self.taken(state) {
             let plan = self.plan.lock();
-            self.write_lent(state, answer_is_report, behind, Covers::default(), plan);
+            let covers = Covers::default();
+            if let Some(panic) = self.write_lent(state, answer_is_report, behind, covers, plan) {
+                // The plan is back; the run fails as it would have.
+                std::panic::resume_unwind(panic);
+            }
         }
     }
 
@@ -433,8 +448,8 @@ impl Core<'_> {
     /// writes. The processes that save here (blackboard, handoff) save
     /// between phases, when no member is working on a module, or beside
     /// the review, whose changes to the plan wait for the lock. The plan
-    /// goes back whatever happens: a save that panics is a save that
-    /// failed, and the next checkpoint writes everything again.
+    /// goes back whatever happens: a save that panics returns the panic,
+    /// for the caller to raise again or to report.
     fn write_lent(
         &self,
         mut state: RunState,
@@ -442,7 +457,7 @@ impl Core<'_> {
         behind: bool,
         covers: Covers,
         mut plan: parking_lot::MutexGuard<'_, crate::plan::Plan>,
-    ) {
+    ) -> Option<Box<dyn std::any::Any + Send>> {
         let workspace = self.workspace_dir();
         state.plan = std::mem::take(&mut *plan);
         let (config, ws) = (self.config, workspace.as_deref());
@@ -457,17 +472,12 @@ impl Core<'_> {
         *plan = std::mem::take(&mut state.plan);
         drop(plan);
         match saved {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => log::error!("cannot save the run: {e}"),
-            Err(panic) => {
-                log::error!(
-                    "saving the run panicked: {}",
-                    super::unwind::panic_text(panic.as_ref())
-                );
-                if let Some(dir) = &self.persist.dir {
-                    dir.write_all_next_time();
-                }
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => {
+                log::error!("cannot save the run: {e}");
+                None
             }
+            Err(panic) => Some(panic),
         }
     }
 }

@@ -465,14 +465,17 @@ impl<'a> Core<'a> {
 
     /// Files a change made in the middle of a phase (written at once, not
     /// fsynced: a killed process keeps it, a power cut may not).
+    ///
+    /// Waits for a checkpoint being written aside (`Core::save_aside`):
+    /// never call it holding the plan's lock, or any other a checkpoint
+    /// takes (the journal's, the turns', the state log's).
     pub(crate) fn journal(&self, record: &JournalRecord) {
-        // After a checkpoint taken before a call, as that call's records
-        // (see `Core::save_aside`).
+        // After a checkpoint taken before a call, as that call's records.
         self.persist.aside.wait_if_pending();
         self.bus.journal(record);
     }
 
-    /// Files a turn record.
+    /// Files a turn record. Waits as [`Core::journal`] does.
     pub(crate) fn file_turn(&self, turn: &crate::record::Turn) {
         self.persist.aside.wait_if_pending();
         self.bus.turn(turn);

@@ -441,7 +441,9 @@ impl RunDir {
     }
 
     /// A checkpoint that stopped half way (it panicked): the next one
-    /// writes everything again, as after one that failed.
+    /// writes `team.json` and `run.json` again and flushes every log, as
+    /// after one whose disk part failed (its line is what changed since
+    /// the last line written, as always).
     pub(crate) fn write_all_next_time(&self) {
         self.behind.mark_failed();
     }
