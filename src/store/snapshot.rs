@@ -378,14 +378,8 @@ impl Written {
             })
             .collect();
         let tasks = &state.plan.tasks;
-        let same_order = self.plan.len() <= tasks.len()
-            && self
-                .plan
-                .iter()
-                .zip(tasks)
-                .all(|(a, b)| a.task_id == b.task_id);
         let mut changes = Vec::new();
-        if same_order {
+        if same_order(&self.plan, tasks) {
             for (i, m) in tasks.iter().enumerate() {
                 match self.plan.get(i) {
                     Some(was) if was == m => {}
@@ -484,13 +478,7 @@ impl Written {
         }
         // What changed is copied, not the whole plan and usage again.
         let tasks = &state.plan.tasks;
-        let same_order = self.plan.len() <= tasks.len()
-            && self
-                .plan
-                .iter()
-                .zip(tasks)
-                .all(|(a, b)| a.task_id == b.task_id);
-        if same_order {
+        if same_order(&self.plan, tasks) {
             for (was, now) in self.plan.iter_mut().zip(tasks) {
                 was.update_from(now);
             }
@@ -526,6 +514,13 @@ impl Written {
             self.approvals = state.approvals.clone();
         }
     }
+}
+
+/// Whether the modules `now` are those `was` wrote, in the same order,
+/// and maybe more after them: what changed is then written (and kept)
+/// module by module, else the plan again whole.
+fn same_order(was: &[WorkModule], now: &[WorkModule]) -> bool {
+    was.len() <= now.len() && was.iter().zip(now).all(|(a, b)| a.task_id == b.task_id)
 }
 
 /// `now` as `before` plus what was added: `(None, added)` when `before`
